@@ -1,0 +1,155 @@
+"""xsparse: torch.sparse's sparse arrays as an Array API namespace, with pluggable backends.
+
+>>> import xsparse as xs
+>>> a = xs.sparse_csr_array([0, 2, 4], [0, 1, 0, 1], [1.0, 2.0, 3.0, 4.0])
+>>> a.T.layout
+xsparse.sparse_csc
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from . import dispatch
+from ._conversion import (
+    coalesce,
+    is_coalesced,
+    layout_of,
+    matrix_transpose,
+    to_backend,
+    to_dense,
+    to_sparse,
+    to_sparse_bsc,
+    to_sparse_bsr,
+    to_sparse_coo,
+    to_sparse_csc,
+    to_sparse_csr,
+)
+from ._creation import (
+    empty,
+    sparse_bsc_array,
+    sparse_bsr_array,
+    sparse_compressed_array,
+    sparse_coo_array,
+    sparse_csc_array,
+    sparse_csr_array,
+    zeros,
+)
+from ._errors import (
+    BackendMismatchError,
+    DensificationError,
+    InvariantError,
+    LayoutError,
+    NoKernelError,
+    SparseEfficiencyWarning,
+    XSparseError,
+)
+from ._namespace import bound_namespace
+from .backends import (
+    Backend,
+    default_backend,
+    get_backend,
+    get_default_backend,
+    registered_backends,
+    set_default_backend,
+)
+from .backends import array_api as _generic_kernels  # noqa: F401  (registers the generic kernels)
+from .formats import (
+    COOArray,
+    CompressedArray,
+    Layout,
+    SparseArray,
+    check_sparse_tensor_invariants,
+    sparse_bsc,
+    sparse_bsr,
+    sparse_coo,
+    sparse_csc,
+    sparse_csr,
+    sparse_semi_structured,
+    strided,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    # layouts
+    "Layout",
+    "strided",
+    "sparse_coo",
+    "sparse_csr",
+    "sparse_csc",
+    "sparse_bsr",
+    "sparse_bsc",
+    "sparse_semi_structured",
+    # array classes
+    "SparseArray",
+    "COOArray",
+    "CompressedArray",
+    # construction
+    "sparse_coo_array",
+    "sparse_compressed_array",
+    "sparse_csr_array",
+    "sparse_csc_array",
+    "sparse_bsr_array",
+    "sparse_bsc_array",
+    "zeros",
+    "empty",
+    # conversion
+    "to_sparse",
+    "to_sparse_coo",
+    "to_sparse_csr",
+    "to_sparse_csc",
+    "to_sparse_bsr",
+    "to_sparse_bsc",
+    "to_dense",
+    "coalesce",
+    "is_coalesced",
+    "matrix_transpose",
+    "layout_of",
+    # backends
+    "Backend",
+    "to_backend",
+    "get_backend",
+    "registered_backends",
+    "default_backend",
+    "set_default_backend",
+    "get_default_backend",
+    "bound_namespace",
+    # invariants, dispatch, errors
+    "check_sparse_tensor_invariants",
+    "kernels",
+    "XSparseError",
+    "LayoutError",
+    "InvariantError",
+    "NoKernelError",
+    "DensificationError",
+    "BackendMismatchError",
+    "SparseEfficiencyWarning",
+]
+
+
+def kernels(op: str | None = None) -> list[dispatch.Kernel]:
+    """The registered kernels (of one operation, or all), for introspection.
+
+    The native kernels of a backend are registered once its library has been imported (importing
+    xsparse imports no backend library but NumPy), so the list covers every backend in use.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> sorted({k.kind for k in xs.kernels("convert")})
+    ['generic', 'native']
+    """
+    for backend in registered_backends():
+        if backend.library in sys.modules and backend.kernels is not None:
+            backend.load()
+    return dispatch.kernels(op)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+def __getattr__(name: str) -> Any:
+    raise AttributeError(f"module 'xsparse' has no attribute {name!r}")

@@ -1,0 +1,390 @@
+"""Conversions between layouts and backends: to_sparse, to_dense, coalesce, transposes, to_backend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import dispatch
+from ._common import backend_of, dtype_name, is_strided, resolve_dtype, scalar_for
+from ._errors import LayoutError
+from .backends import Backend, backend_of_array, get_backend
+from .formats import (
+    COOArray,
+    CompressedArray,
+    Layout,
+    SparseArray,
+    sparse_bsc,
+    sparse_bsr,
+    sparse_coo,
+    sparse_csc,
+    sparse_csr,
+    strided,
+)
+from .formats._spec import Target
+
+__all__ = [
+    "to_sparse",
+    "to_sparse_coo",
+    "to_sparse_csr",
+    "to_sparse_csc",
+    "to_sparse_bsr",
+    "to_sparse_bsc",
+    "to_dense",
+    "coalesce",
+    "is_coalesced",
+    "matrix_transpose",
+    "to_backend",
+    "layout_of",
+]
+
+
+def layout_of(x: Any) -> Layout:
+    """The layout of an xsparse array, or ``strided`` for a backend array."""
+    if isinstance(x, SparseArray):
+        return x.layout
+    if is_strided(x):
+        return strided
+    raise TypeError(f"layout_of: expected an array, got {type(x).__name__}. Pass an xsparse array or a backend array.")
+
+
+def _check_array(op: str, x: Any) -> None:
+    if not isinstance(x, SparseArray) and not is_strided(x):
+        raise TypeError(
+            f"{op}: expected an xsparse array or a backend array, got {type(x).__name__}. Create one first, e.g. "
+            "with xsparse.sparse_coo_array(...) or the backend's asarray."
+        )
+
+
+def _target(
+    op: str,
+    x: Any,
+    layout: Layout,
+    backend: Backend,
+    xp: Any,
+    sparse_dim: int | None,
+    dense_dim: int | None,
+    blocksize: tuple[int, int] | None,
+    index_dtype: Any,
+    fill_value: Any,
+) -> Target:
+    """Resolve and check the result format of a conversion of ``x`` to ``layout``."""
+    shape = tuple(x.shape)
+    ndim = len(shape)
+    source = layout_of(x)
+    if not isinstance(layout, Layout):
+        raise TypeError(f"{op}: layout must be an xsparse layout such as xsparse.sparse_csr, got {layout!r}.")
+    if layout is Layout.sparse_semi_structured:
+        raise LayoutError(f"{op}: use xsparse.to_sparse_semi_structured for the sparse_semi_structured layout.")
+    # fill value: a strided source picks it (default 0); a sparse source keeps its own
+    if isinstance(x, SparseArray):
+        if fill_value is not None and fill_value != x.fill_value:
+            raise ValueError(
+                f"{op}: a conversion keeps the fill value (array fill_value={x.fill_value!r}, requested {fill_value!r}). "
+                "Convert to dense with to_dense() and back with the new fill_value to change it."
+            )
+        fill = x.fill_value
+    else:
+        fill = scalar_for(xp, x.dtype, 0 if fill_value is None else fill_value)
+    # index dtype: requested, else the source's, else int64
+    if index_dtype is not None:
+        idt = resolve_dtype(xp, index_dtype)
+        if dtype_name(idt) not in ("int32", "int64"):
+            raise TypeError(f"{op}: index_dtype must be int32 or int64, got {dtype_name(idt)}.")
+    elif isinstance(x, (COOArray, CompressedArray)):
+        idt = x.index_dtype
+    else:
+        idt = xp.int64
+    if blocksize is not None:
+        blocksize = (int(blocksize[0]), int(blocksize[1]))
+    if layout is strided:
+        return Target(layout, backend, xp, shape, ndim, 0, (1, 1), idt, fill)
+    if layout is sparse_coo:
+        if blocksize is not None:
+            raise ValueError(f"{op}: blocksize applies to sparse_bsr and sparse_bsc only, not to {layout}.")
+        natural = x.sparse_dim() if isinstance(x, COOArray) else None
+        if isinstance(x, CompressedArray):
+            natural = x.batch_dim() + 2
+        if sparse_dim is None:
+            sparse_dim = (ndim - dense_dim) if dense_dim is not None else (natural if natural is not None else ndim)
+        elif dense_dim is not None and sparse_dim + dense_dim != ndim:
+            raise ValueError(f"{op}: sparse_dim ({sparse_dim}) + dense_dim ({dense_dim}) must equal ndim ({ndim}).")
+        if not 0 <= sparse_dim <= ndim:
+            raise ValueError(f"{op}: sparse_dim must lie in [0, {ndim}] for shape {shape}, got {sparse_dim}.")
+        if natural is not None and sparse_dim != natural:
+            raise ValueError(
+                f"{op}: a {source} array converts to a COO array with sparse_dim={natural} (its batch and sparse "
+                f"dimensions), not sparse_dim={sparse_dim}. Convert through to_dense() to regroup the dimensions."
+            )
+        return Target(layout, backend, xp, shape, sparse_dim, ndim - sparse_dim, (1, 1), idt, fill)
+    # the compressed family
+    if sparse_dim is not None and sparse_dim != 2:
+        raise ValueError(f"{op}: a {layout} array has exactly 2 sparse dimensions, got sparse_dim={sparse_dim}.")
+    if isinstance(x, CompressedArray):
+        natural_dense = x.dense_dim()
+    elif isinstance(x, COOArray):
+        natural_dense = x.dense_dim()
+    else:
+        natural_dense = None
+    if dense_dim is None:
+        dense_dim = natural_dense if natural_dense is not None else 0
+    elif natural_dense is not None and dense_dim != natural_dense:
+        raise ValueError(
+            f"{op}: a {source} array with dense_dim={natural_dense} converts to a {layout} array with the same dense_dim, "
+            f"not dense_dim={dense_dim}. Convert through to_dense() to regroup the dimensions."
+        )
+    if not 0 <= dense_dim <= ndim - 2:
+        raise ValueError(
+            f"{op}: a {layout} array needs 2 sparse dimensions after its batch dimensions, so dense_dim must lie in "
+            f"[0, {max(ndim - 2, 0)}] for shape {shape}, got dense_dim={dense_dim}."
+        )
+    if layout.is_blocked:
+        if blocksize is None:
+            if isinstance(x, CompressedArray) and x.layout.is_blocked:
+                blocksize = x.blocksize
+            else:
+                raise ValueError(f"{op}: converting to {layout} needs blocksize=(rows, columns).")
+        b = ndim - 2 - dense_dim
+        if blocksize[0] <= 0 or blocksize[1] <= 0 or shape[b] % blocksize[0] or shape[b + 1] % blocksize[1]:
+            raise ValueError(
+                f"{op}: blocksize {blocksize} must divide the sparse dimensions {shape[b : b + 2]} of shape {shape}. "
+                "Pick a blocksize whose entries divide the number of rows and of columns."
+            )
+    else:
+        if blocksize is not None and tuple(blocksize) != (1, 1):
+            raise ValueError(f"{op}: blocksize applies to sparse_bsr and sparse_bsc only, not to {layout}; use to_sparse_bsr.")
+        blocksize = (1, 1)
+    return Target(layout, backend, xp, shape, 2, dense_dim, blocksize, idt, fill)
+
+
+def to_sparse(
+    x: Any,
+    /,
+    *,
+    layout: Layout = sparse_coo,
+    sparse_dim: int | None = None,
+    dense_dim: int | None = None,
+    blocksize: tuple[int, int] | None = None,
+    index_dtype: Any = None,
+    fill_value: Any = None,
+) -> SparseArray:
+    """Convert a strided or sparse array to a sparse layout.
+
+    Parameters
+    ----------
+    x
+        A backend (strided) array or an xsparse array.
+    layout
+        The result layout (default ``sparse_coo``).
+    sparse_dim
+        For COO: the number of leading sparse dimensions (default: all of a strided array's dimensions;
+        the batch and sparse dimensions of a compressed array).
+    dense_dim
+        The number of trailing dense dimensions (default 0 from a strided array; a sparse array's own).
+    blocksize
+        ``(rows, columns)`` of one block, required for BSR and BSC (a BSR/BSC source's by default).
+    index_dtype
+        ``int32`` or ``int64`` (default: the source's, or int64).
+    fill_value
+        For a strided ``x``, the value of the elements left out (default 0). A sparse ``x`` keeps its own.
+
+    Returns
+    -------
+    SparseArray
+        On ``x``'s backend. Converting to the layout ``x`` already has, with the same parameters,
+        returns ``x`` itself.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> a = np.asarray([[0, 2.0], [3, 0]])
+    >>> xs.to_sparse(a)
+    sparse_array(indices=[[0, 1],
+                          [1, 0]],
+                 values=[2., 3.],
+                 shape=(2, 2), nnz=2, dtype=float64, layout=sparse_coo, backend=numpy)
+    """
+    op = f"to_sparse(layout={layout})"
+    _check_array(op, x)
+    backend = backend_of(x, op=op)
+    xp = backend.load()
+    target = _target(op, x, layout, backend, xp, sparse_dim, dense_dim, blocksize, index_dtype, fill_value)
+    if layout is strided:
+        raise ValueError(f"{op}: use xsparse.to_dense for the strided layout.")
+    if _is_already(x, target):
+        return x
+    return dispatch.call("convert", (layout_of(x), layout), backend.name, xp, x, target)
+
+
+def _is_already(x: Any, target: Target) -> bool:
+    if not isinstance(x, SparseArray) or x.layout is not target.layout:
+        return False
+    if dtype_name(getattr(x, "index_dtype", target.index_dtype)) != dtype_name(target.index_dtype):
+        return False
+    return not (isinstance(x, CompressedArray) and x.blocksize != target.blocksize)
+
+
+def to_sparse_coo(x: Any, /, sparse_dim: int | None = None, **kwargs: Any) -> SparseArray:
+    """Convert to ``sparse_coo``; see :func:`to_sparse`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> t = np.asarray([[[0.0, 0], [1.0, 2.0]], [[0.0, 0], [3.0, 4.0]]])
+    >>> xs.to_sparse_coo(t, sparse_dim=2)
+    sparse_array(indices=[[0, 1],
+                          [1, 1]],
+                 values=[[1., 2.],
+                         [3., 4.]],
+                 shape=(2, 2, 2), nnz=2, dtype=float64, layout=sparse_coo, backend=numpy)
+    """
+    return to_sparse(x, layout=sparse_coo, sparse_dim=sparse_dim, **kwargs)
+
+
+def to_sparse_csr(x: Any, /, dense_dim: int | None = None, **kwargs: Any) -> SparseArray:
+    """Convert to ``sparse_csr``; see :func:`to_sparse`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> a = np.asarray([[0, 0, 1, 0], [1, 2, 0, 0], [0, 0, 0, 0]], dtype=np.float64)
+    >>> xs.to_sparse_csr(a)
+    sparse_array(crow_indices=[0, 1, 3, 3],
+                 col_indices=[2, 0, 1],
+                 values=[1., 1., 2.],
+                 shape=(3, 4), nnz=3, dtype=float64, layout=sparse_csr, backend=numpy)
+    """
+    return to_sparse(x, layout=sparse_csr, dense_dim=dense_dim, **kwargs)
+
+
+def to_sparse_csc(x: Any, /, dense_dim: int | None = None, **kwargs: Any) -> SparseArray:
+    """Convert to ``sparse_csc``; see :func:`to_sparse`."""
+    return to_sparse(x, layout=sparse_csc, dense_dim=dense_dim, **kwargs)
+
+
+def to_sparse_bsr(x: Any, /, blocksize: tuple[int, int] | None = None, dense_dim: int | None = None, **kwargs: Any) -> SparseArray:
+    """Convert to ``sparse_bsr`` with blocks of ``blocksize``; see :func:`to_sparse`."""
+    return to_sparse(x, layout=sparse_bsr, blocksize=blocksize, dense_dim=dense_dim, **kwargs)
+
+
+def to_sparse_bsc(x: Any, /, blocksize: tuple[int, int] | None = None, dense_dim: int | None = None, **kwargs: Any) -> SparseArray:
+    """Convert to ``sparse_bsc`` with blocks of ``blocksize``; see :func:`to_sparse`."""
+    return to_sparse(x, layout=sparse_bsc, blocksize=blocksize, dense_dim=dense_dim, **kwargs)
+
+
+def to_dense(x: Any, /) -> Any:
+    """The strided backend array with the same elements; unspecified elements take the fill value.
+
+    A strided ``x`` is returned as is. This is the explicit way to densify.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> s = xs.sparse_coo_array([[0, 1, 1], [2, 0, 2]], [3, 4, 5], (2, 3))
+    >>> xs.to_dense(s)
+    array([[0, 0, 3],
+           [4, 0, 5]])
+    """
+    _check_array("to_dense", x)
+    if not isinstance(x, SparseArray):
+        return x
+    backend = x._backend
+    xp = backend.load()
+    target = Target(strided, backend, xp, x.shape, x.ndim, 0, (1, 1), xp.int64, x.fill_value)
+    return dispatch.call("convert", (x.layout, strided), backend.name, xp, x, target)
+
+
+def coalesce(x: SparseArray, /) -> SparseArray:
+    """Sort a COO array's indices lexicographically and sum duplicates; other layouts are returned as is.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> s = xs.sparse_coo_array([[1, 1]], [3, 4], (3,))
+    >>> xs.coalesce(s)
+    sparse_array(indices=[[1]],
+                 values=[7],
+                 shape=(3,), nnz=1, dtype=int64, layout=sparse_coo, backend=numpy)
+    """
+    if not isinstance(x, SparseArray):
+        raise TypeError(f"coalesce: expected an xsparse array, got {type(x).__name__}.")
+    if x.is_coalesced():
+        return x
+    xp = x._backend.load()
+    return dispatch.call("coalesce", (x.layout,), x._backend.name, xp, x)
+
+
+def is_coalesced(x: SparseArray, /) -> bool:
+    """Whether the array's indices are sorted and unique."""
+    return x.is_coalesced()
+
+
+def matrix_transpose(x: Any, /) -> Any:
+    """Transpose the last two dimensions.
+
+    For a compressed array whose last two dimensions are its sparse ones this is a view (CSR <-> CSC,
+    BSR <-> BSC); for COO it swaps two index rows (or two value axes). Swapping a sparse with a dense
+    dimension raises :class:`~xsparse.LayoutError`.
+    """
+    if not isinstance(x, SparseArray):
+        _check_array("matrix_transpose", x)
+        xp = backend_of_array(x).namespace()
+        return xp.matrix_transpose(x)
+    if x.ndim < 2:
+        raise ValueError(f"matrix_transpose: the array must have at least 2 dimensions, got shape {x.shape}.")
+    xp = x._xp
+    if isinstance(x, CompressedArray) and x.dense_dim() == 0:
+        return x.transpose_sparse()
+    if isinstance(x, COOArray):
+        sd = x.sparse_dim()
+        shape = list(x.shape)
+        shape[-2], shape[-1] = shape[-1], shape[-2]
+        if sd >= x.ndim:
+            order = list(range(sd))
+            order[-2], order[-1] = order[-1], order[-2]
+            indices = xp.take(x._idx, xp.asarray(order, device=x.device), axis=0)
+            return COOArray(indices, x._vals, tuple(shape), backend=x._backend, xp=xp, coalesced=False, fill_value=x.fill_value)
+        if sd <= x.ndim - 2:
+            values = xp.matrix_transpose(x._vals)
+            return COOArray(x._idx, values, tuple(shape), backend=x._backend, xp=xp, coalesced=x.is_coalesced(), fill_value=x.fill_value)
+    raise LayoutError(
+        f"matrix_transpose: the last two dimensions of this {x.layout} array mix sparse and dense dimensions "
+        f"(shape={x.shape}, dense_dim={x.dense_dim()}). Convert with to_dense() first, or build the array without "
+        "dense dimensions."
+    )
+
+
+def to_backend(x: Any, backend: str | Backend, /, *, device: Any = None) -> Any:
+    """Move an array (strided or sparse) to another backend, zero-copy through DLPack where possible.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> s = xs.sparse_csr_array([0, 1, 2], [1, 0], [5.0, 6.0])
+    >>> t = xs.to_backend(s, "array_api_strict")
+    >>> t.backend, t.layout
+    ('array_api_strict', xsparse.sparse_csr)
+    """
+    target = get_backend(backend)
+    xp = target.load()
+
+    def move(a: Any) -> Any:
+        if backend_of_array(a).name == target.name:
+            moved = a
+        else:
+            try:
+                moved = xp.from_dlpack(a)
+            except (TypeError, ValueError, RuntimeError, BufferError, AttributeError):
+                import numpy as np
+
+                moved = xp.asarray(np.from_dlpack(a))
+        if device is not None:
+            moved = xp.asarray(moved, device=device)
+        return moved
+
+    if isinstance(x, SparseArray):
+        return x._map_components(move, target, xp)
+    _check_array("to_backend", x)
+    return move(x)

@@ -1,0 +1,367 @@
+"""Constructors of sparse arrays from components, and creation functions with ``layout=``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ._common import backend_of, dtype_name, is_strided, resolve_dtype, scalar_for
+from ._errors import InvariantError, LayoutError
+from .backends import Backend
+from .formats import (
+    COOArray,
+    CompressedArray,
+    Layout,
+    sparse_bsc,
+    sparse_bsr,
+    sparse_coo,
+    sparse_csc,
+    sparse_csr,
+    strided,
+)
+
+__all__ = [
+    "sparse_coo_array",
+    "sparse_compressed_array",
+    "sparse_csr_array",
+    "sparse_csc_array",
+    "sparse_bsr_array",
+    "sparse_bsc_array",
+    "zeros",
+    "empty",
+]
+
+
+def _index_array(op: str, name: str, xp: Any, obj: Any, device: Any) -> Any:
+    """An index component on the backend: arrays keep their dtype (int32 or int64), lists become int64."""
+    if is_strided(obj):
+        arr = xp.asarray(obj, device=device) if device is not None else obj
+        if dtype_name(arr.dtype) not in ("int32", "int64"):
+            raise InvariantError(
+                "1.3",
+                f"{op}: {name} must have dtype int32 or int64, got {dtype_name(arr.dtype)}. Cast it, e.g. with "
+                f"xp.astype({name}, xp.int64)",
+            )
+        return arr
+    try:
+        return xp.asarray(obj, dtype=xp.int64, device=device)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise TypeError(f"{op}: {name} must be an integer array or a nested list of integers ({exc}).") from None
+
+
+def _value_array(xp: Any, obj: Any, dtype: Any, device: Any) -> Any:
+    if is_strided(obj):
+        arr = obj
+        if dtype is not None and dtype_name(arr.dtype) != dtype_name(dtype):
+            arr = xp.astype(arr, dtype)
+        if device is not None:
+            arr = xp.asarray(arr, device=device)
+        return arr
+    return xp.asarray(obj, dtype=dtype, device=device)
+
+
+def _contiguous(backend: Backend, xp: Any, x: Any) -> Any:
+    # Components are kept contiguous (invariants 3.5-3.7); a copy only where the input was not.
+    if backend.is_contiguous(x) is False:
+        return xp.asarray(x, copy=True) if backend.name != "numpy" else x.copy()
+    return x
+
+
+def _fill(xp: Any, dtype: Any, fill_value: Any) -> Any:
+    return scalar_for(xp, dtype, fill_value)
+
+
+def _shape_arg(op: str, shape: Any) -> tuple[int, ...] | None:
+    if shape is None:
+        return None
+    try:
+        return tuple(int(s) for s in shape)
+    except TypeError:
+        raise TypeError(f"{op}: shape must be a sequence of integers, got {shape!r}.") from None
+
+
+def sparse_coo_array(
+    indices: Any = None,
+    values: Any = None,
+    shape: Sequence[int] | None = None,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    backend: str | Backend | None = None,
+    check_invariants: bool | None = None,
+    is_coalesced: bool | None = None,
+    fill_value: Any = 0,
+) -> COOArray:
+    """A sparse COO array from its indices ``(sparse_dim, nse)`` and values ``(nse, *dense_shape)``.
+
+    Parameters
+    ----------
+    indices
+        Integer array (int32 or int64) or nested list, one row per sparse dimension. Lists become int64.
+    values
+        Array or nested list of ``nse`` values (or dense sub-arrays); a scalar gives every entry that value.
+    shape
+        The array's shape; inferred when omitted (sparse sizes ``indices.max(axis=1) + 1``, dense sizes
+        from ``values``). With ``indices`` and ``values`` omitted, an empty array of this shape.
+    dtype, device
+        Of the values (cast / moved when given).
+    backend
+        The backend for list and scalar inputs (default: the inputs' backend, else the default backend).
+    check_invariants
+        Run the checks that read index data (default: as the :class:`check_sparse_tensor_invariants`
+        context says).
+    is_coalesced
+        Declare the indices sorted and unique (checked with ``check_invariants=True``).
+    fill_value
+        The value of unspecified elements.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> s = xs.sparse_coo_array([[0, 1, 1], [2, 0, 2]], [3, 4, 5], (2, 3))
+    >>> s
+    sparse_array(indices=[[0, 1, 1],
+                          [2, 0, 2]],
+                 values=[3, 4, 5],
+                 shape=(2, 3), nnz=3, dtype=int64, layout=sparse_coo, backend=numpy)
+    >>> xs.sparse_coo_array(shape=(2, 3))
+    sparse_array(indices=[], shape=(2, 0),
+                 values=[], shape=(0,),
+                 shape=(2, 3), nnz=0, dtype=float64, layout=sparse_coo, backend=numpy)
+    """
+    op = "sparse_coo_array"
+    b = backend_of(indices, values, op=op, backend=backend)
+    xp = b.load()
+    dt = resolve_dtype(xp, dtype)
+    shp = _shape_arg(op, shape)
+    if indices is None and values is None:
+        if shp is None:
+            raise ValueError(f"{op}: give indices and values, or a shape for an empty array.")
+        vdt = dt if dt is not None else xp.float64
+        idx = xp.zeros((len(shp), 0), dtype=xp.int64, device=device)
+        vals = xp.zeros((0,), dtype=vdt, device=device)
+        return COOArray(idx, vals, shp, backend=b, xp=xp, coalesced=True, fill_value=_fill(xp, vdt, fill_value), check=check_invariants)
+    if indices is None or values is None:
+        raise ValueError(f"{op}: give both indices and values (or neither, with a shape, for an empty array).")
+    idx = _contiguous(b, xp, _index_array(op, "indices", xp, indices, device))
+    vals = _value_array(xp, values, dt, device)
+    if idx.ndim != 2:
+        raise InvariantError("coo.1", f"{op}: indices must be 2-D (sparse_dim, nse), got shape {tuple(idx.shape)}. A list of index tuples must be transposed first")
+    if vals.ndim == 0:
+        vals = xp.broadcast_to(vals, (idx.shape[1],))
+    vals = _contiguous(b, xp, vals)
+    if shp is None:
+        sparse_dim = idx.shape[0]
+        if idx.shape[1]:
+            sizes = [int(m) + 1 for m in xp.max(idx, axis=1)]
+        else:
+            sizes = [0] * sparse_dim
+        shp = tuple(sizes) + tuple(vals.shape[1:])
+    return COOArray(
+        idx, vals, shp, backend=b, xp=xp, coalesced=bool(is_coalesced),
+        fill_value=_fill(xp, vals.dtype, fill_value), check=check_invariants,
+    )  # fmt: skip
+
+
+def sparse_compressed_array(
+    compressed_indices: Any = None,
+    plain_indices: Any = None,
+    values: Any = None,
+    shape: Sequence[int] | None = None,
+    *,
+    layout: Layout,
+    dtype: Any = None,
+    device: Any = None,
+    backend: str | Backend | None = None,
+    check_invariants: bool | None = None,
+    fill_value: Any = 0,
+    blocksize: tuple[int, int] | None = None,
+    dense_dim: int = 0,
+) -> CompressedArray:
+    """A CSR, CSC, BSR or BSC array from its compressed indices, plain indices and values.
+
+    Parameters
+    ----------
+    compressed_indices
+        ``(*batch, n_compressed + 1)`` integers in CSR encoding (rows for CSR/BSR, columns for CSC/BSC).
+    plain_indices
+        ``(*batch, nse)``: the column (CSR/BSR) or row (CSC/BSC) index of each element or block.
+    values
+        ``(*batch, nse, *dense)``, or ``(*batch, nse, bm, bn, *dense)`` for BSR/BSC.
+    shape
+        Inferred when omitted, with the formulas of the BSR invariants: the number of plain blocks is
+        ``max(plain_indices.max() + 1, diff(compressed_indices).max())``. With no components, an empty
+        array of this shape (``blocksize`` and ``dense_dim`` then say how to read it).
+    layout
+        ``sparse_csr``, ``sparse_csc``, ``sparse_bsr`` or ``sparse_bsc``.
+    dtype, device, backend, check_invariants, fill_value
+        As for :func:`sparse_coo_array`.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> xs.sparse_compressed_array([0, 2, 4], [0, 1, 0, 1], [1, 2, 3, 4], layout=xs.sparse_csc)
+    sparse_array(ccol_indices=[0, 2, 4],
+                 row_indices=[0, 1, 0, 1],
+                 values=[1, 2, 3, 4],
+                 shape=(2, 2), nnz=4, dtype=int64, layout=sparse_csc, backend=numpy)
+    """
+    op = f"sparse_compressed_array(layout={layout})"
+    if not isinstance(layout, Layout) or not layout.is_compressed:
+        raise LayoutError(f"{op}: layout must be sparse_csr, sparse_csc, sparse_bsr or sparse_bsc, got {layout!r}.")
+    b = backend_of(compressed_indices, plain_indices, values, op=op, backend=backend)
+    xp = b.load()
+    dt = resolve_dtype(xp, dtype)
+    shp = _shape_arg(op, shape)
+    if compressed_indices is None and plain_indices is None and values is None:
+        if shp is None:
+            raise ValueError(f"{op}: give the components, or a shape for an empty array.")
+        return _empty_compressed(op, b, xp, shp, layout, dt, device, blocksize, dense_dim, fill_value, check_invariants)
+    if compressed_indices is None or plain_indices is None or values is None:
+        raise ValueError(f"{op}: give all three components (or none, with a shape, for an empty array).")
+    cname, pname = layout.index_names
+    ci = _contiguous(b, xp, _index_array(op, cname, xp, compressed_indices, device))
+    pi = _contiguous(b, xp, _index_array(op, pname, xp, plain_indices, device))
+    vals = _value_array(xp, values, dt, device)
+    if vals.ndim == 0:
+        vals = xp.broadcast_to(vals, tuple(pi.shape))
+    vals = _contiguous(b, xp, vals)
+    if shp is None:
+        shp = _infer_compressed_shape(op, xp, ci, pi, vals, layout)
+    return CompressedArray(
+        ci, pi, vals, shp, layout=layout, backend=b, xp=xp,
+        fill_value=_fill(xp, vals.dtype, fill_value), check=check_invariants,
+    )  # fmt: skip
+
+
+def _infer_compressed_shape(op: str, xp: Any, ci: Any, pi: Any, vals: Any, layout: Layout) -> tuple[int, ...]:
+    """The blog's shape estimate, in compressed/plain terms."""
+    if ci.ndim < 1 or pi.ndim != ci.ndim:
+        raise InvariantError("3.3", f"{op}: the index arrays must have the same number (>= 1) of dimensions, got {ci.ndim} and {pi.ndim}")
+    n_batch = ci.ndim - 1
+    n_block = 2 if layout.is_blocked else 0
+    if vals.ndim < n_batch + 1 + n_block:
+        raise InvariantError("3.4", f"{op}: values.ndim must be at least {n_batch + 1 + n_block}, got {vals.ndim}")
+    blocksize = tuple(vals.shape[n_batch + 1 : n_batch + 1 + n_block]) if n_block else (1, 1)
+    n_compressed = ci.shape[-1] - 1
+    n_plain = 0
+    if pi.shape[-1] and xp.reshape(pi, (-1,)).shape[0]:
+        n_plain = int(xp.max(pi)) + 1
+    if n_compressed > 0 and xp.reshape(ci, (-1,)).shape[0]:
+        n_plain = max(n_plain, int(xp.max(ci[..., 1:] - ci[..., :-1])))
+    nblocks = [0, 0]
+    nblocks[layout.compressed_dim] = n_compressed
+    nblocks[1 - layout.compressed_dim] = n_plain
+    return (
+        tuple(ci.shape[:-1])
+        + (nblocks[0] * blocksize[0], nblocks[1] * blocksize[1])
+        + tuple(vals.shape[n_batch + 1 + n_block :])
+    )
+
+
+def _empty_compressed(
+    op: str, b: Backend, xp: Any, shape: tuple[int, ...], layout: Layout, dtype: Any, device: Any,
+    blocksize: tuple[int, int] | None, dense_dim: int, fill_value: Any, check: bool | None,
+) -> CompressedArray:  # fmt: skip
+    n_batch = len(shape) - 2 - dense_dim
+    if n_batch < 0:
+        raise ValueError(f"{op}: shape {shape} has fewer than 2 + dense_dim={dense_dim} dimensions.")
+    if layout.is_blocked and blocksize is None:
+        raise ValueError(f"{op}: an empty {layout} array needs blocksize=(rows, columns).")
+    bs = tuple(blocksize) if layout.is_blocked and blocksize is not None else (1, 1)
+    batch = shape[:n_batch]
+    grid = (shape[n_batch] // bs[0], shape[n_batch + 1] // bs[1])
+    vdt = dtype if dtype is not None else xp.float64
+    ci = xp.zeros(batch + (grid[layout.compressed_dim] + 1,), dtype=xp.int64, device=device)
+    pi = xp.zeros(batch + (0,), dtype=xp.int64, device=device)
+    vals = xp.zeros(batch + (0,) + (bs if layout.is_blocked else ()) + shape[n_batch + 2 :], dtype=vdt, device=device)
+    return CompressedArray(ci, pi, vals, shape, layout=layout, backend=b, xp=xp, fill_value=_fill(xp, vdt, fill_value), check=check)
+
+
+def sparse_csr_array(crow_indices: Any = None, col_indices: Any = None, values: Any = None, shape: Sequence[int] | None = None, **kwargs: Any) -> CompressedArray:
+    """A CSR array; see :func:`sparse_compressed_array` (``layout=sparse_csr``).
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> csr = xs.sparse_csr_array([0, 2, 4], [0, 1, 0, 1], [1, 2, 3, 4], dtype="float64")
+    >>> xs.to_dense(csr)
+    array([[1., 2.],
+           [3., 4.]])
+    """
+    return sparse_compressed_array(crow_indices, col_indices, values, shape, layout=sparse_csr, **kwargs)
+
+
+def sparse_csc_array(ccol_indices: Any = None, row_indices: Any = None, values: Any = None, shape: Sequence[int] | None = None, **kwargs: Any) -> CompressedArray:
+    """A CSC array; see :func:`sparse_compressed_array` (``layout=sparse_csc``)."""
+    return sparse_compressed_array(ccol_indices, row_indices, values, shape, layout=sparse_csc, **kwargs)
+
+
+def sparse_bsr_array(crow_indices: Any = None, col_indices: Any = None, values: Any = None, shape: Sequence[int] | None = None, **kwargs: Any) -> CompressedArray:
+    """A BSR array; see :func:`sparse_compressed_array` (``layout=sparse_bsr``)."""
+    return sparse_compressed_array(crow_indices, col_indices, values, shape, layout=sparse_bsr, **kwargs)
+
+
+def sparse_bsc_array(ccol_indices: Any = None, row_indices: Any = None, values: Any = None, shape: Sequence[int] | None = None, **kwargs: Any) -> CompressedArray:
+    """A BSC array; see :func:`sparse_compressed_array` (``layout=sparse_bsc``)."""
+    return sparse_compressed_array(ccol_indices, row_indices, values, shape, layout=sparse_bsc, **kwargs)
+
+
+def _creation(op: str, shape: Any, dtype: Any, layout: Layout, device: Any, backend: Any, blocksize: Any, dense_dim: Any, sparse_dim: Any, fill_value: Any, empty: bool) -> Any:
+    b = backend_of(op=op, backend=backend)
+    xp = b.load()
+    dt = resolve_dtype(xp, dtype)
+    shp = (int(shape),) if isinstance(shape, int) else _shape_arg(op, shape)
+    if shp is None:
+        raise TypeError(f"{op}: shape is required.")
+    if layout is strided:
+        make = xp.empty if empty else xp.zeros
+        return make(shp, dtype=dt, device=device)
+    if layout is sparse_coo:
+        sd = len(shp) - (dense_dim or 0) if sparse_dim is None else sparse_dim
+        vdt = dt if dt is not None else xp.float64
+        idx = xp.zeros((sd, 0), dtype=xp.int64, device=device)
+        vals = xp.zeros((0, *shp[sd:]), dtype=vdt, device=device)
+        return COOArray(idx, vals, shp, backend=b, xp=xp, coalesced=True, fill_value=_fill(xp, vdt, fill_value))
+    if isinstance(layout, Layout) and layout.is_compressed:
+        return _empty_compressed(op, b, xp, shp, layout, dt, device, blocksize, dense_dim or 0, fill_value, None)
+    raise LayoutError(f"{op}: layout must be strided or a sparse layout such as sparse_csr, got {layout!r}.")
+
+
+def zeros(
+    shape: int | Sequence[int],
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    layout: Layout = strided,
+    backend: str | Backend | None = None,
+    blocksize: tuple[int, int] | None = None,
+    dense_dim: int | None = None,
+    sparse_dim: int | None = None,
+) -> Any:
+    """An array of zeros; with a sparse ``layout``, a sparse array with no specified element.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> z = xs.zeros((2, 4, 6), layout=xs.sparse_bsr, blocksize=(2, 3))
+    >>> z.shape, z.nnz, z.crow_indices().shape
+    ((2, 4, 6), 0, (2, 3))
+    """
+    return _creation("zeros", shape, dtype, layout, device, backend, blocksize, dense_dim, sparse_dim, 0, False)
+
+
+def empty(
+    shape: int | Sequence[int],
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    layout: Layout = strided,
+    backend: str | Backend | None = None,
+    blocksize: tuple[int, int] | None = None,
+    dense_dim: int | None = None,
+    sparse_dim: int | None = None,
+) -> Any:
+    """An uninitialised strided array; with a sparse ``layout``, the same as :func:`zeros`."""
+    return _creation("empty", shape, dtype, layout, device, backend, blocksize, dense_dim, sparse_dim, 0, True)
+

@@ -1,0 +1,40 @@
+"""torch-like ``repr`` of sparse arrays, identical across backends but for the ``backend=`` field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._common import dtype_name
+
+__all__ = ["sparse_repr"]
+
+
+def _host(x: Any) -> np.ndarray:
+    """A NumPy copy (or view) of a component, for printing only."""
+    try:
+        return np.from_dlpack(x)
+    except (TypeError, ValueError, RuntimeError, BufferError, AttributeError):
+        if hasattr(x, "get"):  # CuPy
+            return np.asarray(x.get())
+        if hasattr(x, "cpu"):  # torch on an accelerator
+            return np.from_dlpack(x.cpu())
+        return np.from_dlpack(x, device="cpu")
+
+
+def _component(name: str, x: Any, indent: int) -> str:
+    arr = _host(x)
+    if arr.size == 0:
+        return f"{name}=[], shape={arr.shape}"
+    text = np.array2string(arr, separator=", ", prefix=" " * (indent + len(name) + 1), threshold=200)
+    return f"{name}={text}"
+
+
+def sparse_repr(a: Any) -> str:
+    head = "sparse_array("
+    pad = " " * len(head)
+    parts = [_component(name, comp, len(head)) for name, comp in a._components().items()]
+    extra = f", fill_value={a.fill_value!r}" if a.fill_value != 0 else ""
+    tail = f"shape={a.shape}, nnz={a.nnz}, dtype={dtype_name(a.dtype)}, layout={a.layout}{extra}, backend={a.backend})"
+    return head + (",\n" + pad).join([*parts, tail])

@@ -1,0 +1,221 @@
+"""The backend registry: which array library owns an array, and how to reach its namespace.
+
+A backend is an Array API library (NumPy, torch, CuPy, array-api-strict, or any other namespace that
+array-api-compat recognises). Nothing here imports a library the user has not imported: detection goes
+through :func:`array_api_compat.array_namespace`, which inspects the array's type, and a backend's
+native kernel module is imported the first time an array of that backend reaches the dispatcher.
+
+Third-party backends register through the ``xsparse.backends`` entry-point group: each entry point loads
+a :class:`Backend` instance.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+import array_api_compat
+
+__all__ = [
+    "Backend",
+    "get_backend",
+    "backend_of_array",
+    "registered_backends",
+    "default_backend",
+    "set_default_backend",
+    "get_default_backend",
+]
+
+
+def _compat(module: str) -> Callable[[], Any]:
+    def namespace() -> Any:
+        return importlib.import_module(module)
+
+    return namespace
+
+
+def _info_devices(xp: Any) -> list[Any]:
+    return list(xp.__array_namespace_info__().devices())
+
+
+def _torch_devices(xp: Any) -> list[Any]:
+    import torch
+
+    cuda = [torch.device("cuda", i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+    return [torch.device("cpu"), *cuda]
+
+
+@dataclass(frozen=True, eq=False)
+class Backend:
+    """An array library that can own the components of xsparse arrays.
+
+    Parameters
+    ----------
+    name
+        The name users pass to ``backend=`` and :func:`xsparse.to_backend` (``"numpy"``, ``"torch"``).
+    library
+        The top-level module of the library; the backend is *available* when it can be imported.
+    namespace_loader
+        Returns the library's Array API namespace (its array-api-compat wrapper where it needs one).
+    kernels
+        The module that registers the backend's native kernels, imported on first use; ``None`` for a
+        backend that runs on the generic kernels alone.
+    devices_of
+        Lists the devices the backend can place arrays on, given its namespace.
+    contiguity
+        Tells whether an array is C-contiguous, or ``None`` where the library has no such notion.
+    """
+
+    name: str
+    library: str
+    namespace_loader: Callable[[], Any] = field(repr=False)
+    kernels: str | None = None
+    devices_of: Callable[[Any], list[Any]] = field(default=_info_devices, repr=False)
+    contiguity: Callable[[Any], bool | None] = field(default=lambda x: None, repr=False)
+
+    def is_available(self) -> bool:
+        """Whether the library can be imported here."""
+        return self.library in sys.modules or importlib.util.find_spec(self.library) is not None
+
+    def namespace(self) -> Any:
+        """The Array API namespace of the library (importing it)."""
+        return self.namespace_loader()
+
+    def load(self) -> Any:
+        """Import the backend's native kernels (once) and return its namespace."""
+        xp = self.namespace()
+        if self.kernels is not None and self.kernels not in sys.modules:
+            importlib.import_module(self.kernels)
+        return xp
+
+    def is_contiguous(self, x: Any) -> bool | None:
+        """Whether ``x`` is C-contiguous; ``None`` where the library has no such notion."""
+        return self.contiguity(x)
+
+    def devices(self) -> list[Any]:
+        """The devices arrays of this backend can live on."""
+        return self.devices_of(self.namespace())
+
+
+_BUILTIN = {
+    b.name: b
+    for b in (
+        Backend(
+            "numpy", "numpy", _compat("array_api_compat.numpy"), "xsparse.backends.numpy",
+            contiguity=lambda x: bool(x.flags.c_contiguous),
+        ),
+        Backend(
+            "torch", "torch", _compat("array_api_compat.torch"), "xsparse.backends.torch", _torch_devices,
+            contiguity=lambda x: bool(x.is_contiguous()),
+        ),
+        Backend("cupy", "cupy", _compat("array_api_compat.cupy")),
+        Backend("array_api_strict", "array_api_strict", _compat("array_api_strict")),
+    )
+}
+_DETECT: list[tuple[Callable[[Any], bool], str]] = [
+    (array_api_compat.is_numpy_namespace, "numpy"),
+    (array_api_compat.is_torch_namespace, "torch"),
+    (array_api_compat.is_cupy_namespace, "cupy"),
+    (array_api_compat.is_array_api_strict_namespace, "array_api_strict"),
+]
+_EXTRA: dict[str, Backend] = {}
+_entry_points_loaded = False
+
+
+def _load_entry_points() -> None:
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    for ep in entry_points(group="xsparse.backends"):
+        backend = ep.load()
+        if callable(backend) and not isinstance(backend, Backend):
+            backend = backend()
+        if not isinstance(backend, Backend):
+            raise TypeError(
+                f"xsparse.backends entry point '{ep.name}' loaded {type(backend).__name__}, not an "
+                "xsparse.backends.Backend. Make the entry point name a Backend instance or a function returning one."
+            )
+        _EXTRA.setdefault(backend.name, backend)
+
+
+def registered_backends() -> list[Backend]:
+    """Every backend xsparse knows: the built-in ones and those of installed entry points."""
+    _load_entry_points()
+    return [*_BUILTIN.values(), *_EXTRA.values()]
+
+
+def get_backend(name: str | Backend) -> Backend:
+    """The backend called ``name``; raises ValueError naming the known ones when there is none."""
+    if isinstance(name, Backend):
+        return name
+    if name in _BUILTIN:
+        return _BUILTIN[name]
+    _load_entry_points()
+    if name in _EXTRA:
+        return _EXTRA[name]
+    known = ", ".join(repr(b.name) for b in registered_backends())
+    raise ValueError(
+        f"get_backend: unknown backend (backend={name!r}). Known backends: {known}; a third-party backend "
+        "registers through the 'xsparse.backends' entry-point group."
+    )
+
+
+def backend_of_array(x: Any) -> Backend:
+    """The backend that owns the (strided) array ``x``.
+
+    A namespace that is none of the built-in ones becomes a generic backend named after its module, so
+    any Array API library works on the generic kernels.
+    """
+    xp = array_api_compat.array_namespace(x)
+    for is_it, name in _DETECT:
+        if is_it(xp):
+            return _BUILTIN[name]
+    for backend in _EXTRA.values():
+        if backend.library == xp.__name__.split(".")[0]:
+            return backend
+    name = xp.__name__
+    backend = Backend(name, name.split(".")[0], lambda: xp)
+    _EXTRA.setdefault(name, backend)
+    return _EXTRA[name]
+
+
+_default: contextvars.ContextVar[str] = contextvars.ContextVar("xsparse_default_backend", default="numpy")
+
+
+def get_default_backend() -> Backend:
+    """The backend that Python scalars and lists go to (NumPy unless changed in this context)."""
+    return get_backend(_default.get())
+
+
+def set_default_backend(name: str | Backend) -> None:
+    """Set the default backend for the current thread / context (see :func:`default_backend`)."""
+    _default.set(get_backend(name).name)
+
+
+@contextlib.contextmanager
+def default_backend(name: str | Backend) -> Iterator[Backend]:
+    """Context manager that makes ``name`` the default backend inside the ``with`` block.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> with xs.default_backend("array_api_strict"):
+    ...     print(xs.get_default_backend().name)
+    array_api_strict
+    >>> xs.get_default_backend().name
+    'numpy'
+    """
+    backend = get_backend(name)
+    token = _default.set(backend.name)
+    try:
+        yield backend
+    finally:
+        _default.reset(token)

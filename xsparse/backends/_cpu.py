@@ -1,0 +1,352 @@
+"""Compiled CPU conversion kernels of the NumPy backend.
+
+Thin wrappers around :mod:`xsparse.backends._native` (built from ``_native.cpp``). The wrappers
+validate and normalise their inputs, allocate every output with NumPy -- so the memory is counted by
+NumPy and :mod:`tracemalloc`, and nothing is copied out of the extension -- and lend the arrays to
+the kernels as buffers. The kernels are 2-D plus trailing dense dimensions; batch dimensions are
+linearised into the major index by the caller.
+
+The extension is optional: :func:`unavailable_reason` says why it could not be imported, and the
+caller then falls back to other kernels.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "coo_to_compressed",
+    "compressed_to_dense",
+    "dense_to_compressed",
+    "supports_dtype",
+    "unavailable_reason",
+]
+
+_VALUE_DTYPES = frozenset(
+    np.dtype(t)
+    for t in (
+        np.bool_,
+        np.int8,
+        np.int16,
+        np.int32,
+        np.int64,
+        np.uint8,
+        np.uint16,
+        np.uint32,
+        np.uint64,
+        np.float32,
+        np.float64,
+        np.complex64,
+        np.complex128,
+    )
+)
+_INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
+
+# Below this many entries one thread scatters: starting threads and clearing per-thread counters
+# would cost more than they save.
+_PARALLEL_SCATTER_MIN_NNZ = 1 << 16
+
+
+@functools.cache
+def _import_native() -> tuple[ModuleType | None, str | None]:
+    try:
+        from . import _native
+    except ImportError as exc:
+        return None, (
+            f"the compiled kernels (xsparse.backends._native) could not be imported ({exc}); "
+            "reinstall xsparse where a C++17 compiler is available, e.g. `pip install -e .`"
+        )
+    return _native, None
+
+
+def _native_module() -> Any:
+    module, reason = _import_native()
+    if module is None:
+        raise RuntimeError(reason)
+    return module
+
+
+def unavailable_reason() -> str | None:
+    """Say why the compiled kernels cannot be used, if they cannot.
+
+    Returns
+    -------
+    str or None
+        ``None`` when :mod:`xsparse.backends._native` imported, otherwise a sentence saying why it
+        did not.
+    """
+    return _import_native()[1]
+
+
+def supports_dtype(dtype: Any) -> bool:
+    """Whether the kernels handle values of this dtype.
+
+    Parameters
+    ----------
+    dtype : dtype-like
+        The value dtype.
+
+    Returns
+    -------
+    bool
+        True for bool, the signed and unsigned integers of 8 to 64 bits, float32, float64,
+        complex64 and complex128 in native byte order.
+    """
+    try:
+        return np.dtype(dtype) in _VALUE_DTYPES
+    except TypeError:
+        return False
+
+
+def _check_value_dtype(dtype: np.dtype) -> None:
+    if dtype not in _VALUE_DTYPES:
+        raise TypeError(f"the compiled kernels do not support values of dtype {dtype}")
+
+
+def _check_index_capacity(count: int, index_dtype: np.dtype, what: str) -> None:
+    """Raise OverflowError if ``count`` exceeds the largest value of ``index_dtype``."""
+    if count > np.iinfo(index_dtype).max:
+        raise OverflowError(
+            f"{what} ({count}) does not fit in {index_dtype} indices; use int64 indices"
+        )
+
+
+def _scatter_threads(native: Any, nnz: int, n_major: int, ptr_itemsize: int, out_bytes: int) -> int:
+    """Threads for the COO scatter; each needs a counter per major slice (``ptr_itemsize`` bytes).
+
+    The counters are capped at a quarter of the output's size, so that the conversion's peak stays
+    well under 1.5 times its result even when slices are much sparser than one entry each.
+    """
+    if nnz < _PARALLEL_SCATTER_MIN_NNZ or n_major == 0:
+        return 1
+    affordable = (out_bytes // 4) // (n_major * ptr_itemsize)
+    threads = min(native.max_threads(), affordable)
+    return threads if threads >= 2 else 1
+
+
+def coo_to_compressed(
+    major: np.ndarray,
+    minor: np.ndarray,
+    values: np.ndarray,
+    n_major: int,
+    n_minor: int,
+    *,
+    sum_duplicates: bool = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Convert coordinates to a compressed (CSR-like) layout.
+
+    Parameters
+    ----------
+    major, minor : numpy.ndarray
+        1-D index arrays of one dtype, int32 or int64, with ``0 <= major < n_major`` and
+        ``0 <= minor < n_minor`` (the caller checks; an out-of-range major index raises ValueError,
+        an out-of-range minor index gives an unspecified result). They may be strided.
+    values : numpy.ndarray
+        Values of shape ``(nnz, *dense_shape)`` and a supported dtype (see :func:`supports_dtype`).
+        Strided values are read in place when the trailing dimensions merge into one axis,
+        otherwise copied once.
+    n_major, n_minor : int
+        The sizes of the major and minor dimensions.
+    sum_duplicates : bool, optional
+        Whether to merge entries with equal coordinates, summing their values (logical or for bool;
+        integers wrap around as in NumPy). Without it duplicates keep their input order.
+
+    Returns
+    -------
+    indptr : numpy.ndarray
+        Shape ``(n_major + 1,)``, the dtype of ``major``.
+    indices : numpy.ndarray
+        Shape ``(nnz_out,)``, the dtype of ``major``; ascending within each major slice (and
+        unique there when ``sum_duplicates``).
+    data : numpy.ndarray
+        Shape ``(nnz_out, *dense_shape)``, the dtype of ``values``.
+
+    Raises
+    ------
+    OverflowError
+        If the result's number of entries does not fit the index dtype.
+
+    Notes
+    -----
+    The outputs are allocated at the input's size, filled by a stable counting scatter, sorted
+    and merged slice by slice in place, then shrunk in place to the merged size: the peak memory
+    above the inputs is about ``nnz / nnz_out`` times the result, plus per-thread counters of at
+    most a quarter of it.
+    """
+    native = _native_module()
+    major = np.asarray(major)
+    minor = np.asarray(minor)
+    values = np.asarray(values)
+    if major.ndim != 1 or minor.shape != major.shape:
+        raise ValueError("major and minor must be 1-D arrays of the same length")
+    if major.dtype != minor.dtype or major.dtype not in _INDEX_DTYPES:
+        raise TypeError(f"major and minor must both be int32 or int64, got {major.dtype} and {minor.dtype}")
+    if values.ndim < 1 or values.shape[0] != major.shape[0]:
+        raise ValueError(f"values must have shape (nnz, ...) with nnz = {major.shape[0]}, got {values.shape}")
+    _check_value_dtype(values.dtype)
+    n_major, n_minor = int(n_major), int(n_minor)
+    if n_major < 0 or n_minor < 0:
+        raise ValueError("n_major and n_minor must be non-negative")
+
+    index_dtype = major.dtype
+    nnz = major.shape[0]
+    dense_shape = values.shape[1:]
+    block = math.prod(dense_shape)
+    # indptr holds offsets up to nnz; only when the input alone exceeds int32 is it widened, and
+    # narrowed back (or OverflowError) once duplicates are merged.
+    wide = nnz > np.iinfo(index_dtype).max
+    ptr_dtype = np.dtype(np.int64) if wide else index_dtype
+    # A view when the trailing dimensions merge (always for 1-D values), otherwise a copy.
+    values2 = values.reshape(nnz, block)
+
+    indptr = np.empty(n_major + 1, dtype=ptr_dtype)
+    indices = np.empty(nnz, dtype=index_dtype)
+    data = np.empty((nnz, *dense_shape), dtype=values.dtype)
+    out_bytes = indptr.nbytes + indices.nbytes + data.nbytes
+    threads = _scatter_threads(native, nnz, n_major, ptr_dtype.itemsize, out_bytes)
+    workspace = np.empty((threads, n_major), dtype=ptr_dtype) if threads > 1 else None
+    nnz_out = native.coo_to_compressed(
+        major,
+        minor,
+        values2,
+        indptr,
+        indices,
+        data.reshape(nnz, block),
+        workspace,
+        bool(sum_duplicates),
+        values.dtype.kind,
+    )
+    del workspace, values2
+    if nnz_out < nnz:
+        # Shrink in place (realloc) rather than slicing, so the merged-away tail is returned to the
+        # allocator. The arrays were created above and only lent to the kernel, so no other
+        # reference or view exists and skipping the reference check is safe.
+        indices.resize(nnz_out, refcheck=False)
+        data.resize((nnz_out, *dense_shape), refcheck=False)
+    if wide:
+        _check_index_capacity(nnz_out, index_dtype, "the number of specified entries")
+        indptr = indptr.astype(index_dtype)
+    return indptr, indices, data
+
+
+def dense_to_compressed(dense: np.ndarray, index_dtype: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Convert a dense array to a compressed (CSR-like) layout.
+
+    Parameters
+    ----------
+    dense : numpy.ndarray
+        Shape ``(n_major, n_minor, *dense_shape)``, a supported dtype. Entry ``(i, j)`` is
+        specified iff some element of ``dense[i, j, ...]`` is non-zero (NaN counts as non-zero,
+        -0.0 does not). Any strides are read in place (e.g. a transpose is not copied); only when
+        the trailing dimensions cannot be merged into one strided axis is the array copied once.
+    index_dtype : dtype-like
+        int32 or int64, the dtype of the returned ``indptr`` and ``indices``.
+
+    Returns
+    -------
+    indptr : numpy.ndarray
+        Shape ``(n_major + 1,)``.
+    indices : numpy.ndarray
+        Shape ``(nnz,)``, ascending within each major slice.
+    data : numpy.ndarray
+        Shape ``(nnz, *dense_shape)``, the dtype of ``dense``, in row-major order.
+
+    Raises
+    ------
+    OverflowError
+        If ``n_minor`` or the number of specified entries does not fit ``index_dtype``.
+
+    Notes
+    -----
+    Two passes: the first counts each slice's entries, then the outputs are allocated at their
+    exact sizes and the second pass fills them, so the peak memory above the input is the result.
+    """
+    native = _native_module()
+    dense = np.asarray(dense)
+    index_dtype = np.dtype(index_dtype)
+    if index_dtype not in _INDEX_DTYPES:
+        raise TypeError(f"index_dtype must be int32 or int64, got {index_dtype}")
+    if dense.ndim < 2:
+        raise ValueError(f"dense must have at least 2 dimensions, got shape {dense.shape}")
+    _check_value_dtype(dense.dtype)
+    n_major, n_minor = dense.shape[:2]
+    dense_shape = dense.shape[2:]
+    block = math.prod(dense_shape)
+    _check_index_capacity(n_minor, index_dtype, "the minor dimension's size")
+    # A view whenever the trailing dimensions merge into one strided axis (always for 2-D input,
+    # whatever its strides); a copy only otherwise.
+    dense3 = dense.reshape(n_major, n_minor, block)
+
+    indptr = np.empty(n_major + 1, dtype=index_dtype)
+    nnz = native.dense_count(dense3, indptr, dense.dtype.kind)
+    _check_index_capacity(nnz, index_dtype, "the number of specified entries")
+    indices = np.empty(nnz, dtype=index_dtype)
+    data = np.empty((nnz, *dense_shape), dtype=dense.dtype)
+    native.dense_fill(dense3, indptr, indices, data.reshape(nnz, block), dense.dtype.kind)
+    return indptr, indices, data
+
+
+def compressed_to_dense(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    data: np.ndarray,
+    n_major: int,
+    n_minor: int,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Convert a compressed (CSR-like) layout to a dense array.
+
+    Parameters
+    ----------
+    indptr : numpy.ndarray
+        Shape ``(n_major + 1,)``, int32 or int64, non-decreasing, ``indptr[-1] <= len(indices)``.
+    indices : numpy.ndarray
+        1-D, int32 or int64, ``0 <= indices < n_minor`` (ValueError otherwise).
+    data : numpy.ndarray
+        Shape ``(len(indices), *dense_shape)``, a supported dtype.
+    n_major, n_minor : int
+        The sizes of the major and minor dimensions.
+    out : numpy.ndarray, optional
+        A zeroed array of shape ``(n_major, n_minor, *dense_shape)`` and ``data``'s dtype to
+        scatter into (any strides; the entries are added to what it holds).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``out``, or a new array, with the entries of each slice scattered into place; duplicates
+        are summed (logical or for bool).
+    """
+    native = _native_module()
+    indptr = np.asarray(indptr)
+    indices = np.asarray(indices)
+    data = np.asarray(data)
+    n_major, n_minor = int(n_major), int(n_minor)
+    if indptr.dtype not in _INDEX_DTYPES or indices.dtype not in _INDEX_DTYPES:
+        raise TypeError(f"indptr and indices must be int32 or int64, got {indptr.dtype} and {indices.dtype}")
+    if indptr.shape != (n_major + 1,) or indices.ndim != 1:
+        raise ValueError("indptr must have shape (n_major + 1,) and indices must be 1-D")
+    if data.ndim < 1 or data.shape[0] != indices.shape[0]:
+        raise ValueError(f"data must have shape ({indices.shape[0]}, ...), got {data.shape}")
+    _check_value_dtype(data.dtype)
+    dense_shape = data.shape[1:]
+    shape = (n_major, n_minor, *dense_shape)
+    if out is None:
+        # np.zeros gets already-zeroed pages from the OS, so untouched parts cost nothing.
+        out = np.zeros(shape, dtype=data.dtype)
+    elif not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != data.dtype:
+        raise ValueError(f"out must be a {data.dtype} array of shape {shape}")
+    block = math.prod(dense_shape)
+    data2 = data.reshape(data.shape[0], block)
+    target = out.reshape(n_major, n_minor, block)
+    # reshape copies when out's trailing dimensions cannot merge into one strided axis; the kernel
+    # then adds into that copy, which is written back.
+    copied = out.size > 0 and not np.may_share_memory(target, out)
+    native.compressed_to_dense(indptr, indices, data2, target, data.dtype.kind)
+    if copied:
+        out[...] = target.reshape(shape)
+    return out

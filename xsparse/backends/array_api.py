@@ -1,0 +1,363 @@
+"""The generic reference kernels, written against the Array API namespace ``xp`` alone.
+
+They run on any compliant backend (array-api-strict included) and are the oracle the native kernels
+are tested against. They favour plain, data-parallel formulations that need no scatter (the standard
+has none): a dense array is filled by *gathering* each position's value through ``searchsorted`` on
+the sorted keys of the specified elements, and duplicates are summed by a segmented scan.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import array_api_compat
+
+from ..dispatch import register
+from ..formats import (
+    COMPRESSED,
+    COOArray,
+    CompressedArray,
+    sparse_coo,
+    strided,
+)
+from ..formats._ops import compress, expand_compressed, lexsort_indices, prod
+from ..formats._spec import Target
+
+__all__: list[str] = []
+
+
+def _device(x: Any) -> Any:
+    return array_api_compat.device(x)
+
+
+def _fill_scalar(xp: Any, dtype: Any, fill: Any) -> Any:
+    from .._common import scalar_for
+
+    return scalar_for(xp, dtype, fill)
+
+
+def _specified_mask(xp: Any, x: Any, fill: Any) -> Any:
+    """Where ``x`` differs from the fill value (NaN differs from every fill value but NaN)."""
+    fill = _fill_scalar(xp, x.dtype, fill)
+    if isinstance(fill, (float, complex)) and fill != fill:
+        return ~xp.isnan(x)
+    return x != fill
+
+
+def _tail_shape(ndim: int) -> tuple[int, ...]:
+    return (1,) * ndim
+
+
+def _linearize(xp: Any, indices: Any, dims: tuple[int, ...]) -> Any:
+    """Row-major linear int64 keys of the columns of ``indices`` (the caller ensures prod(dims) fits)."""
+    key = xp.zeros((indices.shape[1],), dtype=xp.int64, device=_device(indices))
+    for d, size in enumerate(dims):
+        key = key * size + xp.astype(indices[d, :], xp.int64)
+    return key
+
+
+def _unravel(xp: Any, key: Any, dims: tuple[int, ...], dtype: Any) -> list[Any]:
+    out = []
+    for size in reversed(dims):
+        out.append(xp.astype(key % size, dtype))
+        key = key // size
+    return out[::-1]
+
+
+def _segment_sum(xp: Any, is_start: Any, values: Any) -> Any:
+    """Sum runs of equal keys: ``values`` sorted by key, ``is_start`` marking each run's first element.
+
+    A segmented inclusive scan by doubling (Hillis-Steele) takes ceil(log2(longest run)) passes, each
+    a data-parallel step, then each run's last element holds its sum. Booleans combine with ``or``.
+    """
+    n = values.shape[0]
+    starts = xp.nonzero(is_start)[0]
+    if n == 0:
+        return values
+    seg = xp.cumulative_sum(xp.astype(is_start, xp.int64)) - 1
+    bounds = xp.concat([starts, xp.asarray([n], dtype=starts.dtype, device=_device(starts))])
+    longest = int(xp.max(bounds[1:] - bounds[:-1]))
+    combine = xp.logical_or if xp.isdtype(values.dtype, "bool") else xp.add
+    tail = _tail_shape(values.ndim - 1)
+    v, step = values, 1
+    while step < longest:
+        same = xp.reshape(seg[step:] == seg[:-step], (n - step, *tail))
+        v = xp.concat([v[:step, ...], xp.where(same, combine(v[step:, ...], v[:-step, ...]), v[step:, ...])], axis=0)
+        step *= 2
+    return xp.take(v, bounds[1:] - 1, axis=0)
+
+
+def coalesce_coo(xp: Any, a: COOArray) -> COOArray:
+    """Sort the entries lexicographically and sum duplicates. O(sparse_dim * nnz log nnz)."""
+    if a._coalesced:
+        return a
+    idx, vals = a._idx, a._vals
+    perm = lexsort_indices(xp, idx)
+    idx = xp.take(idx, perm, axis=1)
+    vals = xp.take(vals, perm, axis=0)
+    n = idx.shape[1]
+    first = xp.ones((1,), dtype=xp.bool, device=_device(idx))
+    if idx.shape[0]:
+        is_start = xp.concat([first, xp.any(idx[:, 1:] != idx[:, :-1], axis=0)])
+    else:
+        is_start = xp.concat([first, xp.zeros((n - 1,), dtype=xp.bool, device=_device(idx))])
+    starts = xp.nonzero(is_start)[0]
+    return COOArray(
+        xp.take(idx, starts, axis=1), _segment_sum(xp, is_start, vals), a.shape,
+        backend=a._backend, xp=xp, coalesced=True, fill_value=a.fill_value,
+    )  # fmt: skip
+
+
+@register("coalesce", (sparse_coo,))
+def _coalesce_coo(xp: Any, a: COOArray) -> COOArray:
+    """coalesce(COO) -> COO: lexicographic stable sort and segmented sum; O(nnz log nnz)."""
+    return coalesce_coo(xp, a)
+
+
+def dense_to_coo(xp: Any, x: Any, sparse_dim: int, target: Target) -> COOArray:
+    """The elements (or dense sub-arrays) of ``x`` that differ from the fill value, in row-major order."""
+    mask = _specified_mask(xp, x, target.fill_value)
+    if x.ndim > sparse_dim:
+        mask = xp.any(mask, axis=tuple(range(sparse_dim, x.ndim)))
+    if sparse_dim == 0:
+        nse = 1 if bool(mask) else 0
+        indices = xp.zeros((0, nse), dtype=target.index_dtype, device=_device(x))
+        values = xp.reshape(x, (1, *x.shape))[:nse, ...]
+    else:
+        nz = xp.nonzero(mask)
+        indices = xp.stack([xp.astype(i, target.index_dtype) for i in nz])
+        values = x[mask]
+    return COOArray(indices, values, tuple(x.shape), backend=target.backend, xp=xp, coalesced=True, fill_value=target.fill_value)
+
+
+def coo_to_dense(xp: Any, a: COOArray) -> Any:
+    """Gather every position's value from the sorted keys; O(numel_sparse * log nnz)."""
+    a = coalesce_coo(xp, a)
+    sd = a.sparse_dim()
+    fill = _fill_scalar(xp, a.dtype, a.fill_value)
+    if a.nnz == 0:
+        return xp.full(a.shape, fill, dtype=a.dtype, device=a.device)
+    sparse_shape = a.shape[:sd]
+    keys = _linearize(xp, a._idx, sparse_shape)
+    positions = xp.arange(prod(sparse_shape), dtype=xp.int64, device=a.device)
+    pos = xp.clip(xp.searchsorted(keys, positions), 0, a.nnz - 1)
+    found = xp.take(keys, pos) == positions
+    gathered = xp.take(a._vals, pos, axis=0)
+    out = xp.where(xp.reshape(found, (-1, *_tail_shape(a.dense_dim()))), gathered, fill)
+    return xp.reshape(out, a.shape)
+
+
+@register("convert", (strided, sparse_coo))
+def _convert_strided_coo(xp: Any, x: Any, target: Target) -> COOArray:
+    """to_sparse_coo(strided) -> COO: nonzero + boolean gather; O(numel)."""
+    return dense_to_coo(xp, x, target.sparse_dim, target)
+
+
+@register("convert", (sparse_coo, strided))
+def _convert_coo_strided(xp: Any, a: COOArray, target: Target) -> Any:
+    """to_dense(COO) -> strided: coalesce, then gather by searchsorted; O(numel log nnz)."""
+    return coo_to_dense(xp, a)
+
+
+@register("convert", (sparse_coo, sparse_coo))
+def _convert_coo_coo(xp: Any, a: COOArray, target: Target) -> COOArray:
+    """to_sparse_coo(COO) -> COO with the requested index dtype; O(nnz)."""
+    return COOArray(
+        xp.astype(a._idx, target.index_dtype), a._vals, a.shape, backend=a._backend, xp=xp,
+        coalesced=a._coalesced, fill_value=a.fill_value,
+    )  # fmt: skip
+
+
+# -- the compressed family ---------------------------------------------------------------------------
+# A compressed array is a COO array over (batch..., row block, column block) whose dense dimensions are
+# (block..., dense...): "block COO". Every conversion of the family goes through it.
+
+
+def compressed_to_block_coo(xp: Any, a: CompressedArray) -> COOArray:
+    """The block COO of a compressed array, entries in compressed order. O(batch * nse)."""
+    nb_dims = a.batch_dim()
+    batch = a.shape[:nb_dims]
+    nb, nse = prod(batch), a.nnz
+    major = xp.reshape(expand_compressed(xp, a._compressed, nse), (-1,))
+    minor = xp.reshape(a._plain, (-1,))
+    index_dtype = a._compressed.dtype
+    rows, cols = (major, minor) if a.layout.compressed_dim == 0 else (minor, major)
+    b_lin = xp.reshape(
+        xp.broadcast_to(xp.arange(nb, dtype=xp.int64, device=a.device)[:, None], (nb, nse)), (-1,)
+    )
+    batch_idx = _unravel(xp, b_lin, batch, index_dtype) if nb_dims else []
+    bm, bn = a.blocksize
+    grid = batch + (a.shape[nb_dims] // bm, a.shape[nb_dims + 1] // bn)
+    values = xp.reshape(a._vals, (nb * nse, *a._vals.shape[nb_dims + 1 :]))
+    indices = xp.stack([*batch_idx, rows, cols]) if nb * nse else xp.zeros((nb_dims + 2, 0), dtype=index_dtype, device=a.device)
+    return COOArray(
+        indices, values, grid + tuple(values.shape[1:]), backend=a._backend, xp=xp,
+        coalesced=a.layout.compressed_dim == 0, fill_value=a.fill_value,
+    )  # fmt: skip
+
+
+def block_coo_to_compressed(xp: Any, c: COOArray, target: Target) -> CompressedArray:
+    """Compress a coalesced block COO; every batch must hold the same number of entries. O(nnz log nnz)."""
+    layout = target.layout
+    nb_dims = c.sparse_dim() - 2
+    batch = c.shape[:nb_dims]
+    nb = prod(batch)
+    idx, vals = c._idx, c._vals
+    cd = layout.compressed_dim
+    if cd == 1:
+        order = list(range(nb_dims)) + [nb_dims + 1, nb_dims]
+        perm = lexsort_indices(xp, xp.stack([idx[d, :] for d in order]) if idx.shape[1] else idx)
+        idx = xp.take(idx, perm, axis=1)
+        vals = xp.take(vals, perm, axis=0)
+    total = c.nnz
+    b_lin = _linearize(xp, idx[:nb_dims, :], batch) if nb_dims else xp.zeros((total,), dtype=xp.int64, device=c.device)
+    if nb == 0:
+        nse = 0
+    else:
+        per_batch = xp.searchsorted(b_lin, xp.arange(nb + 1, dtype=xp.int64, device=c.device))
+        counts = per_batch[1:] - per_batch[:-1]
+        nse = total // nb
+        if total % nb or bool(xp.any(counts != nse)):
+            from .._errors import InvariantError
+
+            raise InvariantError(
+                "3.9",
+                f"to_sparse: every batch of a {layout} array must hold the same number of specified elements, got between "
+                f"{int(xp.min(counts))} and {int(xp.max(counts))} (batch shape {batch}). Convert to sparse_coo instead, "
+                "or give every batch the same number of specified elements",
+            )
+    grid = c.shape[nb_dims : nb_dims + 2]
+    n_compressed = grid[cd]
+    majors, minors = idx[nb_dims + cd, :], idx[nb_dims + 1 - cd, :]
+    compressed = compress(xp, b_lin, majors, nb, n_compressed, nse, target.index_dtype)
+    return CompressedArray(
+        xp.reshape(compressed, (*batch, n_compressed + 1)),
+        xp.reshape(xp.astype(minors, target.index_dtype), (*batch, nse)),
+        xp.reshape(vals, (*batch, nse, *vals.shape[1:])),
+        target.shape, layout=layout, backend=target.backend, xp=xp, fill_value=c.fill_value,
+    )  # fmt: skip
+
+
+def coo_to_block_coo(xp: Any, a: COOArray, nb_dims: int, blocksize: tuple[int, int]) -> COOArray:
+    """Group a COO array's elements into (bm, bn) blocks; in-block positions not given get the fill value."""
+    a = coalesce_coo(xp, a)
+    bm, bn = blocksize
+    idx = a._idx
+    rows, cols = idx[nb_dims, :], idx[nb_dims + 1, :]
+    block_idx = xp.stack([*(idx[d, :] for d in range(nb_dims)), rows // bm, cols // bn])
+    in_block = (rows % bm) * bn + (cols % bn)
+    # sort by (block, position in block): the element keys become strictly increasing
+    perm = lexsort_indices(xp, xp.concat([block_idx, xp.reshape(in_block, (1, -1))], axis=0))
+    block_idx = xp.take(block_idx, perm, axis=1)
+    in_block = xp.astype(xp.take(in_block, perm), xp.int64)
+    vals = xp.take(a._vals, perm, axis=0)
+    n = block_idx.shape[1]
+    grid = a.shape[:nb_dims] + (a.shape[nb_dims] // bm, a.shape[nb_dims + 1] // bn)
+    dense = a.shape[nb_dims + 2 :]
+    fill = _fill_scalar(xp, a.dtype, a.fill_value)
+    if n == 0:
+        values = xp.zeros((0, bm, bn, *dense), dtype=a.dtype, device=a.device)
+        return COOArray(block_idx, values, grid + (bm, bn) + dense, backend=a._backend, xp=xp, coalesced=True, fill_value=a.fill_value)
+    first = xp.ones((1,), dtype=xp.bool, device=a.device)
+    is_start = xp.concat([first, xp.any(block_idx[:, 1:] != block_idx[:, :-1], axis=0)])
+    block_ordinal = xp.cumulative_sum(xp.astype(is_start, xp.int64)) - 1
+    starts = xp.nonzero(is_start)[0]
+    nblocks = starts.shape[0]
+    keys = block_ordinal * (bm * bn) + in_block
+    wanted = xp.arange(nblocks * bm * bn, dtype=xp.int64, device=a.device)
+    pos = xp.clip(xp.searchsorted(keys, wanted), 0, n - 1)
+    found = xp.take(keys, pos) == wanted
+    gathered = xp.where(xp.reshape(found, (-1, *_tail_shape(len(dense)))), xp.take(vals, pos, axis=0), fill)
+    values = xp.reshape(gathered, (nblocks, bm, bn, *dense))
+    return COOArray(
+        xp.take(block_idx, starts, axis=1), values, grid + (bm, bn) + dense, backend=a._backend, xp=xp,
+        coalesced=True, fill_value=a.fill_value,
+    )  # fmt: skip
+
+
+def block_coo_to_coo(xp: Any, c: COOArray, nb_dims: int, shape: tuple[int, ...]) -> COOArray:
+    """Every element of every block as its own COO entry (in-block fill values stay specified)."""
+    idx, vals = c._idx, c._vals
+    n = idx.shape[1]
+    bm, bn = vals.shape[1], vals.shape[2]
+    dt = idx.dtype
+    r = xp.arange(bm, dtype=dt, device=c.device)[None, :, None]
+    q = xp.arange(bn, dtype=dt, device=c.device)[None, None, :]
+    full = (n, bm, bn)
+    rows = xp.reshape(xp.broadcast_to(idx[nb_dims, :][:, None, None] * bm + r, full), (-1,))
+    cols = xp.reshape(xp.broadcast_to(idx[nb_dims + 1, :][:, None, None] * bn + q, full), (-1,))
+    batch = [xp.reshape(xp.broadcast_to(idx[d, :][:, None, None], full), (-1,)) for d in range(nb_dims)]
+    indices = xp.stack([*batch, rows, cols]) if n else xp.zeros((nb_dims + 2, 0), dtype=dt, device=c.device)
+    values = xp.reshape(vals, (n * bm * bn, *vals.shape[3:]))
+    return COOArray(indices, values, shape, backend=c._backend, xp=xp, coalesced=False, fill_value=c.fill_value)
+
+
+def compressed_to_coo(xp: Any, a: CompressedArray) -> COOArray:
+    """The coalesced element COO of a compressed array (batch dimensions become sparse dimensions)."""
+    c = compressed_to_block_coo(xp, a)
+    if a.layout.is_blocked:
+        c = block_coo_to_coo(xp, c, a.batch_dim(), a.shape)
+    return coalesce_coo(xp, c)
+
+
+def coo_to_compressed(xp: Any, a: COOArray, target: Target) -> CompressedArray:
+    nb_dims = a.sparse_dim() - 2
+    if target.layout.is_blocked:
+        c = coo_to_block_coo(xp, a, nb_dims, target.blocksize)
+    else:
+        c = coalesce_coo(xp, a)
+    return block_coo_to_compressed(xp, c, target)
+
+
+@register("convert", (sparse_coo, COMPRESSED))
+def _convert_coo_compressed(xp: Any, a: COOArray, target: Target) -> CompressedArray:
+    """to_sparse_{csr,csc,bsr,bsc}(COO): coalesce, block, compress; O(nnz log nnz)."""
+    return coo_to_compressed(xp, a, target)
+
+
+@register("convert", (COMPRESSED, sparse_coo))
+def _convert_compressed_coo(xp: Any, a: CompressedArray, target: Target) -> COOArray:
+    """to_sparse_coo(compressed): expand the compressed indices (and blocks); O(nnz log nnz)."""
+    c = compressed_to_coo(xp, a)
+    return _convert_coo_coo(xp, c, target)
+
+
+@register("convert", (COMPRESSED, COMPRESSED))
+def _convert_compressed_compressed(xp: Any, a: CompressedArray, target: Target) -> CompressedArray:
+    """Between compressed layouts (and blocksizes) through the element COO; O(nnz log nnz)."""
+    return coo_to_compressed(xp, compressed_to_coo(xp, a), target)
+
+
+def _blocked_view(xp: Any, x: Any, nb_dims: int, blocksize: tuple[int, int]) -> Any:
+    """``(*B, M, N, *D)`` as ``(*B, M/bm, N/bn, bm, bn, *D)``."""
+    bm, bn = blocksize
+    batch, (m, n), dense = x.shape[:nb_dims], x.shape[nb_dims : nb_dims + 2], x.shape[nb_dims + 2 :]
+    y = xp.reshape(x, (*batch, m // bm, bm, n // bn, bn, *dense))
+    axes = list(range(y.ndim))
+    axes[nb_dims + 1], axes[nb_dims + 2] = axes[nb_dims + 2], axes[nb_dims + 1]
+    return xp.permute_dims(y, tuple(axes))
+
+
+@register("convert", (strided, COMPRESSED))
+def _convert_strided_compressed(xp: Any, x: Any, target: Target) -> CompressedArray:
+    """to_sparse_{csr,csc,bsr,bsc}(strided): nonzero blocks in row-major order, then compress; O(numel)."""
+    nb_dims = target.batch_dim
+    if target.layout.is_blocked:
+        x = _blocked_view(xp, x, nb_dims, target.blocksize)
+    c = dense_to_coo(xp, x, nb_dims + 2, target)
+    return block_coo_to_compressed(xp, c, target)
+
+
+@register("convert", (COMPRESSED, strided))
+def _convert_compressed_strided(xp: Any, a: CompressedArray, target: Target | None) -> Any:
+    """to_dense(compressed): block COO, gathered into the block grid, then un-blocked; O(numel log nnz)."""
+    c = coalesce_coo(xp, compressed_to_block_coo(xp, a))
+    dense = coo_to_dense(xp, c)
+    if not a.layout.is_blocked:
+        return dense
+    nb_dims = a.batch_dim()
+    axes = list(range(dense.ndim))
+    axes[nb_dims + 1], axes[nb_dims + 2] = axes[nb_dims + 2], axes[nb_dims + 1]
+    return xp.reshape(xp.permute_dims(dense, tuple(axes)), a.shape)
+
+

@@ -1,0 +1,248 @@
+"""Native CPU kernels of the NumPy backend: the compiled kernels of ``_cpu`` and SciPy's.
+
+Batched compressed arrays reach the 2-D kernels with their batch index folded into the major index
+(batch ``b``, major ``i`` -> ``b * n_major + i``); the result is split back per batch, which needs every
+batch to hold the same number of specified elements (invariant 3.9).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .._errors import InvariantError
+from ..dispatch import register
+from ..formats import COMPRESSED, COOArray, CompressedArray, sparse_coo, sparse_csc, sparse_csr, strided
+from ..formats._spec import Target
+from . import _cpu
+
+__all__: list[str] = []
+
+_INT32_MAX = np.iinfo(np.int32).max
+_UNBLOCKED = frozenset({sparse_csr, sparse_csc})
+
+
+def _cpu_reason(dtype: Any, fill: Any = 0) -> str | None:
+    reason = _cpu.unavailable_reason()
+    if reason is not None:
+        return reason
+    if not _cpu.supports_dtype(np.dtype(dtype)):
+        return f"the compiled kernels do not handle dtype {np.dtype(dtype)}"
+    if fill != 0:
+        return "the compiled kernels handle fill value 0 only"
+    return None
+
+
+def _split_batches(
+    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, batch: tuple[int, ...], n_major: int, layout: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Cut a CSR of ``nb * n_major`` rows into ``nb`` batches of ``n_major`` rows each."""
+    nb = math.prod(batch)
+    if nb == 0:
+        ci = np.zeros((*batch, n_major + 1), dtype=indptr.dtype)
+        return ci, indices.reshape(*batch, 0), data.reshape(*batch, 0, *data.shape[1:])
+    starts = indptr[: nb * n_major + 1 : n_major] if n_major else np.zeros(nb + 1, dtype=indptr.dtype)
+    counts = np.diff(starts)
+    nse = int(counts[0]) if nb else 0
+    if np.any(counts != nse):
+        raise InvariantError(
+            "3.9",
+            f"to_sparse: every batch of a {layout} array must hold the same number of specified elements, got between "
+            f"{int(counts.min())} and {int(counts.max())} (batch shape {batch}). Convert to sparse_coo instead, or give "
+            "every batch the same number of specified elements",
+        )
+    ci = np.empty((nb, n_major + 1), dtype=indptr.dtype)
+    ci[:, :n_major] = indptr[: nb * n_major].reshape(nb, n_major) - (np.arange(nb, dtype=indptr.dtype) * nse)[:, None]
+    ci[:, n_major] = nse
+    return ci.reshape(*batch, n_major + 1), indices.reshape(*batch, nse), data.reshape(*batch, nse, *data.shape[1:])
+
+
+def _grid(target_or_array: Any, shape: tuple[int, ...], nb_dims: int, blocksize: tuple[int, int]) -> tuple[int, int]:
+    return shape[nb_dims] // blocksize[0], shape[nb_dims + 1] // blocksize[1]
+
+
+def _supports_strided_compressed(xp: Any, x: Any, target: Target) -> str | None:
+    return _cpu_reason(x.dtype, target.fill_value)
+
+
+@register("convert", (strided, COMPRESSED), backend="numpy", supports=_supports_strided_compressed)
+def _convert_strided_compressed_numpy(xp: Any, x: Any, target: Target) -> CompressedArray:
+    """to_sparse_{csr,csc,bsr,bsc}(strided): two-pass parallel count-and-fill; O(numel), 2 threads."""
+    x = np.asarray(x)
+    nb_dims = target.batch_dim
+    batch = x.shape[:nb_dims]
+    bm, bn = target.blocksize
+    grid = _grid(target, x.shape, nb_dims, (bm, bn))
+    dense = x.shape[nb_dims + 2 :]
+    # (*B, M, N, *D) -> (*B, Mb, Nb, bm, bn, *D) -> (*B, major, minor, ...): views, read in place by the kernel
+    y = x.reshape(*batch, grid[0], bm, grid[1], bn, *dense)
+    y = np.moveaxis(y, nb_dims + 2, nb_dims + 1)
+    if not target.layout.is_blocked:
+        y = y.reshape(*batch, grid[0], grid[1], *dense)
+    if target.layout.compressed_dim == 1:
+        y = np.swapaxes(y, nb_dims, nb_dims + 1)
+    n_major, n_minor = y.shape[nb_dims], y.shape[nb_dims + 1]
+    y2 = y.reshape(math.prod(batch) * n_major, n_minor, *y.shape[nb_dims + 2 :]) if nb_dims else y
+    indptr, indices, data = _cpu.dense_to_compressed(y2, np.dtype(target.index_dtype))
+    ci, pi, values = _split_batches(indptr, indices, data, batch, n_major, target.layout)
+    return CompressedArray(ci, pi, values, target.shape, layout=target.layout, backend=target.backend, xp=xp)
+
+
+def _fold_major(batch_idx: list[np.ndarray], batch: tuple[int, ...], major: np.ndarray, n_major: int) -> np.ndarray:
+    lin = np.zeros(major.shape, dtype=np.int64)
+    for d, size in enumerate(batch):
+        lin = lin * size + batch_idx[d]
+    return lin * n_major + major
+
+
+def _supports_coo_compressed(xp: Any, a: COOArray, target: Target) -> str | None:
+    if target.layout not in _UNBLOCKED:
+        return "blocked targets are assembled by the generic kernel"
+    return _cpu_reason(a.dtype)
+
+
+@register("convert", (sparse_coo, COMPRESSED), backend="numpy", supports=_supports_coo_compressed)
+def _convert_coo_compressed_numpy(xp: Any, a: COOArray, target: Target) -> CompressedArray:
+    """to_sparse_{csr,csc}(COO): counting scatter, per-slice sort and duplicate sum; O(nnz), 2 threads."""
+    nb_dims = a.sparse_dim() - 2
+    batch = a.shape[:nb_dims]
+    idx = np.asarray(a._idx)
+    cd = target.layout.compressed_dim
+    n_major, n_minor = a.shape[nb_dims + cd], a.shape[nb_dims + 1 - cd]
+    major, minor = idx[nb_dims + cd], idx[nb_dims + 1 - cd]
+    index_dtype = np.dtype(target.index_dtype)
+    if nb_dims:
+        major = _fold_major([idx[d] for d in range(nb_dims)], batch, major, n_major)
+    wide = math.prod(batch) * n_major > _INT32_MAX or max(n_minor, a.nnz) > _INT32_MAX
+    work = np.int64 if wide or index_dtype == np.int64 else np.int32
+    indptr, indices, data = _cpu.coo_to_compressed(
+        major.astype(work, copy=False), minor.astype(work, copy=False), np.asarray(a._vals),
+        math.prod(batch) * n_major, n_minor,
+    )  # fmt: skip
+    indptr, indices = indptr.astype(index_dtype, copy=False), indices.astype(index_dtype, copy=False)
+    ci, pi, values = _split_batches(indptr, indices, data, batch, n_major, target.layout)
+    return CompressedArray(ci, pi, values, target.shape, layout=target.layout, backend=target.backend, xp=xp, fill_value=a.fill_value)
+
+
+def _supports_compressed_strided(xp: Any, a: CompressedArray, target: Target) -> str | None:
+    return _cpu_reason(a.dtype, a.fill_value)
+
+
+@register("convert", (COMPRESSED, strided), backend="numpy", supports=_supports_compressed_strided)
+def _convert_compressed_strided_numpy(xp: Any, a: CompressedArray, target: Target) -> Any:
+    """to_dense(compressed): parallel scatter into zeros, then un-block; O(numel)."""
+    nb_dims = a.batch_dim()
+    batch = a.shape[:nb_dims]
+    nb, nse = math.prod(batch), a.nnz
+    ci = np.asarray(a._compressed).reshape(nb, -1).astype(np.int64)
+    n_major = ci.shape[1] - 1
+    indptr = np.empty(nb * n_major + 1, dtype=np.int64)
+    indptr[: nb * n_major] = (ci[:, :-1] + (np.arange(nb) * nse)[:, None]).reshape(-1)
+    indptr[nb * n_major] = nb * nse
+    values = np.asarray(a._vals)
+    trailing = values.shape[nb_dims + 1 :]
+    bm, bn = a.blocksize
+    grid = (a.shape[nb_dims] // bm, a.shape[nb_dims + 1] // bn)
+    n_minor = grid[1 - a.layout.compressed_dim]
+    out = _cpu.compressed_to_dense(
+        indptr, np.asarray(a._plain).reshape(-1).astype(np.int64, copy=False),
+        values.reshape(nb * nse, *trailing), nb * n_major, n_minor,
+    )  # fmt: skip
+    out = out.reshape(*batch, n_major, n_minor, *trailing)
+    if a.layout.compressed_dim == 1:
+        out = np.swapaxes(out, nb_dims, nb_dims + 1)
+    if a.layout.is_blocked:
+        out = np.moveaxis(out, nb_dims + 2, nb_dims + 1)
+    return np.ascontiguousarray(out).reshape(a.shape)
+
+
+def _supports_coalesce(xp: Any, a: COOArray) -> str | None:
+    sd = a.sparse_dim()
+    if sd == 0:
+        return "a COO array without sparse dimensions has nothing to sort"
+    if math.prod(a.shape[1:sd]) > np.iinfo(np.int64).max:
+        return "the trailing sparse dimensions do not fit one int64 key"
+    return _cpu_reason(a.dtype)
+
+
+@register("coalesce", (sparse_coo,), backend="numpy", supports=_supports_coalesce)
+def _coalesce_coo_numpy(xp: Any, a: COOArray) -> COOArray:
+    """coalesce(COO): first sparse dimension as major, the others as one key; O(nnz), 2 threads."""
+    idx = np.asarray(a._idx)
+    sd = a.sparse_dim()
+    rest = a.shape[1:sd]
+    key = np.zeros(a.nnz, dtype=np.int64)
+    for d, size in enumerate(rest, start=1):
+        key = key * size + idx[d]
+    n_rest = math.prod(rest)
+    work = np.int32 if max(n_rest, a.shape[0], a.nnz) <= _INT32_MAX else np.int64
+    indptr, minor, values = _cpu.coo_to_compressed(idx[0].astype(work), key.astype(work), np.asarray(a._vals), a.shape[0], n_rest)
+    rows = np.repeat(np.arange(a.shape[0], dtype=idx.dtype), np.diff(indptr))
+    out = np.empty((sd, minor.shape[0]), dtype=idx.dtype)
+    out[0] = rows
+    if sd > 1:
+        out[1:] = np.unravel_index(minor, rest)
+    return COOArray(out, values, a.shape, backend=a._backend, xp=xp, coalesced=True, fill_value=a.fill_value)
+
+
+@register("convert", (sparse_coo, strided), backend="numpy")
+def _convert_coo_strided_numpy(xp: Any, a: COOArray, target: Target) -> Any:
+    """to_dense(COO): fill, then assign the coalesced entries by linear index; O(numel + nnz)."""
+    from .._conversion import coalesce
+
+    c = coalesce(a)
+    sd = c.sparse_dim()
+    out = np.full(c.shape, c.fill_value, dtype=c.dtype)
+    if c.nnz:
+        flat = out.reshape(math.prod(c.shape[:sd]), *c.shape[sd:])
+        flat[np.ravel_multi_index(tuple(np.asarray(c._idx)), c.shape[:sd]) if sd else 0] = np.asarray(c._vals)
+    return out
+
+
+def _supports_compressed_coo(xp: Any, a: CompressedArray, target: Target) -> str | None:
+    if a.layout.is_blocked:
+        return "blocks are expanded by the generic kernel"
+    return None
+
+
+@register("convert", (COMPRESSED, sparse_coo), backend="numpy", supports=_supports_compressed_coo)
+def _convert_compressed_coo_numpy(xp: Any, a: CompressedArray, target: Target) -> COOArray:
+    """to_sparse_coo(CSR or CSC): expand the compressed indices with repeat; O(nnz) (+ a sort for CSC)."""
+    from .._conversion import coalesce
+
+    nb_dims = a.batch_dim()
+    batch = a.shape[:nb_dims]
+    nb, nse = math.prod(batch), a.nnz
+    ci = np.asarray(a._compressed).reshape(nb, -1)
+    n_major = ci.shape[1] - 1
+    idt = np.dtype(target.index_dtype)
+    major = np.repeat(np.tile(np.arange(n_major, dtype=idt), nb), np.diff(ci, axis=1).reshape(-1))
+    minor = np.asarray(a._plain).reshape(-1).astype(idt, copy=False)
+    b_lin = np.repeat(np.arange(nb, dtype=np.int64), nse)
+    batch_idx = [b.astype(idt) for b in np.unravel_index(b_lin, batch)] if nb_dims else []
+    pair = [major, minor] if a.layout.compressed_dim == 0 else [minor, major]
+    indices = np.stack([*batch_idx, *pair]) if nb * nse else np.zeros((nb_dims + 2, 0), dtype=idt)
+    values = np.asarray(a._vals).reshape(nb * nse, *a._vals.shape[nb_dims + 1 :])
+    out = COOArray(indices, values, a.shape, backend=a._backend, xp=xp, coalesced=a.layout.compressed_dim == 0, fill_value=a.fill_value)
+    return coalesce(out)
+
+
+def _supports_compressed_compressed(xp: Any, a: CompressedArray, target: Target) -> str | None:
+    if a.layout not in _UNBLOCKED or target.layout not in _UNBLOCKED:
+        return "blocked layouts are converted by the generic kernel"
+    return _cpu_reason(a.dtype)
+
+
+@register("convert", (COMPRESSED, COMPRESSED), backend="numpy", supports=_supports_compressed_compressed)
+def _convert_compressed_compressed_numpy(xp: Any, a: CompressedArray, target: Target) -> CompressedArray:
+    """CSR <-> CSC (same matrix): one counting scatter keyed on the plain index; O(nnz), 2 threads."""
+    if a.layout is target.layout:
+        idt = np.dtype(target.index_dtype)
+        return CompressedArray(
+            np.asarray(a._compressed).astype(idt), np.asarray(a._plain).astype(idt), a._vals, a.shape,
+            layout=a.layout, backend=a._backend, xp=xp, fill_value=a.fill_value,
+        )  # fmt: skip
+    coo = _convert_compressed_coo_numpy(xp, a, target)
+    return _convert_coo_compressed_numpy(xp, coo, target)

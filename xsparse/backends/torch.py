@@ -1,0 +1,154 @@
+"""Native kernels of the torch backend: torch.sparse's own conversions, zero-copy.
+
+xsparse keeps torch components as plain strided tensors; a kernel wraps them in a torch sparse tensor
+without checks (the components are valid by construction), runs torch's kernel, and unwraps the
+result's components. torch's gaps are declined with a reason, and the generic kernels take over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from .._errors import InvariantError
+from ..dispatch import register
+from ..formats import INDEXED, COOArray, CompressedArray, Layout, SparseArray, sparse_coo, strided
+from ..formats._spec import Target
+
+__all__ = ["to_torch", "from_torch"]
+
+_TORCH_LAYOUT = {
+    Layout.sparse_coo: torch.sparse_coo,
+    Layout.sparse_csr: torch.sparse_csr,
+    Layout.sparse_csc: torch.sparse_csc,
+    Layout.sparse_bsr: torch.sparse_bsr,
+    Layout.sparse_bsc: torch.sparse_bsc,
+}
+_XS_LAYOUT = {v: k for k, v in _TORCH_LAYOUT.items()}
+_UNSUPPORTED_DTYPES = (torch.uint16, torch.uint32, torch.uint64)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    # torch warns, once per process, that its compressed layouts are in beta; xsparse uses them on
+    # purpose and the warning would otherwise surface in users' code at an unrelated call.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse (CSR|CSC|BSR|BSC) tensor support is in beta")
+        yield
+
+
+def to_torch(a: SparseArray) -> torch.Tensor:
+    """The torch sparse tensor sharing ``a``'s components (int32 COO indices are widened: torch needs int64)."""
+    if isinstance(a, COOArray):
+        return torch.sparse_coo_tensor(
+            a._idx.to(torch.int64), a._vals, a.shape, is_coalesced=a.is_coalesced(), check_invariants=False
+        )
+    assert isinstance(a, CompressedArray)
+    values = a._vals
+    if a.layout.is_blocked and not values.is_contiguous():
+        values = values.contiguous()
+    with _quiet():
+        return torch.sparse_compressed_tensor(
+            a._compressed, a._plain, values, a.shape, layout=_TORCH_LAYOUT[a.layout], check_invariants=False
+        )
+
+
+def from_torch(t: torch.Tensor, target: Target, fill_value: Any = 0) -> SparseArray:
+    """The xsparse array with the components of the torch sparse tensor ``t``, indices in ``target.index_dtype``."""
+    idt = target.index_dtype
+    layout = _XS_LAYOUT[t.layout]
+    if layout is Layout.sparse_coo:
+        return COOArray(
+            t._indices().to(idt), t._values(), tuple(t.shape), backend=target.backend, xp=target.xp,
+            coalesced=t.is_coalesced(), fill_value=fill_value,
+        )  # fmt: skip
+    if layout.compressed_dim == 0:
+        ci, pi = t.crow_indices(), t.col_indices()
+    else:
+        ci, pi = t.ccol_indices(), t.row_indices()
+    return CompressedArray(
+        ci.to(idt).contiguous(), pi.to(idt).contiguous(), t.values().contiguous(), tuple(t.shape),
+        layout=layout, backend=target.backend, xp=target.xp, fill_value=fill_value,
+    )  # fmt: skip
+
+
+def _common_reason(dtype: Any, fill: Any) -> str | None:
+    if fill != 0:
+        return "torch's conversions assume fill value 0"
+    if dtype in _UNSUPPORTED_DTYPES:
+        return f"torch.sparse has no kernels for {dtype}"
+    return None
+
+
+def _supports_to_sparse(xp: Any, x: Any, target: Target) -> str | None:
+    source = x.layout if isinstance(x, SparseArray) else strided
+    reason = _common_reason(x.dtype, target.fill_value)
+    if reason is not None:
+        return reason
+    if source.is_blocked and target.layout in (Layout.sparse_csr, Layout.sparse_csc):
+        return "torch converts BSR/BSC only to strided, COO, BSR and BSC"
+    if isinstance(x, COOArray) and target.layout.is_compressed and x.sparse_dim() > 2:
+        return "torch converts only 2-D COO arrays to compressed layouts"
+    if isinstance(x, CompressedArray) and x.batch_dim() and target.layout is not x.layout:
+        return "torch converts batched compressed arrays only to strided"
+    if source is strided and target.layout is sparse_coo and target.dense_dim and x.ndim == target.dense_dim:
+        return "torch needs at least one sparse dimension"
+    return None
+
+
+@register("convert", (strided, INDEXED), backend="torch", supports=_supports_to_sparse)
+@register("convert", (INDEXED, INDEXED), backend="torch", supports=_supports_to_sparse)
+def _convert_to_sparse_torch(xp: Any, x: Any, target: Target) -> SparseArray:
+    """to_sparse(...) through torch's Tensor.to_sparse (MKL/cuSPARSE where torch uses them)."""
+    src = to_torch(x) if isinstance(x, SparseArray) else x
+    layout = target.layout
+    try:
+        with _quiet():
+            if layout is sparse_coo:
+                result = src.to_sparse(target.sparse_dim) if not isinstance(x, SparseArray) else src.to_sparse()
+            else:
+                blocksize = target.blocksize if layout.is_blocked else None
+                dense_dim = target.dense_dim if not isinstance(x, SparseArray) else None
+                result = src.to_sparse(layout=_TORCH_LAYOUT[layout], blocksize=blocksize, dense_dim=dense_dim)
+    except RuntimeError as exc:
+        if "same number of specified elements per batch" in str(exc):
+            raise InvariantError(
+                "3.9",
+                f"to_sparse: every batch of a {layout} array must hold the same number of specified elements "
+                f"(batch shape {tuple(x.shape[: target.batch_dim])}). Convert to sparse_coo instead, or give every "
+                "batch the same number of specified elements",
+            ) from None
+        raise
+    fill = x.fill_value if isinstance(x, SparseArray) else target.fill_value
+    return from_torch(result, target, fill)
+
+
+def _supports_to_dense(xp: Any, a: SparseArray, target: Target) -> str | None:
+    return _common_reason(a.dtype, a.fill_value)
+
+
+@register("convert", (INDEXED, strided), backend="torch", supports=_supports_to_dense)
+def _convert_to_dense_torch(xp: Any, a: SparseArray, target: Target) -> torch.Tensor:
+    """to_dense(...) through torch's Tensor.to_dense."""
+    with _quiet():
+        return to_torch(a).to_dense()
+
+
+def _supports_coalesce(xp: Any, a: COOArray) -> str | None:
+    return _common_reason(a.dtype, 0)
+
+
+@register("coalesce", (sparse_coo,), backend="torch", supports=_supports_coalesce)
+def _coalesce_torch(xp: Any, a: COOArray) -> COOArray:
+    """coalesce(COO) through torch's Tensor.coalesce."""
+    t = to_torch(a).coalesce()
+    return COOArray(
+        t._indices().to(a._idx.dtype), t._values(), a.shape, backend=a._backend, xp=xp, coalesced=True,
+        fill_value=a.fill_value,
+    )  # fmt: skip
+
+

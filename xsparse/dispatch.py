@@ -1,0 +1,193 @@
+"""The kernel registry and its resolution.
+
+A kernel is registered for an operation, a *layout signature* (one element per array operand, each a
+layout or a family of layouts) and a backend name, or ``backend=None`` for a generic kernel written only
+against the Array API. This module knows neither formats nor backends: callers hand it the operands'
+layouts, the backend's name and its namespace ``xp``.
+
+Resolution, for ``call(op, layouts, backend, xp, *args)``:
+
+1. the backend's native kernels whose signature matches, most specific first;
+2. the generic kernels whose signature matches, most specific first;
+3. the declared rewrites (a kernel that re-expresses the operation through others, e.g. CSC as the
+   transpose of CSR), which emit :class:`~xsparse.SparseEfficiencyWarning`;
+4. :class:`~xsparse.NoKernelError`, listing the registered signatures and every kernel's reason for
+   declining.
+
+A kernel may decline through its ``supports`` callable, which takes the kernel's own arguments and
+returns ``None`` (accepted) or a sentence saying why not; the dispatcher then moves on. Among matching
+kernels of one tier, a signature is more specific than another when each of its elements is a subset of
+the other's; two matching kernels of one tier where neither is more specific are an ambiguity, which
+:func:`ambiguities` reports (and the test suite asserts there are none).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._errors import NoKernelError, SparseEfficiencyWarning
+
+__all__ = ["Kernel", "register", "call", "resolve", "kernels", "operations", "ambiguities"]
+
+Supports = Callable[..., "str | None"]
+
+
+def _members(element: Hashable) -> frozenset[Hashable]:
+    return element if isinstance(element, frozenset) else frozenset((element,))
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One registered implementation of an operation."""
+
+    op: str
+    signature: tuple[Hashable, ...]
+    backend: str | None
+    func: Callable[..., Any] = field(compare=False)
+    supports: Supports | None = field(default=None, compare=False)
+    rewrite: bool = False
+    priority: int = 0
+
+    @property
+    def kind(self) -> str:
+        """``"native"``, ``"generic"`` or ``"rewrite"``."""
+        if self.rewrite:
+            return "rewrite"
+        return "generic" if self.backend is None else "native"
+
+    @property
+    def name(self) -> str:
+        return self.func.__name__
+
+    def matches(self, layouts: Sequence[Hashable]) -> bool:
+        return len(layouts) == len(self.signature) and all(
+            layout in _members(element) for layout, element in zip(layouts, self.signature)
+        )
+
+    def at_least_as_specific_as(self, other: Kernel) -> bool:
+        return all(_members(a) <= _members(b) for a, b in zip(self.signature, other.signature))
+
+    def describe(self) -> str:
+        where = self.backend if self.backend is not None else "any backend"
+        layouts = ", ".join(str(e) for e in self.signature)
+        return f"{self.op}({layouts}) [{self.kind}, {where}]"
+
+
+_REGISTRY: dict[str, list[Kernel]] = {}
+
+
+def register(
+    op: str,
+    signature: Sequence[Hashable],
+    *,
+    backend: str | None = None,
+    supports: Supports | None = None,
+    rewrite: bool = False,
+    priority: int = 0,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the decorated function as a kernel of ``op`` for ``signature`` on ``backend``.
+
+    ``backend=None`` registers a generic kernel (Array API only). ``rewrite=True`` declares a fallback
+    that re-expresses the operation through other operations; using it warns. Among kernels of one
+    tier with the same signature, a higher ``priority`` is tried first.
+    """
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        kernel = Kernel(op, tuple(signature), backend, func, supports, rewrite, priority)
+        _REGISTRY.setdefault(op, []).append(kernel)
+        return func
+
+    return decorate
+
+
+def _tier_order(candidates: list[Kernel]) -> list[Kernel]:
+    """Order matching kernels so that a more specific signature comes before a less specific one."""
+    ordered: list[Kernel] = []
+    remaining = sorted(candidates, key=lambda k: -k.priority)
+    while remaining:
+        # the kernels that no other remaining kernel is strictly more specific than
+        front = [
+            k
+            for k in remaining
+            if not any(
+                o is not k and o.at_least_as_specific_as(k) and not k.at_least_as_specific_as(o) for o in remaining
+            )
+        ]
+        ordered.extend(front)
+        remaining = [k for k in remaining if all(k is not f for f in front)]
+    return ordered
+
+
+def resolve(op: str, layouts: Sequence[Hashable], backend: str) -> list[Kernel]:
+    """The kernels that ``call`` would try for these layouts on this backend, in order."""
+    candidates = [k for k in _REGISTRY.get(op, []) if k.matches(layouts)]
+    native = [k for k in candidates if k.backend == backend and not k.rewrite]
+    generic = [k for k in candidates if k.backend is None and not k.rewrite]
+    rewrites = [k for k in candidates if k.rewrite and k.backend in (None, backend)]
+    return _tier_order(native) + _tier_order(generic) + _tier_order(rewrites)
+
+
+def call(op: str, layouts: Sequence[Hashable], backend: str, xp: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run ``op`` with the first kernel that accepts the arguments; see the module docstring."""
+    declined: list[str] = []
+    for kernel in resolve(op, layouts, backend):
+        if kernel.supports is not None:
+            reason = kernel.supports(xp, *args, **kwargs)
+            if reason is not None:
+                declined.append(f"{kernel.describe()} declined: {reason}")
+                continue
+        if kernel.rewrite:
+            warnings.warn(
+                f"{op}: no direct kernel for layouts ({_layout_list(layouts)}) on backend '{backend}'; "
+                f"computing it through the declared rewrite {kernel.name}. Convert the operands to a layout "
+                f"with a direct kernel (see xsparse.kernels('{op}')) to avoid the extra work.",
+                SparseEfficiencyWarning,
+                stacklevel=3,
+            )
+        return kernel.func(xp, *args, **kwargs)
+    registered = "; ".join(k.describe() for k in _REGISTRY.get(op, [])) or "none"
+    why = (" " + " ".join(declined)) if declined else ""
+    raise NoKernelError(
+        f"{op}: no kernel for layouts ({_layout_list(layouts)}) on backend '{backend}'.{why} "
+        f"Registered: {registered}. Convert an operand to a supported layout (e.g. with xsparse.to_sparse_csr) "
+        f"or to a supported backend with xsparse.to_backend."
+    )
+
+
+def _layout_list(layouts: Iterable[Hashable]) -> str:
+    return ", ".join(str(layout) for layout in layouts)
+
+
+def kernels(op: str | None = None) -> list[Kernel]:
+    """The registered kernels, of one operation or of all, in registration order."""
+    if op is not None:
+        return list(_REGISTRY.get(op, []))
+    return [k for ks in _REGISTRY.values() for k in ks]
+
+
+def operations() -> list[str]:
+    """The names of the operations that have at least one kernel."""
+    return sorted(_REGISTRY)
+
+
+def ambiguities() -> list[tuple[Kernel, Kernel]]:
+    """Pairs of kernels of one tier that can both match a signature while neither is more specific.
+
+    Two kernels conflict when their signatures overlap element by element, they share an operation, a
+    backend, a kind and a priority, and neither signature is a subset of the other.
+    """
+    found = []
+    for op_kernels in _REGISTRY.values():
+        for i, a in enumerate(op_kernels):
+            for b in op_kernels[i + 1 :]:
+                if (a.backend, a.kind, a.priority) != (b.backend, b.kind, b.priority) or len(a.signature) != len(b.signature):
+                    continue
+                overlap = all(_members(x) & _members(y) for x, y in zip(a.signature, b.signature))
+                if overlap and not a.at_least_as_specific_as(b) and not b.at_least_as_specific_as(a):
+                    found.append((a, b))
+                elif overlap and a.signature == b.signature:
+                    found.append((a, b))
+    return found

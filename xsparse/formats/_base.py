@@ -1,0 +1,203 @@
+"""The base class of every sparse array."""
+
+from __future__ import annotations
+
+import abc
+import math
+from typing import Any
+
+import array_api_compat
+
+from .._errors import DensificationError
+from ._layout import Layout
+
+__all__ = ["SparseArray"]
+
+
+class SparseArray(abc.ABC):
+    """An immutable handle on the components of one sparse array, all owned by one backend.
+
+    Subclasses (one per format family) hold the component arrays; this class holds what every format
+    shares: the backend, its namespace ``xp``, the shape, the layout and the fill value, the value of
+    every unspecified element. Operations return new arrays; views (``values()``, the CSR <-> CSC
+    transpose) share component buffers.
+    """
+
+    __slots__ = ("_backend", "_xp", "_shape", "_layout", "_fill_value", "__weakref__")
+
+    def __init__(self, *, backend: Any, xp: Any, shape: tuple[int, ...], layout: Layout, fill_value: Any) -> None:
+        self._backend = backend
+        self._xp = xp
+        self._shape = tuple(int(s) for s in shape)
+        self._layout = layout
+        self._fill_value = fill_value
+
+    # -- what every format provides ------------------------------------------------------------
+    _vals: Any
+
+    @property
+    @abc.abstractmethod
+    def nnz(self) -> int:
+        """The number of specified elements (per batch, counting blocks and dense sub-arrays as one)."""
+
+    @abc.abstractmethod
+    def sparse_dim(self) -> int:
+        """The number of sparse dimensions."""
+
+    @abc.abstractmethod
+    def dense_dim(self) -> int:
+        """The number of dense (trailing, per-element) dimensions."""
+
+    @abc.abstractmethod
+    def _components(self) -> dict[str, Any]:
+        """The component arrays by their torch names, in constructor order."""
+
+    @abc.abstractmethod
+    def _map_components(self, fn: Any, backend: Any, xp: Any) -> SparseArray:
+        """The same array with ``fn`` applied to every component (used to move between backends)."""
+
+    # -- attributes ----------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape of the array, dense dimensions included."""
+        return self._shape
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return len(self._shape)
+
+    @property
+    def size(self) -> int:
+        """The number of elements (specified or not)."""
+        return math.prod(self._shape)
+
+    @property
+    def layout(self) -> Layout:
+        """The layout (``xs.sparse_coo``, ``xs.sparse_csr``, ...)."""
+        return self._layout
+
+    @property
+    def dtype(self) -> Any:
+        """The backend dtype of the values."""
+        return self._vals.dtype
+
+    @property
+    def device(self) -> Any:
+        """The backend device the components live on."""
+        return array_api_compat.device(self._vals)
+
+    @property
+    def fill_value(self) -> Any:
+        """The value of every unspecified element (0 unless set)."""
+        return self._fill_value
+
+    @property
+    def backend(self) -> str:
+        """The name of the backend that owns the components (``"numpy"``, ``"torch"``, ...)."""
+        return str(self._backend.name)
+
+    @property
+    def is_sparse(self) -> bool:
+        return True
+
+    def is_coalesced(self) -> bool:
+        """Whether the indices are sorted and unique (always true for compressed layouts)."""
+        return True
+
+    def _backend_device(self, x: Any) -> Any:
+        return array_api_compat.device(x)
+
+    @property
+    def T(self) -> SparseArray:
+        """The transpose of a 2-D array; CSR <-> CSC and BSR <-> BSC are views."""
+        from .._conversion import matrix_transpose
+
+        if self.ndim != 2:
+            raise ValueError(f"T: the array must be 2-D, got ndim={self.ndim}. Use mT to transpose the last two dimensions.")
+        return matrix_transpose(self)
+
+    @property
+    def mT(self) -> SparseArray:
+        """The transpose of the last two dimensions."""
+        from .._conversion import matrix_transpose
+
+        return matrix_transpose(self)
+
+    # -- conversions (one-line calls into the public functions) ----------------------------------
+    def to_dense(self) -> Any:
+        """The strided array of the backend with the same elements (see :func:`xsparse.to_dense`)."""
+        from .._conversion import to_dense
+
+        return to_dense(self)
+
+    def to_sparse(self, **kwargs: Any) -> SparseArray:
+        """See :func:`xsparse.to_sparse`."""
+        from .._conversion import to_sparse
+
+        return to_sparse(self, **kwargs)
+
+    def to_sparse_coo(self, sparse_dim: int | None = None, **kwargs: Any) -> SparseArray:
+        """See :func:`xsparse.to_sparse_coo`."""
+        from .._conversion import to_sparse_coo
+
+        return to_sparse_coo(self, sparse_dim, **kwargs)
+
+    def to_sparse_csr(self, dense_dim: int | None = None, **kwargs: Any) -> SparseArray:
+        """See :func:`xsparse.to_sparse_csr`."""
+        from .._conversion import to_sparse_csr
+
+        return to_sparse_csr(self, dense_dim, **kwargs)
+
+    def to_sparse_csc(self, dense_dim: int | None = None, **kwargs: Any) -> SparseArray:
+        """See :func:`xsparse.to_sparse_csc`."""
+        from .._conversion import to_sparse_csc
+
+        return to_sparse_csc(self, dense_dim, **kwargs)
+
+    def to_sparse_bsr(self, blocksize: tuple[int, int], dense_dim: int | None = None, **kwargs: Any) -> SparseArray:
+        """See :func:`xsparse.to_sparse_bsr`."""
+        from .._conversion import to_sparse_bsr
+
+        return to_sparse_bsr(self, blocksize, dense_dim, **kwargs)
+
+    def to_sparse_bsc(self, blocksize: tuple[int, int], dense_dim: int | None = None, **kwargs: Any) -> SparseArray:
+        """See :func:`xsparse.to_sparse_bsc`."""
+        from .._conversion import to_sparse_bsc
+
+        return to_sparse_bsc(self, blocksize, dense_dim, **kwargs)
+
+    def coalesce(self) -> SparseArray:
+        """See :func:`xsparse.coalesce`."""
+        from .._conversion import coalesce
+
+        return coalesce(self)
+
+    # -- namespaces and protocols ----------------------------------------------------------------
+    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
+        """The xsparse namespace bound to this array's backend."""
+        from .._namespace import bound_namespace
+
+        return bound_namespace(self._backend, api_version=api_version)
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        raise DensificationError(
+            f"__array__: a {self._layout} array is not converted to a dense array implicitly (shape={self._shape}). "
+            "Call to_dense() (or xsparse.to_dense(a)) to make the dense copy explicitly."
+        )
+
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
+        raise DensificationError(
+            f"__dlpack__: a {self._layout} array has no DLPack representation (shape={self._shape}). Call to_dense() "
+            "first to exchange a dense copy, or xsparse.to_backend(a, name) to move the sparse array itself."
+        )
+
+    def __dlpack_device__(self) -> Any:
+        raise DensificationError(
+            f"__dlpack_device__: a {self._layout} array has no DLPack representation. Call to_dense() first."
+        )
+
+    def __repr__(self) -> str:
+        from .._repr import sparse_repr
+
+        return sparse_repr(self)

@@ -1,0 +1,101 @@
+"""The COO format: n-dimensional, hybrid (sparse + dense dimensions), possibly uncoalesced."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._errors import InvariantError
+from ._base import SparseArray
+from ._invariants import check_coo, full_checks_enabled
+from ._layout import sparse_coo
+
+__all__ = ["COOArray"]
+
+
+class COOArray(SparseArray):
+    """A sparse COO array: ``indices`` ``(sparse_dim, nse)`` and ``values`` ``(nse, *dense_shape)``.
+
+    Duplicate indices are allowed (the array is then *uncoalesced*) and mean the sum of their values.
+    Build one with :func:`xsparse.sparse_coo_array` or a conversion; the constructor validates its
+    components (the index-reading checks when ``check`` or the context asks for them).
+    """
+
+    __slots__ = ("_idx", "_vals", "_coalesced")
+
+    def __init__(
+        self,
+        indices: Any,
+        values: Any,
+        shape: tuple[int, ...],
+        *,
+        backend: Any,
+        xp: Any,
+        coalesced: bool = False,
+        fill_value: Any = 0,
+        check: bool | None = None,
+    ) -> None:
+        super().__init__(backend=backend, xp=xp, shape=shape, layout=sparse_coo, fill_value=fill_value)
+        self._idx = indices
+        self._vals = values
+        # An array with at most one specified element is coalesced whatever it was told.
+        self._coalesced = bool(coalesced) or (getattr(indices, "ndim", 0) == 2 and indices.shape[1] <= 1)
+        check_coo(self, full_checks_enabled(check))
+
+    @property
+    def nnz(self) -> int:
+        """The number of stored entries, duplicates included (torch's ``nnz`` of a COO tensor)."""
+        return int(self._idx.shape[1])
+
+    def sparse_dim(self) -> int:
+        return int(self._idx.shape[0])
+
+    def dense_dim(self) -> int:
+        return int(self._vals.ndim - 1)
+
+    @property
+    def index_dtype(self) -> Any:
+        """The dtype of the indices (int32 or int64)."""
+        return self._idx.dtype
+
+    def is_coalesced(self) -> bool:
+        return self._coalesced
+
+    def indices(self) -> Any:
+        """The ``(sparse_dim, nse)`` indices of a coalesced array.
+
+        Raises :class:`~xsparse.InvariantError` on an uncoalesced array, as torch does; call
+        :meth:`coalesce` first, or read the raw entries with ``_indices()``.
+        """
+        self._require_coalesced("indices")
+        return self._idx
+
+    def values(self) -> Any:
+        """The ``(nse, *dense_shape)`` values of a coalesced array (a view, not a copy)."""
+        self._require_coalesced("values")
+        return self._vals
+
+    def _indices(self) -> Any:
+        """The raw indices, duplicates and unsorted order included (torch's ``_indices()``)."""
+        return self._idx
+
+    def _values(self) -> Any:
+        """The raw values matching :meth:`_indices` (torch's ``_values()``)."""
+        return self._vals
+
+    def _require_coalesced(self, what: str) -> None:
+        if not self._coalesced:
+            raise InvariantError(
+                "coo.coalesced",
+                f"{what}() needs a coalesced array, and this one may hold duplicate indices (nnz={self.nnz}). "
+                f"Call coalesce() first, or read the raw, possibly duplicated entries with _{what}()",
+            )
+
+    def _components(self) -> dict[str, Any]:
+        return {"indices": self._idx, "values": self._vals}
+
+    def _map_components(self, fn: Any, backend: Any, xp: Any) -> COOArray:
+        return COOArray(
+            fn(self._idx), fn(self._vals), self._shape, backend=backend, xp=xp,
+            coalesced=self._coalesced, fill_value=self._fill_value, check=False,
+        )  # fmt: skip
+

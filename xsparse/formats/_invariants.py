@@ -1,0 +1,295 @@
+"""The invariants of every sparse format, and the switch that turns on the checks that read index data.
+
+Invariants are numbered as in the BSR invariants of the specification (``seeds/bsr_invariants_blog.txt``),
+generalised from BSR to every compressed layout in compressed/plain terms (for CSC and BSC the compressed
+dimension is the columns), and to any number of batch and dense dimensions; COO's are numbered ``coo.N``.
+``docs/invariants.md`` lists them all. Checks that need only shapes, dtypes and devices always run; those
+that read index data (5.x, coo.5-coo.6) run when a constructor gets ``check_invariants=True`` or inside
+:class:`check_sparse_tensor_invariants`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable
+from contextlib import ContextDecorator
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .._errors import InvariantError
+from ._ops import expand_compressed
+
+if TYPE_CHECKING:
+    from ._coo import COOArray
+    from ._compressed import CompressedArray
+
+__all__ = ["check_sparse_tensor_invariants", "full_checks_enabled", "INDEX_DTYPE_NAMES", "VALUE_DTYPE_NAMES"]
+
+INDEX_DTYPE_NAMES = ("int32", "int64")
+VALUE_DTYPE_NAMES = (
+    "bool",
+    "int8", "int16", "int32", "int64",
+    "uint8", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64",
+    "complex64", "complex128",
+)  # fmt: skip
+
+_enabled: contextvars.ContextVar[bool] = contextvars.ContextVar("xsparse_check_invariants", default=False)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class check_sparse_tensor_invariants(ContextDecorator):
+    """Context manager and decorator that turns the full invariant checks on (or off) in its scope.
+
+    The setting lives in a :class:`contextvars.ContextVar`, so it is scoped to the current thread (and
+    asyncio task), nests, and is restored on exit.
+
+    Parameters
+    ----------
+    enable
+        ``True`` (default) runs the checks that read index data for every sparse array constructed
+        in the scope; ``False`` turns them off in the scope.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> with xs.check_sparse_tensor_invariants():
+    ...     xs.sparse_csr_array([0, 2, 1], [0, 1], [1.0, 2.0])
+    Traceback (most recent call last):
+        ...
+    xsparse._errors.InvariantError: invariant 5.2 violated: crow_indices[..., -1] must equal nse=2, got 1
+    >>> xs.check_sparse_tensor_invariants.is_enabled()
+    False
+    """
+
+    def __init__(self, enable: bool = True) -> None:
+        self.enable = enable
+        self._tokens: list[contextvars.Token[bool]] = []
+
+    def _recreate_cm(self) -> check_sparse_tensor_invariants:
+        # A fresh instance per decorated call keeps concurrent calls from sharing a token stack.
+        return type(self)(self.enable)
+
+    def __enter__(self) -> check_sparse_tensor_invariants:
+        self._tokens.append(_enabled.set(self.enable))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _enabled.reset(self._tokens.pop())
+
+    @staticmethod
+    def is_enabled() -> bool:
+        """Whether the full checks are on in the current context."""
+        return _enabled.get()
+
+
+def full_checks_enabled(check_invariants: bool | None) -> bool:
+    """Resolve a constructor's ``check_invariants=`` argument against the current context."""
+    return _enabled.get() if check_invariants is None else bool(check_invariants)
+
+
+def dtype_name(dtype: Any) -> str:
+    """The Array API name of a backend dtype (``float64``), whatever the backend spells it."""
+    name = getattr(dtype, "name", None)
+    if isinstance(name, str):
+        return name
+    text = str(dtype)
+    return text.rsplit(".", 1)[-1].strip("'>")
+
+
+def _fail(invariant: str, message: str) -> InvariantError:
+    return InvariantError(invariant, message)
+
+
+def _is_array(xp: Any, x: Any) -> bool:
+    from ._base import SparseArray
+
+    return not isinstance(x, SparseArray) and hasattr(x, "shape") and hasattr(x, "dtype")
+
+
+def _check_common_types(a: Any, index_arrays: dict[str, Any], values: Any) -> None:
+    """Type (1.x), layout (2.x) and device (4.x) invariants shared by every format."""
+    xp = a._xp
+    names = list(index_arrays)
+    for inv, name in zip(("2.1", "2.2"), names):
+        if not _is_array(xp, index_arrays[name]):
+            raise _fail(inv, f"{name} must be a strided array of the backend, got {type(index_arrays[name]).__name__}")
+    if not _is_array(xp, values):
+        raise _fail("2.3", f"values must be a strided array of the backend, got {type(values).__name__}")
+    first_name = names[0]
+    index_dtype = dtype_name(index_arrays[first_name].dtype)
+    for name in names[1:]:
+        other = dtype_name(index_arrays[name].dtype)
+        if other != index_dtype:
+            raise _fail("1.2", f"{name}.dtype ({other}) differs from {first_name}.dtype ({index_dtype}); give both the same integer dtype")
+    if index_dtype not in INDEX_DTYPE_NAMES:
+        raise _fail("1.3", f"the indices dtype must be int32 or int64, got {index_dtype}; cast the indices with astype")
+    if dtype_name(values.dtype) not in VALUE_DTYPE_NAMES:
+        raise _fail("1.5", f"values dtype {dtype_name(values.dtype)} is not a supported numeric or bool dtype")
+    device = a._backend_device(values)
+    for inv, name in zip(("4.2", "4.3"), names):
+        d = a._backend_device(index_arrays[name])
+        if d != device:
+            raise _fail(inv, f"{name} is on device {d} but values are on device {device}; move them to one device")
+    for inv, name in zip(("3.5", "3.6"), names):
+        if a._backend.is_contiguous(index_arrays[name]) is False:
+            raise _fail(inv, f"{name} must be contiguous; pass a contiguous copy")
+
+
+def check_compressed(a: CompressedArray, full: bool) -> None:
+    """Check the invariants of a CSR, CSC, BSR or BSC array; ``full`` adds those that read index data."""
+    xp = a._xp
+    layout = a.layout
+    cname, pname = layout.index_names
+    ci, pi, values = a._compressed, a._plain, a._vals
+    if not layout.is_compressed:
+        raise _fail("2.4", f"layout must be one of sparse_csr, sparse_csc, sparse_bsr, sparse_bsc, got {layout}")
+    _check_common_types(a, {cname: ci, pname: pi}, values)
+    shape = a.shape
+    if ci.ndim < 1:
+        raise _fail("3.2", f"{cname} must have at least one dimension, got a 0-d array")
+    n_batch = ci.ndim - 1
+    if pi.ndim != 1 + n_batch:
+        raise _fail("3.3", f"{pname}.ndim ({pi.ndim}) must equal {cname}.ndim ({ci.ndim})")
+    n_block = 2 if layout.is_blocked else 0
+    n_dense = values.ndim - n_batch - 1 - n_block
+    if n_dense < 0:
+        raise _fail("3.4", f"values.ndim ({values.ndim}) must be at least {n_batch + 1 + n_block} for {layout} with {n_batch} batch dimensions")
+    if len(shape) != n_batch + 2 + n_dense:
+        raise _fail("3.1", f"shape {shape} must have {n_batch} batch + 2 sparse + {n_dense} dense dimensions (from the components' shapes)")
+    if any(s < 0 for s in shape):
+        raise _fail("3.1", f"shape {shape} has a negative size")
+    batch = tuple(shape[:n_batch])
+    blocksize = tuple(values.shape[n_batch + 1 : n_batch + 1 + n_block]) if n_block else (1, 1)
+    dense = tuple(shape[n_batch + 2 :])
+    rows, cols = shape[n_batch], shape[n_batch + 1]
+    if blocksize[0] <= 0 or blocksize[1] <= 0 or rows % blocksize[0] or cols % blocksize[1]:
+        raise _fail("3.1", f"shape {shape} is not a whole number of blocks of blocksize {blocksize}; every block dimension must divide the matching sparse dimension")
+    nblocks = (rows // blocksize[0], cols // blocksize[1])
+    n_compressed = nblocks[layout.compressed_dim]
+    n_plain = nblocks[1 - layout.compressed_dim]
+    if tuple(ci.shape) != batch + (n_compressed + 1,):
+        raise _fail("3.8", f"{cname}.shape must be {batch + (n_compressed + 1,)} for shape {shape}, got {tuple(ci.shape)}")
+    nse = pi.shape[-1]
+    if tuple(pi.shape) != batch + (nse,):
+        raise _fail("3.9", f"{pname}.shape must be {batch + (nse,)} (batch dimensions {batch}), got {tuple(pi.shape)}")
+    expected_values = batch + (nse,) + (blocksize if n_block else ()) + dense
+    if tuple(values.shape) != expected_values:
+        raise _fail("3.10", f"values.shape must be {expected_values}, got {tuple(values.shape)}")
+    contiguous = a._backend.is_contiguous(values)
+    if contiguous is False and n_block:
+        swapped = xp.permute_dims(values, _swap_axes(values.ndim, n_batch + 1, n_batch + 2))
+        contiguous = a._backend.is_contiguous(swapped)
+    if contiguous is False:
+        raise _fail("3.7", "values must be contiguous (or, for blocks, contiguous after swapping the two block dimensions); pass a contiguous copy")
+    if index_overflows(dtype_name(ci.dtype), max(n_compressed, n_plain, nse, 1)):
+        raise _fail("1.3", f"int32 indices cannot address {max(n_compressed, n_plain, nse)} elements; use int64 indices")
+    if full:
+        _check_compressed_indices(xp, a, ci, pi, n_batch, n_compressed, n_plain, nse, cname, pname)
+
+
+def _swap_axes(ndim: int, i: int, j: int) -> tuple[int, ...]:
+    axes = list(range(ndim))
+    axes[i], axes[j] = axes[j], axes[i]
+    return tuple(axes)
+
+
+def _first(xp: Any, mask: Any) -> int:
+    """The flat position of the first True of a boolean array (the caller knows there is one)."""
+    flat = xp.reshape(mask, (-1,))
+    return int(xp.argmax(xp.astype(flat, xp.int8)))
+
+
+def _flat_value(xp: Any, x: Any, position: int) -> int:
+    return int(xp.reshape(x, (-1,))[position])
+
+
+def _check_compressed_indices(
+    xp: Any, a: Any, ci: Any, pi: Any, n_batch: int, n_compressed: int, n_plain: int, nse: int, cname: str, pname: str
+) -> None:
+    first = ci[..., :1]
+    bad = first != 0
+    if bool(xp.any(bad)):
+        raise _fail("5.1", f"{cname}[..., 0] must be 0, got {_flat_value(xp, first, _first(xp, bad))}")
+    last = ci[..., -1:]
+    bad = last != nse
+    if bool(xp.any(bad)):
+        raise _fail("5.2", f"{cname}[..., -1] must equal nse={nse}, got {_flat_value(xp, last, _first(xp, bad))}")
+    if n_compressed:
+        counts = ci[..., 1:] - ci[..., :-1]
+        bad = (counts < 0) | (counts > n_plain)
+        if bool(xp.any(bad)):
+            at = _first(xp, bad)
+            raise _fail(
+                "5.3",
+                f"0 <= {cname}[..., i] - {cname}[..., i-1] <= {n_plain} must hold for every i, got a difference of "
+                f"{_flat_value(xp, counts, at)} at flat position {at} (are the indices compressed, and the shape right?)",
+            )
+    if nse:
+        if bool(xp.any(pi < 0)):
+            raise _fail("5.4", f"{pname} must be non-negative, got {int(xp.min(pi))}")
+        if bool(xp.any(pi >= n_plain)):
+            raise _fail("5.5", f"{pname} must be < {n_plain} (the number of plain {'block ' if a.layout.is_blocked else ''}dimensions), got {int(xp.max(pi))}")
+    if nse > 1:
+        # Within a compressed slice consecutive plain indices must strictly increase.
+        major = expand_compressed(xp, ci, nse)
+        same_slice = major[..., 1:] == major[..., :-1]
+        bad = same_slice & (pi[..., 1:] <= pi[..., :-1])
+        if bool(xp.any(bad)):
+            at = _first(xp, bad)
+            raise _fail(
+                "5.6",
+                f"{pname} must be sorted and distinct within each compressed slice, got {_flat_value(xp, pi[..., :-1], at)} "
+                f"followed by {_flat_value(xp, pi[..., 1:], at)}; build the array with to_sparse_csr (or another to_sparse_*) "
+                "from a COO array, which sorts and sums duplicates",
+            )
+
+
+def index_overflows(index_dtype: str, largest: int) -> bool:
+    """Whether ``largest`` (a size or an index) does not fit the index dtype."""
+    return largest > (2**31 - 1 if index_dtype == "int32" else 2**63 - 1)
+
+
+def check_coo(a: COOArray, full: bool) -> None:
+    """Check the invariants of a COO array; ``full`` adds the bounds and coalesced-order checks."""
+    xp = a._xp
+    indices, values = a._idx, a._vals
+    _check_common_types(a, {"indices": indices}, values)
+    if indices.ndim != 2:
+        raise _fail("coo.1", f"indices must be 2-D (sparse_dim, nse), got shape {tuple(indices.shape)}")
+    sparse_dim, nse = indices.shape
+    shape = a.shape
+    if sparse_dim > len(shape) or values.ndim < 1 or sparse_dim + values.ndim - 1 != len(shape):
+        raise _fail(
+            "coo.2",
+            f"sparse_dim ({sparse_dim}) + dense_dim ({values.ndim - 1}) must equal ndim ({len(shape)}) for shape {shape}",
+        )
+    if values.shape[0] != nse:
+        raise _fail("coo.3", f"values.shape[0] ({values.shape[0]}) must equal indices.shape[1] (nse={nse})")
+    if tuple(values.shape[1:]) != tuple(shape[sparse_dim:]):
+        raise _fail("coo.4", f"values.shape[1:] must equal the dense shape {tuple(shape[sparse_dim:])}, got {tuple(values.shape[1:])}")
+    if any(s < 0 for s in shape):
+        raise _fail("coo.2", f"shape {shape} has a negative size")
+    if index_overflows(dtype_name(indices.dtype), max([nse, *shape[:sparse_dim], 1])):
+        raise _fail("1.3", f"int32 indices cannot address shape {shape} with nse={nse}; use int64 indices")
+    if full and nse:
+        lo = xp.min(indices, axis=1)
+        hi = xp.max(indices, axis=1)
+        for d in range(sparse_dim):
+            if int(lo[d]) < 0 or int(hi[d]) >= shape[d]:
+                bad = int(lo[d]) if int(lo[d]) < 0 else int(hi[d])
+                raise _fail("coo.5", f"indices[{d}] must lie in [0, {shape[d]}), got {bad}")
+        if a._coalesced and nse > 1 and sparse_dim:
+            diff = indices[:, 1:] - indices[:, :-1]
+            # lexicographic strict increase: the first non-zero difference of each column is positive
+            nonzero = diff != 0
+            first_nz = xp.argmax(xp.astype(nonzero, xp.int8), axis=0)
+            lead = xp.take_along_axis(diff, xp.reshape(first_nz, (1, -1)), axis=0)[0, :]
+            bad = lead <= 0
+            if bool(xp.any(bad)):
+                at = _first(xp, bad)
+                raise _fail(
+                    "coo.6",
+                    f"an array marked coalesced must have sorted, distinct indices; column {at + 1} does not follow column {at}. "
+                    "Pass is_coalesced=False or call coalesce()",
+                )

@@ -1,0 +1,77 @@
+"""Test helpers: the one oracle, :func:`assert_sparse_equal`, for xsparse's tests and the conformance suite."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._common import dtype_name, is_strided
+from .backends import array_api as generic
+from .formats import COOArray, CompressedArray, SparseArray
+from .formats._invariants import check_compressed, check_coo
+
+__all__ = ["assert_sparse_equal", "to_numpy", "generic_to_dense", "check_invariants"]
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    """A NumPy copy of a strided array of any backend (for comparison only)."""
+    from ._repr import _host
+
+    return np.array(_host(x))
+
+
+def check_invariants(a: SparseArray) -> None:
+    """Run every invariant check of ``a``'s format, the index-reading ones included."""
+    if isinstance(a, COOArray):
+        check_coo(a, True)
+    elif isinstance(a, CompressedArray):
+        check_compressed(a, True)
+    else:
+        raise TypeError(f"check_invariants: no validator for {type(a).__name__}.")
+
+
+def generic_to_dense(a: Any) -> Any:
+    """The dense array of ``a`` computed by the generic Array API kernels alone (no native kernel)."""
+    if not isinstance(a, SparseArray):
+        return a
+    xp = a._xp
+    if isinstance(a, COOArray):
+        return generic.coo_to_dense(xp, a)
+    assert isinstance(a, CompressedArray)
+    return generic._convert_compressed_strided(xp, a, None)
+
+
+def assert_sparse_equal(
+    actual: Any,
+    expected: Any,
+    *,
+    rtol: float = 0.0,
+    atol: float = 0.0,
+    check_layout: Any = None,
+    check_dtype: bool = True,
+) -> None:
+    """Assert that ``actual`` holds the same elements as ``expected``, and that it is a valid array.
+
+    ``actual`` (sparse or strided) has every invariant of its format checked, including those that read
+    index data; both sides are densified with the generic kernels and compared elementwise (NaNs equal),
+    exactly unless ``rtol``/``atol`` are given. ``check_layout`` may name the layout ``actual`` must have.
+    """
+    if isinstance(actual, SparseArray):
+        check_invariants(actual)
+    elif not is_strided(actual):
+        raise AssertionError(f"actual is neither an xsparse array nor a backend array: {type(actual).__name__}")
+    if check_layout is not None:
+        got = actual.layout if isinstance(actual, SparseArray) else "strided"
+        if str(got) != str(check_layout):
+            raise AssertionError(f"layout: expected {check_layout}, got {got}")
+    if tuple(actual.shape) != tuple(expected.shape):
+        raise AssertionError(f"shape: expected {tuple(expected.shape)}, got {tuple(actual.shape)}")
+    if check_dtype and dtype_name(actual.dtype) != dtype_name(expected.dtype):
+        raise AssertionError(f"dtype: expected {dtype_name(expected.dtype)}, got {dtype_name(actual.dtype)}")
+    a = to_numpy(generic_to_dense(actual))
+    e = to_numpy(generic_to_dense(expected))
+    if rtol == 0 and atol == 0:
+        np.testing.assert_array_equal(a, e)
+    else:
+        np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
