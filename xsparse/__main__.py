@@ -66,16 +66,22 @@ def kernel_table() -> list[str]:
         if col not in columns:
             columns.append(col)
         for signature in itertools.product(*(_concrete(e) for e in k.signature)):
-            rows[_signature(k.op, signature)][col] = "rewrite" if k.rewrite else "yes"
-    width = max((len(r) for r in rows), default=10)
-    header = f"  {'operation / layout signature':<{width}}  " + "  ".join(f"{c:<8}" for c in columns)
+            cells = rows[_signature(k.op, signature)]
+            # a direct kernel is what runs, whatever rewrite is also declared for the same layouts
+            if cells.get(col) != "yes":
+                cells[col] = "rewrite" if k.rewrite else "yes"
+    label = "operation / layout signature"
+    width = max((len(r) for r in rows), default=0)
+    width = max(width, len(label))
+    widths = {c: max(8, len(c)) for c in columns}
+    header = f"  {label:<{width}}  " + "  ".join(f"{c:<{widths[c]}}" for c in columns)
     lines = [
         "Registered kernels (generic: Array API only, runs on every backend; a native kernel may decline an input):",
         header,
         "  " + "-" * (len(header) - 2),
     ]
     for sig in sorted(rows):
-        lines.append(f"  {sig:<{width}}  " + "  ".join(f"{rows[sig].get(c, '-'):<8}" for c in columns))
+        lines.append(f"  {sig:<{width}}  " + "  ".join(f"{rows[sig].get(c, '-'):<{widths[c]}}" for c in columns))
     return lines
 
 

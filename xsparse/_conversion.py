@@ -77,7 +77,9 @@ def _target(
         raise LayoutError(f"{op}: use xsparse.to_sparse_semi_structured for the sparse_semi_structured layout.")
     # fill value: a strided source picks it (default 0); a sparse source keeps its own
     if isinstance(x, SparseArray):
-        if fill_value is not None and fill_value != x.fill_value:
+        # NaN != NaN, yet a NaN fill value is kept by a NaN request
+        same_fill = fill_value == x.fill_value or (fill_value != fill_value and x.fill_value != x.fill_value)
+        if fill_value is not None and not same_fill:
             raise ValueError(
                 f"{op}: a conversion keeps the fill value (array fill_value={x.fill_value!r}, requested {fill_value!r}). "
                 "Convert to dense with to_dense() and back with the new fill_value to change it."

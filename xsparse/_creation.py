@@ -12,6 +12,7 @@ from .formats import (
     COOArray,
     CompressedArray,
     Layout,
+    SparseArray,
     sparse_bsc,
     sparse_bsr,
     sparse_coo,
@@ -32,24 +33,45 @@ __all__ = [
 ]
 
 
-def _index_array(op: str, name: str, xp: Any, obj: Any, device: Any) -> Any:
+def _not_sparse(op: str, invariant: str, name: str, obj: Any) -> None:
+    # A sparse component would otherwise reach xp.asarray, which densifies it or fails deep inside.
+    if isinstance(obj, SparseArray):
+        raise InvariantError(
+            invariant,
+            f"{op}: {name} must be a strided array of the backend, got {type(obj).__name__} ({obj.layout}). "
+            f"Pass its components, or xsparse.to_dense({name}) if a dense array is meant.",
+        )
+
+
+def _index_array(op: str, name: str, xp: Any, obj: Any, device: Any, invariant: str) -> Any:
     """An index component on the backend: arrays keep their dtype (int32 or int64), lists become int64."""
+    _not_sparse(op, invariant, name, obj)
     if is_strided(obj):
         arr = xp.asarray(obj, device=device) if device is not None else obj
-        if dtype_name(arr.dtype) not in ("int32", "int64"):
-            raise InvariantError(
-                "1.3",
-                f"{op}: {name} must have dtype int32 or int64, got {dtype_name(arr.dtype)}. Cast it, e.g. with "
-                f"xp.astype({name}, xp.int64)",
-            )
-        return arr
-    try:
-        return xp.asarray(obj, dtype=xp.int64, device=device)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise TypeError(f"{op}: {name} must be an integer array or a nested list of integers ({exc}).") from None
+    else:
+        try:
+            # Without dtype=, so that a list of floats is refused below instead of truncated to integers.
+            arr = xp.asarray(obj, device=device)
+            if not xp.isdtype(arr.dtype, ("bool", "numeric")):  # NumPy's object or str arrays
+                raise TypeError(f"the list holds {dtype_name(arr.dtype)} elements")
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise TypeError(
+                f"{op}: {name} must be an integer array or a nested list of integers ({exc}). Pass a rectangular "
+                "nested list of Python ints, or an int32 or int64 array."
+            ) from None
+        if 0 in tuple(arr.shape) or xp.isdtype(arr.dtype, "integral"):
+            arr = xp.astype(arr, xp.int64)
+    if dtype_name(arr.dtype) not in ("int32", "int64"):
+        raise InvariantError(
+            "1.3",
+            f"{op}: {name} must have dtype int32 or int64, got {dtype_name(arr.dtype)}. Cast it, e.g. with "
+            f"xp.astype({name}, xp.int64).",
+        )
+    return arr
 
 
-def _value_array(xp: Any, obj: Any, dtype: Any, device: Any) -> Any:
+def _value_array(op: str, xp: Any, obj: Any, dtype: Any, device: Any) -> Any:
+    _not_sparse(op, "2.3", "values", obj)
     if is_strided(obj):
         arr = obj
         if dtype is not None and dtype_name(arr.dtype) != dtype_name(dtype):
@@ -61,9 +83,11 @@ def _value_array(xp: Any, obj: Any, dtype: Any, device: Any) -> Any:
 
 
 def _contiguous(backend: Backend, xp: Any, x: Any) -> Any:
-    # Components are kept contiguous (invariants 3.5-3.7); a copy only where the input was not.
+    # Components are kept contiguous (invariants 3.5-3.7); a copy only where the input was not. A plain
+    # copy is not enough: torch's copy keeps the strides of a permuted (dense but not row-major) tensor,
+    # while a flat reshape lays the elements out in row-major order on every library.
     if backend.is_contiguous(x) is False:
-        return xp.asarray(x, copy=True) if backend.name != "numpy" else x.copy()
+        x = xp.reshape(xp.reshape(xp.asarray(x, copy=True), (-1,)), tuple(x.shape))
     return x
 
 
@@ -76,8 +100,8 @@ def _shape_arg(op: str, shape: Any) -> tuple[int, ...] | None:
         return None
     try:
         return tuple(int(s) for s in shape)
-    except TypeError:
-        raise TypeError(f"{op}: shape must be a sequence of integers, got {shape!r}.") from None
+    except (TypeError, ValueError):
+        raise TypeError(f"{op}: shape must be a sequence of integers, got {shape!r}. Pass a tuple such as (2, 3).") from None
 
 
 def sparse_coo_array(
@@ -136,17 +160,20 @@ def sparse_coo_array(
     shp = _shape_arg(op, shape)
     if indices is None and values is None:
         if shp is None:
-            raise ValueError(f"{op}: give indices and values, or a shape for an empty array.")
+            raise ValueError(f"{op}: no indices, values or shape were given. Give indices and values, or a shape for an empty array.")
         vdt = dt if dt is not None else xp.float64
         idx = xp.zeros((len(shp), 0), dtype=xp.int64, device=device)
         vals = xp.zeros((0,), dtype=vdt, device=device)
         return COOArray(idx, vals, shp, backend=b, xp=xp, coalesced=True, fill_value=_fill(xp, vdt, fill_value), check=check_invariants)
     if indices is None or values is None:
-        raise ValueError(f"{op}: give both indices and values (or neither, with a shape, for an empty array).")
-    idx = _contiguous(b, xp, _index_array(op, "indices", xp, indices, device))
-    vals = _value_array(xp, values, dt, device)
+        raise ValueError(
+            f"{op}: only one of indices and values was given (indices={'None' if indices is None else '...'}, "
+            f"values={'None' if values is None else '...'}). Give both, or neither with a shape for an empty array."
+        )
+    idx = _contiguous(b, xp, _index_array(op, "indices", xp, indices, device, "2.1"))
+    vals = _value_array(op, xp, values, dt, device)
     if idx.ndim != 2:
-        raise InvariantError("coo.1", f"{op}: indices must be 2-D (sparse_dim, nse), got shape {tuple(idx.shape)}. A list of index tuples must be transposed first")
+        raise InvariantError("coo.1", f"{op}: indices must be 2-D (sparse_dim, nse), got shape {tuple(idx.shape)}. A list of index tuples must be transposed first.")
     if vals.ndim == 0:
         vals = xp.broadcast_to(vals, (idx.shape[1],))
     vals = _contiguous(b, xp, vals)
@@ -208,24 +235,32 @@ def sparse_compressed_array(
     """
     op = f"sparse_compressed_array(layout={layout})"
     if not isinstance(layout, Layout) or not layout.is_compressed:
-        raise LayoutError(f"{op}: layout must be sparse_csr, sparse_csc, sparse_bsr or sparse_bsc, got {layout!r}.")
+        raise LayoutError(
+            f"{op}: layout must be sparse_csr, sparse_csc, sparse_bsr or sparse_bsc, got {layout!r}. Pass one of them, "
+            "or use sparse_coo_array for COO."
+        )
     b = backend_of(compressed_indices, plain_indices, values, op=op, backend=backend)
     xp = b.load()
     dt = resolve_dtype(xp, dtype)
     shp = _shape_arg(op, shape)
     if compressed_indices is None and plain_indices is None and values is None:
         if shp is None:
-            raise ValueError(f"{op}: give the components, or a shape for an empty array.")
+            raise ValueError(f"{op}: no components or shape were given. Give the components, or a shape for an empty array.")
         return _empty_compressed(op, b, xp, shp, layout, dt, device, blocksize, dense_dim, fill_value, check_invariants)
     if compressed_indices is None or plain_indices is None or values is None:
-        raise ValueError(f"{op}: give all three components (or none, with a shape, for an empty array).")
+        given = sum(c is not None for c in (compressed_indices, plain_indices, values))
+        raise ValueError(
+            f"{op}: only {given} of the three components were given. Give all three (or none, with a shape, for an empty array)."
+        )
     cname, pname = layout.index_names
-    ci = _contiguous(b, xp, _index_array(op, cname, xp, compressed_indices, device))
-    pi = _contiguous(b, xp, _index_array(op, pname, xp, plain_indices, device))
-    vals = _value_array(xp, values, dt, device)
+    ci = _contiguous(b, xp, _index_array(op, cname, xp, compressed_indices, device, "2.1"))
+    pi = _contiguous(b, xp, _index_array(op, pname, xp, plain_indices, device, "2.2"))
+    vals = _value_array(op, xp, values, dt, device)
     if vals.ndim == 0:
         vals = xp.broadcast_to(vals, tuple(pi.shape))
     vals = _contiguous(b, xp, vals)
+    if blocksize is not None:
+        _check_blocksize_of_components(op, layout, blocksize, ci, vals)
     if shp is None:
         shp = _infer_compressed_shape(op, xp, ci, pi, vals, layout)
     return CompressedArray(
@@ -234,14 +269,44 @@ def sparse_compressed_array(
     )  # fmt: skip
 
 
+def _check_blocksize_of_components(op: str, layout: Layout, blocksize: Any, ci: Any, vals: Any) -> None:
+    """A ``blocksize`` given with the components must be the block shape of the values."""
+    n_batch = ci.ndim - 1
+    if not layout.is_blocked:
+        found: tuple[int, ...] = (1, 1)
+    elif ci.ndim >= 1 and vals.ndim >= n_batch + 3:
+        found = tuple(int(s) for s in vals.shape[n_batch + 1 : n_batch + 3])
+    else:
+        return  # the validator reports the values' dimensions (3.4)
+    if tuple(int(s) for s in blocksize) != found:
+        raise ValueError(
+            f"{op}: blocksize={tuple(blocksize)} differs from the block shape of the values ({found}). Leave blocksize "
+            "out (the values give it), or reshape the values."
+            if layout.is_blocked
+            else f"{op}: blocksize applies to sparse_bsr and sparse_bsc only, not to {layout} (blocksize={tuple(blocksize)}). "
+            "Leave it out, or use a blocked layout."
+        )
+
+
 def _infer_compressed_shape(op: str, xp: Any, ci: Any, pi: Any, vals: Any, layout: Layout) -> tuple[int, ...]:
     """The blog's shape estimate, in compressed/plain terms."""
-    if ci.ndim < 1 or pi.ndim != ci.ndim:
-        raise InvariantError("3.3", f"{op}: the index arrays must have the same number (>= 1) of dimensions, got {ci.ndim} and {pi.ndim}")
+    cname, pname = layout.index_names
+    if ci.ndim < 1:
+        raise InvariantError("3.2", f"{op}: {cname} must have at least one dimension, got a 0-d array. Give it the shape (*batch, n_compressed + 1).")
+    if pi.ndim != ci.ndim:
+        raise InvariantError(
+            "3.3",
+            f"{op}: {cname} and {pname} must have the same number of dimensions, got {ci.ndim} and {pi.ndim}. Give both "
+            "index arrays the same batch dimensions.",
+        )
     n_batch = ci.ndim - 1
     n_block = 2 if layout.is_blocked else 0
     if vals.ndim < n_batch + 1 + n_block:
-        raise InvariantError("3.4", f"{op}: values.ndim must be at least {n_batch + 1 + n_block}, got {vals.ndim}")
+        raise InvariantError(
+            "3.4",
+            f"{op}: values.ndim must be at least {n_batch + 1 + n_block}, got {vals.ndim}. Give values the shape "
+            f"(*batch, nse{', *block' if n_block else ''}, *dense).",
+        )
     blocksize = tuple(vals.shape[n_batch + 1 : n_batch + 1 + n_block]) if n_block else (1, 1)
     n_compressed = ci.shape[-1] - 1
     n_plain = 0
@@ -264,10 +329,19 @@ def _empty_compressed(
     blocksize: tuple[int, int] | None, dense_dim: int, fill_value: Any, check: bool | None,
 ) -> CompressedArray:  # fmt: skip
     n_batch = len(shape) - 2 - dense_dim
-    if n_batch < 0:
-        raise ValueError(f"{op}: shape {shape} has fewer than 2 + dense_dim={dense_dim} dimensions.")
+    if n_batch < 0 or dense_dim < 0:
+        raise ValueError(
+            f"{op}: a {layout} array of shape {shape} has 2 sparse dimensions after its batch dimensions, so dense_dim "
+            f"must lie in [0, {max(len(shape) - 2, 0)}], got dense_dim={dense_dim}. Give a shape (*batch, rows, columns, *dense) "
+            "with that many dense dimensions, or a smaller dense_dim."
+        )
     if layout.is_blocked and blocksize is None:
-        raise ValueError(f"{op}: an empty {layout} array needs blocksize=(rows, columns).")
+        raise ValueError(f"{op}: an empty {layout} array needs a blocksize (blocksize=None). Pass blocksize=(rows, columns).")
+    if not layout.is_blocked and blocksize is not None and tuple(blocksize) != (1, 1):
+        raise ValueError(
+            f"{op}: blocksize applies to sparse_bsr and sparse_bsc only, not to {layout} (blocksize={tuple(blocksize)}). "
+            "Leave it out, or use a blocked layout."
+        )
     bs = tuple(blocksize) if layout.is_blocked and blocksize is not None else (1, 1)
     batch = shape[:n_batch]
     grid = (shape[n_batch] // bs[0], shape[n_batch + 1] // bs[1])
@@ -313,19 +387,27 @@ def _creation(op: str, shape: Any, dtype: Any, layout: Layout, device: Any, back
     dt = resolve_dtype(xp, dtype)
     shp = (int(shape),) if isinstance(shape, int) else _shape_arg(op, shape)
     if shp is None:
-        raise TypeError(f"{op}: shape is required.")
+        raise TypeError(f"{op}: shape is required (shape=None). Pass a shape such as (2, 3).")
     if layout is strided:
         make = xp.empty if empty else xp.zeros
         return make(shp, dtype=dt, device=device)
     if layout is sparse_coo:
         sd = len(shp) - (dense_dim or 0) if sparse_dim is None else sparse_dim
+        if not 0 <= sd <= len(shp):
+            raise ValueError(
+                f"{op}: a sparse_coo array of shape {shp} has between 0 and {len(shp)} sparse dimensions, got "
+                f"sparse_dim={sd} (sparse_dim={sparse_dim}, dense_dim={dense_dim}). Give sparse_dim or dense_dim in [0, {len(shp)}]."
+            )
         vdt = dt if dt is not None else xp.float64
         idx = xp.zeros((sd, 0), dtype=xp.int64, device=device)
         vals = xp.zeros((0, *shp[sd:]), dtype=vdt, device=device)
         return COOArray(idx, vals, shp, backend=b, xp=xp, coalesced=True, fill_value=_fill(xp, vdt, fill_value))
     if isinstance(layout, Layout) and layout.is_compressed:
         return _empty_compressed(op, b, xp, shp, layout, dt, device, blocksize, dense_dim or 0, fill_value, None)
-    raise LayoutError(f"{op}: layout must be strided or a sparse layout such as sparse_csr, got {layout!r}.")
+    raise LayoutError(
+        f"{op}: layout must be strided or a sparse layout such as sparse_csr, got {layout!r}. Pass one of xsparse.strided, "
+        "sparse_coo, sparse_csr, sparse_csc, sparse_bsr or sparse_bsc."
+    )
 
 
 def zeros(

@@ -6,7 +6,7 @@ import functools
 import inspect
 from typing import Any
 
-from .backends import Backend, get_backend
+from .backends import Backend, default_backend, get_backend
 
 __all__ = ["BoundNamespace", "bound_namespace"]
 
@@ -36,27 +36,35 @@ class BoundNamespace:
         if name in xsparse.__all__:
             obj = getattr(xsparse, name)
             if callable(obj) and not isinstance(obj, type):
-                params = _parameters(obj)
+                params, var_keyword = _keyword_parameters(obj)
                 bound: dict[str, Any] = {}
                 if "backend" in params:
                     bound["backend"] = self._backend
                 if self._layout is not None and "layout" in params:
                     bound["layout"] = self._layout
-                if bound:
-                    return functools.partial(_with_defaults, obj, bound)
+                if bound or var_keyword:
+                    return functools.partial(_with_defaults, self._backend, obj, bound)
             return obj
         return getattr(self._backend.namespace(), name)
 
 
-def _parameters(func: Any) -> frozenset[str]:
+def _keyword_parameters(func: Any) -> tuple[frozenset[str], bool]:
+    """The keyword-only parameters of ``func``, and whether it takes ``**kwargs``."""
+    # Only keyword-only parameters are bound: ``to_backend(x, backend, /)`` names its target, not the
+    # backend of its input, and a positional parameter would clash with the caller's arguments.
     try:
-        return frozenset(inspect.signature(func).parameters)
+        parameters = list(inspect.signature(func).parameters.values())
     except (TypeError, ValueError):
-        return frozenset()
+        return frozenset(), False
+    keyword_only = frozenset(p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY)
+    return keyword_only, any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
-def _with_defaults(func: Any, defaults: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-    return func(*args, **{**defaults, **kwargs})
+def _with_defaults(backend: Backend, func: Any, defaults: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+    # The namespace's backend is also the default backend during the call, so that lists and scalars go
+    # to it where a function takes ``backend=`` only through ``**kwargs`` (``sparse_csr_array``).
+    with default_backend(backend):
+        return func(*args, **{**defaults, **kwargs})
 
 
 @functools.lru_cache(maxsize=None)

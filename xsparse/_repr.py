@@ -13,13 +13,19 @@ __all__ = ["sparse_repr"]
 
 def _host(x: Any) -> np.ndarray:
     """A NumPy copy (or view) of a component, for printing only."""
+    if hasattr(x, "resolve_conj"):
+        # torch refuses to export a tensor that requires grad or carries a lazy conjugate, and exports a
+        # lazy negation without applying it; values on an accelerator are copied to the host
+        x = x.detach().resolve_conj().resolve_neg().cpu()
+        try:
+            return np.from_dlpack(x)
+        except (TypeError, RuntimeError, BufferError):  # a dtype NumPy lacks (bfloat16): print it widened
+            return np.from_dlpack(x.cfloat() if x.is_complex() else x.float())
     try:
         return np.from_dlpack(x)
     except (TypeError, ValueError, RuntimeError, BufferError, AttributeError):
         if hasattr(x, "get"):  # CuPy
             return np.asarray(x.get())
-        if hasattr(x, "cpu"):  # torch on an accelerator
-            return np.from_dlpack(x.cpu())
         return np.from_dlpack(x, device="cpu")
 
 

@@ -10,7 +10,8 @@ Resolution, for ``call(op, layouts, backend, xp, *args)``:
 1. the backend's native kernels whose signature matches, most specific first;
 2. the generic kernels whose signature matches, most specific first;
 3. the declared rewrites (a kernel that re-expresses the operation through others, e.g. CSC as the
-   transpose of CSR), which emit :class:`~xsparse.SparseEfficiencyWarning`;
+   transpose of CSR), the backend's own before the generic ones, most specific first; using one emits
+   :class:`~xsparse.SparseEfficiencyWarning`;
 4. :class:`~xsparse.NoKernelError`, listing the registered signatures and every kernel's reason for
    declining.
 
@@ -126,8 +127,11 @@ def resolve(op: str, layouts: Sequence[Hashable], backend: str) -> list[Kernel]:
     candidates = [k for k in _REGISTRY.get(op, []) if k.matches(layouts)]
     native = [k for k in candidates if k.backend == backend and not k.rewrite]
     generic = [k for k in candidates if k.backend is None and not k.rewrite]
-    rewrites = [k for k in candidates if k.rewrite and k.backend in (None, backend)]
-    return _tier_order(native) + _tier_order(generic) + _tier_order(rewrites)
+    # the backend's own rewrites before the generic ones, as for direct kernels: each (backend, kind)
+    # pair is one tier, the grouping that ambiguities() checks
+    native_rewrites = [k for k in candidates if k.rewrite and k.backend == backend]
+    generic_rewrites = [k for k in candidates if k.rewrite and k.backend is None]
+    return _tier_order(native) + _tier_order(generic) + _tier_order(native_rewrites) + _tier_order(generic_rewrites)
 
 
 def call(op: str, layouts: Sequence[Hashable], backend: str, xp: Any, *args: Any, **kwargs: Any) -> Any:

@@ -178,6 +178,8 @@ def backend_of_array(x: Any) -> Backend:
     for is_it, name in _DETECT:
         if is_it(xp):
             return _BUILTIN[name]
+    # a plug-in backend for this library wins over the generic one made up below
+    _load_entry_points()
     for backend in _EXTRA.values():
         if backend.library == xp.__name__.split(".")[0]:
             return backend

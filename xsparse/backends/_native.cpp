@@ -21,9 +21,6 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
-#include <chrono>
-#include <cstdio>
-static double nowt(){return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();}
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -31,14 +28,18 @@ static double nowt(){return std::chrono::duration<double>(std::chrono::steady_cl
 
 namespace {
 
-// Below these sizes a parallel region costs more than it saves.
+// Below this many elements a parallel region costs more than it saves.
 constexpr int64_t kParallelMinEntries = 1 << 15;
 
-// Rows of up to this many entries are sorted by insertion sort: rows of a sparse array are short on
-// average, and for them a stable insertion sort of (index, value) in place beats std::sort of pairs
+// Slices of up to kRankSortMax entries are sorted by rank (see sort_and_emit), longer ones of up to
+// kInsertionSortMax by a stable insertion sort in place, which for them beats std::sort of pairs
 // (what SciPy does) by avoiding the pair copies and the sort's set-up.
-constexpr int64_t kInsertionSortMax = 32;
+constexpr int64_t kRankSortMax = 16;
+constexpr int64_t kInsertionSortMax = 64;
 
+// The COO scatter prefetches the destination of the entry this far ahead, and the cursor of the
+// one twice as far: its writes go to random places, and without prefetching each waits for its
+// cache miss in turn (measured: the scatter took about twice as long).
 constexpr int64_t kPrefetchDistance = 32;
 
 // ---------------------------------------------------------------------------------------------
@@ -223,14 +224,15 @@ inline int max_threads() {
 // The output arrays are the only large buffers: they are allocated at the input's nnz, compacted
 // in place and shrunk by the caller, so the peak is about nnz_in / nnz_out times the result.
 //
-// The scatter is the expensive, memory-latency-bound step (random writes). With a workspace of
-// one counter array per thread, the input is split into one contiguous range per thread and each
-// thread scatters its range to its own precomputed offsets, so threads never contend and the
-// result is identical to the serial (stable) one. Without a workspace the classic serial scatter
-// uses indptr itself as the cursors.
+// The scatter is the expensive, memory-bound step (random writes, prefetched). With a workspace
+// of one counter array per thread, the input is split into one contiguous range per thread and
+// each thread scatters its range to its own precomputed offsets, so no two threads write the same
+// element, no atomics are needed and the result is identical to the serial (stable) one. Without a
+// workspace the classic serial scatter uses indptr itself as the cursors.
 //
 // The sort/sum pass is parallel over contiguous groups of rows of equal nnz; each group compacts
-// its rows towards the group's start, then the groups are moved together with one memmove each.
+// its rows towards the group's start, then the groups are moved together with one memmove each
+// (cheap next to the scatter: a sequential copy).
 
 template <class T>
 struct RowScratch {
@@ -305,6 +307,72 @@ void sort_slice(I* idx, T* val, int64_t n, int64_t B, RowScratch<T>& scratch) {
     }
 }
 
+// Writes the n sorted entries (sidx, sval) to (didx, dval), summing runs of equal indices when
+// sum_duplicates, and returns how many it wrote. The source may be the destination itself or lie
+// after it (the in-place compaction towards a group's start), so copies run forwards.
+template <class I, class T>
+int64_t emit_slice(const I* sidx, const T* sval, int64_t n, int64_t B, I* didx, T* dval, bool sum_duplicates) {
+    if (!sum_duplicates) {
+        if (didx != sidx) {
+            std::copy(sidx, sidx + n, didx);
+            std::copy(sval, sval + n * B, dval);
+        }
+        return n;
+    }
+    int64_t w = 0;
+    for (int64_t k = 0; k < n; ++k) {
+        if (w > 0 && sidx[k] == didx[w - 1]) {
+            add_block(dval + (w - 1) * B, sval + k * B, B);
+        } else {
+            if (didx + w != sidx + k) {
+                didx[w] = sidx[k];
+                std::copy(sval + k * B, sval + (k + 1) * B, dval + w * B);
+            }
+            ++w;
+        }
+    }
+    return w;
+}
+
+// Sorts one major slice (n entries at idx/val) stably and emits it to didx/dval (see emit_slice).
+//
+// Slices of up to kRankSortMax entries -- nearly all of them in a sparse array -- are sorted by
+// computing each entry's rank with branch-free comparisons and placing it in a small buffer: on
+// random input a comparison sort mispredicts about one branch per entry, which dominated this pass.
+template <class I, class T>
+int64_t sort_and_emit(I* idx, T* val, int64_t n, int64_t B, I* didx, T* dval, bool sum_duplicates,
+                      RowScratch<T>& scratch) {
+    if (n > kRankSortMax) {
+        sort_slice(idx, val, n, B, scratch);
+    } else if (n >= 2) {
+        bool sorted = true;
+        for (int64_t i = 1; i < n; ++i) sorted &= idx[i - 1] <= idx[i];
+        if (!sorted) {
+            I tidx[kRankSortMax];
+            T tval1[kRankSortMax];
+            T* tval = tval1;
+            if (B != 1) {
+                scratch.block.resize(static_cast<size_t>(kRankSortMax * B));
+                tval = scratch.block.data();
+            }
+            for (int64_t i = 0; i < n; ++i) {
+                const I key = idx[i];
+                int64_t rank = 0;
+                for (int64_t j = 0; j < i; ++j) rank += idx[j] <= key;  // equal keys: input order
+                for (int64_t j = i + 1; j < n; ++j) rank += idx[j] < key;
+                tidx[rank] = key;
+                if (B == 1) {
+                    tval[rank] = val[i];
+                } else {
+                    std::copy(val + i * B, val + (i + 1) * B, tval + rank * B);
+                }
+            }
+            return emit_slice<I, T>(tidx, tval, n, B, didx, dval, sum_duplicates);
+        }
+    }
+    return emit_slice<I, T>(idx, val, n, B, didx, dval, sum_duplicates);
+}
+
 enum Status : int { kOk = 0, kMajorOutOfRange = 1 };
 
 template <class I, class P, class T>
@@ -334,7 +402,6 @@ int coo_to_compressed_kernel(Strided1<I> major, Strided1<I> minor, const char* v
         }
     };
 
-    double t0 = nowt();
     if (workspace == nullptr) {
         std::fill(indptr, indptr + n_major + 1, P(0));
         for (int64_t k = 0; k < nnz; ++k) {
@@ -350,7 +417,7 @@ int coo_to_compressed_kernel(Strided1<I> major, Strided1<I> minor, const char* v
     } else {
         const int T_ = n_work;
         bool bad = false;
-#pragma omp parallel for num_threads(T_) schedule(static, 1) reduction(|| : bad)
+#pragma omp parallel for num_threads(T_) schedule(dynamic, 1) reduction(|| : bad)
         for (int t = 0; t < T_; ++t) {
             P* count = workspace + static_cast<int64_t>(t) * n_major;
             std::fill(count, count + n_major, P(0));
@@ -361,17 +428,20 @@ int coo_to_compressed_kernel(Strided1<I> major, Strided1<I> minor, const char* v
                     bad = true;
                     break;
                 }
+                if (k + kPrefetchDistance < k1) {
+                    const UI ahead = static_cast<UI>(major[k + kPrefetchDistance]);
+                    if (ahead < n_major_u) __builtin_prefetch(count + ahead, 1);
+                }
                 ++count[r];
             }
         }
         if (bad) return kMajorOutOfRange;
-        fprintf(stderr, "count %.4f\n", nowt()-t0);
 
         // Exclusive scan in row-major, then thread order: thread t's cursor for row r starts after
         // the entries of row r that threads < t hold, which keeps the scatter stable. Two parallel
         // sweeps over row blocks: block totals, then the running offsets.
         std::vector<int64_t> block_start(static_cast<size_t>(T_) + 1, 0);
-#pragma omp parallel for num_threads(T_) schedule(static, 1)
+#pragma omp parallel for num_threads(T_) schedule(dynamic, 1)
         for (int b = 0; b < T_; ++b) {
             const int64_t r0 = n_major * b / T_, r1 = n_major * (b + 1) / T_;
             int64_t sum = 0;
@@ -382,7 +452,7 @@ int coo_to_compressed_kernel(Strided1<I> major, Strided1<I> minor, const char* v
             block_start[b + 1] = sum;
         }
         for (int b = 0; b < T_; ++b) block_start[b + 1] += block_start[b];
-#pragma omp parallel for num_threads(T_) schedule(static, 1)
+#pragma omp parallel for num_threads(T_) schedule(dynamic, 1)
         for (int b = 0; b < T_; ++b) {
             const int64_t r0 = n_major * b / T_, r1 = n_major * (b + 1) / T_;
             P run = static_cast<P>(block_start[b]);
@@ -397,17 +467,17 @@ int coo_to_compressed_kernel(Strided1<I> major, Strided1<I> minor, const char* v
             }
         }
         indptr[n_major] = static_cast<P>(nnz);
-        fprintf(stderr, "scan %.4f\n", nowt()-t0);
 
-#pragma omp parallel for num_threads(T_) schedule(static, 1)
+#pragma omp parallel for num_threads(T_) schedule(dynamic, 1)
         for (int t = 0; t < T_; ++t) {
             scatter_range(nnz * t / T_, nnz * (t + 1) / T_, workspace + static_cast<int64_t>(t) * n_major);
         }
     }
 
-    fprintf(stderr, "scatter %.4f\n", nowt()-t0);
-    // Groups of contiguous rows with about equal nnz, one per thread.
-    const int n_groups = (nnz >= kParallelMinEntries && n_major > 1) ? std::max(1, max_threads()) : 1;
+    // Groups of contiguous rows with about equal nnz, a few per thread so that a thread that gets
+    // less CPU time (e.g. on a loaded machine) does not hold up the others.
+    const int threads = std::max(1, max_threads());
+    const int n_groups = (nnz >= kParallelMinEntries && n_major > 1 && threads > 1) ? 4 * threads : 1;
     std::vector<int64_t> g_row(static_cast<size_t>(n_groups) + 1), g_begin(static_cast<size_t>(n_groups) + 1),
         g_end(static_cast<size_t>(n_groups));
     for (int g = 0; g <= n_groups; ++g) {
@@ -417,7 +487,7 @@ int coo_to_compressed_kernel(Strided1<I> major, Strided1<I> minor, const char* v
     }
     for (int g = 0; g <= n_groups; ++g) g_begin[g] = indptr[g_row[g]];
 
-#pragma omp parallel for num_threads(n_groups) schedule(dynamic, 1)
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (n_groups > 1)
     for (int g = 0; g < n_groups; ++g) {
         RowScratch<T> scratch;
         int64_t start = g_begin[g];
@@ -426,26 +496,9 @@ int coo_to_compressed_kernel(Strided1<I> major, Strided1<I> minor, const char* v
             // Row r+1's start is read before this group may overwrite it; the group's last end is
             // the next group's first start, which that group overwrites, hence g_begin.
             const int64_t end = (r + 1 < g_row[g + 1]) ? static_cast<int64_t>(indptr[r + 1]) : g_begin[g + 1];
-            sort_slice(indices + start, data + start * B, end - start, B, scratch);
-            if (sum_duplicates) {
-                indptr[r] = static_cast<P>(w);
-                const int64_t row_w = w;
-                for (int64_t k = start; k < end; ++k) {
-                    if (w > row_w && indices[k] == indices[w - 1]) {
-                        if (b1) {
-                            ValueOps<T>::add_to(data[w - 1], data[k]);
-                        } else {
-                            add_block(data + (w - 1) * B, data + k * B, B);
-                        }
-                    } else {
-                        if (w != k) {
-                            indices[w] = indices[k];
-                            std::copy(data + k * B, data + (k + 1) * B, data + w * B);
-                        }
-                        ++w;
-                    }
-                }
-            }
+            if (sum_duplicates) indptr[r] = static_cast<P>(w);
+            w += sort_and_emit(indices + start, data + start * B, end - start, B, indices + w, data + w * B,
+                               sum_duplicates, scratch);
             start = end;
         }
         g_end[g] = w;
@@ -455,26 +508,21 @@ int coo_to_compressed_kernel(Strided1<I> major, Strided1<I> minor, const char* v
         *nnz_out = nnz;
         return kOk;
     }
-    fprintf(stderr, "sort %.4f\n", nowt()-t0);
-    // Move each group's compacted entries next to the previous group's (left moves, in order).
+    // Move each group's compacted entries next to the previous group's (left moves, in order) and
+    // shift its row offsets to match. Serial: it is one memmove per group, and another parallel
+    // region would cost more on a loaded machine (every region waits for all its threads).
     int64_t dst = 0;
-    std::vector<int64_t> shift(static_cast<size_t>(n_groups));
     for (int g = 0; g < n_groups; ++g) {
         const int64_t len = g_end[g] - g_begin[g];
-        shift[g] = dst - g_begin[g];
-        if (shift[g] != 0 && len > 0) {
+        const int64_t shift = dst - g_begin[g];
+        if (shift != 0) {
             std::memmove(indices + dst, indices + g_begin[g], static_cast<size_t>(len) * sizeof(I));
             std::memmove(data + dst * B, data + g_begin[g] * B, static_cast<size_t>(len * B) * sizeof(T));
+            for (int64_t r = g_row[g]; r < g_row[g + 1]; ++r) indptr[r] = static_cast<P>(indptr[r] + shift);
         }
         dst += len;
     }
-#pragma omp parallel for num_threads(n_groups) schedule(static, 1)
-    for (int g = 0; g < n_groups; ++g) {
-        if (shift[g] == 0) continue;
-        for (int64_t r = g_row[g]; r < g_row[g + 1]; ++r) indptr[r] = static_cast<P>(indptr[r] + shift[g]);
-    }
     indptr[n_major] = static_cast<P>(dst);
-    fprintf(stderr, "move %.4f\n", nowt()-t0);
     *nnz_out = dst;
     return kOk;
 }
@@ -562,6 +610,14 @@ PyObject* py_coo_to_compressed(PyObject*, PyObject* args) {
 // the input through its strides, so a transposed (Fortran-order) array is not copied; consecutive
 // rows of one thread then share cache lines, which keeps the strided reads cheap.
 
+// Rows handed to a thread at a time: at least 16 consecutive rows (with a transposed input they
+// share cache lines) and about 64 Ki elements, so that scheduling costs nothing for short rows, yet
+// dynamic, so that a thread that gets less CPU time does not hold up the others.
+inline int dense_rows_per_chunk(int64_t n1, int64_t B) {
+    const int64_t per_row = std::max<int64_t>(n1 * B, 1);
+    return static_cast<int>(std::clamp<int64_t>((int64_t{1} << 16) / per_row, 16, 1 << 20));
+}
+
 // Whether entry (i, j) -- the block at p, B values with stride s2 -- has a non-zero value.
 template <class T>
 inline bool block_nonzero(const char* p, int64_t B, Py_ssize_t s2) {
@@ -576,7 +632,7 @@ inline bool block_nonzero(const char* p, int64_t B, Py_ssize_t s2) {
 template <class I, class T>
 int64_t dense_count_kernel(const char* base, int64_t n0, int64_t n1, int64_t B, Py_ssize_t s0, Py_ssize_t s1,
                            Py_ssize_t s2, I* indptr) {
-#pragma omp parallel for schedule(static) if (n0 * n1 * B >= kParallelMinEntries)
+#pragma omp parallel for schedule(dynamic, dense_rows_per_chunk(n1, B)) if (n0 * n1 * B >= kParallelMinEntries)
     for (int64_t i = 0; i < n0; ++i) {
         const char* row = base + i * s0;
         int64_t count = 0;
@@ -605,7 +661,7 @@ int64_t dense_count_kernel(const char* base, int64_t n0, int64_t n1, int64_t B, 
 template <class I, class T>
 void dense_fill_kernel(const char* base, int64_t n0, int64_t n1, int64_t B, Py_ssize_t s0, Py_ssize_t s1,
                        Py_ssize_t s2, const I* indptr, I* indices, T* data) {
-#pragma omp parallel for schedule(static) if (n0 * n1 * B >= kParallelMinEntries)
+#pragma omp parallel for schedule(dynamic, dense_rows_per_chunk(n1, B)) if (n0 * n1 * B >= kParallelMinEntries)
     for (int64_t i = 0; i < n0; ++i) {
         const char* row = base + i * s0;
         int64_t p = indptr[i];

@@ -8,7 +8,7 @@ batch to hold the same number of specified elements (invariant 3.9).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -136,7 +136,7 @@ def _convert_compressed_strided_numpy(xp: Any, a: CompressedArray, target: Targe
     nb_dims = a.batch_dim()
     batch = a.shape[:nb_dims]
     nb, nse = math.prod(batch), a.nnz
-    ci = np.asarray(a._compressed).reshape(nb, -1).astype(np.int64)
+    ci = np.asarray(a._compressed).reshape(nb, a._compressed.shape[-1]).astype(np.int64)
     n_major = ci.shape[1] - 1
     indptr = np.empty(nb * n_major + 1, dtype=np.int64)
     indptr[: nb * n_major] = (ci[:, :-1] + (np.arange(nb) * nse)[:, None]).reshape(-1)
@@ -192,12 +192,15 @@ def _convert_coo_strided_numpy(xp: Any, a: COOArray, target: Target) -> Any:
     """to_dense(COO): fill, then assign the coalesced entries by linear index; O(numel + nnz)."""
     from .._conversion import coalesce
 
-    c = coalesce(a)
+    c = cast(COOArray, coalesce(a))
     sd = c.sparse_dim()
     out = np.full(c.shape, c.fill_value, dtype=c.dtype)
     if c.nnz:
         flat = out.reshape(math.prod(c.shape[:sd]), *c.shape[sd:])
-        flat[np.ravel_multi_index(tuple(np.asarray(c._idx)), c.shape[:sd]) if sd else 0] = np.asarray(c._vals)
+        # without sparse dimensions the one entry sits at position 0 (an index array, so that the
+        # (1, *dense) values keep their leading axis)
+        where = np.ravel_multi_index(tuple(np.asarray(c._idx)), c.shape[:sd]) if sd else np.zeros(1, dtype=np.intp)
+        flat[where] = np.asarray(c._vals)
     return out
 
 
@@ -215,7 +218,7 @@ def _convert_compressed_coo_numpy(xp: Any, a: CompressedArray, target: Target) -
     nb_dims = a.batch_dim()
     batch = a.shape[:nb_dims]
     nb, nse = math.prod(batch), a.nnz
-    ci = np.asarray(a._compressed).reshape(nb, -1)
+    ci = np.asarray(a._compressed).reshape(nb, a._compressed.shape[-1])
     n_major = ci.shape[1] - 1
     idt = np.dtype(target.index_dtype)
     major = np.repeat(np.tile(np.arange(n_major, dtype=idt), nb), np.diff(ci, axis=1).reshape(-1))
@@ -226,7 +229,7 @@ def _convert_compressed_coo_numpy(xp: Any, a: CompressedArray, target: Target) -
     indices = np.stack([*batch_idx, *pair]) if nb * nse else np.zeros((nb_dims + 2, 0), dtype=idt)
     values = np.asarray(a._vals).reshape(nb * nse, *a._vals.shape[nb_dims + 1 :])
     out = COOArray(indices, values, a.shape, backend=a._backend, xp=xp, coalesced=a.layout.compressed_dim == 0, fill_value=a.fill_value)
-    return coalesce(out)
+    return cast(COOArray, coalesce(out))
 
 
 def _supports_compressed_compressed(xp: Any, a: CompressedArray, target: Target) -> str | None:
@@ -246,3 +249,19 @@ def _convert_compressed_compressed_numpy(xp: Any, a: CompressedArray, target: Ta
         )  # fmt: skip
     coo = _convert_compressed_coo_numpy(xp, a, target)
     return _convert_coo_compressed_numpy(xp, coo, target)
+
+
+@register("erf", (strided,), backend="numpy")
+def _erf_strided_numpy(xp: Any, x: Any) -> Any:
+    """erf(strided) through scipy.special.erf; O(numel)."""
+    from scipy import special
+
+    return special.erf(x)
+
+
+@register("erfinv", (strided,), backend="numpy")
+def _erfinv_strided_numpy(xp: Any, x: Any) -> Any:
+    """erfinv(strided) through scipy.special.erfinv; O(numel)."""
+    from scipy import special
+
+    return special.erfinv(x)

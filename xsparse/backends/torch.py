@@ -63,8 +63,8 @@ def from_torch(t: torch.Tensor, target: Target, fill_value: Any = 0) -> SparseAr
     layout = _XS_LAYOUT[t.layout]
     if layout is Layout.sparse_coo:
         return COOArray(
-            t._indices().to(idt), t._values(), tuple(t.shape), backend=target.backend, xp=target.xp,
-            coalesced=t.is_coalesced(), fill_value=fill_value,
+            t._indices().to(idt).contiguous(), t._values().contiguous(), tuple(t.shape),
+            backend=target.backend, xp=target.xp, coalesced=t.is_coalesced(), fill_value=fill_value,
         )  # fmt: skip
     if layout.compressed_dim == 0:
         ci, pi = t.crow_indices(), t.col_indices()
@@ -91,12 +91,16 @@ def _supports_to_sparse(xp: Any, x: Any, target: Target) -> str | None:
         return reason
     if source.is_blocked and target.layout in (Layout.sparse_csr, Layout.sparse_csc):
         return "torch converts BSR/BSC only to strided, COO, BSR and BSC"
+    if source.is_blocked and target.layout.is_blocked and x.blocksize != target.blocksize:
+        return "torch does not change the blocksize of a BSR/BSC array"
     if isinstance(x, COOArray) and target.layout.is_compressed and x.sparse_dim() > 2:
         return "torch converts only 2-D COO arrays to compressed layouts"
     if isinstance(x, CompressedArray) and x.batch_dim() and target.layout is not x.layout:
         return "torch converts batched compressed arrays only to strided"
     if source is strided and target.layout is sparse_coo and target.dense_dim and x.ndim == target.dense_dim:
         return "torch needs at least one sparse dimension"
+    if target.layout.is_compressed and 0 in tuple(x.shape[: target.batch_dim]):
+        return "torch cannot compress an array whose batch dimensions hold no element"
     return None
 
 
@@ -110,6 +114,10 @@ def _convert_to_sparse_torch(xp: Any, x: Any, target: Target) -> SparseArray:
         with _quiet():
             if layout is sparse_coo:
                 result = src.to_sparse(target.sparse_dim) if not isinstance(x, SparseArray) else src.to_sparse()
+                if isinstance(x, CompressedArray) and not result.is_coalesced():
+                    # torch leaves CSC/BSC entries in column-major order; every other backend returns
+                    # the COO array coalesced (it holds no duplicates, so this only sorts)
+                    result = result.coalesce()
             else:
                 blocksize = target.blocksize if layout.is_blocked else None
                 dense_dim = target.dense_dim if not isinstance(x, SparseArray) else None
@@ -147,8 +155,20 @@ def _coalesce_torch(xp: Any, a: COOArray) -> COOArray:
     """coalesce(COO) through torch's Tensor.coalesce."""
     t = to_torch(a).coalesce()
     return COOArray(
-        t._indices().to(a._idx.dtype), t._values(), a.shape, backend=a._backend, xp=xp, coalesced=True,
-        fill_value=a.fill_value,
+        t._indices().to(a._idx.dtype).contiguous(), t._values().contiguous(), a.shape, backend=a._backend, xp=xp,
+        coalesced=True, fill_value=a.fill_value,
     )  # fmt: skip
 
 
+
+
+@register("erf", (strided,), backend="torch")
+def _erf_strided_torch(xp: Any, x: torch.Tensor) -> torch.Tensor:
+    """erf(strided) through torch.special.erf; O(numel)."""
+    return torch.special.erf(x)
+
+
+@register("erfinv", (strided,), backend="torch")
+def _erfinv_strided_torch(xp: Any, x: torch.Tensor) -> torch.Tensor:
+    """erfinv(strided) through torch.special.erfinv; O(numel)."""
+    return torch.special.erfinv(x)

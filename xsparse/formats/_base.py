@@ -53,6 +53,10 @@ class SparseArray(abc.ABC):
         """The component arrays by their torch names, in constructor order."""
 
     @abc.abstractmethod
+    def _with_values(self, values: Any, fill_value: Any) -> SparseArray:
+        """The same sparsity structure with new values and fill value (indices shared)."""
+
+    @abc.abstractmethod
     def _map_components(self, fn: Any, backend: Any, xp: Any) -> SparseArray:
         """The same array with ``fn`` applied to every component (used to move between backends)."""
 

@@ -144,3 +144,12 @@ class CompressedArray(SparseArray):
             fn(self._compressed), fn(self._plain), fn(self._vals), self._shape, layout=self._layout,
             backend=backend, xp=xp, fill_value=self._fill_value, check=False,
         )  # fmt: skip
+
+    def _with_values(self, values: Any, fill_value: Any) -> CompressedArray:
+        """The same indices with new values (same leading shape) and fill value; the indices are shared."""
+        lead = self.batch_dim() + 1 + (2 if self._layout.is_blocked else 0)
+        shape = self._shape[: self.batch_dim() + 2] + tuple(values.shape[lead:])
+        return CompressedArray(
+            self._compressed, self._plain, values, shape, layout=self._layout, backend=self._backend,
+            xp=self._xp, fill_value=fill_value, check=False,
+        )  # fmt: skip

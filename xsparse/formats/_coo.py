@@ -99,3 +99,9 @@ class COOArray(SparseArray):
             coalesced=self._coalesced, fill_value=self._fill_value, check=False,
         )  # fmt: skip
 
+    def _with_values(self, values: Any, fill_value: Any) -> COOArray:
+        """The same indices with new values (same leading shape) and fill value; the indices are shared."""
+        return COOArray(
+            self._idx, values, self._shape[: self.sparse_dim()] + tuple(values.shape[1:]), backend=self._backend,
+            xp=self._xp, coalesced=self._coalesced, fill_value=fill_value, check=False,
+        )  # fmt: skip

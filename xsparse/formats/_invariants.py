@@ -33,7 +33,10 @@ VALUE_DTYPE_NAMES = (
     "complex64", "complex128",
 )  # fmt: skip
 
-_enabled: contextvars.ContextVar[bool] = contextvars.ContextVar("xsparse_check_invariants", default=False)
+# The stack of the enclosing switches' settings in this context (innermost last). A stack held in the
+# ContextVar itself, rather than reset tokens held by each switch instance, lets one instance be entered
+# in several threads or tasks at once and re-entered while active.
+_enabled: contextvars.ContextVar[tuple[bool, ...]] = contextvars.ContextVar("xsparse_check_invariants", default=())
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -57,35 +60,31 @@ class check_sparse_tensor_invariants(ContextDecorator):
     ...     xs.sparse_csr_array([0, 2, 1], [0, 1], [1.0, 2.0])
     Traceback (most recent call last):
         ...
-    xsparse._errors.InvariantError: invariant 5.2 violated: crow_indices[..., -1] must equal nse=2, got 1
+    xsparse._errors.InvariantError: invariant 5.2 violated: crow_indices[..., -1] must equal nse=2, got 1. End every batch's crow_indices at the number of specified elements.
     >>> xs.check_sparse_tensor_invariants.is_enabled()
     False
     """
 
     def __init__(self, enable: bool = True) -> None:
         self.enable = enable
-        self._tokens: list[contextvars.Token[bool]] = []
-
-    def _recreate_cm(self) -> check_sparse_tensor_invariants:
-        # A fresh instance per decorated call keeps concurrent calls from sharing a token stack.
-        return type(self)(self.enable)
 
     def __enter__(self) -> check_sparse_tensor_invariants:
-        self._tokens.append(_enabled.set(self.enable))
+        _enabled.set((*_enabled.get(), bool(self.enable)))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _enabled.reset(self._tokens.pop())
+        _enabled.set(_enabled.get()[:-1])
 
     @staticmethod
     def is_enabled() -> bool:
         """Whether the full checks are on in the current context."""
-        return _enabled.get()
+        stack = _enabled.get()
+        return stack[-1] if stack else False
 
 
 def full_checks_enabled(check_invariants: bool | None) -> bool:
     """Resolve a constructor's ``check_invariants=`` argument against the current context."""
-    return _enabled.get() if check_invariants is None else bool(check_invariants)
+    return check_sparse_tensor_invariants.is_enabled() if check_invariants is None else bool(check_invariants)
 
 
 def dtype_name(dtype: Any) -> str:
@@ -98,7 +97,7 @@ def dtype_name(dtype: Any) -> str:
 
 
 def _fail(invariant: str, message: str) -> InvariantError:
-    return InvariantError(invariant, message)
+    return InvariantError(invariant, message if message.endswith(".") else message + ".")
 
 
 def _is_array(xp: Any, x: Any) -> bool:
@@ -113,77 +112,81 @@ def _check_common_types(a: Any, index_arrays: dict[str, Any], values: Any) -> No
     names = list(index_arrays)
     for inv, name in zip(("2.1", "2.2"), names):
         if not _is_array(xp, index_arrays[name]):
-            raise _fail(inv, f"{name} must be a strided array of the backend, got {type(index_arrays[name]).__name__}")
+            raise _fail(inv, f"{name} must be a strided array of the backend, got {type(index_arrays[name]).__name__}. Pass an array of the backend, e.g. xp.asarray({name})")
     if not _is_array(xp, values):
-        raise _fail("2.3", f"values must be a strided array of the backend, got {type(values).__name__}")
+        raise _fail("2.3", f"values must be a strided array of the backend, got {type(values).__name__}. Pass an array of the backend, e.g. xp.asarray(values)")
     first_name = names[0]
     index_dtype = dtype_name(index_arrays[first_name].dtype)
     for name in names[1:]:
         other = dtype_name(index_arrays[name].dtype)
         if other != index_dtype:
-            raise _fail("1.2", f"{name}.dtype ({other}) differs from {first_name}.dtype ({index_dtype}); give both the same integer dtype")
+            raise _fail("1.2", f"{name}.dtype ({other}) differs from {first_name}.dtype ({index_dtype}). Give both the same integer dtype, e.g. with xp.astype({name}, xp.int64)")
     if index_dtype not in INDEX_DTYPE_NAMES:
-        raise _fail("1.3", f"the indices dtype must be int32 or int64, got {index_dtype}; cast the indices with astype")
+        raise _fail("1.3", f"the indices dtype must be int32 or int64, got {index_dtype}. Cast the indices with xp.astype(indices, xp.int64)")
     if dtype_name(values.dtype) not in VALUE_DTYPE_NAMES:
-        raise _fail("1.5", f"values dtype {dtype_name(values.dtype)} is not a supported numeric or bool dtype")
+        raise _fail("1.5", f"values dtype {dtype_name(values.dtype)} is not a supported numeric or bool dtype. Cast the values to one of {', '.join(VALUE_DTYPE_NAMES)}")
     device = a._backend_device(values)
     for inv, name in zip(("4.2", "4.3"), names):
         d = a._backend_device(index_arrays[name])
         if d != device:
-            raise _fail(inv, f"{name} is on device {d} but values are on device {device}; move them to one device")
+            raise _fail(inv, f"{name} is on device {d} but values are on device {device}. Move them to one device, e.g. with xp.asarray({name}, device=values.device)")
     for inv, name in zip(("3.5", "3.6"), names):
         if a._backend.is_contiguous(index_arrays[name]) is False:
-            raise _fail(inv, f"{name} must be contiguous; pass a contiguous copy")
+            raise _fail(inv, f"{name} must be contiguous. Pass a contiguous copy (the public constructors make one)")
 
 
 def check_compressed(a: CompressedArray, full: bool) -> None:
     """Check the invariants of a CSR, CSC, BSR or BSC array; ``full`` adds those that read index data."""
     xp = a._xp
     layout = a.layout
+    if not layout.is_compressed:
+        raise _fail(
+            "2.4",
+            f"layout must be one of sparse_csr, sparse_csc, sparse_bsr, sparse_bsc, got {layout}. Pass one of them, "
+            "or build a COO array with xsparse.sparse_coo_array",
+        )
     cname, pname = layout.index_names
     ci, pi, values = a._compressed, a._plain, a._vals
-    if not layout.is_compressed:
-        raise _fail("2.4", f"layout must be one of sparse_csr, sparse_csc, sparse_bsr, sparse_bsc, got {layout}")
     _check_common_types(a, {cname: ci, pname: pi}, values)
     shape = a.shape
     if ci.ndim < 1:
-        raise _fail("3.2", f"{cname} must have at least one dimension, got a 0-d array")
+        raise _fail("3.2", f"{cname} must have at least one dimension, got a 0-d array. Give it the shape (*batch, n_compressed + 1)")
     n_batch = ci.ndim - 1
     if pi.ndim != 1 + n_batch:
-        raise _fail("3.3", f"{pname}.ndim ({pi.ndim}) must equal {cname}.ndim ({ci.ndim})")
+        raise _fail("3.3", f"{pname}.ndim ({pi.ndim}) must equal {cname}.ndim ({ci.ndim}). Give both index arrays the same batch dimensions")
     n_block = 2 if layout.is_blocked else 0
     n_dense = values.ndim - n_batch - 1 - n_block
     if n_dense < 0:
-        raise _fail("3.4", f"values.ndim ({values.ndim}) must be at least {n_batch + 1 + n_block} for {layout} with {n_batch} batch dimensions")
+        raise _fail("3.4", f"values.ndim ({values.ndim}) must be at least {n_batch + 1 + n_block} for {layout} with {n_batch} batch dimensions. Give values the shape (*batch, nse{', *block' if n_block else ''}, *dense)")
     if len(shape) != n_batch + 2 + n_dense:
-        raise _fail("3.1", f"shape {shape} must have {n_batch} batch + 2 sparse + {n_dense} dense dimensions (from the components' shapes)")
+        raise _fail("3.1", f"shape {shape} must have {n_batch} batch + 2 sparse + {n_dense} dense dimensions (from the components' shapes). Fix the shape, or leave it out to infer it")
     if any(s < 0 for s in shape):
-        raise _fail("3.1", f"shape {shape} has a negative size")
+        raise _fail("3.1", f"shape {shape} has a negative size. Give non-negative sizes")
     batch = tuple(shape[:n_batch])
     blocksize = tuple(values.shape[n_batch + 1 : n_batch + 1 + n_block]) if n_block else (1, 1)
     dense = tuple(shape[n_batch + 2 :])
     rows, cols = shape[n_batch], shape[n_batch + 1]
     if blocksize[0] <= 0 or blocksize[1] <= 0 or rows % blocksize[0] or cols % blocksize[1]:
-        raise _fail("3.1", f"shape {shape} is not a whole number of blocks of blocksize {blocksize}; every block dimension must divide the matching sparse dimension")
+        raise _fail("3.1", f"shape {shape} is not a whole number of blocks of blocksize {blocksize}. Make every block dimension divide the matching sparse dimension")
     nblocks = (rows // blocksize[0], cols // blocksize[1])
     n_compressed = nblocks[layout.compressed_dim]
     n_plain = nblocks[1 - layout.compressed_dim]
     if tuple(ci.shape) != batch + (n_compressed + 1,):
-        raise _fail("3.8", f"{cname}.shape must be {batch + (n_compressed + 1,)} for shape {shape}, got {tuple(ci.shape)}")
+        raise _fail("3.8", f"{cname}.shape must be {batch + (n_compressed + 1,)} for shape {shape}, got {tuple(ci.shape)}. Give it one entry per compressed {'block ' if n_block else ''}slice plus one, or fix the shape")
     nse = pi.shape[-1]
     if tuple(pi.shape) != batch + (nse,):
-        raise _fail("3.9", f"{pname}.shape must be {batch + (nse,)} (batch dimensions {batch}), got {tuple(pi.shape)}")
+        raise _fail("3.9", f"{pname}.shape must be {batch + (nse,)} (batch dimensions {batch}), got {tuple(pi.shape)}. Give {pname} the batch dimensions of {cname}")
     expected_values = batch + (nse,) + (blocksize if n_block else ()) + dense
     if tuple(values.shape) != expected_values:
-        raise _fail("3.10", f"values.shape must be {expected_values}, got {tuple(values.shape)}")
+        raise _fail("3.10", f"values.shape must be {expected_values}, got {tuple(values.shape)}. Give one value{' block' if n_block else ''} per plain index, or fix the shape")
     contiguous = a._backend.is_contiguous(values)
     if contiguous is False and n_block:
         swapped = xp.permute_dims(values, _swap_axes(values.ndim, n_batch + 1, n_batch + 2))
         contiguous = a._backend.is_contiguous(swapped)
     if contiguous is False:
-        raise _fail("3.7", "values must be contiguous (or, for blocks, contiguous after swapping the two block dimensions); pass a contiguous copy")
+        raise _fail("3.7", "values must be contiguous (or, for blocks, contiguous after swapping the two block dimensions). Pass a contiguous copy")
     if index_overflows(dtype_name(ci.dtype), max(n_compressed, n_plain, nse, 1)):
-        raise _fail("1.3", f"int32 indices cannot address {max(n_compressed, n_plain, nse)} elements; use int64 indices")
+        raise _fail("1.3", f"int32 indices cannot address {max(n_compressed, n_plain, nse)} elements. Use int64 indices")
     if full:
         _check_compressed_indices(xp, a, ci, pi, n_batch, n_compressed, n_plain, nse, cname, pname)
 
@@ -210,11 +213,11 @@ def _check_compressed_indices(
     first = ci[..., :1]
     bad = first != 0
     if bool(xp.any(bad)):
-        raise _fail("5.1", f"{cname}[..., 0] must be 0, got {_flat_value(xp, first, _first(xp, bad))}")
+        raise _fail("5.1", f"{cname}[..., 0] must be 0, got {_flat_value(xp, first, _first(xp, bad))}. Start every batch's {cname} at 0")
     last = ci[..., -1:]
     bad = last != nse
     if bool(xp.any(bad)):
-        raise _fail("5.2", f"{cname}[..., -1] must equal nse={nse}, got {_flat_value(xp, last, _first(xp, bad))}")
+        raise _fail("5.2", f"{cname}[..., -1] must equal nse={nse}, got {_flat_value(xp, last, _first(xp, bad))}. End every batch's {cname} at the number of specified elements")
     if n_compressed:
         counts = ci[..., 1:] - ci[..., :-1]
         bad = (counts < 0) | (counts > n_plain)
@@ -223,13 +226,13 @@ def _check_compressed_indices(
             raise _fail(
                 "5.3",
                 f"0 <= {cname}[..., i] - {cname}[..., i-1] <= {n_plain} must hold for every i, got a difference of "
-                f"{_flat_value(xp, counts, at)} at flat position {at} (are the indices compressed, and the shape right?)",
+                f"{_flat_value(xp, counts, at)} at flat position {at}. Make {cname} the running count of elements per slice, and check the shape",
             )
     if nse:
         if bool(xp.any(pi < 0)):
-            raise _fail("5.4", f"{pname} must be non-negative, got {int(xp.min(pi))}")
+            raise _fail("5.4", f"{pname} must be non-negative, got {int(xp.min(pi))}. Every index must lie in [0, {n_plain})")
         if bool(xp.any(pi >= n_plain)):
-            raise _fail("5.5", f"{pname} must be < {n_plain} (the number of plain {'block ' if a.layout.is_blocked else ''}dimensions), got {int(xp.max(pi))}")
+            raise _fail("5.5", f"{pname} must be < {n_plain} (the number of plain {'block ' if a.layout.is_blocked else ''}dimensions), got {int(xp.max(pi))}. Fix the indices, or give a shape that holds them")
     if nse > 1:
         # Within a compressed slice consecutive plain indices must strictly increase.
         major = expand_compressed(xp, ci, nse)
@@ -240,7 +243,7 @@ def _check_compressed_indices(
             raise _fail(
                 "5.6",
                 f"{pname} must be sorted and distinct within each compressed slice, got {_flat_value(xp, pi[..., :-1], at)} "
-                f"followed by {_flat_value(xp, pi[..., 1:], at)}; build the array with to_sparse_csr (or another to_sparse_*) "
+                f"followed by {_flat_value(xp, pi[..., 1:], at)}. Build the array with to_sparse_csr (or another to_sparse_*) "
                 "from a COO array, which sorts and sums duplicates",
             )
 
@@ -256,29 +259,36 @@ def check_coo(a: COOArray, full: bool) -> None:
     indices, values = a._idx, a._vals
     _check_common_types(a, {"indices": indices}, values)
     if indices.ndim != 2:
-        raise _fail("coo.1", f"indices must be 2-D (sparse_dim, nse), got shape {tuple(indices.shape)}")
+        raise _fail("coo.1", f"indices must be 2-D (sparse_dim, nse), got shape {tuple(indices.shape)}. A list of index tuples must be transposed first")
     sparse_dim, nse = indices.shape
     shape = a.shape
     if sparse_dim > len(shape) or values.ndim < 1 or sparse_dim + values.ndim - 1 != len(shape):
         raise _fail(
             "coo.2",
-            f"sparse_dim ({sparse_dim}) + dense_dim ({values.ndim - 1}) must equal ndim ({len(shape)}) for shape {shape}",
+            f"sparse_dim ({sparse_dim}) + dense_dim ({values.ndim - 1}) must equal ndim ({len(shape)}) for shape {shape}. Give one "
+            "size per index row plus one per trailing dimension of the values",
         )
     if values.shape[0] != nse:
-        raise _fail("coo.3", f"values.shape[0] ({values.shape[0]}) must equal indices.shape[1] (nse={nse})")
+        raise _fail("coo.3", f"values.shape[0] ({values.shape[0]}) must equal indices.shape[1] (nse={nse}). Give one value per index column")
     if tuple(values.shape[1:]) != tuple(shape[sparse_dim:]):
-        raise _fail("coo.4", f"values.shape[1:] must equal the dense shape {tuple(shape[sparse_dim:])}, got {tuple(values.shape[1:])}")
+        raise _fail("coo.4", f"values.shape[1:] must equal the dense shape {tuple(shape[sparse_dim:])}, got {tuple(values.shape[1:])}. Fix the values or the shape")
     if any(s < 0 for s in shape):
-        raise _fail("coo.2", f"shape {shape} has a negative size")
+        raise _fail("coo.2", f"shape {shape} has a negative size. Give non-negative sizes")
     if index_overflows(dtype_name(indices.dtype), max([nse, *shape[:sparse_dim], 1])):
-        raise _fail("1.3", f"int32 indices cannot address shape {shape} with nse={nse}; use int64 indices")
+        raise _fail("1.3", f"int32 indices cannot address shape {shape} with nse={nse}. Use int64 indices")
     if full and nse:
         lo = xp.min(indices, axis=1)
         hi = xp.max(indices, axis=1)
         for d in range(sparse_dim):
             if int(lo[d]) < 0 or int(hi[d]) >= shape[d]:
                 bad = int(lo[d]) if int(lo[d]) < 0 else int(hi[d])
-                raise _fail("coo.5", f"indices[{d}] must lie in [0, {shape[d]}), got {bad}")
+                raise _fail("coo.5", f"indices[{d}] must lie in [0, {shape[d]}), got {bad}. Fix the indices, or give a shape that holds them")
+        if a._coalesced and nse > 1 and not sparse_dim:
+            raise _fail(
+                "coo.6",
+                f"an array marked coalesced must have sorted, distinct indices; with sparse_dim=0 its {nse} entries all "
+                "share the empty index. Pass is_coalesced=False or call coalesce().",
+            )
         if a._coalesced and nse > 1 and sparse_dim:
             diff = indices[:, 1:] - indices[:, :-1]
             # lexicographic strict increase: the first non-zero difference of each column is positive
@@ -291,5 +301,5 @@ def check_coo(a: COOArray, full: bool) -> None:
                 raise _fail(
                     "coo.6",
                     f"an array marked coalesced must have sorted, distinct indices; column {at + 1} does not follow column {at}. "
-                    "Pass is_coalesced=False or call coalesce()",
+                    "Pass is_coalesced=False or call coalesce().",
                 )

@@ -1,0 +1,429 @@
+"""The backend registry: detection, lazy imports, the default backend, moving arrays, plug-ins."""
+
+from __future__ import annotations
+
+import contextvars
+import importlib.metadata
+import subprocess
+import sys
+import threading
+import types
+from typing import Any
+
+import array_api_compat
+import numpy as np
+import pytest
+
+import xsparse as xs
+import xsparse.backends
+from xsparse.backends import Backend, backend_of_array
+
+torch = pytest.importorskip("torch")
+strict = pytest.importorskip("array_api_strict")
+
+CPU_BACKENDS = ["numpy", "torch", "array_api_strict"]
+DTYPES = ["bool", "int32", "int64", "float32", "float64", "complex64", "complex128"]
+
+
+def _ns(name: str) -> Any:
+    return xs.get_backend(name).namespace()
+
+
+def _host(x: Any) -> np.ndarray:
+    """A NumPy view of a CPU array of any of the backends (for comparing values)."""
+    return np.from_dlpack(x)
+
+
+def _dtype_name(x: Any) -> str:
+    return next(n for n in DTYPES if x.dtype == getattr(array_api_compat.array_namespace(x), n))
+
+
+def _sample(name: str, dtype: str) -> Any:
+    """A 4 x 6 array with zeros, on backend ``name``."""
+    base = np.arange(24).reshape(4, 6) % 4
+    data = (base % 2 == 1) if dtype == "bool" else base * (1 + 1j if dtype.startswith("complex") else 1)
+    xp = _ns(name)
+    return xp.asarray(np.asarray(data).astype(dtype), dtype=getattr(xp, dtype))
+
+
+# -- detection ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("make", "name"),
+    [
+        (lambda: np.zeros(3), "numpy"),
+        (lambda: np.zeros((2, 2), dtype=np.int32)[:, 0], "numpy"),
+        (lambda: torch.zeros(3), "torch"),
+        (lambda: strict.zeros(3), "array_api_strict"),
+    ],
+    ids=["numpy", "numpy-view", "torch", "array_api_strict"],
+)
+def test_detection(make: Any, name: str) -> None:
+    x = make()
+    backend = backend_of_array(x)
+    assert backend is xs.get_backend(name)
+    assert backend.name == name and backend.is_available()
+    assert xs.to_sparse(x).backend == name
+
+
+def test_get_backend_accepts_a_backend() -> None:
+    backend = xs.get_backend("torch")
+    assert xs.get_backend(backend) is backend
+    assert isinstance(backend, xs.Backend) and backend.library == "torch"
+
+
+def test_unknown_backend_lists_the_known_ones() -> None:
+    known = ", ".join(repr(b.name) for b in xs.registered_backends())
+    with pytest.raises(ValueError, match=r"get_backend: unknown backend \(backend='nope'\)\. Known backends: " + known):
+        xs.get_backend("nope")
+    with pytest.raises(ValueError, match="'numpy', 'torch', 'cupy', 'array_api_strict'"):
+        xs.set_default_backend("nope")
+    with pytest.raises(ValueError, match="unknown backend"):
+        with xs.default_backend("nope"):
+            pass  # pragma: no cover
+    with pytest.raises(ValueError, match="unknown backend"):
+        xs.to_backend(np.zeros(2), "nope")
+    assert xs.get_default_backend().name == "numpy"
+
+
+def test_import_is_lazy() -> None:
+    """Importing xsparse, and using it on NumPy arrays, imports no other array library."""
+    code = (
+        "import sys, numpy as np, xsparse as xs\n"
+        "loaded = lambda: sorted(m for m in ('torch', 'cupy', 'array_api_strict', 'jax') if m in sys.modules)\n"
+        "print(loaded())\n"
+        "s = xs.sparse_coo_array([[0, 1]], [1.0, 2.0]); xs.to_dense(xs.to_sparse_csr(np.eye(3))); repr(s)\n"
+        "xs.kernels(); xs.registered_backends(); [b.is_available() for b in xs.registered_backends()]\n"
+        "print(loaded())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["[]", "[]"]
+
+
+# -- the default backend --------------------------------------------------------------------------
+
+
+def test_default_backend_is_numpy_and_lists_go_to_it() -> None:
+    assert xs.get_default_backend() is xs.get_backend("numpy")
+    s = xs.sparse_coo_array([[0, 2]], [1.0, 2.0], (3,))
+    assert s.backend == "numpy" and isinstance(s._values(), np.ndarray)
+    assert isinstance(xs.zeros((2, 3)), np.ndarray)
+    # arrays keep their own backend whatever the default
+    assert xs.sparse_coo_array(torch.tensor([[0, 2]]), torch.tensor([1.0, 2.0])).backend == "torch"
+
+
+def test_default_backend_context_manager() -> None:
+    with xs.default_backend("torch") as backend:
+        assert backend is xs.get_backend("torch")
+        assert xs.get_default_backend() is backend
+        s = xs.sparse_csr_array([0, 1, 2], [1, 0], [5.0, 6.0])
+        assert s.backend == "torch" and isinstance(s.values(), torch.Tensor)
+        assert isinstance(xs.zeros((2, 3)), torch.Tensor)
+        # arrays still decide over lists
+        assert xs.sparse_coo_array(np.asarray([[0]]), np.asarray([1.0])).backend == "numpy"
+    assert xs.get_default_backend().name == "numpy"
+
+
+def test_default_backend_nesting_and_exceptions() -> None:
+    with xs.default_backend("torch"):
+        with xs.default_backend(xs.get_backend("array_api_strict")):
+            assert xs.get_default_backend().name == "array_api_strict"
+        assert xs.get_default_backend().name == "torch"
+        with pytest.raises(RuntimeError, match="boom"):
+            with xs.default_backend("array_api_strict"):
+                raise RuntimeError("boom")
+        assert xs.get_default_backend().name == "torch"
+    assert xs.get_default_backend().name == "numpy"
+
+
+def test_default_backend_is_per_thread() -> None:
+    barrier = threading.Barrier(2, timeout=30)
+    seen: dict[str, list[str]] = {"torch": [], "array_api_strict": []}
+    errors: list[BaseException] = []
+
+    def worker(name: str) -> None:
+        try:
+            seen[name].append(xs.get_default_backend().name)  # a new thread starts at the default
+            barrier.wait()
+            with xs.default_backend(name):
+                barrier.wait()  # both threads are inside their own with-block now
+                seen[name].append(xs.get_default_backend().name)
+                seen[name].append(xs.sparse_coo_array([[0]], [1.0]).backend)
+                barrier.wait()
+            seen[name].append(xs.get_default_backend().name)
+        except BaseException as exc:  # reported to the main thread below
+            errors.append(exc)
+            barrier.abort()
+
+    with xs.default_backend("torch"):  # the main thread's setting is not inherited by the workers
+        threads = [threading.Thread(target=worker, args=(n,)) for n in seen]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert xs.get_default_backend().name == "torch"
+    assert not errors, errors
+    assert seen == {
+        "torch": ["numpy", "torch", "torch", "numpy"],
+        "array_api_strict": ["numpy", "array_api_strict", "array_api_strict", "numpy"],
+    }
+
+
+def test_set_default_backend_is_scoped_to_the_context() -> None:
+    def body() -> tuple[str, str]:
+        xs.set_default_backend("array_api_strict")
+        return xs.get_default_backend().name, xs.sparse_coo_array([[0]], [1.0]).backend
+
+    assert contextvars.copy_context().run(body) == ("array_api_strict", "array_api_strict")
+    assert xs.get_default_backend().name == "numpy"
+
+    def nested() -> str:
+        xs.set_default_backend(xs.get_backend("torch"))
+        with xs.default_backend("array_api_strict"):
+            pass
+        return xs.get_default_backend().name
+
+    assert contextvars.copy_context().run(nested) == "torch"
+    assert xs.get_default_backend().name == "numpy"
+
+
+# -- moving arrays between backends ---------------------------------------------------------------
+
+
+PAIRS = [(a, b) for a in CPU_BACKENDS for b in CPU_BACKENDS]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("src", "dst"), PAIRS, ids=[f"{a}-{b}" for a, b in PAIRS])
+def test_to_backend_strided(src: str, dst: str, dtype: str) -> None:
+    x = _sample(src, dtype)
+    y = xs.to_backend(x, dst)
+    assert backend_of_array(y).name == dst
+    assert y.dtype == getattr(_ns(dst), dtype)
+    assert tuple(y.shape) == tuple(x.shape)
+    np.testing.assert_array_equal(_host(y), _host(x))
+
+
+@pytest.mark.parametrize(("src", "dst"), PAIRS, ids=[f"{a}-{b}" for a, b in PAIRS])
+def test_to_backend_sparse(src: str, dst: str, layout: xs.Layout) -> None:
+    kwargs: dict[str, Any] = {"blocksize": (2, 3)} if layout.is_blocked else {}
+    for dtype in ("bool", "int32", "float32", "complex128"):
+        for index_dtype in ("int32", "int64"):
+            s = xs.to_sparse(_sample(src, dtype), layout=layout, index_dtype=index_dtype, **kwargs)
+            t = xs.to_backend(s, dst)
+            assert type(t) is type(s) and t.backend == dst
+            assert (t.layout, t.shape, t.nnz, t.fill_value) == (s.layout, s.shape, s.nnz, s.fill_value)
+            assert t.dtype == getattr(_ns(dst), dtype)
+            assert t.index_dtype == getattr(_ns(dst), index_dtype)
+            assert t.is_coalesced() == s.is_coalesced()
+            if layout.is_compressed:
+                assert t.blocksize == s.blocksize
+            for (name, a), (name_t, b) in zip(s._components().items(), t._components().items()):
+                assert name == name_t
+                assert backend_of_array(b).name == dst
+                np.testing.assert_array_equal(_host(b), _host(a))
+            np.testing.assert_array_equal(_host(xs.to_dense(t)), _host(xs.to_dense(s)))
+
+
+def test_to_backend_keeps_the_fill_value() -> None:
+    s = xs.sparse_coo_array([[0, 2]], [1.0, 2.0], (4,), fill_value=-1.5)
+    t = xs.to_backend(s, "array_api_strict")
+    assert t.fill_value == -1.5
+    np.testing.assert_array_equal(_host(xs.to_dense(t)), [1.0, -1.5, 2.0, -1.5])
+
+
+def test_to_backend_same_backend_is_the_same_data() -> None:
+    x = np.arange(3.0)
+    assert xs.to_backend(x, "numpy") is x
+    s = xs.to_sparse_csr(np.eye(3))
+    assert xs.to_backend(s, "numpy").values() is s.values()
+
+
+def test_to_backend_numpy_torch_is_zero_copy() -> None:
+    x = np.arange(6.0).reshape(2, 3)
+    t = xs.to_backend(x, "torch")
+    assert t.data_ptr() == x.ctypes.data
+    back = xs.to_backend(t, "numpy")
+    assert np.shares_memory(back, x)
+
+    s = xs.to_sparse_csr(np.asarray([[0.0, 1.0], [2.0, 0.0]]), index_dtype="int32")
+    st = xs.to_backend(s, "torch")
+    for a, b in zip(s._components().values(), st._components().values()):
+        assert b.data_ptr() == a.ctypes.data
+    sn = xs.to_backend(st, "numpy")
+    for a, b in zip(s._components().values(), sn._components().values()):
+        assert np.shares_memory(a, b)
+
+    c = xs.to_sparse_coo(torch.tensor([[0.0, 1.0], [2.0, 0.0]]))
+    cn = xs.to_backend(c, "numpy")
+    assert cn._indices().ctypes.data == c._indices().data_ptr()
+    assert cn._values().ctypes.data == c._values().data_ptr()
+
+
+def test_to_backend_device() -> None:
+    x = np.arange(3.0)
+    t = xs.to_backend(x, "torch", device="cpu")
+    assert t.device == torch.device("cpu")
+    assert xs.to_backend(x, "numpy", device="cpu") is x
+
+    device = strict.Device("device1")
+    y = xs.to_backend(x, "array_api_strict", device=device)
+    assert y.device == device
+    s = xs.to_backend(xs.to_sparse_csr(np.eye(3)), "array_api_strict", device=device)
+    assert s.device == device
+    assert all(c.device == device for c in s._components().values())
+    s2 = xs.to_backend(s, "array_api_strict", device=strict.Device("device2"))
+    assert s2.device == strict.Device("device2")
+
+
+def test_to_backend_rejects_non_arrays() -> None:
+    with pytest.raises(TypeError, match="to_backend: expected an xsparse array or a backend array, got list"):
+        xs.to_backend([1, 2], "torch")
+
+
+# -- mixing backends ------------------------------------------------------------------------------
+
+
+def test_mixing_backends_in_one_call() -> None:
+    with pytest.raises(
+        xs.BackendMismatchError,
+        match=r"sparse_coo_array: the operands live on different backends \('numpy', 'torch'\)\. "
+        r"Move them to one, e\.g\. xsparse\.to_backend\(a, 'numpy'\)",
+    ):
+        xs.sparse_coo_array(np.asarray([[0, 1]]), torch.tensor([1.0, 2.0]))
+    with pytest.raises(xs.BackendMismatchError, match=r"different backends \('torch', 'array_api_strict'\).*to_backend"):
+        xs.sparse_csr_array(torch.tensor([0, 1, 2]), strict.asarray([1, 0]), [5.0, 6.0])
+
+
+def test_requested_backend_against_the_operands() -> None:
+    with pytest.raises(
+        xs.BackendMismatchError,
+        match=r"sparse_coo_array: backend='torch' was requested but an operand lives on backend 'numpy'\. "
+        r"Move it first with xsparse\.to_backend\(a, 'torch'\)\.",
+    ):
+        xs.sparse_coo_array(np.asarray([[0, 1]]), np.asarray([1.0, 2.0]), backend="torch")
+    with pytest.raises(xs.BackendMismatchError, match="to_backend"):
+        xs.sparse_csr_array([0, 1], [0], torch.tensor([1.0]), backend="array_api_strict")
+    # lists follow backend=; the same backend as the arrays is fine
+    assert xs.sparse_coo_array([[0, 1]], [1.0, 2.0], backend="torch").backend == "torch"
+    assert xs.sparse_coo_array(torch.tensor([[0]]), [1.0], backend="torch").backend == "torch"
+    err = xs.BackendMismatchError("x")
+    assert isinstance(err, TypeError) and isinstance(err, xs.XSparseError)
+
+
+# -- third-party backends -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def plugins(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    """A fake installed plug-in module, and the backend registry reset to load entry points afresh."""
+    module = types.ModuleType("xsparse_test_plugin")
+    module.strict2 = Backend("strict2", "array_api_strict", lambda: strict)  # type: ignore[attr-defined]
+    module.make_strict3 = lambda: Backend("strict3", "array_api_strict", lambda: strict)  # type: ignore[attr-defined]
+    module.not_a_backend = 42  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setattr(xsparse.backends, "_EXTRA", {})
+    monkeypatch.setattr(xsparse.backends, "_entry_points_loaded", False)
+    return module
+
+
+def _use_entry_points(monkeypatch: pytest.MonkeyPatch, *targets: tuple[str, str]) -> None:
+    eps = [importlib.metadata.EntryPoint(name, f"xsparse_test_plugin:{attr}", "xsparse.backends") for name, attr in targets]
+
+    def entry_points(*, group: str) -> list[importlib.metadata.EntryPoint]:
+        return eps if group == "xsparse.backends" else []
+
+    monkeypatch.setattr(xsparse.backends, "entry_points", entry_points)
+
+
+def test_entry_point_backend(monkeypatch: pytest.MonkeyPatch, plugins: types.ModuleType) -> None:
+    _use_entry_points(monkeypatch, ("strict2", "strict2"), ("strict3", "make_strict3"))
+    names = [b.name for b in xs.registered_backends()]
+    assert names == ["numpy", "torch", "cupy", "array_api_strict", "strict2", "strict3"]
+    assert xs.get_backend("strict2") is plugins.strict2
+    assert xs.get_backend("strict3").name == "strict3"
+    with pytest.raises(ValueError, match="'array_api_strict', 'strict2', 'strict3'"):
+        xs.get_backend("strict4")
+    # a plug-in backend runs on the generic kernels
+    s = xs.sparse_coo_array([[0, 2]], [1.0, 2.0], (4,), backend="strict2")
+    assert s.backend == "strict2" and array_api_compat.is_array_api_strict_namespace(array_api_compat.array_namespace(s._values()))
+    np.testing.assert_array_equal(_host(xs.to_dense(s)), [1.0, 0.0, 2.0, 0.0])
+    with xs.default_backend("strict2"):
+        assert xs.sparse_csr_array([0, 1], [0], [3.0]).backend == "strict2"
+    assert xs.to_backend(xs.to_sparse_csr(np.eye(2)), "strict2").backend == "strict2"
+
+
+def test_entry_point_loading_only_once(monkeypatch: pytest.MonkeyPatch, plugins: types.ModuleType) -> None:
+    calls: list[str] = []
+    _use_entry_points(monkeypatch, ("strict2", "strict2"))
+    real = xsparse.backends.entry_points
+
+    def counting(*, group: str) -> Any:
+        calls.append(group)
+        return real(group=group)
+
+    monkeypatch.setattr(xsparse.backends, "entry_points", counting)
+    xs.registered_backends()
+    xs.get_backend("strict2")
+    xs.registered_backends()
+    assert calls == ["xsparse.backends"]
+
+
+def test_bad_entry_point(monkeypatch: pytest.MonkeyPatch, plugins: types.ModuleType) -> None:
+    _use_entry_points(monkeypatch, ("broken", "not_a_backend"))
+    with pytest.raises(
+        TypeError,
+        match=r"xsparse\.backends entry point 'broken' loaded int, not an xsparse\.backends\.Backend\. "
+        r"Make the entry point name a Backend instance or a function returning one\.",
+    ):
+        xs.registered_backends()
+
+
+def _fake_library(monkeypatch: pytest.MonkeyPatch) -> tuple[types.ModuleType, Any]:
+    """An importable module whose arrays name it as their Array API namespace."""
+    lib = types.ModuleType("xsparse_test_lib")
+
+    class LibArray:
+        def __array_namespace__(self, api_version: str | None = None) -> types.ModuleType:
+            return lib
+
+    monkeypatch.setitem(sys.modules, lib.__name__, lib)
+    return lib, LibArray()
+
+
+def test_array_of_a_plugin_library(monkeypatch: pytest.MonkeyPatch, plugins: types.ModuleType) -> None:
+    lib, array = _fake_library(monkeypatch)
+    plugins.lib_backend = Backend("testlib", lib.__name__, lambda: lib)  # type: ignore[attr-defined]
+    _use_entry_points(monkeypatch, ("testlib", "lib_backend"))
+    # the first thing asked is the backend of an array: the plug-in must be found, not made up
+    assert backend_of_array(array) is plugins.lib_backend
+    assert xs.get_backend("testlib") is plugins.lib_backend
+
+
+def test_array_of_an_unknown_library(monkeypatch: pytest.MonkeyPatch, plugins: types.ModuleType) -> None:
+    lib, array = _fake_library(monkeypatch)
+    _use_entry_points(monkeypatch)
+    backend = backend_of_array(array)
+    assert (backend.name, backend.library, backend.kernels) == (lib.__name__, lib.__name__, None)
+    assert backend.namespace() is lib
+    assert backend_of_array(array) is backend and xs.get_backend(lib.__name__) is backend
+    assert backend in xs.registered_backends()
+
+
+# -- devices --------------------------------------------------------------------------------------
+
+
+def test_devices(backend: str, xp: Any) -> None:
+    devices = xs.get_backend(backend).devices()
+    assert devices, f"{backend} lists no device"
+    assert array_api_compat.device(xp.zeros(1)) in devices
+    s = xs.to_sparse_csr(xp.eye(3))
+    assert s.device in devices
+
+
+def test_backend_repr_and_availability() -> None:
+    b = xs.get_backend("numpy")
+    assert repr(b) == "Backend(name='numpy', library='numpy', kernels='xsparse.backends.numpy')"
+    missing = Backend("nolib", "xsparse_no_such_library", lambda: None)
+    assert not missing.is_available()

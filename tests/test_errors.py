@@ -1,0 +1,335 @@
+"""Every user-facing error of the public layer and the formats, and the error hierarchy.
+
+STYLE.md: every message is covered by a test with ``pytest.raises(..., match=...)``, and has the shape
+``<operation>: <what is wrong> (<name>=<value>, ...). <How to fix>.`` Each case below triggers one
+``raise`` of ``xsparse/_creation.py``, ``_conversion.py``, ``_common.py`` or ``xsparse/formats/`` (the
+invariants themselves are broken one by one in ``test_invariants.py``); :func:`test_message_shape` then
+checks the message's shape. The dispatcher, the backend registry, the bound namespace and ``__array__``
+/ ``__dlpack__`` have their own tests.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import xsparse as xs
+
+# <operation>: <what is wrong>. <How to fix>.  -- the operation has no colon; the fix is a capitalised
+# sentence after the first full stop that ends a clause, and the message ends with a full stop.
+MESSAGE_SHAPE = re.compile(r"[^\s:][^:\n]*: \S.*?[^.\s]\. [A-Z].*\.", re.S)
+
+
+def _dense() -> np.ndarray:
+    return np.arange(16.0).reshape(4, 4)
+
+
+def _csr() -> Any:
+    return xs.sparse_csr_array([0, 2, 3], [0, 1, 1], [1.0, 2.0, 3.0], (2, 2))
+
+
+def _csr_hybrid() -> Any:
+    return xs.sparse_csr_array([0, 1, 2], [0, 1], np.ones((2, 3)), (2, 2, 3))
+
+
+def _coo_uncoalesced() -> Any:
+    return xs.sparse_coo_array([[0, 0]], [1.0, 2.0], (2,))
+
+
+def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[], Any]:
+    return lambda: fn(*args, **kwargs)
+
+
+NO_FIX = "the message names no fix (no sentence after the problem); the file is not ours to edit"
+NO_STOP = "the message does not end with a full stop; the file is not ours to edit"
+
+# (id, what to call, exception, match, xfail reason for the shape check or None)
+CASES: list[Any] = [  # (id, call, exception, match, shape xfail reason) tuples, or pytest.param of the same
+    # ---- _creation.py -------------------------------------------------------------------------------
+    ("creation-index-dtype", _call(xs.sparse_coo_array, np.asarray([[0.0]]), [1.0]), xs.InvariantError,
+     r"^invariant 1\.3 violated: sparse_coo_array: indices must have dtype int32 or int64, got float64\. Cast it", None),
+    ("creation-index-float-list", _call(xs.sparse_csr_array, [0, 1], [0.5], [1.0]), xs.InvariantError,
+     r"^invariant 1\.3 violated: sparse_compressed_array\(layout=sparse_csr\): col_indices must have dtype int32 or int64, got float", None),
+    ("creation-index-ragged-list", _call(xs.sparse_coo_array, [[0, [1]]], [1.0]), TypeError,
+     r"^sparse_coo_array: indices must be an integer array or a nested list of integers \(.*\)\. Pass a rectangular", None),
+    ("creation-sparse-values", _call(xs.sparse_coo_array, [[0]], xs.sparse_coo_array([[0]], [1.0])), xs.InvariantError,
+     r"^invariant 2\.3 violated: sparse_coo_array: values must be a strided array of the backend, got COOArray \(sparse_coo\)", None),
+    ("creation-sparse-index", _call(xs.sparse_csc_array, _csr(), [0], [1.0]), xs.InvariantError,
+     r"^invariant 2\.1 violated: sparse_compressed_array\(layout=sparse_csc\): ccol_indices must be a strided array", None),
+    ("creation-shape-not-sequence", _call(xs.sparse_coo_array, [[0]], [1.0], 3), TypeError,
+     r"^sparse_coo_array: shape must be a sequence of integers, got 3\. Pass a tuple", None),
+    ("creation-shape-not-integers", _call(xs.sparse_csr_array, [0, 1], [0], [1.0], ["a", "b"]), TypeError,
+     r"^sparse_compressed_array\(layout=sparse_csr\): shape must be a sequence of integers, got \['a', 'b'\]", None),
+    ("creation-coo-nothing", _call(xs.sparse_coo_array), ValueError,
+     r"^sparse_coo_array: no indices, values or shape were given\. Give indices and values, or a shape", None),
+    ("creation-coo-no-values", _call(xs.sparse_coo_array, [[0]]), ValueError,
+     r"^sparse_coo_array: only one of indices and values was given \(indices=\.\.\., values=None\)\. Give both", None),
+    ("creation-coo-no-indices", _call(xs.sparse_coo_array, values=[1.0]), ValueError,
+     r"^sparse_coo_array: only one of indices and values was given \(indices=None, values=\.\.\.\)", None),
+    ("creation-coo-indices-1d", _call(xs.sparse_coo_array, [0, 1], [1.0, 2.0]), xs.InvariantError,
+     r"^invariant coo\.1 violated: sparse_coo_array: indices must be 2-D \(sparse_dim, nse\), got shape \(2,\)\. A list of index tuples must be transposed", None),
+    ("creation-compressed-layout-coo", _call(xs.sparse_compressed_array, [0, 1], [0], [1.0], layout=xs.sparse_coo), xs.LayoutError,
+     r"^sparse_compressed_array\(layout=sparse_coo\): layout must be sparse_csr, sparse_csc, sparse_bsr or sparse_bsc, got xsparse\.sparse_coo\. Pass one", None),
+    ("creation-compressed-layout-str", _call(xs.sparse_compressed_array, [0, 1], [0], [1.0], layout="csr"), xs.LayoutError,
+     r"^sparse_compressed_array\(layout=csr\): layout must be .*, got 'csr'", None),
+    ("creation-compressed-nothing", _call(xs.sparse_csr_array), ValueError,
+     r"^sparse_compressed_array\(layout=sparse_csr\): no components or shape were given\. Give the components", None),
+    ("creation-compressed-partial", _call(xs.sparse_bsc_array, [0, 1], [0]), ValueError,
+     r"^sparse_compressed_array\(layout=sparse_bsc\): only 2 of the three components were given\. Give all three", None),
+    ("creation-infer-3.2", _call(xs.sparse_csr_array, np.asarray(0), [0], [1.0]), xs.InvariantError,
+     r"^invariant 3\.2 violated: sparse_compressed_array\(layout=sparse_csr\): crow_indices must have at least one dimension", None),
+    ("creation-infer-3.3", _call(xs.sparse_csc_array, [0, 1], [[0]], [1.0]), xs.InvariantError,
+     r"^invariant 3\.3 violated: .*: ccol_indices and row_indices must have the same number of dimensions, got 1 and 2", None),
+    ("creation-infer-3.4", _call(xs.sparse_bsr_array, [0, 1], [0], [1.0]), xs.InvariantError,
+     r"^invariant 3\.4 violated: .*: values\.ndim must be at least 3, got 1\. Give values the shape \(\*batch, nse, \*block, \*dense\)", None),
+    ("creation-empty-dense-dim-too-large", _call(xs.sparse_csr_array, shape=(2, 2), dense_dim=1), ValueError,
+     r"^sparse_compressed_array\(layout=sparse_csr\): .* dense_dim must lie in \[0, 0\], got dense_dim=1\. Give a shape", None),
+    ("creation-empty-dense-dim-negative", _call(xs.zeros, (2, 2), layout=xs.sparse_csc, dense_dim=-1), ValueError,
+     r"^zeros: a sparse_csc array of shape \(2, 2\) .* dense_dim must lie in \[0, 0\], got dense_dim=-1", None),
+    ("creation-empty-blocked-no-blocksize", _call(xs.sparse_bsr_array, shape=(2, 2)), ValueError,
+     r"^sparse_compressed_array\(layout=sparse_bsr\): an empty sparse_bsr array needs a blocksize \(blocksize=None\)\. Pass blocksize=", None),
+    ("creation-empty-blocksize-not-blocked", _call(xs.zeros, (2, 2), layout=xs.sparse_csr, blocksize=(2, 2)), ValueError,
+     r"^zeros: blocksize applies to sparse_bsr and sparse_bsc only, not to sparse_csr \(blocksize=\(2, 2\)\)\. Leave it out", None),
+    ("creation-components-blocksize-not-blocked", _call(xs.sparse_csr_array, [0, 1], [0], [1.0], blocksize=(2, 1)), ValueError,
+     r"^sparse_compressed_array\(layout=sparse_csr\): blocksize applies to sparse_bsr and sparse_bsc only", None),
+    ("creation-components-blocksize-mismatch", _call(xs.sparse_bsr_array, [0, 1], [0], np.ones((1, 2, 2)), blocksize=(1, 2)), ValueError,
+     r"^sparse_compressed_array\(layout=sparse_bsr\): blocksize=\(1, 2\) differs from the block shape of the values \(\(2, 2\)\)\. Leave blocksize out", None),
+    ("creation-zeros-no-shape", _call(xs.zeros, None), TypeError,
+     r"^zeros: shape is required \(shape=None\)\. Pass a shape", None),
+    ("creation-zeros-layout", _call(xs.empty, (2, 2), layout="csr"), xs.LayoutError,
+     r"^empty: layout must be strided or a sparse layout such as sparse_csr, got 'csr'\. Pass one of", None),
+    ("creation-zeros-semi-structured", _call(xs.zeros, (2, 4), layout=xs.sparse_semi_structured), xs.LayoutError,
+     r"^zeros: layout must be strided or a sparse layout .*, got xsparse\.sparse_semi_structured", None),
+    ("creation-zeros-coo-dense-dim", _call(xs.zeros, (2, 2), layout=xs.sparse_coo, dense_dim=3), ValueError,
+     r"^zeros: a sparse_coo array of shape \(2, 2\) has between 0 and 2 sparse dimensions, got sparse_dim=-1 \(sparse_dim=None, dense_dim=3\)", None),
+    ("creation-zeros-coo-sparse-dim", _call(xs.zeros, (2, 2), layout=xs.sparse_coo, sparse_dim=-1), ValueError,
+     r"^zeros: a sparse_coo array of shape \(2, 2\) has between 0 and 2 sparse dimensions, got sparse_dim=-1", None),
+    # ---- _common.py ---------------------------------------------------------------------------------
+    ("common-backend-requested", _call(xs.sparse_coo_array, np.asarray([[0]]), [1.0], backend="array_api_strict"), xs.BackendMismatchError,
+     r"^sparse_coo_array: backend='array_api_strict' was requested but an operand lives on backend 'numpy'\. Move it first with xsparse\.to_backend", None),
+    ("common-dtype", _call(xs.sparse_coo_array, [[0]], [1.0], dtype="float128x"), TypeError,
+     r"^dtype: the backend \S+ has no dtype 'float128x'\. Pass one of the backend's dtypes", None),
+    ("common-fill-int", _call(xs.sparse_coo_array, [[0]], [1], fill_value=0.5), ValueError,
+     r"^fill_value: 0\.5 is not representable in the integer dtype int64\. Use an integer fill value", None),
+    ("common-fill-complex", _call(xs.sparse_coo_array, [[0]], [1.0], fill_value=1j), ValueError,
+     r"^fill_value: 1j is complex but the dtype is float64\. Use a real fill value", None),
+    pytest.param("common-fill-not-a-number", _call(xs.sparse_coo_array, [[0]], [1.0], fill_value="a"), ValueError, r"^fill_value: 'a'", None,
+                 marks=pytest.mark.xfail(strict=True, reason="scalar_for (_common.py) lets float('a') raise its own ValueError, not a fill_value: message")),
+    # ---- _conversion.py -----------------------------------------------------------------------------
+    ("conversion-layout-of", _call(xs.layout_of, 3), TypeError,
+     r"^layout_of: expected an array, got int\. Pass an xsparse array or a backend array", None),
+    ("conversion-to-dense-list", _call(xs.to_dense, [1.0, 2.0]), TypeError,
+     r"^to_dense: expected an xsparse array or a backend array, got list\. Create one first", None),
+    ("conversion-to-sparse-list", _call(xs.to_sparse, [1.0]), TypeError,
+     r"^to_sparse\(layout=sparse_coo\): expected an xsparse array or a backend array, got list", None),
+    ("conversion-to-backend-list", _call(xs.to_backend, [1.0], "numpy"), TypeError,
+     r"^to_backend: expected an xsparse array or a backend array, got list", None),
+    ("conversion-matrix-transpose-list", _call(xs.matrix_transpose, [[1.0]]), TypeError,
+     r"^matrix_transpose: expected an xsparse array or a backend array, got list", None),
+    ("conversion-layout-not-layout", _call(xs.to_sparse, _dense(), layout="csr"), TypeError,
+     r"^to_sparse\(layout=csr\): layout must be an xsparse layout such as xsparse\.sparse_csr, got 'csr'", NO_FIX),
+    ("conversion-semi-structured", _call(xs.to_sparse, _dense(), layout=xs.sparse_semi_structured), xs.LayoutError,
+     r"^to_sparse\(layout=sparse_semi_structured\): use xsparse\.to_sparse_semi_structured for the sparse_semi_structured layout", NO_FIX),
+    ("conversion-fill-value", lambda: xs.to_sparse(_csr(), layout=xs.sparse_coo, fill_value=1.0), ValueError,
+     r"^to_sparse\(layout=sparse_coo\): a conversion keeps the fill value \(array fill_value=0(\.0)?, requested 1\.0\)\. Convert to dense", None),
+    ("conversion-index-dtype", _call(xs.to_sparse_csr, _dense(), index_dtype="float32"), TypeError,
+     r"^to_sparse\(layout=sparse_csr\): index_dtype must be int32 or int64, got float32", NO_FIX),
+    ("conversion-coo-blocksize", _call(xs.to_sparse_coo, _dense(), blocksize=(2, 2)), ValueError,
+     r"^to_sparse\(layout=sparse_coo\): blocksize applies to sparse_bsr and sparse_bsc only, not to sparse_coo", NO_FIX),
+    ("conversion-coo-sparse-plus-dense", _call(xs.to_sparse_coo, _dense(), 1, dense_dim=2), ValueError,
+     r"^to_sparse\(layout=sparse_coo\): sparse_dim \(1\) \+ dense_dim \(2\) must equal ndim \(2\)", NO_FIX),
+    ("conversion-coo-sparse-dim-range", _call(xs.to_sparse_coo, _dense(), 3), ValueError,
+     r"^to_sparse\(layout=sparse_coo\): sparse_dim must lie in \[0, 2\] for shape \(4, 4\), got 3", NO_FIX),
+    ("conversion-coo-from-compressed-sparse-dim", lambda: xs.to_sparse_coo(_csr(), 1), ValueError,
+     r"^to_sparse\(layout=sparse_coo\): a sparse_csr array converts to a COO array with sparse_dim=2 .* not sparse_dim=1\. Convert through to_dense", None),
+    ("conversion-compressed-sparse-dim", _call(xs.to_sparse, _dense(), layout=xs.sparse_csr, sparse_dim=1), ValueError,
+     r"^to_sparse\(layout=sparse_csr\): a sparse_csr array has exactly 2 sparse dimensions, got sparse_dim=1", NO_FIX),
+    ("conversion-compressed-dense-dim-mismatch", lambda: xs.to_sparse_csc(_csr_hybrid(), 0), ValueError,
+     r"^to_sparse\(layout=sparse_csc\): a sparse_csr array with dense_dim=1 converts to a sparse_csc array with the same dense_dim, not dense_dim=0\. Convert through", None),
+    ("conversion-compressed-dense-dim-range", _call(xs.to_sparse_csr, _dense(), 1), ValueError,
+     r"^to_sparse\(layout=sparse_csr\): .* dense_dim must lie in \[0, 0\] for shape \(4, 4\), got dense_dim=1", NO_FIX),
+    ("conversion-blocksize-missing", _call(xs.to_sparse_bsr, _dense()), ValueError,
+     r"^to_sparse\(layout=sparse_bsr\): converting to sparse_bsr needs blocksize=\(rows, columns\)", NO_FIX),
+    ("conversion-blocksize-divide", _call(xs.to_sparse_bsc, _dense(), (3, 3)), ValueError,
+     r"^to_sparse\(layout=sparse_bsc\): blocksize \(3, 3\) must divide the sparse dimensions \(4, 4\) of shape \(4, 4\)\. Pick a blocksize", None),
+    ("conversion-blocksize-zero", _call(xs.to_sparse_bsr, _dense(), (0, 2)), ValueError,
+     r"^to_sparse\(layout=sparse_bsr\): blocksize \(0, 2\) must divide the sparse dimensions", None),
+    ("conversion-blocksize-not-blocked", _call(xs.to_sparse_csr, _dense(), blocksize=(2, 2)), ValueError,
+     r"^to_sparse\(layout=sparse_csr\): blocksize applies to sparse_bsr and sparse_bsc only, not to sparse_csr; use to_sparse_bsr", NO_FIX),
+    ("conversion-to-strided", _call(xs.to_sparse, _dense(), layout=xs.strided), ValueError,
+     r"^to_sparse\(layout=strided\): use xsparse\.to_dense for the strided layout", NO_FIX),
+    ("conversion-coalesce-dense", _call(xs.coalesce, _dense()), TypeError,
+     r"^coalesce: expected an xsparse array, got ndarray", NO_FIX),
+    ("conversion-matrix-transpose-1d", lambda: xs.matrix_transpose(xs.sparse_coo_array([[0]], [1.0])), ValueError,
+     r"^matrix_transpose: the array must have at least 2 dimensions, got shape \(1,\)", NO_FIX),
+    ("conversion-matrix-transpose-mixed", lambda: xs.matrix_transpose(_csr_hybrid()), xs.LayoutError,
+     r"^matrix_transpose: the last two dimensions of this sparse_csr array mix sparse and dense dimensions \(shape=\(2, 2, 3\), dense_dim=1\)\. Convert with to_dense", None),
+    ("conversion-matrix-transpose-mixed-coo", lambda: xs.matrix_transpose(xs.to_sparse_coo(np.ones((2, 2, 2)), 2)), xs.LayoutError,
+     r"^matrix_transpose: the last two dimensions of this sparse_coo array mix sparse and dense dimensions", None),
+    # ---- formats/ -----------------------------------------------------------------------------------
+    ("formats-csr-has-no-ccol", lambda: _csr().ccol_indices(), xs.LayoutError,
+     r"^ccol_indices: a sparse_csr array has no ccol_indices \(it has crow_indices and col_indices\)\. Use crow_indices\(\) / col_indices\(\)", None),
+    ("formats-csr-has-no-row", lambda: _csr().row_indices(), xs.LayoutError,
+     r"^row_indices: a sparse_csr array has no row_indices", None),
+    ("formats-csc-has-no-crow", lambda: xs.sparse_csc_array([0, 1], [0], [1.0]).crow_indices(), xs.LayoutError,
+     r"^crow_indices: a sparse_csc array has no crow_indices \(it has ccol_indices and row_indices\)", None),
+    ("formats-bsc-has-no-col", lambda: xs.sparse_bsc_array([0, 1], [0], np.ones((1, 1, 1))).col_indices(), xs.LayoutError,
+     r"^col_indices: a sparse_bsc array has no col_indices", None),
+    ("formats-coo-indices-uncoalesced", lambda: _coo_uncoalesced().indices(), xs.InvariantError,
+     r"^invariant coo\.coalesced violated: indices\(\) needs a coalesced array, .* \(nnz=2\)\. Call coalesce\(\) first, or read .* with _indices\(\)", NO_STOP),
+    ("formats-coo-values-uncoalesced", lambda: _coo_uncoalesced().values(), xs.InvariantError,
+     r"^invariant coo\.coalesced violated: values\(\) needs a coalesced array, .* with _values\(\)", NO_STOP),
+    ("formats-T-not-2d", lambda: xs.zeros((2, 2, 2), layout=xs.sparse_coo).T, ValueError,
+     r"^T: the array must be 2-D, got ndim=3\. Use mT to transpose the last two dimensions", None),
+    ("formats-dlpack-device", lambda: _csr().__dlpack_device__(), xs.DensificationError,
+     r"^__dlpack_device__: a sparse_csr array has no DLPack representation\. Call to_dense\(\) first", None),
+]
+
+
+def _params(with_shape_marks: bool) -> list[Any]:
+    out = []
+    for case in CASES:
+        if hasattr(case, "marks"):  # already a pytest.param, with its own marks
+            id_, fn, exc, match, _ = case.values
+            out.append(pytest.param(fn, exc, match, id=id_, marks=case.marks))
+        else:
+            id_, fn, exc, match, xfail = case
+            marks = [pytest.mark.xfail(strict=True, reason=xfail)] if (with_shape_marks and xfail) else []
+            out.append(pytest.param(fn, exc, match, id=id_, marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("fn, exc, match", _params(with_shape_marks=False))
+def test_error_message(fn: Callable[[], Any], exc: type[BaseException], match: str) -> None:
+    with pytest.raises(exc, match=match):
+        fn()
+
+
+@pytest.mark.parametrize("fn, exc, match", _params(with_shape_marks=True))
+def test_message_shape(fn: Callable[[], Any], exc: type[BaseException], match: str) -> None:
+    """``<operation>: <what is wrong> (<name>=<value>, ...). <How to fix>.``"""
+    with pytest.raises(exc) as info:
+        fn()
+    assert MESSAGE_SHAPE.fullmatch(str(info.value)), str(info.value)
+
+
+# ---- errors that depend on the backend --------------------------------------------------------------
+@pytest.mark.parametrize("indices", [[[2**70]], [["a"]], [[0, [1]]]], ids=["overflow", "str", "ragged"])
+def test_index_list_of_non_integers(backend: str, indices: Any) -> None:
+    with pytest.raises(TypeError, match=r"^sparse_coo_array: indices must be an integer array or a nested list of integers \(.+\)\. Pass a rectangular"):
+        xs.sparse_coo_array(indices, [1.0], backend=backend)
+
+
+def test_backends_mixed_in_one_call() -> None:
+    strict = pytest.importorskip("array_api_strict")
+    with pytest.raises(xs.BackendMismatchError, match=r"^sparse_coo_array: the operands live on different backends \('array_api_strict', 'numpy'\)\. Move them to one, e.g\. xsparse\.to_backend") as info:
+        xs.sparse_coo_array(strict.asarray([[0]]), np.asarray([1.0]))
+    assert MESSAGE_SHAPE.fullmatch(str(info.value))
+    with pytest.raises(xs.BackendMismatchError, match=r"^sparse_compressed_array\(layout=sparse_csr\): the operands live on different backends"):
+        xs.sparse_csr_array(np.asarray([0, 1]), strict.asarray([0]), [1.0])
+
+
+@pytest.mark.parametrize("layout", [xs.sparse_csr, xs.sparse_csc, xs.sparse_bsr, xs.sparse_bsc], ids=str)
+def test_to_sparse_batches_with_different_nnz(xp: Any, layout: xs.Layout) -> None:
+    """Batches of a compressed array share one nse; a dense array whose batches differ cannot convert."""
+    dense = xp.asarray(np.asarray([[[1.0, 0.0], [0.0, 0.0]], [[1.0, 1.0], [0.0, 0.0]]]))
+    blocksize = (1, 1) if layout.is_blocked else None
+    with pytest.raises(xs.InvariantError, match=rf"^invariant 3\.9 violated: to_sparse: every batch of a {layout} array must hold the same number of specified elements.*Convert to sparse_coo instead"):
+        xs.to_sparse(dense, layout=layout, blocksize=blocksize)
+
+
+@pytest.mark.xfail(strict=True, reason="the 3.9 messages of backends/numpy.py, torch.py and array_api.py end without a full stop")
+def test_to_sparse_batches_with_different_nnz_message_shape() -> None:
+    with pytest.raises(xs.InvariantError) as info:
+        xs.to_sparse_csr(np.asarray([[[1.0, 0.0], [0.0, 0.0]], [[1.0, 1.0], [0.0, 0.0]]]))
+    assert MESSAGE_SHAPE.fullmatch(str(info.value)), str(info.value)
+
+
+def test_every_invariant_message_has_the_shape() -> None:
+    """The validator's messages (``invariant N violated: ...``) end with how to fix it."""
+    from xsparse.formats import _invariants
+
+    source = pathlib.Path(_invariants.__file__).read_text()
+    raised = set(re.findall(r'_fail\(\s*"([\w.]+)"', source))
+    assert {"1.2", "1.3", "1.5", "2.3", "2.4", "3.1", "3.2", "3.3", "3.4", "3.7", "3.8", "3.9", "3.10"} <= raised
+    messages = []
+    for make in (
+        lambda: xs.sparse_csr_array([0, 2], [1, 0], [1.0, 2.0], (1, 2), check_invariants=True),
+        lambda: xs.sparse_csr_array([1, 2], [0], [1.0], (1, 2), check_invariants=True),
+        lambda: xs.sparse_csr_array([0, 2], [0], [1.0], (1, 2), check_invariants=True),
+        lambda: xs.sparse_csr_array([0, 3], [0, 1, 2], [1.0, 2.0, 3.0], (1, 2), check_invariants=True),
+        lambda: xs.sparse_csr_array([0, 1], [-1], [1.0], (1, 2), check_invariants=True),
+        lambda: xs.sparse_csr_array([0, 1], [2], [1.0], (1, 2), check_invariants=True),
+        lambda: xs.sparse_csr_array([0, 1], [0], [1.0], (2, 2)),
+        lambda: xs.sparse_csr_array([0, 1], [0], [1.0, 2.0], (1, 2)),
+        lambda: xs.sparse_csr_array([0, 1], [0], [1.0], (1, -2)),
+        lambda: xs.sparse_csr_array([0, 1], [0], [1.0], (1, 2, 3)),
+        lambda: xs.sparse_csr_array([0, 1], np.asarray([0], dtype=np.int32), [1.0], (1, 2)),
+        lambda: xs.sparse_coo_array([[3]], [1.0], (2,), check_invariants=True),
+        lambda: xs.sparse_coo_array([[1, 0]], [1.0, 2.0], (2,), is_coalesced=True, check_invariants=True),
+        lambda: xs.sparse_coo_array([[1]], [1.0, 2.0], (2,)),
+        lambda: xs.sparse_coo_array([[1]], [[1.0]], (2, 2)),
+        lambda: xs.sparse_coo_array([[1]], [1.0], (2, 2)),
+        lambda: xs.sparse_coo_array([[1]], [1.0], (-2,)),
+    ):
+        with pytest.raises(xs.InvariantError) as info:
+            make()
+        messages.append(str(info.value))
+    bad = [m for m in messages if not MESSAGE_SHAPE.fullmatch(m)]
+    assert not bad, bad
+
+
+# ---- the hierarchy ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "error, builtin",
+    [
+        (xs.LayoutError, TypeError),
+        (xs.InvariantError, ValueError),
+        (xs.NoKernelError, NotImplementedError),
+        (xs.DensificationError, RuntimeError),
+        (xs.BackendMismatchError, TypeError),
+    ],
+)
+def test_error_hierarchy(error: type[Exception], builtin: type[Exception]) -> None:
+    assert issubclass(error, xs.XSparseError)
+    assert issubclass(error, builtin)
+    assert issubclass(xs.XSparseError, Exception) and not issubclass(xs.XSparseError, Warning)
+    assert error.__name__ in xs.__all__ and getattr(xs, error.__name__) is error
+    args = ("5.6", "col_indices unsorted") if error is xs.InvariantError else ("op: wrong. Fix it.",)
+    # caught as the builtin a caller would expect, and as XSparseError
+    with pytest.raises(builtin):
+        raise error(*args)
+    with pytest.raises(xs.XSparseError):
+        raise error(*args)
+
+
+def test_invariant_error_names_the_invariant() -> None:
+    err = xs.InvariantError("3.10", "values.shape must be (2,), got (3,)")
+    assert err.invariant == "3.10"
+    assert str(err) == "invariant 3.10 violated: values.shape must be (2,), got (3,)"
+
+
+def test_errors_are_distinct() -> None:
+    errors = [xs.LayoutError, xs.InvariantError, xs.NoKernelError, xs.DensificationError, xs.BackendMismatchError]
+    for a in errors:
+        for b in errors:
+            assert issubclass(a, b) is (a is b)
+
+
+def test_sparse_efficiency_warning() -> None:
+    assert issubclass(xs.SparseEfficiencyWarning, UserWarning)
+    assert not issubclass(xs.SparseEfficiencyWarning, xs.XSparseError)
+    assert "SparseEfficiencyWarning" in xs.__all__
+    with pytest.warns(xs.SparseEfficiencyWarning, match="fallback"):
+        warnings.warn("matmul: computed by a declared fallback. Register a native kernel.", xs.SparseEfficiencyWarning, stacklevel=1)
+    # filterwarnings = error turns it into an exception, as for every warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", xs.SparseEfficiencyWarning)
+        with pytest.raises(xs.SparseEfficiencyWarning):
+            warnings.warn("fallback", xs.SparseEfficiencyWarning, stacklevel=1)

@@ -1,0 +1,169 @@
+"""``python -m xsparse``: the backends report and the kernel table, generated from the registry."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+import xsparse as xs
+import xsparse.__main__ as cli
+from xsparse import dispatch
+
+
+def _load_installed_backends() -> None:
+    """Register the native kernels of every installed backend, as ``python -m xsparse`` does."""
+    for backend in xs.registered_backends():
+        if backend.kernels is not None and backend.is_available():
+            backend.load()
+
+
+@pytest.fixture(scope="module")
+def report() -> list[str]:
+    proc = subprocess.run([sys.executable, "-m", "xsparse"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.splitlines()
+
+
+def _parse_table(lines: list[str]) -> tuple[list[str], dict[str, dict[str, str]]]:
+    """The columns and the rows ``{signature: {column: cell}}`` of the kernel table in ``lines``."""
+    start = next(i for i, line in enumerate(lines) if line.startswith("Registered kernels"))
+    header, rule = lines[start + 1], lines[start + 2]
+    assert header.startswith("  operation / layout signature") and set(rule.strip()) == {"-"}
+    columns = header.split()[4:]
+    rows: dict[str, dict[str, str]] = {}
+    for line in lines[start + 3 :]:
+        if not line.strip():
+            break
+        signature, *cells = line.rsplit(maxsplit=len(columns))
+        assert len(cells) == len(columns), line
+        assert signature.strip() not in rows, f"row {signature.strip()!r} appears twice"
+        rows[signature.strip()] = {c: v for c, v in zip(columns, cells) if v != "-"}
+    return columns, rows
+
+
+Entry = tuple[str, list[list[str]], "str | None", bool]  # op, the layouts of each element, backend, rewrite
+
+
+def _entries(kernels: list[dispatch.Kernel]) -> list[Entry]:
+    """The registered kernels with each signature element spelled as the names of its layouts."""
+    return [
+        (k.op, [sorted(map(str, e)) if isinstance(e, frozenset) else [str(e)] for e in k.signature], k.backend, k.rewrite)
+        for k in kernels
+    ]
+
+
+# the registry of a fresh interpreter with every installed backend loaded, as ``python -m xsparse`` sees it
+FRESH_REGISTRY = """
+import json, xsparse as xs
+for b in xs.registered_backends():
+    if b.kernels is not None and b.is_available():
+        b.load()
+print(json.dumps([
+    (k.op, [sorted(map(str, e)) if isinstance(e, frozenset) else [str(e)] for e in k.signature], k.backend, k.rewrite)
+    for k in xs.kernels()
+]))
+"""
+
+
+def _row_name(op: str, layouts: tuple[str, ...]) -> str:
+    if op == "convert":
+        return f"convert: {layouts[0]} -> {layouts[1]}"
+    return f"{op}({', '.join(layouts)})"
+
+
+def _expected_table(entries: list[Entry]) -> dict[str, dict[str, str]]:
+    """Every registered (operation, concrete layout signature, backend), as the table should show it."""
+    expected: dict[str, dict[str, str]] = {}
+    for op, elements, backend, rewrite in entries:
+        column = "generic" if backend is None else backend
+        for layouts in itertools.product(*elements):
+            cells = expected.setdefault(_row_name(op, layouts), {})
+            if cells.get(column) != "yes":
+                cells[column] = "rewrite" if rewrite else "yes"
+    return expected
+
+
+def test_runs_and_reports_backends(report: list[str]) -> None:
+    assert report[0] == f"xsparse {xs.__version__}"
+    assert report[1] == "Backends:"
+    lines = {line.split()[0]: line for line in report[2:] if line.startswith("  ") and line.split()}
+    for backend in xs.registered_backends():
+        line = lines[backend.name]
+        if backend.is_available():
+            devices = ", ".join(str(d) for d in backend.devices())
+            assert line.endswith(f"devices: {devices}"), line
+        else:
+            assert line.endswith("not installed"), line
+    assert "devices: cpu" in lines["numpy"]
+
+
+def test_table_is_the_registry(report: list[str]) -> None:
+    # compared with the registry of another fresh interpreter: this one may hold kernels that other tests
+    # registered or imported
+    out = subprocess.run([sys.executable, "-c", FRESH_REGISTRY], capture_output=True, text=True, timeout=120, check=True)
+    entries = [(op, elements, backend, rewrite) for op, elements, backend, rewrite in json.loads(out.stdout)]
+    columns, rows = _parse_table(report)
+    assert columns[0] == "generic"
+    assert set(columns) == {"generic"} | {backend for _, _, backend, _ in entries if backend is not None}
+    assert rows == _expected_table(entries)
+    # a spot check of what the registry holds today
+    assert rows["convert: strided -> sparse_csr"]["generic"] == "yes"
+    assert rows["coalesce(sparse_coo)"]["numpy"] == "yes"
+
+
+def test_table_in_process_is_the_registry() -> None:
+    _load_installed_backends()
+    assert _parse_table(cli.kernel_table())[1] == _expected_table(_entries(xs.kernels()))
+
+
+def test_help() -> None:
+    proc = subprocess.run([sys.executable, "-m", "xsparse", "--help"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.startswith("usage: python -m xsparse")
+
+
+# -- the table generator, on a private registry ---------------------------------------------------
+
+
+@pytest.fixture
+def registry(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[dispatch.Kernel]]:
+    _load_installed_backends()  # so that no backend registers into the private dict below
+    private: dict[str, list[dispatch.Kernel]] = {}
+    monkeypatch.setattr(dispatch, "_REGISTRY", private)
+    return private
+
+
+def _frob(xp: Any, *args: Any) -> None:
+    """A test kernel."""
+
+
+def test_table_expands_families_and_prefers_direct_kernels(registry: dict[str, list[dispatch.Kernel]]) -> None:
+    dispatch.register("frob", (xs.sparse_csc, xs.strided), rewrite=True)(_frob)
+    dispatch.register("frob", (xs.sparse_csc, xs.strided))(_frob)
+    dispatch.register("frob", (xs.sparse_csr, xs.strided), rewrite=True)(_frob)
+    from xsparse.formats import BLOCKED
+
+    dispatch.register("frob", (BLOCKED, xs.strided), backend="a_long_backend_name")(_frob)
+    columns, rows = _parse_table(cli.kernel_table())
+    assert columns == ["generic", "a_long_backend_name"]
+    assert rows == {
+        "frob(sparse_csc, strided)": {"generic": "yes"},
+        "frob(sparse_csr, strided)": {"generic": "rewrite"},
+        "frob(sparse_bsr, strided)": {"a_long_backend_name": "yes"},
+        "frob(sparse_bsc, strided)": {"a_long_backend_name": "yes"},
+    }
+    assert rows == _expected_table(_entries(xs.kernels()))
+    lines = cli.kernel_table()
+    assert all(len(line) == len(lines[1]) for line in lines[2:]), "the rule and the rows line up with the header"
+
+
+def test_main_prints_the_report(registry: dict[str, list[dispatch.Kernel]], capsys: pytest.CaptureFixture[str]) -> None:
+    dispatch.register("frob", (xs.sparse_coo,))(_frob)
+    assert cli.main([]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"xsparse {xs.__version__}" and "Backends:" in out
+    assert _parse_table(out)[1] == {"frob(sparse_coo)": {"generic": "yes"}}

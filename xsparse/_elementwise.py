@@ -1,0 +1,1051 @@
+"""Elementwise functions on strided and sparse arrays (the Array API's, plus torch's extra names).
+
+Every function dispatches on the operand's layout. On a sparse array the result keeps the layout and
+the sparsity structure; the fill value is mapped too, so ``cos(A)`` is a sparse array whose unspecified
+elements are ``cos(0) = 1``. ``layout=`` converts the result to another layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from . import dispatch
+from ._common import is_strided
+from ._conversion import to_dense, to_sparse
+from .backends import backend_of_array
+from .backends import array_api_elementwise as _generic_elementwise  # noqa: F401  (registers the kernels)
+from .formats import Layout, SparseArray, strided
+
+__all__ = [
+    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "bitwise_invert", "ceil", "conj", "cos", "cosh",
+    "exp", "expm1", "floor", "imag", "isfinite", "isinf", "isnan", "log", "log1p", "log2", "log10",
+    "logical_not", "negative", "positive", "real", "reciprocal", "round", "sign", "signbit", "sin", "sinh",
+    "square", "sqrt", "tan", "tanh", "trunc",
+    "angle", "sgn", "isposinf", "isneginf", "deg2rad", "rad2deg", "conj_physical", "erf", "erfinv",
+]  # fmt: skip
+
+
+def convert_result(result: Any, layout: Layout | None) -> Any:
+    """Apply an operation's ``layout=`` argument to its result."""
+    if layout is None:
+        return result
+    if layout is strided:
+        return to_dense(result)
+    if isinstance(result, SparseArray) and result.layout is layout:
+        return result
+    return to_sparse(result, layout=layout)
+
+
+def apply_unary(name: str, x: Any, layout: Layout | None) -> Any:
+    if isinstance(x, SparseArray):
+        backend, source = x._backend, x.layout
+    elif is_strided(x):
+        backend, source = backend_of_array(x), strided
+    else:
+        raise TypeError(
+            f"{name}: expected an xsparse array or a backend array, got {type(x).__name__}. Wrap Python scalars "
+            "and lists with the backend's asarray first."
+        )
+    xp = backend.load()
+    return convert_result(dispatch.call(name, (source,), backend.name, xp, x), layout)
+
+
+def _doc(name: str, summary: str, example: str) -> str:
+    return f"""{summary}
+
+Parameters
+----------
+x
+    A strided (backend) array or an xsparse array.
+layout
+    The layout of the result (default: the layout of ``x``).
+
+Returns
+-------
+array
+    ``{name}`` of every element. A sparse ``x`` gives a sparse array of the same structure whose
+    fill value is ``{name}(x.fill_value)``.
+
+Examples
+--------
+>>> import xsparse as xs
+{example}
+"""
+
+
+def _unary(name: str, summary: str, example: str) -> Callable[..., Any]:
+    def func(x: Any, /, *, layout: Layout | None = None) -> Any:
+        return apply_unary(name, x, layout)
+
+    func.__name__ = func.__qualname__ = name
+    func.__module__ = "xsparse"
+    func.__doc__ = _doc(name, summary, example)
+    return func
+
+
+
+def _operand_kind(x: Any) -> Any:
+    if isinstance(x, SparseArray):
+        return x.layout
+    if is_strided(x):
+        return strided
+    if isinstance(x, (bool, int, float, complex)):
+        return "scalar"
+    raise TypeError(
+        f"expected an xsparse array, a backend array or a Python scalar, got {type(x).__name__}. Wrap lists with the "
+        "backend's asarray first."
+    )
+
+
+def apply_binary(name: str, x1: Any, x2: Any, layout: Layout | None) -> Any:
+    from ._common import backend_of
+
+    kinds = (_operand_kind(x1), _operand_kind(x2))
+    if kinds == ("scalar", "scalar"):
+        raise TypeError(f"{name}: at least one operand must be an array, got two Python scalars.")
+    backend = backend_of(x1, x2, op=name)
+    xp = backend.load()
+    return convert_result(dispatch.call(name, kinds, backend.name, xp, x1, x2), layout)
+
+
+def _binary(name: str, summary: str, example: str) -> Callable[..., Any]:
+    def func(x1: Any, x2: Any, /, *, layout: Layout | None = None) -> Any:
+        return apply_binary(name, x1, x2, layout)
+
+    func.__name__ = func.__qualname__ = name
+    func.__module__ = "xsparse"
+    func.__doc__ = f"""{summary}
+
+Parameters
+----------
+x1, x2
+    Strided (backend) arrays, xsparse arrays or Python scalars (not both scalars), broadcast together.
+layout
+    The layout of the result. By default: a sparse operand with a scalar keeps its layout; two sparse
+    operands give the first one's layout; sparse with strided gives strided, except for products
+    (``multiply``, ``logical_and``, ``bitwise_and``) with a zero fill value, which keep the sparse
+    operand's layout as torch does.
+
+Returns
+-------
+array
+    The fill value of a sparse result is ``{name}`` of the operands' fill values.
+
+Examples
+--------
+>>> import xsparse as xs
+{example}
+"""
+    return func
+
+
+abs = _unary(
+    "abs",
+    "Absolute value.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.abs(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.25, 0.0, 2.5, 0.0]""",
+)
+acos = _unary(
+    "acos",
+    "Inverse cosine.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 0.5], (4,), dtype="float64")
+>>> r = xs.acos(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 1.5707963267948966)
+>>> xs.to_dense(r).tolist()
+[1.318116071652818, 1.5707963267948966, 1.0471975511965976, 1.5707963267948966]""",
+)
+acosh = _unary(
+    "acosh",
+    "Inverse hyperbolic cosine.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1.5, 2.0], (4,), dtype="float64", fill_value=1.0)
+>>> r = xs.acosh(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.9624236501192069, 0.0, 1.3169578969248168, 0.0]""",
+)
+asin = _unary(
+    "asin",
+    "Inverse sine.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 0.5], (4,), dtype="float64")
+>>> r = xs.asin(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.25268025514207865, 0.0, 0.5235987755982989, 0.0]""",
+)
+asinh = _unary(
+    "asinh",
+    "Inverse hyperbolic sine.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.asinh(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.24746646154726346, 0.0, 1.6472311463710958, 0.0]""",
+)
+atan = _unary(
+    "atan",
+    "Inverse tangent.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.atan(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.24497866312686414, 0.0, 1.1902899496825317, 0.0]""",
+)
+atanh = _unary(
+    "atanh",
+    "Inverse hyperbolic tangent.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 0.5], (4,), dtype="float64")
+>>> r = xs.atanh(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.25541281188299536, 0.0, 0.5493061443340549, 0.0]""",
+)
+bitwise_invert = _unary(
+    "bitwise_invert",
+    "Bitwise NOT of integers and booleans.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1, 6], (4,), dtype="int64")
+>>> r = xs.bitwise_invert(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, -1)
+>>> xs.to_dense(r).tolist()
+[-2, -1, -7, -1]""",
+)
+ceil = _unary(
+    "ceil",
+    "Smallest integer not below each element.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.ceil(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[1.0, 0.0, 3.0, 0.0]""",
+)
+conj = _unary(
+    "conj",
+    "Complex conjugate.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1 + 2j, -3j], (4,), dtype="complex128")
+>>> r = xs.conj(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, -0j)
+>>> xs.to_dense(r).tolist()
+[(1-2j), -0j, (-0+3j), -0j]""",
+)
+cos = _unary(
+    "cos",
+    "Cosine.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.cos(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 1.0)
+>>> xs.to_dense(r).tolist()
+[0.9689124217106447, 1.0, -0.8011436155469337, 1.0]""",
+)
+cosh = _unary(
+    "cosh",
+    "Hyperbolic cosine.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.cosh(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 1.0)
+>>> xs.to_dense(r).tolist()
+[1.0314130998795732, 1.0, 6.132289479663686, 1.0]""",
+)
+exp = _unary(
+    "exp",
+    "Exponential.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.exp(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 1.0)
+>>> xs.to_dense(r).tolist()
+[1.2840254166877414, 1.0, 12.182493960703473, 1.0]""",
+)
+expm1 = _unary(
+    "expm1",
+    "``exp(x) - 1``, accurate near 0.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.expm1(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.2840254166877415, 0.0, 11.182493960703473, 0.0]""",
+)
+floor = _unary(
+    "floor",
+    "Largest integer not above each element.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.floor(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.0, 0.0, 2.0, 0.0]""",
+)
+imag = _unary(
+    "imag",
+    "Imaginary part.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1 + 2j, -3j], (4,), dtype="complex128")
+>>> r = xs.imag(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[2.0, 0.0, -3.0, 0.0]""",
+)
+isfinite = _unary(
+    "isfinite",
+    "Whether each element is finite.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [float("inf"), -2.0], (4,), dtype="float64")
+>>> r = xs.isfinite(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, True)
+>>> xs.to_dense(r).tolist()
+[False, True, True, True]""",
+)
+isinf = _unary(
+    "isinf",
+    "Whether each element is infinite.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [float("inf"), -2.0], (4,), dtype="float64")
+>>> r = xs.isinf(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, False)
+>>> xs.to_dense(r).tolist()
+[True, False, False, False]""",
+)
+isnan = _unary(
+    "isnan",
+    "Whether each element is NaN.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [float("inf"), -2.0], (4,), dtype="float64")
+>>> r = xs.isnan(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, False)
+>>> xs.to_dense(r).tolist()
+[False, False, False, False]""",
+)
+log = _unary(
+    "log",
+    "Natural logarithm.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.5, 4.0], (4,), dtype="float64", fill_value=1.0)
+>>> r = xs.log(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[-0.6931471805599453, 0.0, 1.3862943611198906, 0.0]""",
+)
+log1p = _unary(
+    "log1p",
+    "``log(1 + x)``, accurate near 0.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.log1p(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.22314355131420976, 0.0, 1.252762968495368, 0.0]""",
+)
+log2 = _unary(
+    "log2",
+    "Base-2 logarithm.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.5, 4.0], (4,), dtype="float64", fill_value=1.0)
+>>> r = xs.log2(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[-1.0, 0.0, 2.0, 0.0]""",
+)
+log10 = _unary(
+    "log10",
+    "Base-10 logarithm.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.5, 4.0], (4,), dtype="float64", fill_value=1.0)
+>>> r = xs.log10(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[-0.3010299956639812, 0.0, 0.6020599913279624, 0.0]""",
+)
+logical_not = _unary(
+    "logical_not",
+    "Logical NOT.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [True, True], (4,), dtype="bool")
+>>> r = xs.logical_not(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, True)
+>>> xs.to_dense(r).tolist()
+[False, True, False, True]""",
+)
+negative = _unary(
+    "negative",
+    "Numerical negative.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.negative(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, -0.0)
+>>> xs.to_dense(r).tolist()
+[-0.25, -0.0, -2.5, -0.0]""",
+)
+positive = _unary(
+    "positive",
+    "Numerical positive.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.positive(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.25, 0.0, 2.5, 0.0]""",
+)
+real = _unary(
+    "real",
+    "Real part.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1 + 2j, -3j], (4,), dtype="complex128")
+>>> r = xs.real(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[1.0, 0.0, -0.0, 0.0]""",
+)
+reciprocal = _unary(
+    "reciprocal",
+    "``1 / x``.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.5, 4.0], (4,), dtype="float64", fill_value=1.0)
+>>> r = xs.reciprocal(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 1.0)
+>>> xs.to_dense(r).tolist()
+[2.0, 1.0, 0.25, 1.0]""",
+)
+round = _unary(
+    "round",
+    "Round to the nearest integer, halves to even.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.round(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.0, 0.0, 2.0, 0.0]""",
+)
+sign = _unary(
+    "sign",
+    "Sign; ``x / |x|`` for complex elements.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.sign(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[1.0, 0.0, 1.0, 0.0]""",
+)
+signbit = _unary(
+    "signbit",
+    "Whether the sign bit is set.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [float("inf"), -2.0], (4,), dtype="float64")
+>>> r = xs.signbit(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, False)
+>>> xs.to_dense(r).tolist()
+[False, False, True, False]""",
+)
+sin = _unary(
+    "sin",
+    "Sine.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.sin(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.24740395925452294, 0.0, 0.5984721441039565, 0.0]""",
+)
+sinh = _unary(
+    "sinh",
+    "Hyperbolic sine.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.sinh(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.2526123168081683, 0.0, 6.0502044810397875, 0.0]""",
+)
+square = _unary(
+    "square",
+    "``x * x``.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.square(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.0625, 0.0, 6.25, 0.0]""",
+)
+sqrt = _unary(
+    "sqrt",
+    "Square root.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.sqrt(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.5, 0.0, 1.5811388300841898, 0.0]""",
+)
+tan = _unary(
+    "tan",
+    "Tangent.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.tan(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.25534192122103627, 0.0, -0.7470222972386603, 0.0]""",
+)
+tanh = _unary(
+    "tanh",
+    "Hyperbolic tangent.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.tanh(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.24491866240370913, 0.0, 0.9866142981514303, 0.0]""",
+)
+trunc = _unary(
+    "trunc",
+    "Round towards zero.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.trunc(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.0, 0.0, 2.0, 0.0]""",
+)
+angle = _unary(
+    "angle",
+    "Argument of complex elements; 0 or pi for real ones (torch's ``angle``).",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1 + 2j, -3j], (4,), dtype="complex128")
+>>> r = xs.angle(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[1.1071487177940904, 0.0, -1.5707963267948966, 0.0]""",
+)
+sgn = _unary(
+    "sgn",
+    "torch's ``sgn``: the sign, ``x / |x|`` for complex elements.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1 + 2j, -3j], (4,), dtype="complex128")
+>>> r = xs.sgn(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0j)
+>>> xs.to_dense(r).tolist()
+[(0.4472135954999579+0.8944271909999159j), 0j, (-0-1j), 0j]""",
+)
+isposinf = _unary(
+    "isposinf",
+    "Whether each element is +inf.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [float("inf"), -2.0], (4,), dtype="float64")
+>>> r = xs.isposinf(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, False)
+>>> xs.to_dense(r).tolist()
+[True, False, False, False]""",
+)
+isneginf = _unary(
+    "isneginf",
+    "Whether each element is -inf.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [float("inf"), -2.0], (4,), dtype="float64")
+>>> r = xs.isneginf(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, False)
+>>> xs.to_dense(r).tolist()
+[False, False, False, False]""",
+)
+deg2rad = _unary(
+    "deg2rad",
+    "Degrees to radians.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.deg2rad(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.004363323129985824, 0.0, 0.04363323129985824, 0.0]""",
+)
+rad2deg = _unary(
+    "rad2deg",
+    "Radians to degrees.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.rad2deg(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[14.32394487827058, 0.0, 143.2394487827058, 0.0]""",
+)
+conj_physical = _unary(
+    "conj_physical",
+    "torch's ``conj_physical``: the complex conjugate.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1 + 2j, -3j], (4,), dtype="complex128")
+>>> r = xs.conj_physical(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, -0j)
+>>> xs.to_dense(r).tolist()
+[(1-2j), -0j, (-0+3j), -0j]""",
+)
+erf = _unary(
+    "erf",
+    "The error function (native kernels: SciPy on NumPy, torch.special on torch).",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
+>>> r = xs.erf(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.2763263901682369, 0.0, 0.999593047982555, 0.0]""",
+)
+erfinv = _unary(
+    "erfinv",
+    "The inverse error function (native kernels: SciPy on NumPy, torch.special on torch).",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [0.25, 0.5], (4,), dtype="float64")
+>>> r = xs.erfinv(a)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.2253120550121781, 0.0, 0.4769362762044699, 0.0]""",
+)
+add = _binary(
+    "add",
+    "Sum.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1.0, 4.0], (4,), dtype="float64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2.0, 3.0], (4,), dtype="float64")
+>>> r = xs.add(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0)
+>>> xs.to_dense(r).tolist()
+[1.0, 2.0, 7.0, 0.0]
+>>> xs.to_dense(xs.add(a, 2.0)).tolist()
+[3.0, 2.0, 6.0, 2.0]""",
+)
+atan2 = _binary(
+    "atan2",
+    "Inverse tangent of ``x1 / x2``, in the right quadrant.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1.0, 4.0], (4,), dtype="float64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2.0, 3.0], (4,), dtype="float64")
+>>> r = xs.atan2(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[1.5707963267948966, 0.0, 0.9272952180016122, 0.0]
+>>> xs.to_dense(xs.atan2(a, 2.0)).tolist()
+[0.4636476090008061, 0.0, 1.1071487177940904, 0.0]""",
+)
+bitwise_and = _binary(
+    "bitwise_and",
+    "Bitwise AND.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1, 4], (4,), dtype="int64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2, 3], (4,), dtype="int64")
+>>> r = xs.bitwise_and(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0)
+>>> xs.to_dense(r).tolist()
+[0, 0, 0, 0]
+>>> xs.to_dense(xs.bitwise_and(a, 1)).tolist()
+[1, 0, 0, 0]""",
+)
+bitwise_left_shift = _binary(
+    "bitwise_left_shift",
+    "Shift the bits of ``x1`` left by ``x2``.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1, 4], (4,), dtype="int64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2, 3], (4,), dtype="int64")
+>>> r = xs.bitwise_left_shift(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0)
+>>> xs.to_dense(r).tolist()
+[1, 0, 32, 0]
+>>> xs.to_dense(xs.bitwise_left_shift(a, 1)).tolist()
+[2, 0, 8, 0]""",
+)
+bitwise_or = _binary(
+    "bitwise_or",
+    "Bitwise OR.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1, 4], (4,), dtype="int64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2, 3], (4,), dtype="int64")
+>>> r = xs.bitwise_or(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0)
+>>> xs.to_dense(r).tolist()
+[1, 2, 7, 0]
+>>> xs.to_dense(xs.bitwise_or(a, 1)).tolist()
+[1, 1, 5, 1]""",
+)
+bitwise_right_shift = _binary(
+    "bitwise_right_shift",
+    "Shift the bits of ``x1`` right by ``x2``.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1, 4], (4,), dtype="int64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2, 3], (4,), dtype="int64")
+>>> r = xs.bitwise_right_shift(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0)
+>>> xs.to_dense(r).tolist()
+[1, 0, 0, 0]
+>>> xs.to_dense(xs.bitwise_right_shift(a, 1)).tolist()
+[0, 0, 2, 0]""",
+)
+bitwise_xor = _binary(
+    "bitwise_xor",
+    "Bitwise XOR.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1, 4], (4,), dtype="int64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2, 3], (4,), dtype="int64")
+>>> r = xs.bitwise_xor(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0)
+>>> xs.to_dense(r).tolist()
+[1, 2, 7, 0]
+>>> xs.to_dense(xs.bitwise_xor(a, 1)).tolist()
+[0, 1, 5, 1]""",
+)
+copysign = _binary(
+    "copysign",
+    "``x1`` with the sign of ``x2``.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1.0, 4.0], (4,), dtype="float64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2.0, 3.0], (4,), dtype="float64")
+>>> r = xs.copysign(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[1.0, 0.0, 4.0, 0.0]
+>>> xs.to_dense(xs.copysign(a, 2.0)).tolist()
+[1.0, 0.0, 4.0, 0.0]""",
+)
+divide = _binary(
+    "divide",
+    "True division.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1.0, 4.0], (4,), dtype="float64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2.0, 3.0], (4,), dtype="float64", fill_value=1.0)
+>>> r = xs.divide(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[1.0, 0.0, 1.3333333333333333, 0.0]
+>>> xs.to_dense(xs.divide(a, 2.0)).tolist()
+[0.5, 0.0, 2.0, 0.0]""",
+)
+equal = _binary(
+    "equal",
+    "``x1 == x2``.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1.0, 4.0], (4,), dtype="float64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2.0, 3.0], (4,), dtype="float64")
+>>> r = xs.equal(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, True)
+>>> xs.to_dense(r).tolist()
+[False, False, False, True]
+>>> xs.to_dense(xs.equal(a, 2.0)).tolist()
+[False, False, False, False]""",
+)
+floor_divide = _binary(
+    "floor_divide",
+    "Division rounded down.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1.0, 4.0], (4,), dtype="float64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2.0, 3.0], (4,), dtype="float64", fill_value=1.0)
+>>> r = xs.floor_divide(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[1.0, 0.0, 1.0, 0.0]
+>>> xs.to_dense(xs.floor_divide(a, 2.0)).tolist()
+[0.0, 0.0, 2.0, 0.0]""",
+)
+greater = _binary(
+    "greater",
+    "``x1 > x2``.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1.0, 4.0], (4,), dtype="float64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2.0, 3.0], (4,), dtype="float64")
+>>> r = xs.greater(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, False)
+>>> xs.to_dense(r).tolist()
+[True, False, True, False]
+>>> xs.to_dense(xs.greater(a, 2.0)).tolist()
+[False, False, True, False]""",
+)
+greater_equal = _binary(
+    "greater_equal",
+    "``x1 >= x2``.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1.0, 4.0], (4,), dtype="float64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2.0, 3.0], (4,), dtype="float64")
+>>> r = xs.greater_equal(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, True)
+>>> xs.to_dense(r).tolist()
+[True, False, True, True]
+>>> xs.to_dense(xs.greater_equal(a, 2.0)).tolist()
+[False, False, True, False]""",
+)
+hypot = _binary(
+    "hypot",
+    "``sqrt(x1**2 + x2**2)`` without overflow.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1.0, 4.0], (4,), dtype="float64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2.0, 3.0], (4,), dtype="float64")
+>>> r = xs.hypot(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[1.0, 2.0, 5.0, 0.0]
+>>> xs.to_dense(xs.hypot(a, 2.0)).tolist()
+[2.23606797749979, 2.0, 4.47213595499958, 2.0]""",
+)
+less = _binary(
+    "less",
+    "``x1 < x2``.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1.0, 4.0], (4,), dtype="float64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2.0, 3.0], (4,), dtype="float64")
+>>> r = xs.less(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, False)
+>>> xs.to_dense(r).tolist()
+[False, True, False, False]
+>>> xs.to_dense(xs.less(a, 2.0)).tolist()
+[True, True, False, True]""",
+)
+less_equal = _binary(
+    "less_equal",
+    "``x1 <= x2``.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1.0, 4.0], (4,), dtype="float64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2.0, 3.0], (4,), dtype="float64")
+>>> r = xs.less_equal(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, True)
+>>> xs.to_dense(r).tolist()
+[False, True, False, True]
+>>> xs.to_dense(xs.less_equal(a, 2.0)).tolist()
+[True, True, False, True]""",
+)
+logaddexp = _binary(
+    "logaddexp",
+    "``log(exp(x1) + exp(x2))``.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1.0, 4.0], (4,), dtype="float64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2.0, 3.0], (4,), dtype="float64")
+>>> r = xs.logaddexp(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.6931471805599453)
+>>> xs.to_dense(r).tolist()
+[1.3132616875182228, 2.1269280110429727, 4.313261687518223, 0.6931471805599453]
+>>> xs.to_dense(xs.logaddexp(a, 2.0)).tolist()
+[2.313261687518223, 2.1269280110429727, 4.126928011042972, 2.1269280110429727]""",
+)
+logical_and = _binary(
+    "logical_and",
+    "Logical AND.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [True, True], (4,), dtype="bool")
+>>> b = xs.sparse_coo_array([[1, 2]], [True, False], (4,), dtype="bool")
+>>> r = xs.logical_and(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, False)
+>>> xs.to_dense(r).tolist()
+[False, False, False, False]
+>>> xs.to_dense(xs.logical_and(a, True)).tolist()
+[True, False, True, False]""",
+)
+logical_or = _binary(
+    "logical_or",
+    "Logical OR.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [True, True], (4,), dtype="bool")
+>>> b = xs.sparse_coo_array([[1, 2]], [True, False], (4,), dtype="bool")
+>>> r = xs.logical_or(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, False)
+>>> xs.to_dense(r).tolist()
+[True, True, True, False]
+>>> xs.to_dense(xs.logical_or(a, True)).tolist()
+[True, True, True, True]""",
+)
+logical_xor = _binary(
+    "logical_xor",
+    "Logical XOR.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [True, True], (4,), dtype="bool")
+>>> b = xs.sparse_coo_array([[1, 2]], [True, False], (4,), dtype="bool")
+>>> r = xs.logical_xor(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, False)
+>>> xs.to_dense(r).tolist()
+[True, True, True, False]
+>>> xs.to_dense(xs.logical_xor(a, True)).tolist()
+[False, True, False, True]""",
+)
+maximum = _binary(
+    "maximum",
+    "Elementwise maximum (NaN propagates).",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1.0, 4.0], (4,), dtype="float64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2.0, 3.0], (4,), dtype="float64")
+>>> r = xs.maximum(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[1.0, 2.0, 4.0, 0.0]
+>>> xs.to_dense(xs.maximum(a, 2.0)).tolist()
+[2.0, 2.0, 4.0, 2.0]""",
+)
+minimum = _binary(
+    "minimum",
+    "Elementwise minimum (NaN propagates).",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1.0, 4.0], (4,), dtype="float64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2.0, 3.0], (4,), dtype="float64")
+>>> r = xs.minimum(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.0, 0.0, 3.0, 0.0]
+>>> xs.to_dense(xs.minimum(a, 2.0)).tolist()
+[1.0, 0.0, 2.0, 0.0]""",
+)
+multiply = _binary(
+    "multiply",
+    "Product.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1.0, 4.0], (4,), dtype="float64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2.0, 3.0], (4,), dtype="float64")
+>>> r = xs.multiply(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.0, 0.0, 12.0, 0.0]
+>>> xs.to_dense(xs.multiply(a, 2.0)).tolist()
+[2.0, 0.0, 8.0, 0.0]""",
+)
+nextafter = _binary(
+    "nextafter",
+    "The next float after ``x1`` towards ``x2``.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1.0, 4.0], (4,), dtype="float64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2.0, 3.0], (4,), dtype="float64")
+>>> r = xs.nextafter(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.9999999999999999, 5e-324, 3.9999999999999996, 0.0]
+>>> xs.to_dense(xs.nextafter(a, 2.0)).tolist()
+[1.0000000000000002, 5e-324, 3.9999999999999996, 5e-324]""",
+)
+not_equal = _binary(
+    "not_equal",
+    "``x1 != x2``.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1.0, 4.0], (4,), dtype="float64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2.0, 3.0], (4,), dtype="float64")
+>>> r = xs.not_equal(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, False)
+>>> xs.to_dense(r).tolist()
+[True, True, True, False]
+>>> xs.to_dense(xs.not_equal(a, 2.0)).tolist()
+[True, True, True, True]""",
+)
+pow = _binary(
+    "pow",
+    "``x1 ** x2``.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1.0, 4.0], (4,), dtype="float64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2.0, 3.0], (4,), dtype="float64")
+>>> r = xs.pow(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 1.0)
+>>> xs.to_dense(r).tolist()
+[1.0, 0.0, 64.0, 1.0]
+>>> xs.to_dense(xs.pow(a, 2.0)).tolist()
+[1.0, 0.0, 16.0, 0.0]""",
+)
+remainder = _binary(
+    "remainder",
+    "Remainder of floor division, with the sign of ``x2``.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1.0, 4.0], (4,), dtype="float64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2.0, 3.0], (4,), dtype="float64", fill_value=1.0)
+>>> r = xs.remainder(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0.0)
+>>> xs.to_dense(r).tolist()
+[0.0, 0.0, 1.0, 0.0]
+>>> xs.to_dense(xs.remainder(a, 2.0)).tolist()
+[1.0, 0.0, 0.0, 0.0]""",
+)
+subtract = _binary(
+    "subtract",
+    "Difference.",
+    """\
+>>> a = xs.sparse_coo_array([[0, 2]], [1.0, 4.0], (4,), dtype="float64")
+>>> b = xs.sparse_coo_array([[1, 2]], [2.0, 3.0], (4,), dtype="float64")
+>>> r = xs.subtract(a, b)
+>>> r.layout, r.fill_value
+(xsparse.sparse_coo, 0)
+>>> xs.to_dense(r).tolist()
+[1.0, -2.0, 1.0, 0.0]
+>>> xs.to_dense(xs.subtract(a, 2.0)).tolist()
+[-1.0, -2.0, 2.0, -2.0]""",
+)
