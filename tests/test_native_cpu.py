@@ -213,8 +213,8 @@ def test_coo_to_compressed_matches_oracle(case, sum_duplicates):
         (10**6, 10**6, PARALLEL_NNZ, 10**6),  # more slices than entries: serial scatter
     ],
 )
-@pytest.mark.parametrize("dense_shape", [(), (2,)])
-def test_coo_to_compressed_large(index_dtype, n_major, n_minor, nnz, pool, dense_shape):
+@pytest.mark.parametrize(("dense_shape", "layout"), [((), "c"), ((2,), "c"), ((), "step"), ((2,), "fortran")])
+def test_coo_to_compressed_large(index_dtype, n_major, n_minor, nnz, pool, dense_shape, layout):
     rng = np.random.default_rng(nnz + n_major)
     coords = rng.integers(0, [[n_major], [n_minor]], size=(2, pool))
     pick = rng.integers(0, pool, size=nnz)
@@ -223,7 +223,12 @@ def test_coo_to_compressed_large(index_dtype, n_major, n_minor, nnz, pool, dense
     values = np.arange(nnz * math.prod(dense_shape), dtype=np.float64).reshape(nnz, *dense_shape)
     for sum_duplicates in (True, False):
         indptr, indices, data = _cpu.coo_to_compressed(
-            major, minor, values, n_major, n_minor, sum_duplicates=sum_duplicates
+            relayout(major, layout),
+            relayout(minor, layout),
+            relayout(values, layout),
+            n_major,
+            n_minor,
+            sum_duplicates=sum_duplicates,
         )
         order = np.lexsort((minor, major))
         if sum_duplicates:

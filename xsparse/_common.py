@@ -81,6 +81,10 @@ def resolve_dtype(xp: Any, dtype: Any) -> Any:
 
 def scalar_for(xp: Any, dtype: Any, value: Any) -> Any:
     """``value`` as the Python scalar type that the dtype's kind mixes with (bool, int, float, complex)."""
+    if not isinstance(value, (bool, int, float, complex)) and not hasattr(value, "__complex__"):
+        raise TypeError(
+            f"fill_value: expected a number, got {type(value).__name__} ({value!r}). Pass a Python bool, int, float or complex."
+        )
     if xp.isdtype(dtype, "bool"):
         return bool(value)
     if xp.isdtype(dtype, "integral"):

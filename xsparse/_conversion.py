@@ -72,9 +72,9 @@ def _target(
     ndim = len(shape)
     source = layout_of(x)
     if not isinstance(layout, Layout):
-        raise TypeError(f"{op}: layout must be an xsparse layout such as xsparse.sparse_csr, got {layout!r}.")
+        raise TypeError(f"{op}: layout must be an xsparse layout, got {layout!r}. Pass one of xsparse.sparse_coo, sparse_csr, sparse_csc, sparse_bsr, sparse_bsc.")
     if layout is Layout.sparse_semi_structured:
-        raise LayoutError(f"{op}: use xsparse.to_sparse_semi_structured for the sparse_semi_structured layout.")
+        raise LayoutError(f"{op}: the sparse_semi_structured layout has its own conversion (layout={layout}). Call xsparse.to_sparse_semi_structured instead.")
     # fill value: a strided source picks it (default 0); a sparse source keeps its own
     if isinstance(x, SparseArray):
         # NaN != NaN, yet a NaN fill value is kept by a NaN request
@@ -91,7 +91,7 @@ def _target(
     if index_dtype is not None:
         idt = resolve_dtype(xp, index_dtype)
         if dtype_name(idt) not in ("int32", "int64"):
-            raise TypeError(f"{op}: index_dtype must be int32 or int64, got {dtype_name(idt)}.")
+            raise TypeError(f"{op}: index_dtype must be int32 or int64, got {dtype_name(idt)}. Pass index_dtype='int32' or 'int64'.")
     elif isinstance(x, (COOArray, CompressedArray)):
         idt = x.index_dtype
     else:
@@ -102,25 +102,25 @@ def _target(
         return Target(layout, backend, xp, shape, ndim, 0, (1, 1), idt, fill)
     if layout is sparse_coo:
         if blocksize is not None:
-            raise ValueError(f"{op}: blocksize applies to sparse_bsr and sparse_bsc only, not to {layout}.")
+            raise ValueError(f"{op}: blocksize applies to sparse_bsr and sparse_bsc only, not to {layout} (blocksize={blocksize}). Drop the blocksize argument.")
         natural = x.sparse_dim() if isinstance(x, COOArray) else None
         if isinstance(x, CompressedArray):
             natural = x.batch_dim() + 2
         if sparse_dim is None:
             sparse_dim = (ndim - dense_dim) if dense_dim is not None else (natural if natural is not None else ndim)
         elif dense_dim is not None and sparse_dim + dense_dim != ndim:
-            raise ValueError(f"{op}: sparse_dim ({sparse_dim}) + dense_dim ({dense_dim}) must equal ndim ({ndim}).")
+            raise ValueError(f"{op}: sparse_dim ({sparse_dim}) + dense_dim ({dense_dim}) must equal ndim ({ndim}). Give only one of the two.")
         if not 0 <= sparse_dim <= ndim:
-            raise ValueError(f"{op}: sparse_dim must lie in [0, {ndim}] for shape {shape}, got {sparse_dim}.")
+            raise ValueError(f"{op}: sparse_dim must lie in [0, {ndim}] for shape {shape}, got {sparse_dim}. Pick a number of leading dimensions the array has.")
         if natural is not None and sparse_dim != natural:
             raise ValueError(
-                f"{op}: a {source} array converts to a COO array with sparse_dim={natural} (its batch and sparse "
-                f"dimensions), not sparse_dim={sparse_dim}. Convert through to_dense() to regroup the dimensions."
+                f"{op}: a {source} array converts to a COO array with sparse_dim={natural} (its own sparse dimensions, "
+                f"batch dimensions included), not sparse_dim={sparse_dim}. Convert through to_dense() to regroup the dimensions."
             )
         return Target(layout, backend, xp, shape, sparse_dim, ndim - sparse_dim, (1, 1), idt, fill)
     # the compressed family
     if sparse_dim is not None and sparse_dim != 2:
-        raise ValueError(f"{op}: a {layout} array has exactly 2 sparse dimensions, got sparse_dim={sparse_dim}.")
+        raise ValueError(f"{op}: a {layout} array has exactly 2 sparse dimensions, got sparse_dim={sparse_dim}. Leave sparse_dim out; the dimensions before the last two sparse ones are batch dimensions.")
     if isinstance(x, CompressedArray):
         natural_dense = x.dense_dim()
     elif isinstance(x, COOArray):
@@ -137,14 +137,14 @@ def _target(
     if not 0 <= dense_dim <= ndim - 2:
         raise ValueError(
             f"{op}: a {layout} array needs 2 sparse dimensions after its batch dimensions, so dense_dim must lie in "
-            f"[0, {max(ndim - 2, 0)}] for shape {shape}, got dense_dim={dense_dim}."
+            f"[0, {max(ndim - 2, 0)}] for shape {shape}, got dense_dim={dense_dim}. Pass a smaller dense_dim."
         )
     if layout.is_blocked:
         if blocksize is None:
             if isinstance(x, CompressedArray) and x.layout.is_blocked:
                 blocksize = x.blocksize
             else:
-                raise ValueError(f"{op}: converting to {layout} needs blocksize=(rows, columns).")
+                raise ValueError(f"{op}: converting to {layout} needs a block shape (blocksize=None). Pass blocksize=(rows, columns).")
         b = ndim - 2 - dense_dim
         if blocksize[0] <= 0 or blocksize[1] <= 0 or shape[b] % blocksize[0] or shape[b + 1] % blocksize[1]:
             raise ValueError(
@@ -153,7 +153,7 @@ def _target(
             )
     else:
         if blocksize is not None and tuple(blocksize) != (1, 1):
-            raise ValueError(f"{op}: blocksize applies to sparse_bsr and sparse_bsc only, not to {layout}; use to_sparse_bsr.")
+            raise ValueError(f"{op}: blocksize applies to sparse_bsr and sparse_bsc only, not to {layout} (blocksize={blocksize}). Drop blocksize, or convert with to_sparse_bsr.")
         blocksize = (1, 1)
     return Target(layout, backend, xp, shape, 2, dense_dim, blocksize, idt, fill)
 
@@ -212,7 +212,7 @@ def to_sparse(
     xp = backend.load()
     target = _target(op, x, layout, backend, xp, sparse_dim, dense_dim, blocksize, index_dtype, fill_value)
     if layout is strided:
-        raise ValueError(f"{op}: use xsparse.to_dense for the strided layout.")
+        raise ValueError(f"{op}: to_sparse makes sparse arrays, not strided ones (layout={layout}). Call xsparse.to_dense instead.")
     if _is_already(x, target):
         return x
     return dispatch.call("convert", (layout_of(x), layout), backend.name, xp, x, target)
@@ -311,7 +311,7 @@ def coalesce(x: SparseArray, /) -> SparseArray:
                  shape=(3,), nnz=1, dtype=int64, layout=sparse_coo, backend=numpy)
     """
     if not isinstance(x, SparseArray):
-        raise TypeError(f"coalesce: expected an xsparse array, got {type(x).__name__}.")
+        raise TypeError(f"coalesce: expected an xsparse array, got {type(x).__name__}. A strided array has no duplicates to sum; convert it with to_sparse_coo first.")
     if x.is_coalesced():
         return x
     xp = x._backend.load()
@@ -335,7 +335,7 @@ def matrix_transpose(x: Any, /) -> Any:
         xp = backend_of_array(x).namespace()
         return xp.matrix_transpose(x)
     if x.ndim < 2:
-        raise ValueError(f"matrix_transpose: the array must have at least 2 dimensions, got shape {x.shape}.")
+        raise ValueError(f"matrix_transpose: the array must have at least 2 dimensions, got shape {x.shape}. Add a dimension first, or use the array as it is.")
     xp = x._xp
     if isinstance(x, CompressedArray) and x.dense_dim() == 0:
         return x.transpose_sparse()

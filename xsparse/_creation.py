@@ -91,6 +91,11 @@ def _contiguous(backend: Backend, xp: Any, x: Any) -> Any:
     return x
 
 
+def _default_float(xp: Any) -> Any:
+    """The backend's default real floating dtype (float64 for NumPy, torch's default dtype for torch)."""
+    return xp.__array_namespace_info__().default_dtypes()["real floating"]
+
+
 def _fill(xp: Any, dtype: Any, fill_value: Any) -> Any:
     return scalar_for(xp, dtype, fill_value)
 
@@ -161,7 +166,7 @@ def sparse_coo_array(
     if indices is None and values is None:
         if shp is None:
             raise ValueError(f"{op}: no indices, values or shape were given. Give indices and values, or a shape for an empty array.")
-        vdt = dt if dt is not None else xp.float64
+        vdt = dt if dt is not None else _default_float(xp)
         idx = xp.zeros((len(shp), 0), dtype=xp.int64, device=device)
         vals = xp.zeros((0,), dtype=vdt, device=device)
         return COOArray(idx, vals, shp, backend=b, xp=xp, coalesced=True, fill_value=_fill(xp, vdt, fill_value), check=check_invariants)
@@ -345,7 +350,7 @@ def _empty_compressed(
     bs = tuple(blocksize) if layout.is_blocked and blocksize is not None else (1, 1)
     batch = shape[:n_batch]
     grid = (shape[n_batch] // bs[0], shape[n_batch + 1] // bs[1])
-    vdt = dtype if dtype is not None else xp.float64
+    vdt = dtype if dtype is not None else _default_float(xp)
     ci = xp.zeros(batch + (grid[layout.compressed_dim] + 1,), dtype=xp.int64, device=device)
     pi = xp.zeros(batch + (0,), dtype=xp.int64, device=device)
     vals = xp.zeros(batch + (0,) + (bs if layout.is_blocked else ()) + shape[n_batch + 2 :], dtype=vdt, device=device)
@@ -398,7 +403,7 @@ def _creation(op: str, shape: Any, dtype: Any, layout: Layout, device: Any, back
                 f"{op}: a sparse_coo array of shape {shp} has between 0 and {len(shp)} sparse dimensions, got "
                 f"sparse_dim={sd} (sparse_dim={sparse_dim}, dense_dim={dense_dim}). Give sparse_dim or dense_dim in [0, {len(shp)}]."
             )
-        vdt = dt if dt is not None else xp.float64
+        vdt = dt if dt is not None else _default_float(xp)
         idx = xp.zeros((sd, 0), dtype=xp.int64, device=device)
         vals = xp.zeros((0, *shp[sd:]), dtype=vdt, device=device)
         return COOArray(idx, vals, shp, backend=b, xp=xp, coalesced=True, fill_value=_fill(xp, vdt, fill_value))

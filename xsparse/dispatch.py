@@ -141,7 +141,7 @@ def call(op: str, layouts: Sequence[Hashable], backend: str, xp: Any, *args: Any
         if kernel.supports is not None:
             reason = kernel.supports(xp, *args, **kwargs)
             if reason is not None:
-                declined.append(f"{kernel.describe()} declined: {reason}")
+                declined.append(f"{kernel.describe()} declined: {reason.rstrip('.')}.")
                 continue
         if kernel.rewrite:
             warnings.warn(

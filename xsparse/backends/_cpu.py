@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from types import ModuleType
 from typing import Any
 
@@ -54,6 +55,16 @@ _PARALLEL_SCATTER_MIN_NNZ = 1 << 16
 
 @functools.cache
 def _import_native() -> tuple[ModuleType | None, str | None]:
+    # OpenMP runtimes read OMP_WAIT_POLICY once, when they load, which for the one the extension
+    # links is normally while it is imported here. By default idle threads spin for a few
+    # milliseconds; when another process keeps a CPU busy, that made the two-thread conversions
+    # about 3 times slower than one thread (measured on 2 CPUs), while passive waiting cost nothing
+    # measurable on an idle machine. So unless the user chose a policy, ask for a passive one, for
+    # the import only: the environment is restored, and other libraries and subprocesses do not
+    # see the change.
+    chosen = "OMP_WAIT_POLICY" in os.environ
+    if not chosen:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     try:
         from . import _native
     except ImportError as exc:
@@ -61,6 +72,9 @@ def _import_native() -> tuple[ModuleType | None, str | None]:
             f"the compiled kernels (xsparse.backends._native) could not be imported ({exc}); "
             "reinstall xsparse where a C++17 compiler is available, e.g. `pip install -e .`"
         )
+    finally:
+        if not chosen:
+            del os.environ["OMP_WAIT_POLICY"]
     return _native, None
 
 

@@ -792,7 +792,7 @@ bool compressed_to_dense_kernel(Strided1<IP> indptr, Strided1<II> indices, const
                                 Py_ssize_t vs1, int64_t n0, int64_t n1, int64_t B, char* out, Py_ssize_t os0,
                                 Py_ssize_t os1, Py_ssize_t os2) {
     using UI = std::make_unsigned_t<II>;
-    const int64_t nnz = n0 > 0 ? static_cast<int64_t>(indptr[n0]) : 0;
+    [[maybe_unused]] const int64_t nnz = n0 > 0 ? static_cast<int64_t>(indptr[n0]) : 0;  // OpenMP only
     bool bad = false;
 #pragma omp parallel for schedule(dynamic, 256) reduction(|| : bad) if (nnz * B >= kParallelMinEntries)
     for (int64_t i = 0; i < n0; ++i) {

@@ -21,6 +21,7 @@ from ..formats import (
     strided,
 )
 from ..formats._ops import compress, expand_compressed, lexsort_indices, prod
+from ..formats._invariants import unequal_batches
 from ..formats._spec import Target
 
 __all__: list[str] = []
@@ -218,14 +219,7 @@ def block_coo_to_compressed(xp: Any, c: COOArray, target: Target) -> CompressedA
         counts = per_batch[1:] - per_batch[:-1]
         nse = total // nb
         if total % nb or bool(xp.any(counts != nse)):
-            from .._errors import InvariantError
-
-            raise InvariantError(
-                "3.9",
-                f"to_sparse: every batch of a {layout} array must hold the same number of specified elements, got between "
-                f"{int(xp.min(counts))} and {int(xp.max(counts))} (batch shape {batch}). Convert to sparse_coo instead, "
-                "or give every batch the same number of specified elements",
-            )
+            raise unequal_batches(layout, batch, int(xp.min(counts)), int(xp.max(counts)))
     grid = c.shape[nb_dims : nb_dims + 2]
     n_compressed = grid[cd]
     majors, minors = idx[nb_dims + cd, :], idx[nb_dims + 1 - cd, :]

@@ -12,9 +12,9 @@ from typing import Any, cast
 
 import numpy as np
 
-from .._errors import InvariantError
 from ..dispatch import register
 from ..formats import COMPRESSED, COOArray, CompressedArray, sparse_coo, sparse_csc, sparse_csr, strided
+from ..formats._invariants import unequal_batches
 from ..formats._spec import Target
 from . import _cpu
 
@@ -47,12 +47,7 @@ def _split_batches(
     counts = np.diff(starts)
     nse = int(counts[0]) if nb else 0
     if np.any(counts != nse):
-        raise InvariantError(
-            "3.9",
-            f"to_sparse: every batch of a {layout} array must hold the same number of specified elements, got between "
-            f"{int(counts.min())} and {int(counts.max())} (batch shape {batch}). Convert to sparse_coo instead, or give "
-            "every batch the same number of specified elements",
-        )
+        raise unequal_batches(layout, batch, int(counts.min()), int(counts.max()))
     ci = np.empty((nb, n_major + 1), dtype=indptr.dtype)
     ci[:, :n_major] = indptr[: nb * n_major].reshape(nb, n_major) - (np.arange(nb, dtype=indptr.dtype) * nse)[:, None]
     ci[:, n_major] = nse

@@ -87,7 +87,7 @@ class COOArray(SparseArray):
             raise InvariantError(
                 "coo.coalesced",
                 f"{what}() needs a coalesced array, and this one may hold duplicate indices (nnz={self.nnz}). "
-                f"Call coalesce() first, or read the raw, possibly duplicated entries with _{what}()",
+                f"Call coalesce() first, or read the raw, possibly duplicated entries with _{what}().",
             )
 
     def _components(self) -> dict[str, Any]:

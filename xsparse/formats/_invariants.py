@@ -60,7 +60,7 @@ class check_sparse_tensor_invariants(ContextDecorator):
     ...     xs.sparse_csr_array([0, 2, 1], [0, 1], [1.0, 2.0])
     Traceback (most recent call last):
         ...
-    xsparse._errors.InvariantError: invariant 5.2 violated: crow_indices[..., -1] must equal nse=2, got 1. End every batch's crow_indices at the number of specified elements.
+    xsparse.InvariantError: invariant 5.2 violated: crow_indices[..., -1] must equal nse=2, got 1. End every batch's crow_indices at the number of specified elements.
     >>> xs.check_sparse_tensor_invariants.is_enabled()
     False
     """
@@ -246,6 +246,16 @@ def _check_compressed_indices(
                 f"followed by {_flat_value(xp, pi[..., 1:], at)}. Build the array with to_sparse_csr (or another to_sparse_*) "
                 "from a COO array, which sorts and sums duplicates",
             )
+
+
+def unequal_batches(layout: Any, batch: tuple[int, ...], fewest: int, most: int) -> InvariantError:
+    """The error for a conversion whose batches would hold different numbers of specified elements."""
+    return _fail(
+        "3.9",
+        f"to_sparse: every batch of a {layout} array must hold the same number of specified elements, got between "
+        f"{fewest} and {most} (batch shape {batch}). Convert to sparse_coo instead, or give every batch the same "
+        "number of specified elements.",
+    )
 
 
 def index_overflows(index_dtype: str, largest: int) -> bool:
