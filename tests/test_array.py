@@ -11,6 +11,7 @@ import pytest
 
 import xsparse as xs
 from xsparse.backends import backend_of_array
+from xsparse.testing import assert_sparse_equal
 
 # 4 x 6 with an empty row; in 2 x 3 blocks the top-right block is empty
 DENSE = [
@@ -373,3 +374,32 @@ def test_repr_of_torch_values_that_do_not_export() -> None:
     assert "values=[-1.-2.j, -0.-3.j]," in repr(neg)
     bf16 = xs.sparse_coo_array(indices, torch.tensor([1.0, 2.5], dtype=torch.bfloat16), (3,))
     assert "values=[1. , 2.5]," in repr(bf16) and "dtype=bfloat16" in repr(bf16)
+
+
+def test_bool_of_one_element_and_ambiguity(backend: str, xp: Any) -> None:
+    one = xs.sparse_coo_array(xp.asarray([[0]]), xp.asarray([2.0]), (1,))
+    assert bool(one) is True
+    assert bool(xs.sparse_coo_array(shape=(1, 1), backend=backend)) is False
+    many = xs.sparse_coo_array(xp.asarray([[0]]), xp.asarray([2.0]), (3,))
+    with pytest.raises(ValueError, match=r"^__bool__: the truth value of an array with 3 elements is ambiguous \(shape=\(3,\)\)\. Reduce it first"):
+        bool(many)
+
+
+@pytest.mark.parametrize("layout", [xs.sparse_coo, xs.sparse_csr, xs.sparse_bsc], ids=str)
+def test_matrix_transpose_of_two_dense_dimensions(xp: Any, layout: xs.Layout) -> None:
+    dense = np.arange(2 * 4 * 2 * 3, dtype=np.float64).reshape(2, 4, 2, 3)
+    blocksize = (1, 2) if layout.is_blocked else None
+    a = xs.to_sparse(xp.asarray(dense), layout=layout, dense_dim=2, blocksize=blocksize)
+    t = a.mT
+    assert t.layout is layout and t.shape == (2, 4, 3, 2)
+    assert_sparse_equal(t, xp.asarray(np.swapaxes(dense, -1, -2)))
+
+
+def test_to_backend_resolves_torch_views_and_autograd() -> None:
+    torch = pytest.importorskip("torch")
+    conj = torch.tensor([1 + 2j, 3j]).conj()
+    np.testing.assert_array_equal(xs.to_backend(conj, "numpy"), np.asarray([1 - 2j, -3j]))
+    neg = torch.tensor([1.0, 2.0]).neg().conj()  # a lazily negated view for complex, a plain negation for real
+    np.testing.assert_array_equal(xs.to_backend(neg, "numpy"), np.asarray([-1.0, -2.0]))
+    grad = torch.tensor([1.0, 2.0], requires_grad=True)
+    np.testing.assert_array_equal(xs.to_backend(grad, "numpy"), np.asarray([1.0, 2.0]))

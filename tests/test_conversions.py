@@ -571,8 +571,9 @@ def test_transpose_commutes_with_conversion(backend: str, xp: Any, layout: xs.La
         t = a.mT
     else:
         t = a.transpose_sparse()
-        with pytest.raises(xs.LayoutError, match=r"^matrix_transpose: the last two dimensions of this .* mix sparse and dense"):
-            a.mT
+        if case.dense_dim == 1:
+            with pytest.raises(xs.LayoutError, match=r"^matrix_transpose: the last two dimensions of this .* mix sparse and dense"):
+                a.mT
     assert_same_components(t, expected)
     assert_sparse_equal(t, d_t)
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
+
+import array_api_compat
 
 from . import dispatch
 from ._common import backend_of, dtype_name, is_strided, resolve_dtype, scalar_for
@@ -20,6 +22,7 @@ from .formats import (
     sparse_csr,
     strided,
 )
+from .formats._ops import contiguous
 from .formats._spec import Target
 
 __all__ = [
@@ -213,9 +216,9 @@ def to_sparse(
     target = _target(op, x, layout, backend, xp, sparse_dim, dense_dim, blocksize, index_dtype, fill_value)
     if layout is strided:
         raise ValueError(f"{op}: to_sparse makes sparse arrays, not strided ones (layout={layout}). Call xsparse.to_dense instead.")
-    if _is_already(x, target):
+    if isinstance(x, SparseArray) and _is_already(x, target):
         return x
-    return dispatch.call("convert", (layout_of(x), layout), backend.name, xp, x, target)
+    return cast(SparseArray, dispatch.call("convert", (layout_of(x), layout), backend.name, xp, x, target))
 
 
 def _is_already(x: Any, target: Target) -> bool:
@@ -315,7 +318,7 @@ def coalesce(x: SparseArray, /) -> SparseArray:
     if x.is_coalesced():
         return x
     xp = x._backend.load()
-    return dispatch.call("coalesce", (x.layout,), x._backend.name, xp, x)
+    return cast(SparseArray, dispatch.call("coalesce", (x.layout,), x._backend.name, xp, x))
 
 
 def is_coalesced(x: SparseArray, /) -> bool:
@@ -339,6 +342,9 @@ def matrix_transpose(x: Any, /) -> Any:
     xp = x._xp
     if isinstance(x, CompressedArray) and x.dense_dim() == 0:
         return x.transpose_sparse()
+    if x.dense_dim() >= 2:
+        # both dimensions are dense: transpose every stored element's trailing axes
+        return x._with_values(contiguous(x._backend, xp, xp.matrix_transpose(x._vals)), x.fill_value)
     if isinstance(x, COOArray):
         sd = x.sparse_dim()
         shape = list(x.shape)
@@ -348,9 +354,6 @@ def matrix_transpose(x: Any, /) -> Any:
             order[-2], order[-1] = order[-1], order[-2]
             indices = xp.take(x._idx, xp.asarray(order, device=x.device), axis=0)
             return COOArray(indices, x._vals, tuple(shape), backend=x._backend, xp=xp, coalesced=False, fill_value=x.fill_value)
-        if sd <= x.ndim - 2:
-            values = xp.matrix_transpose(x._vals)
-            return COOArray(x._idx, values, tuple(shape), backend=x._backend, xp=xp, coalesced=x.is_coalesced(), fill_value=x.fill_value)
     raise LayoutError(
         f"matrix_transpose: the last two dimensions of this {x.layout} array mix sparse and dense dimensions "
         f"(shape={x.shape}, dense_dim={x.dense_dim()}). Convert with to_dense() first, or build the array without "
@@ -376,6 +379,9 @@ def to_backend(x: Any, backend: str | Backend, /, *, device: Any = None) -> Any:
         if backend_of_array(a).name == target.name:
             moved = a
         else:
+            if array_api_compat.is_torch_array(a):
+                # DLPack exports neither autograd history nor torch's lazy conjugation / negation bits
+                a = a.detach().resolve_conj().resolve_neg()
             try:
                 moved = xp.from_dlpack(a)
             except (TypeError, ValueError, RuntimeError, BufferError, AttributeError):

@@ -8,6 +8,7 @@ from typing import Any
 from ._common import backend_of, dtype_name, is_strided, resolve_dtype, scalar_for
 from ._errors import InvariantError, LayoutError
 from .backends import Backend
+from .formats._ops import contiguous
 from .formats import (
     COOArray,
     CompressedArray,
@@ -83,12 +84,7 @@ def _value_array(op: str, xp: Any, obj: Any, dtype: Any, device: Any) -> Any:
 
 
 def _contiguous(backend: Backend, xp: Any, x: Any) -> Any:
-    # Components are kept contiguous (invariants 3.5-3.7); a copy only where the input was not. A plain
-    # copy is not enough: torch's copy keeps the strides of a permuted (dense but not row-major) tensor,
-    # while a flat reshape lays the elements out in row-major order on every library.
-    if backend.is_contiguous(x) is False:
-        x = xp.reshape(xp.reshape(xp.asarray(x, copy=True), (-1,)), tuple(x.shape))
-    return x
+    return contiguous(backend, xp, x)
 
 
 def _default_float(xp: Any) -> Any:

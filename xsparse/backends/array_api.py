@@ -8,7 +8,7 @@ the sorted keys of the specified elements, and duplicates are summed by a segmen
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import array_api_compat
 
@@ -313,7 +313,7 @@ def _convert_coo_compressed(xp: Any, a: COOArray, target: Target) -> CompressedA
 def _convert_compressed_coo(xp: Any, a: CompressedArray, target: Target) -> COOArray:
     """to_sparse_coo(compressed): expand the compressed indices (and blocks); O(nnz log nnz)."""
     c = compressed_to_coo(xp, a)
-    return _convert_coo_coo(xp, c, target)
+    return cast(COOArray, _convert_coo_coo(xp, c, target))
 
 
 @register("convert", (COMPRESSED, COMPRESSED))

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from .. import dispatch
 from ..dispatch import register
-from ..formats import INDEXED, COOArray, SparseArray, strided
+from ..formats import INDEXED, COOArray, CompressedArray, SparseArray, strided
 from .array_api import coalesce_coo
 
 __all__ = ["UNARY", "LINEAR_UNARY", "python_scalar"]
@@ -236,7 +236,7 @@ def union_coo(xp: Any, name: str, a: COOArray, b: COOArray, *, intersect: bool =
 def _as_coo(xp: Any, a: SparseArray) -> COOArray:
     from .array_api import compressed_to_coo
 
-    return coalesce_coo(xp, a) if isinstance(a, COOArray) else compressed_to_coo(xp, a)
+    return coalesce_coo(xp, a) if isinstance(a, COOArray) else compressed_to_coo(xp, cast(CompressedArray, a))
 
 
 def _back_to(a: SparseArray, c: COOArray) -> SparseArray:

@@ -89,7 +89,7 @@ def _fold_major(batch_idx: list[np.ndarray], batch: tuple[int, ...], major: np.n
     lin = np.zeros(major.shape, dtype=np.int64)
     for d, size in enumerate(batch):
         lin = lin * size + batch_idx[d]
-    return lin * n_major + major
+    return cast(np.ndarray, lin * n_major + major)
 
 
 def _supports_coo_compressed(xp: Any, a: COOArray, target: Target) -> str | None:
@@ -243,7 +243,98 @@ def _convert_compressed_compressed_numpy(xp: Any, a: CompressedArray, target: Ta
             layout=a.layout, backend=a._backend, xp=xp, fill_value=a.fill_value,
         )  # fmt: skip
     coo = _convert_compressed_coo_numpy(xp, a, target)
-    return _convert_coo_compressed_numpy(xp, coo, target)
+    return cast(CompressedArray, _convert_coo_compressed_numpy(xp, coo, target))
+
+
+# -- SciPy's compiled kernels: 2-D CSR/CSC without batch or dense dimensions --------------------------------
+# Registered below the compiled kernels above (priority -1): they run where those decline or are not built.
+
+_SCIPY_DTYPES = frozenset(
+    np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+                          np.uint64, np.float32, np.float64, np.complex64, np.complex128)
+)  # fmt: skip
+
+
+def _scipy_reason(dtype: Any, fill: Any, plain_2d: bool, *layouts: Any) -> str | None:
+    if not plain_2d:
+        return "SciPy's kernels handle 2-D arrays without batch or dense dimensions"
+    if any(layout not in _UNBLOCKED for layout in layouts):
+        return "SciPy's kernels handle CSR and CSC only"
+    if np.dtype(dtype) not in _SCIPY_DTYPES:
+        return f"SciPy's sparse kernels do not handle dtype {np.dtype(dtype)}"
+    if fill != 0:
+        return "SciPy's sparse arrays have fill value 0"
+    return None
+
+
+def _scipy_container(layout: Any) -> Any:
+    from scipy import sparse
+
+    return sparse.csr_array if layout is sparse_csr else sparse.csc_array
+
+
+def _from_scipy(m: Any, target: Target, fill_value: Any = 0) -> CompressedArray:
+    m.sum_duplicates()  # canonical: sorted, unique (a no-op on arrays SciPy built canonical)
+    idt = np.dtype(target.index_dtype)
+    return CompressedArray(
+        m.indptr.astype(idt, copy=False), m.indices.astype(idt, copy=False), m.data, target.shape,
+        layout=target.layout, backend=target.backend, xp=target.xp, fill_value=fill_value,
+    )  # fmt: skip
+
+
+def _to_scipy(a: CompressedArray) -> Any:
+    container = _scipy_container(a.layout)
+    return container((np.asarray(a._vals), np.asarray(a._plain), np.asarray(a._compressed)), shape=a.shape)
+
+
+def _supports_strided_compressed_scipy(xp: Any, x: Any, target: Target) -> str | None:
+    plain = x.ndim == 2 and target.dense_dim == 0
+    return _scipy_reason(x.dtype, target.fill_value, plain, target.layout)
+
+
+@register("convert", (strided, COMPRESSED), backend="numpy", supports=_supports_strided_compressed_scipy, priority=-1)
+def _convert_strided_compressed_scipy_numpy(xp: Any, x: Any, target: Target) -> CompressedArray:
+    """to_sparse_{csr,csc}(2-D strided) through SciPy's csr_array / csc_array; O(numel)."""
+    return _from_scipy(_scipy_container(target.layout)(np.asarray(x)), target)
+
+
+def _supports_coo_compressed_scipy(xp: Any, a: COOArray, target: Target) -> str | None:
+    plain = a.sparse_dim() == 2 and a.dense_dim() == 0
+    return _scipy_reason(a.dtype, a.fill_value, plain, target.layout)
+
+
+@register("convert", (sparse_coo, COMPRESSED), backend="numpy", supports=_supports_coo_compressed_scipy, priority=-1)
+def _convert_coo_compressed_scipy_numpy(xp: Any, a: COOArray, target: Target) -> CompressedArray:
+    """to_sparse_{csr,csc}(2-D COO) through SciPy's coo_array.tocsr / tocsc (sums duplicates); O(nnz)."""
+    from scipy import sparse
+
+    idx = np.asarray(a._idx)
+    coo = sparse.coo_array((np.asarray(a._vals), (idx[0], idx[1])), shape=a.shape)
+    m = coo.tocsr() if target.layout is sparse_csr else coo.tocsc()
+    return _from_scipy(m, target, a.fill_value)
+
+
+def _supports_compressed_strided_scipy(xp: Any, a: CompressedArray, target: Target) -> str | None:
+    plain = a.batch_dim() == 0 and a.dense_dim() == 0
+    return _scipy_reason(a.dtype, a.fill_value, plain, a.layout)
+
+
+@register("convert", (COMPRESSED, strided), backend="numpy", supports=_supports_compressed_strided_scipy, priority=-1)
+def _convert_compressed_strided_scipy_numpy(xp: Any, a: CompressedArray, target: Target) -> Any:
+    """to_dense(2-D CSR or CSC) through SciPy's toarray; O(numel)."""
+    return _to_scipy(a).toarray()
+
+
+def _supports_compressed_compressed_scipy(xp: Any, a: CompressedArray, target: Target) -> str | None:
+    plain = a.batch_dim() == 0 and a.dense_dim() == 0
+    return _scipy_reason(a.dtype, a.fill_value, plain, a.layout, target.layout)
+
+
+@register("convert", (COMPRESSED, COMPRESSED), backend="numpy", supports=_supports_compressed_compressed_scipy, priority=-1)
+def _convert_compressed_compressed_scipy_numpy(xp: Any, a: CompressedArray, target: Target) -> CompressedArray:
+    """CSR <-> CSC (2-D) through SciPy's tocsr / tocsc; O(nnz)."""
+    m = _to_scipy(a)
+    return _from_scipy(m.tocsr() if target.layout is sparse_csr else m.tocsc(), target, a.fill_value)
 
 
 @register("erf", (strided,), backend="numpy")

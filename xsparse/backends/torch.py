@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import warnings
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -162,10 +162,10 @@ def _coalesce_torch(xp: Any, a: COOArray) -> COOArray:
 @register("erf", (strided,), backend="torch")
 def _erf_strided_torch(xp: Any, x: torch.Tensor) -> torch.Tensor:
     """erf(strided) through torch.special.erf; O(numel)."""
-    return torch.special.erf(x)
+    return cast(torch.Tensor, torch.special.erf(x))
 
 
 @register("erfinv", (strided,), backend="torch")
 def _erfinv_strided_torch(xp: Any, x: torch.Tensor) -> torch.Tensor:
     """erfinv(strided) through torch.special.erfinv; O(numel)."""
-    return torch.special.erfinv(x)
+    return cast(torch.Tensor, torch.special.erfinv(x))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 import math
-from typing import Any
+from typing import Any, cast
 
 import array_api_compat
 
@@ -119,14 +119,14 @@ class SparseArray(abc.ABC):
 
         if self.ndim != 2:
             raise ValueError(f"T: the array must be 2-D, got ndim={self.ndim}. Use mT to transpose the last two dimensions.")
-        return matrix_transpose(self)
+        return cast(SparseArray, matrix_transpose(self))
 
     @property
     def mT(self) -> SparseArray:
         """The transpose of the last two dimensions."""
         from .._conversion import matrix_transpose
 
-        return matrix_transpose(self)
+        return cast(SparseArray, matrix_transpose(self))
 
     # -- conversions (one-line calls into the public functions) ----------------------------------
     def to_dense(self) -> Any:
@@ -177,12 +177,130 @@ class SparseArray(abc.ABC):
 
         return coalesce(self)
 
+    # -- operators: one-line calls into the elementwise functions ----------------------------------
+    # NumPy defers to these reflected operators instead of converting the array (which would densify).
+    __array_ufunc__ = None
+
+    def __add__(self, other: Any) -> Any:
+        return _ew().add(self, other)
+
+    def __radd__(self, other: Any) -> Any:
+        return _ew().add(other, self)
+
+    def __sub__(self, other: Any) -> Any:
+        return _ew().subtract(self, other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return _ew().subtract(other, self)
+
+    def __mul__(self, other: Any) -> Any:
+        return _ew().multiply(self, other)
+
+    def __rmul__(self, other: Any) -> Any:
+        return _ew().multiply(other, self)
+
+    def __truediv__(self, other: Any) -> Any:
+        return _ew().divide(self, other)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return _ew().divide(other, self)
+
+    def __floordiv__(self, other: Any) -> Any:
+        return _ew().floor_divide(self, other)
+
+    def __rfloordiv__(self, other: Any) -> Any:
+        return _ew().floor_divide(other, self)
+
+    def __mod__(self, other: Any) -> Any:
+        return _ew().remainder(self, other)
+
+    def __rmod__(self, other: Any) -> Any:
+        return _ew().remainder(other, self)
+
+    def __pow__(self, other: Any) -> Any:
+        return _ew().pow(self, other)
+
+    def __rpow__(self, other: Any) -> Any:
+        return _ew().pow(other, self)
+
+    def __and__(self, other: Any) -> Any:
+        return _ew().bitwise_and(self, other)
+
+    def __rand__(self, other: Any) -> Any:
+        return _ew().bitwise_and(other, self)
+
+    def __or__(self, other: Any) -> Any:
+        return _ew().bitwise_or(self, other)
+
+    def __ror__(self, other: Any) -> Any:
+        return _ew().bitwise_or(other, self)
+
+    def __xor__(self, other: Any) -> Any:
+        return _ew().bitwise_xor(self, other)
+
+    def __rxor__(self, other: Any) -> Any:
+        return _ew().bitwise_xor(other, self)
+
+    def __lshift__(self, other: Any) -> Any:
+        return _ew().bitwise_left_shift(self, other)
+
+    def __rlshift__(self, other: Any) -> Any:
+        return _ew().bitwise_left_shift(other, self)
+
+    def __rshift__(self, other: Any) -> Any:
+        return _ew().bitwise_right_shift(self, other)
+
+    def __rrshift__(self, other: Any) -> Any:
+        return _ew().bitwise_right_shift(other, self)
+
+    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+        return _ew().equal(self, other)
+
+    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+        return _ew().not_equal(self, other)
+
+    def __lt__(self, other: Any) -> Any:  # type: ignore[override]
+        return _ew().less(self, other)
+
+    def __le__(self, other: Any) -> Any:  # type: ignore[override]
+        return _ew().less_equal(self, other)
+
+    def __gt__(self, other: Any) -> Any:  # type: ignore[override]
+        return _ew().greater(self, other)
+
+    def __ge__(self, other: Any) -> Any:  # type: ignore[override]
+        return _ew().greater_equal(self, other)
+
+    def __neg__(self) -> Any:
+        return _ew().negative(self)
+
+    def __pos__(self) -> Any:
+        return _ew().positive(self)
+
+    def __abs__(self) -> Any:
+        return _ew().abs(self)
+
+    def __invert__(self) -> Any:
+        return _ew().bitwise_invert(self)
+
+    __hash__ = None  # type: ignore[assignment]
+
     # -- namespaces and protocols ----------------------------------------------------------------
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:
         """The xsparse namespace bound to this array's backend."""
         from .._namespace import bound_namespace
 
         return bound_namespace(self._backend, api_version=api_version)
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(
+                f"__bool__: the truth value of an array with {self.size} elements is ambiguous (shape={self._shape}). "
+                "Reduce it first, e.g. with xsparse.any or xsparse.all on to_dense(a)."
+            )
+        from .._conversion import to_dense
+
+        return bool(self._xp.reshape(to_dense(self), ()))
 
     def __array__(self, *args: Any, **kwargs: Any) -> Any:
         raise DensificationError(
@@ -205,3 +323,9 @@ class SparseArray(abc.ABC):
         from .._repr import sparse_repr
 
         return sparse_repr(self)
+
+
+def _ew() -> Any:
+    from .. import _elementwise
+
+    return _elementwise

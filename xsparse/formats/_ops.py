@@ -7,7 +7,7 @@ from typing import Any
 
 import array_api_compat
 
-__all__ = ["expand_compressed", "compress", "lexsort_indices", "prod"]
+__all__ = ["expand_compressed", "compress", "lexsort_indices", "prod", "contiguous"]
 
 
 def prod(shape: tuple[int, ...] | list[int]) -> int:
@@ -62,3 +62,14 @@ def lexsort_indices(xp: Any, indices: Any) -> Any:
         key = xp.take(indices[d, :], perm)
         perm = xp.take(perm, xp.argsort(key, stable=True))
     return perm
+
+
+def contiguous(backend: Any, xp: Any, x: Any) -> Any:
+    """``x``, or a row-major copy of it where the backend says it is not contiguous (invariants 3.5-3.7).
+
+    A plain copy is not enough: torch's copy keeps the strides of a permuted (dense but not row-major)
+    tensor, while a flat reshape lays the elements out in row-major order on every library.
+    """
+    if backend.is_contiguous(x) is False:
+        x = xp.reshape(xp.reshape(xp.asarray(x, copy=True), (-1,)), tuple(x.shape))
+    return x
