@@ -177,8 +177,10 @@ def _memory_in_subprocess(case: dict[str, Any], impl: str) -> dict[str, Any]:
         [sys.executable, __file__, "--child", json.dumps({"case": case, "impl": impl})],
         capture_output=True,
         text=True,
-        check=True,
+        check=False,
     )
+    if proc.returncode != 0:
+        raise RuntimeError(f"the memory measurement of {case['name']} ({impl}) failed:\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 

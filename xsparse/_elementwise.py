@@ -14,7 +14,7 @@ from . import dispatch
 from ._common import is_strided
 from ._conversion import to_dense, to_sparse
 from .backends import backend_of_array
-from .backends import array_api_elementwise as _generic_elementwise  # noqa: F401  (registers the kernels)
+from .backends.array_api import elementwise as _generic_elementwise  # noqa: F401  (registers the kernels)
 from .formats import Layout, SparseArray, strided
 
 __all__ = [

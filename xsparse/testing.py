@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ._common import dtype_name, is_strided
-from .backends import array_api as generic
+from .backends.array_api import conversion as generic
 from .formats import COOArray, CompressedArray, SparseArray
 from .formats._invariants import check_compressed, check_coo
 

@@ -253,22 +253,22 @@ class SparseArray(abc.ABC):
     def __rrshift__(self, other: Any) -> Any:
         return _ew().bitwise_right_shift(other, self)
 
-    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+    def __eq__(self, other: Any) -> Any:
         return _ew().equal(self, other)
 
-    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+    def __ne__(self, other: Any) -> Any:
         return _ew().not_equal(self, other)
 
-    def __lt__(self, other: Any) -> Any:  # type: ignore[override]
+    def __lt__(self, other: Any) -> Any:
         return _ew().less(self, other)
 
-    def __le__(self, other: Any) -> Any:  # type: ignore[override]
+    def __le__(self, other: Any) -> Any:
         return _ew().less_equal(self, other)
 
-    def __gt__(self, other: Any) -> Any:  # type: ignore[override]
+    def __gt__(self, other: Any) -> Any:
         return _ew().greater(self, other)
 
-    def __ge__(self, other: Any) -> Any:  # type: ignore[override]
+    def __ge__(self, other: Any) -> Any:
         return _ew().greater_equal(self, other)
 
     def __neg__(self) -> Any:

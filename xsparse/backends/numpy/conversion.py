@@ -12,11 +12,11 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..dispatch import register
-from ..formats import COMPRESSED, COOArray, CompressedArray, sparse_coo, sparse_csc, sparse_csr, strided
-from ..formats._invariants import unequal_batches
-from ..formats._spec import Target
-from . import _cpu
+from ...dispatch import register
+from ...formats import COMPRESSED, COOArray, CompressedArray, sparse_coo, sparse_csc, sparse_csr, strided
+from ...formats._invariants import unequal_batches
+from ...formats._spec import Target
+from .. import _cpu
 
 __all__: list[str] = []
 
@@ -185,7 +185,7 @@ def _coalesce_coo_numpy(xp: Any, a: COOArray) -> COOArray:
 @register("convert", (sparse_coo, strided), backend="numpy")
 def _convert_coo_strided_numpy(xp: Any, a: COOArray, target: Target) -> Any:
     """to_dense(COO): fill, then assign the coalesced entries by linear index; O(numel + nnz)."""
-    from .._conversion import coalesce
+    from ..._conversion import coalesce
 
     c = cast(COOArray, coalesce(a))
     sd = c.sparse_dim()
@@ -208,7 +208,7 @@ def _supports_compressed_coo(xp: Any, a: CompressedArray, target: Target) -> str
 @register("convert", (COMPRESSED, sparse_coo), backend="numpy", supports=_supports_compressed_coo)
 def _convert_compressed_coo_numpy(xp: Any, a: CompressedArray, target: Target) -> COOArray:
     """to_sparse_coo(CSR or CSC): expand the compressed indices with repeat; O(nnz) (+ a sort for CSC)."""
-    from .._conversion import coalesce
+    from ..._conversion import coalesce
 
     nb_dims = a.batch_dim()
     batch = a.shape[:nb_dims]
@@ -336,18 +336,3 @@ def _convert_compressed_compressed_scipy_numpy(xp: Any, a: CompressedArray, targ
     m = _to_scipy(a)
     return _from_scipy(m.tocsr() if target.layout is sparse_csr else m.tocsc(), target, a.fill_value)
 
-
-@register("erf", (strided,), backend="numpy")
-def _erf_strided_numpy(xp: Any, x: Any) -> Any:
-    """erf(strided) through scipy.special.erf; O(numel)."""
-    from scipy import special
-
-    return special.erf(x)
-
-
-@register("erfinv", (strided,), backend="numpy")
-def _erfinv_strided_numpy(xp: Any, x: Any) -> Any:
-    """erfinv(strided) through scipy.special.erfinv; O(numel)."""
-    from scipy import special
-
-    return special.erfinv(x)

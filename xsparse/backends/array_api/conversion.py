@@ -12,17 +12,17 @@ from typing import Any, cast
 
 import array_api_compat
 
-from ..dispatch import register
-from ..formats import (
+from ...dispatch import register
+from ...formats import (
     COMPRESSED,
     COOArray,
     CompressedArray,
     sparse_coo,
     strided,
 )
-from ..formats._ops import compress, expand_compressed, lexsort_indices, prod
-from ..formats._invariants import unequal_batches
-from ..formats._spec import Target
+from ...formats._ops import compress, expand_compressed, lexsort_indices, prod
+from ...formats._invariants import unequal_batches
+from ...formats._spec import Target
 
 __all__: list[str] = []
 
@@ -32,7 +32,7 @@ def _device(x: Any) -> Any:
 
 
 def _fill_scalar(xp: Any, dtype: Any, fill: Any) -> Any:
-    from .._common import scalar_for
+    from ..._common import scalar_for
 
     return scalar_for(xp, dtype, fill)
 

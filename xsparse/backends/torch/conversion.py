@@ -14,9 +14,9 @@ from typing import Any, cast
 
 import torch
 
-from ..dispatch import register
-from ..formats import INDEXED, COOArray, CompressedArray, Layout, SparseArray, sparse_coo, strided
-from ..formats._spec import Target
+from ...dispatch import register
+from ...formats import INDEXED, COOArray, CompressedArray, Layout, SparseArray, sparse_coo, strided
+from ...formats._spec import Target
 
 __all__ = ["to_torch", "from_torch"]
 
@@ -124,7 +124,7 @@ def _convert_to_sparse_torch(xp: Any, x: Any, target: Target) -> SparseArray:
     except RuntimeError as exc:
         if "same number of specified elements per batch" in str(exc) and not isinstance(x, SparseArray):
             # the generic kernel finds the same violation and reports the counts
-            from .array_api import _convert_strided_compressed
+            from ..array_api.conversion import _convert_strided_compressed
 
             _convert_strided_compressed(xp, x, target)
         raise
@@ -158,14 +158,3 @@ def _coalesce_torch(xp: Any, a: COOArray) -> COOArray:
 
 
 
-
-@register("erf", (strided,), backend="torch")
-def _erf_strided_torch(xp: Any, x: torch.Tensor) -> torch.Tensor:
-    """erf(strided) through torch.special.erf; O(numel)."""
-    return cast(torch.Tensor, torch.special.erf(x))
-
-
-@register("erfinv", (strided,), backend="torch")
-def _erfinv_strided_torch(xp: Any, x: torch.Tensor) -> torch.Tensor:
-    """erfinv(strided) through torch.special.erfinv; O(numel)."""
-    return cast(torch.Tensor, torch.special.erfinv(x))

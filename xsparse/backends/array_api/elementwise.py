@@ -14,10 +14,10 @@ import math
 from collections.abc import Callable
 from typing import Any, cast
 
-from .. import dispatch
-from ..dispatch import register
-from ..formats import INDEXED, COOArray, CompressedArray, SparseArray, strided
-from .array_api import coalesce_coo
+from ... import dispatch
+from ...dispatch import register
+from ...formats import INDEXED, COOArray, CompressedArray, SparseArray, strided
+from .conversion import coalesce_coo
 
 __all__ = ["UNARY", "LINEAR_UNARY", "python_scalar"]
 
@@ -209,7 +209,7 @@ def union_coo(xp: Any, name: str, a: COOArray, b: COOArray, *, intersect: bool =
     if n == 0:
         values = f(xp, vals, vals)
         return COOArray(xp.astype(idx, index_dtype), values, a.shape, backend=a._backend, xp=xp, coalesced=True, fill_value=fill)
-    from ..formats._ops import lexsort_indices
+    from ...formats._ops import lexsort_indices
 
     perm = lexsort_indices(xp, xp.concat([idx, tag[None, :]], axis=0))
     idx, tag, vals = xp.take(idx, perm, axis=1), xp.take(tag, perm), xp.take(vals, perm, axis=0)
@@ -234,14 +234,14 @@ def union_coo(xp: Any, name: str, a: COOArray, b: COOArray, *, intersect: bool =
 
 
 def _as_coo(xp: Any, a: SparseArray) -> COOArray:
-    from .array_api import compressed_to_coo
+    from .conversion import compressed_to_coo
 
     return coalesce_coo(xp, a) if isinstance(a, COOArray) else compressed_to_coo(xp, cast(CompressedArray, a))
 
 
 def _back_to(a: SparseArray, c: COOArray) -> SparseArray:
     """``c`` in the layout (and blocksize / dense_dim) of ``a``."""
-    from .._conversion import to_sparse
+    from ..._conversion import to_sparse
 
     if a.layout is c.layout:
         return c
@@ -298,7 +298,7 @@ def _gather_at(xp: Any, a: COOArray, y: Any) -> Any:
     """The elements of strided ``y`` (of ``a``'s shape) at ``a``'s specified positions: (nnz, *dense)."""
     sd = a.sparse_dim()
     flat = xp.reshape(y, (-1, *y.shape[sd:])) if sd else xp.reshape(y, (1, *y.shape))
-    from .array_api import _linearize
+    from .conversion import _linearize
 
     key = _linearize(xp, a._idx, tuple(a.shape[:sd])) if sd else xp.zeros((a.nnz,), dtype=xp.int64, device=a.device)
     return xp.take(flat, key, axis=0)
@@ -320,7 +320,7 @@ def _binary_mixed_kernel(name: str, sparse_first: bool) -> Callable[..., Any]:
             values = f(xp, vals, other) if sparse_first else f(xp, other, vals)
             out = COOArray(c._idx, values, shape, backend=a._backend, xp=xp, coalesced=c.is_coalesced(), fill_value=python_scalar(xp, f(xp, xp.asarray(0, dtype=dtype), xp.asarray(0, dtype=dtype))))
             return _back_to(a, out) if shape == tuple(a.shape) else out
-        from .array_api import _convert_compressed_strided, coo_to_dense
+        from .conversion import _convert_compressed_strided, coo_to_dense
 
         dense = coo_to_dense(xp, a) if isinstance(a, COOArray) else _convert_compressed_strided(xp, a, None)
         return f(xp, dense, d) if sparse_first else f(xp, d, dense)
@@ -352,7 +352,7 @@ def _binary_sparse_kernel(name: str) -> Callable[..., Any]:
         a = broadcast_coo(xp, _as_coo(xp, x), shape)
         b = broadcast_coo(xp, _as_coo(xp, y), shape)
         if a.sparse_dim() != b.sparse_dim():
-            from .._errors import LayoutError
+            from ..._errors import LayoutError
 
             raise LayoutError(
                 f"{name}: the operands have different numbers of sparse dimensions ({a.sparse_dim()} and {b.sparse_dim()}) "

@@ -1,0 +1,12 @@
+"""Native kernels of the torch backend: torch.sparse's own, zero-copy.
+
+One module per area of operations; importing the package (which the dispatcher does the first time a
+torch tensor reaches it) registers them all.
+"""
+
+from __future__ import annotations
+
+from . import conversion, elementwise
+from .conversion import from_torch, to_torch
+
+__all__ = ["conversion", "elementwise", "from_torch", "to_torch"]
