@@ -7,6 +7,7 @@ float sums compare exactly), and the 2-D float64 cases also with SciPy.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -39,11 +40,15 @@ VALUE_DTYPES = [
     )
 ]
 INDEX_DTYPES = [np.dtype(np.int32), np.dtype(np.int64)]
+
+Triple = tuple[np.ndarray, np.ndarray, np.ndarray]
+# major, minor, values, n_major, n_minor, memory layout
+CooCase = tuple[np.ndarray, np.ndarray, np.ndarray, int, int, str]
 LAYOUTS = ["c", "step", "reversed", "fortran", "trailing"]
 
-# The kernels' own thresholds: above these the parallel scatter and the per-slice insertion and
-# pair sorts are used, so the large cases below are sized to reach them.
-PARALLEL_NNZ = 1 << 16
+# From this many entries the COO conversion scatters on several threads (when it can afford their
+# counters); the large cases below are sized around it.
+PARALLEL_NNZ = _cpu._PARALLEL_SCATTER_MIN_NNZ
 
 # No deadline: the first call of a parallel kernel starts OpenMP's threads.
 examples = settings(deadline=None, max_examples=150)
@@ -54,6 +59,7 @@ examples = settings(deadline=None, max_examples=150)
 
 def random_values(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype, zeros: float = 0.0) -> np.ndarray:
     """Random values over the dtype's whole range (so integer sums wrap), with special floats."""
+    out: np.ndarray
     if dtype.kind == "b":
         out = rng.random(shape) < 0.5
     elif dtype.kind in "iu":
@@ -99,7 +105,9 @@ def assert_same(actual: np.ndarray, expected: np.ndarray) -> None:
 # --- oracles --------------------------------------------------------------------------------------
 
 
-def oracle_coo_to_compressed(major, minor, values, n_major, sum_duplicates):
+def oracle_coo_to_compressed(
+    major: np.ndarray, minor: np.ndarray, values: np.ndarray, n_major: int, sum_duplicates: bool
+) -> Triple:
     """Stable sort by (major, minor); merge runs of equal coordinates summing in input order."""
     order = np.lexsort((minor, major))  # stable: equal keys keep their input order
     major, minor, values = major[order], minor[order], values[order]
@@ -119,7 +127,7 @@ def oracle_coo_to_compressed(major, minor, values, n_major, sum_duplicates):
     return indptr, minor, values
 
 
-def oracle_dense_to_compressed(dense, index_dtype):
+def oracle_dense_to_compressed(dense: np.ndarray, index_dtype: np.dtype) -> Triple:
     mask = dense != 0
     if dense.ndim > 2:
         mask = mask.reshape(*dense.shape[:2], math.prod(dense.shape[2:])).any(axis=2)
@@ -128,7 +136,9 @@ def oracle_dense_to_compressed(dense, index_dtype):
     return indptr, cols.astype(index_dtype), dense[rows, cols]
 
 
-def oracle_compressed_to_dense(indptr, indices, data, n_major, n_minor):
+def oracle_compressed_to_dense(
+    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, n_major: int, n_minor: int
+) -> np.ndarray:
     out = np.zeros((n_major, n_minor, *data.shape[1:]), data.dtype)
     rows = np.repeat(np.arange(n_major), np.diff(indptr))
     ufunc = np.logical_or if data.dtype == bool else np.add
@@ -143,7 +153,7 @@ dense_shapes = st.lists(st.integers(0, 3), max_size=2).map(tuple)
 
 
 @st.composite
-def coo_cases(draw):
+def coo_cases(draw: st.DrawFn) -> CooCase:
     index_dtype = draw(st.sampled_from(INDEX_DTYPES))
     dtype = draw(st.sampled_from(VALUE_DTYPES))
     n_major = draw(st.integers(0, 12))
@@ -162,7 +172,7 @@ def coo_cases(draw):
 
 
 @st.composite
-def dense_cases(draw):
+def dense_cases(draw: st.DrawFn) -> tuple[np.ndarray, np.dtype]:
     dtype = draw(st.sampled_from(VALUE_DTYPES))
     shape = (draw(st.integers(0, 15)), draw(st.integers(0, 15)), *draw(dense_shapes))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
@@ -188,7 +198,7 @@ def dense_cases(draw):
 
 @examples
 @given(case=coo_cases(), sum_duplicates=st.booleans())
-def test_coo_to_compressed_matches_oracle(case, sum_duplicates):
+def test_coo_to_compressed_matches_oracle(case: CooCase, sum_duplicates: bool) -> None:
     major, minor, values, n_major, n_minor, layout = case
     expected = oracle_coo_to_compressed(major, minor, values, n_major, sum_duplicates)
     actual = _cpu.coo_to_compressed(
@@ -214,7 +224,9 @@ def test_coo_to_compressed_matches_oracle(case, sum_duplicates):
     ],
 )
 @pytest.mark.parametrize(("dense_shape", "layout"), [((), "c"), ((2,), "c"), ((), "step"), ((2,), "fortran")])
-def test_coo_to_compressed_large(index_dtype, n_major, n_minor, nnz, pool, dense_shape, layout):
+def test_coo_to_compressed_large(
+    index_dtype: np.dtype, n_major: int, n_minor: int, nnz: int, pool: int, dense_shape: tuple[int, ...], layout: str
+) -> None:
     rng = np.random.default_rng(nnz + n_major)
     coords = rng.integers(0, [[n_major], [n_minor]], size=(2, pool))
     pick = rng.integers(0, pool, size=nnz)
@@ -235,7 +247,7 @@ def test_coo_to_compressed_large(index_dtype, n_major, n_minor, nnz, pool, dense
             keys = major[order].astype(np.int64) * n_minor + minor[order]
             starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
             exp_minor = minor[order][starts]
-            exp_data = np.add.reduceat(values[order], starts, axis=0) if nnz else values[:0]
+            exp_data = np.add.reduceat(values[order], starts, axis=0)
             exp_major = major[order][starts]
         else:
             exp_major, exp_minor, exp_data = major[order], minor[order], values[order]
@@ -247,7 +259,7 @@ def test_coo_to_compressed_large(index_dtype, n_major, n_minor, nnz, pool, dense
 
 @examples
 @given(case=coo_cases())
-def test_coo_to_compressed_matches_scipy(case):
+def test_coo_to_compressed_matches_scipy(case: CooCase) -> None:
     major, minor, _, n_major, n_minor, _ = case
     values = np.random.default_rng(major.size).standard_normal(major.size)
     indptr, indices, data = _cpu.coo_to_compressed(major, minor, values, n_major, n_minor)
@@ -258,7 +270,7 @@ def test_coo_to_compressed_matches_scipy(case):
     np.testing.assert_allclose(data, ref.data, rtol=1e-12, atol=1e-12)
 
 
-def test_coo_to_compressed_keeps_index_dtype_and_releases_merged_tail():
+def test_coo_to_compressed_keeps_index_dtype_and_releases_merged_tail() -> None:
     major = np.array([1, 1, 0, 1], np.int32)
     minor = np.array([2, 2, 0, 2], np.int32)
     indptr, indices, data = _cpu.coo_to_compressed(major, minor, np.ones((4, 2), np.float32), 2, 3)
@@ -271,7 +283,7 @@ def test_coo_to_compressed_keeps_index_dtype_and_releases_merged_tail():
     assert indices.flags.owndata and data.flags.owndata
 
 
-def test_coo_to_compressed_rejects_bad_input():
+def test_coo_to_compressed_rejects_bad_input() -> None:
     idx = np.array([0, 1], np.int64)
     with pytest.raises(ValueError, match="out of range"):
         _cpu.coo_to_compressed(np.array([0, 2], np.int64), idx, np.ones(2), 2, 2)
@@ -292,7 +304,7 @@ def test_coo_to_compressed_rejects_bad_input():
 
 @examples
 @given(case=dense_cases())
-def test_dense_to_compressed_matches_oracle(case):
+def test_dense_to_compressed_matches_oracle(case: tuple[np.ndarray, np.dtype]) -> None:
     dense, index_dtype = case
     actual = _cpu.dense_to_compressed(dense, index_dtype)
     for a, e in zip(actual, oracle_dense_to_compressed(dense, index_dtype)):
@@ -300,7 +312,7 @@ def test_dense_to_compressed_matches_oracle(case):
 
 
 @pytest.mark.parametrize("layout", ["c", "transpose"])
-def test_dense_to_compressed_matches_scipy(layout):
+def test_dense_to_compressed_matches_scipy(layout: str) -> None:
     rng = np.random.default_rng(0)
     dense = random_values(rng, (300, 200), np.dtype(np.float64), zeros=0.5)
     if layout == "transpose":
@@ -312,7 +324,7 @@ def test_dense_to_compressed_matches_scipy(layout):
     np.testing.assert_array_equal(data, dense[np.nonzero(dense != 0)])
 
 
-def test_dense_to_compressed_nan_and_negative_zero():
+def test_dense_to_compressed_nan_and_negative_zero() -> None:
     dense = np.array([[0.0, -0.0, np.nan]])
     indptr, indices, data = _cpu.dense_to_compressed(dense, np.int32)
     assert_same(indices, np.array([2], np.int32))
@@ -327,7 +339,7 @@ def test_dense_to_compressed_nan_and_negative_zero():
 
 @examples
 @given(case=coo_cases(), slack=st.booleans(), out_layout=st.sampled_from(["none", "c", "fortran", "trailing"]))
-def test_compressed_to_dense_matches_oracle(case, slack, out_layout):
+def test_compressed_to_dense_matches_oracle(case: CooCase, slack: bool, out_layout: str) -> None:
     major, minor, values, n_major, n_minor, layout = case
     # Slices in input order: unsorted, with duplicates.
     order = np.argsort(major, kind="stable")
@@ -356,14 +368,14 @@ def test_compressed_to_dense_matches_oracle(case, slack, out_layout):
 
 @examples
 @given(case=dense_cases())
-def test_round_trip(case):
+def test_round_trip(case: tuple[np.ndarray, np.dtype]) -> None:
     dense, index_dtype = case
     indptr, indices, data = _cpu.dense_to_compressed(dense, index_dtype)
     back = _cpu.compressed_to_dense(indptr, indices, data, *dense.shape[:2])
     assert_same(back, np.ascontiguousarray(dense))
 
 
-def test_compressed_to_dense_rejects_bad_input():
+def test_compressed_to_dense_rejects_bad_input() -> None:
     indptr = np.array([0, 1, 2], np.int64)
     data = np.ones(2)
     with pytest.raises(ValueError, match="out of range"):
@@ -379,7 +391,7 @@ def test_compressed_to_dense_rejects_bad_input():
 # --- index capacity -------------------------------------------------------------------------------
 
 
-def test_index_capacity_check():
+def test_index_capacity_check() -> None:
     # A real int32 overflow needs more than 2**31 entries; the check the conversions share is
     # exercised directly, and through dense_to_compressed with an empty but very wide array.
     _cpu._check_index_capacity(2**31 - 1, np.dtype(np.int32), "nnz")
@@ -397,12 +409,13 @@ def test_index_capacity_check():
 # --- dtypes and availability ----------------------------------------------------------------------
 
 
-def test_supports_dtype():
+def test_supports_dtype() -> None:
     for dtype in VALUE_DTYPES:
         assert _cpu.supports_dtype(dtype)
-    for dtype in (np.float16, np.dtype(">f8"), np.dtype("S3"), object, "not a dtype"):
+    unsupported: list[Any] = [np.float16, np.dtype(">f8"), np.dtype("S3"), object, "not a dtype"]
+    for dtype in unsupported:
         assert not _cpu.supports_dtype(dtype)
 
 
-def test_unavailable_reason_is_none_when_built():
+def test_unavailable_reason_is_none_when_built() -> None:
     assert _cpu.unavailable_reason() is None

@@ -13,6 +13,7 @@ caller then falls back to other kernels.
 from __future__ import annotations
 
 import functools
+import importlib
 import math
 import os
 from types import ModuleType
@@ -58,15 +59,15 @@ def _import_native() -> tuple[ModuleType | None, str | None]:
     # OpenMP runtimes read OMP_WAIT_POLICY once, when they load, which for the one the extension
     # links is normally while it is imported here. By default idle threads spin for a few
     # milliseconds; when another process keeps a CPU busy, that made the two-thread conversions
-    # about 3 times slower than one thread (measured on 2 CPUs), while passive waiting cost nothing
-    # measurable on an idle machine. So unless the user chose a policy, ask for a passive one, for
+    # about 3 times slower than one thread (measured on 2 CPUs), while passive waiting cost at most
+    # a few percent on an idle machine. So unless the user chose a policy, ask for a passive one, for
     # the import only: the environment is restored, and other libraries and subprocesses do not
     # see the change.
     chosen = "OMP_WAIT_POLICY" in os.environ
     if not chosen:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     try:
-        from . import _native
+        native = importlib.import_module(f"{__package__}._native")
     except ImportError as exc:
         return None, (
             f"the compiled kernels (xsparse.backends._native) could not be imported ({exc}); "
@@ -75,7 +76,7 @@ def _import_native() -> tuple[ModuleType | None, str | None]:
     finally:
         if not chosen:
             del os.environ["OMP_WAIT_POLICY"]
-    return _native, None
+    return native, None
 
 
 def _native_module() -> Any:

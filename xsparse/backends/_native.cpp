@@ -237,7 +237,7 @@ inline int max_threads() {
 template <class T>
 struct RowScratch {
     std::vector<std::pair<int64_t, int64_t>> keys;  // (minor index, position) for long rows
-    std::vector<T> block;                           // one value block
+    std::vector<T> block;                           // one value block, or a rank-sorted slice
 };
 
 // Stable sort of one major slice: n entries, indices idx[0..n) and value blocks val[k*B..(k+1)*B).

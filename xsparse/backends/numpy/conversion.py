@@ -39,6 +39,8 @@ def _split_batches(
     indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, batch: tuple[int, ...], n_major: int, layout: Any
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Cut a CSR of ``nb * n_major`` rows into ``nb`` batches of ``n_major`` rows each."""
+    if not batch:
+        return indptr, indices, data
     nb = math.prod(batch)
     if nb == 0:
         ci = np.zeros((*batch, n_major + 1), dtype=indptr.dtype)
