@@ -85,9 +85,33 @@ def kernel_table() -> list[str]:
     return lines
 
 
+def bench(quick: bool) -> int:
+    """Run the linear-algebra benchmark suite, ``benchmarks/bench_linalg.py`` of a source checkout."""
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_linalg.py"
+    spec = importlib.util.spec_from_file_location("xsparse_bench_linalg", script)
+    if not script.is_file() or spec is None or spec.loader is None:
+        print(
+            f"python -m xsparse bench: the benchmark suite is not here ({script}); it ships with the source "
+            "checkout. Clone the repository and install it with `pip install -e .[bench]`.",
+            file=sys.stderr,
+        )
+        return 2
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return int(module.main(["--quick"] if quick else []))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m xsparse", description=__doc__)
-    parser.parse_args(argv)
+    commands = parser.add_subparsers(dest="command", metavar="{bench}")
+    bench_parser = commands.add_parser("bench", help="benchmark the sparse linear algebra against SciPy, torch and pydata/sparse")
+    bench_parser.add_argument("--quick", action="store_true", help="matrices about ten times smaller")
+    args = parser.parse_args(argv)
+    if args.command == "bench":
+        return bench(args.quick)
     print(f"xsparse {xs.__version__}")
     print("\n".join(backends_report()))
     print()

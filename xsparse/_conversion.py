@@ -23,6 +23,7 @@ from .formats import (
     strided,
 )
 from .formats._ops import contiguous
+from .formats._semi_structured import SemiStructuredArray
 from .formats._spec import Target
 
 __all__ = [
@@ -340,6 +341,9 @@ def matrix_transpose(x: Any, /) -> Any:
     if x.ndim < 2:
         raise ValueError(f"matrix_transpose: the array must have at least 2 dimensions, got shape {x.shape}. Add a dimension first, or use the array as it is.")
     xp = x._xp
+    if isinstance(x, SemiStructuredArray):
+        # a flag, as torch keeps it: the transpose of a row pattern is not a row pattern
+        return x.t()
     if isinstance(x, CompressedArray) and x.dense_dim() == 0:
         return x.transpose_sparse()
     if x.dense_dim() >= 2:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
+import array_api_compat
+
+from . import dispatch
 from ._common import backend_of, dtype_name, is_strided, resolve_dtype, scalar_for
 from ._errors import InvariantError, LayoutError
 from .backends import Backend
@@ -31,6 +34,14 @@ __all__ = [
     "sparse_bsc_array",
     "zeros",
     "empty",
+    "ones",
+    "full",
+    "eye",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "empty_like",
+    "spdiags",
 ]
 
 
@@ -327,7 +338,7 @@ def _infer_compressed_shape(op: str, xp: Any, ci: Any, pi: Any, vals: Any, layou
 
 def _empty_compressed(
     op: str, b: Backend, xp: Any, shape: tuple[int, ...], layout: Layout, dtype: Any, device: Any,
-    blocksize: tuple[int, int] | None, dense_dim: int, fill_value: Any, check: bool | None,
+    blocksize: tuple[int, int] | None, dense_dim: int, fill_value: Any, check: bool | None, index_dtype: Any = None,
 ) -> CompressedArray:  # fmt: skip
     n_batch = len(shape) - 2 - dense_dim
     if n_batch < 0 or dense_dim < 0:
@@ -347,8 +358,9 @@ def _empty_compressed(
     batch = shape[:n_batch]
     grid = (shape[n_batch] // bs[0], shape[n_batch + 1] // bs[1])
     vdt = dtype if dtype is not None else _default_float(xp)
-    ci = xp.zeros(batch + (grid[layout.compressed_dim] + 1,), dtype=xp.int64, device=device)
-    pi = xp.zeros(batch + (0,), dtype=xp.int64, device=device)
+    idt = xp.int64 if index_dtype is None else index_dtype
+    ci = xp.zeros(batch + (grid[layout.compressed_dim] + 1,), dtype=idt, device=device)
+    pi = xp.zeros(batch + (0,), dtype=idt, device=device)
     vals = xp.zeros(batch + (0,) + (bs if layout.is_blocked else ()) + shape[n_batch + 2 :], dtype=vdt, device=device)
     return CompressedArray(ci, pi, vals, shape, layout=layout, backend=b, xp=xp, fill_value=_fill(xp, vdt, fill_value), check=check)
 
@@ -382,7 +394,10 @@ def sparse_bsc_array(ccol_indices: Any = None, row_indices: Any = None, values: 
     return sparse_compressed_array(ccol_indices, row_indices, values, shape, layout=sparse_bsc, **kwargs)
 
 
-def _creation(op: str, shape: Any, dtype: Any, layout: Layout, device: Any, backend: Any, blocksize: Any, dense_dim: Any, sparse_dim: Any, fill_value: Any, empty: bool) -> Any:
+def _creation(
+    op: str, shape: Any, dtype: Any, layout: Layout, device: Any, backend: Any, blocksize: Any, dense_dim: Any,
+    sparse_dim: Any, fill_value: Any, empty: bool, index_dtype: Any = None,
+) -> Any:  # fmt: skip
     b = backend_of(op=op, backend=backend)
     xp = b.load()
     dt = resolve_dtype(xp, dtype)
@@ -390,6 +405,8 @@ def _creation(op: str, shape: Any, dtype: Any, layout: Layout, device: Any, back
     if shp is None:
         raise TypeError(f"{op}: shape is required (shape=None). Pass a shape such as (2, 3).")
     if layout is strided:
+        if fill_value != 0 or fill_value != fill_value:
+            return xp.full(shp, fill_value, dtype=dt if dt is not None else _default_float(xp), device=device)
         make = xp.empty if empty else xp.zeros
         return make(shp, dtype=dt, device=device)
     if layout is sparse_coo:
@@ -400,11 +417,11 @@ def _creation(op: str, shape: Any, dtype: Any, layout: Layout, device: Any, back
                 f"sparse_dim={sd} (sparse_dim={sparse_dim}, dense_dim={dense_dim}). Give sparse_dim or dense_dim in [0, {len(shp)}]."
             )
         vdt = dt if dt is not None else _default_float(xp)
-        idx = xp.zeros((sd, 0), dtype=xp.int64, device=device)
+        idx = xp.zeros((sd, 0), dtype=xp.int64 if index_dtype is None else index_dtype, device=device)
         vals = xp.zeros((0, *shp[sd:]), dtype=vdt, device=device)
         return COOArray(idx, vals, shp, backend=b, xp=xp, coalesced=True, fill_value=_fill(xp, vdt, fill_value))
     if isinstance(layout, Layout) and layout.is_compressed:
-        return _empty_compressed(op, b, xp, shp, layout, dt, device, blocksize, dense_dim or 0, fill_value, None)
+        return _empty_compressed(op, b, xp, shp, layout, dt, device, blocksize, dense_dim or 0, fill_value, None, index_dtype)
     raise LayoutError(
         f"{op}: layout must be strided or a sparse layout such as sparse_csr, got {layout!r}. Pass one of xsparse.strided, "
         "sparse_coo, sparse_csr, sparse_csc, sparse_bsr or sparse_bsc."
@@ -448,3 +465,269 @@ def empty(
     """An uninitialised strided array; with a sparse ``layout``, the same as :func:`zeros`."""
     return _creation("empty", shape, dtype, layout, device, backend, blocksize, dense_dim, sparse_dim, 0, True)
 
+
+
+def _default_dtype_for(xp: Any, value: Any, device: Any) -> Any:
+    """The Array API's dtype for a ``full`` of a Python scalar: bool, or the default of its kind."""
+    if isinstance(value, bool):
+        return xp.bool
+    defaults = xp.__array_namespace_info__().default_dtypes(device=device)
+    if isinstance(value, int):
+        return defaults["integral"]
+    if isinstance(value, float):
+        return defaults["real floating"]
+    if isinstance(value, complex):
+        return defaults["complex floating"]
+    raise TypeError(
+        f"full: fill_value must be a Python bool, int, float or complex (fill_value={value!r}, type={type(value).__name__}). "
+        "Pass a Python scalar."
+    )
+
+
+def full(
+    shape: int | Sequence[int],
+    fill_value: bool | int | float | complex,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    layout: Layout = strided,
+    backend: str | Backend | None = None,
+    blocksize: tuple[int, int] | None = None,
+    dense_dim: int | None = None,
+    sparse_dim: int | None = None,
+) -> Any:
+    """An array whose every element is ``fill_value``; with a sparse ``layout``, a sparse array whose fill
+    value is ``fill_value`` and which specifies no element.
+
+    Parameters
+    ----------
+    shape
+        The shape.
+    fill_value
+        The value of every element. Without ``dtype`` it chooses the dtype as in the Array API: bool, or
+        the backend's default integer, real or complex floating dtype.
+    dtype, device, backend
+        Of the result.
+    layout
+        ``strided`` (default) or a sparse layout; ``blocksize``, ``dense_dim`` and ``sparse_dim`` shape a
+        sparse result as for :func:`zeros`.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> f = xs.full((2, 3), 1.5, layout=xs.sparse_csr)
+    >>> f.nnz, f.fill_value, f.to_dense().tolist()
+    (0, 1.5, [[1.5, 1.5, 1.5], [1.5, 1.5, 1.5]])
+    """
+    b = backend_of(op="full", backend=backend)
+    xp = b.load()
+    dt = resolve_dtype(xp, dtype) if dtype is not None else _default_dtype_for(xp, fill_value, device)
+    return _creation("full", shape, dt, layout, device, b, blocksize, dense_dim, sparse_dim, fill_value, False)
+
+
+def ones(
+    shape: int | Sequence[int],
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    layout: Layout = strided,
+    backend: str | Backend | None = None,
+    blocksize: tuple[int, int] | None = None,
+    dense_dim: int | None = None,
+    sparse_dim: int | None = None,
+) -> Any:
+    """An array of ones; with a sparse ``layout``, a sparse array of fill value 1 that specifies no element.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> o = xs.ones((2, 2), layout=xs.sparse_coo, dtype="int64")
+    >>> o.nnz, o.fill_value, o.to_dense().tolist()
+    (0, 1, [[1, 1], [1, 1]])
+    """
+    return _creation("ones", shape, dtype, layout, device, backend, blocksize, dense_dim, sparse_dim, 1, False)
+
+
+def eye(
+    n_rows: int,
+    n_cols: int | None = None,
+    /,
+    *,
+    k: int = 0,
+    dtype: Any = None,
+    device: Any = None,
+    layout: Layout = strided,
+    backend: str | Backend | None = None,
+    blocksize: tuple[int, int] | None = None,
+) -> Any:
+    """A 2-D array with ones on the ``k``-th diagonal; with a sparse ``layout``, a sparse one that specifies
+    exactly that diagonal (whole blocks of it for BSR and BSC, which need ``blocksize``).
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> e = xs.eye(3, 4, k=1, layout=xs.sparse_csr, dtype="float64")
+    >>> e.crow_indices().tolist(), e.col_indices().tolist()
+    ([0, 1, 2, 3], [1, 2, 3])
+    """
+    op = "eye"
+    b = backend_of(op=op, backend=backend)
+    xp = b.load()
+    dt = resolve_dtype(xp, dtype)
+    rows = int(n_rows)
+    cols = rows if n_cols is None else int(n_cols)
+    if rows < 0 or cols < 0:
+        raise ValueError(f"{op}: the number of rows and columns must be non-negative (n_rows={rows}, n_cols={cols}). Pass sizes >= 0.")
+    if layout is strided:
+        return xp.eye(rows, cols, k=int(k), dtype=dt, device=device)
+    if not isinstance(layout, Layout) or not (layout is sparse_coo or layout.is_compressed):
+        raise LayoutError(
+            f"{op}: layout must be strided or one of sparse_coo, sparse_csr, sparse_csc, sparse_bsr, sparse_bsc "
+            f"(layout={layout!r}). Pass one of them."
+        )
+    vdt = dt if dt is not None else _default_float(xp)
+    diagonal = xp.ones((1, cols), dtype=vdt, device=device)
+    return spdiags(diagonal, xp.asarray([int(k)], dtype=xp.int64, device=device), (rows, cols), layout, blocksize=blocksize)
+
+
+def spdiags(
+    diagonals: Any,
+    offsets: Any,
+    shape: Sequence[int],
+    layout: Layout | None = None,
+    *,
+    backend: str | Backend | None = None,
+    blocksize: tuple[int, int] | None = None,
+) -> Any:
+    """A sparse 2-D array with the rows of ``diagonals`` on the diagonals ``offsets`` (torch.sparse.spdiags).
+
+    ``diagonals[k, j]`` goes to position ``(j - offsets[k], j)`` when that lies inside ``shape``, as in torch
+    and SciPy: every row of ``diagonals`` is indexed by column, so the part of it that would fall outside
+    the array is ignored.
+
+    Parameters
+    ----------
+    diagonals
+        ``(n_diagonals, length)`` values (a 1-D array is one diagonal).
+    offsets
+        ``(n_diagonals,)`` distinct integers (a 0-d offset goes with a 1-D ``diagonals``): 0 is the main
+        diagonal, positive offsets lie above it, negative ones below.
+    shape
+        ``(rows, columns)`` of the result.
+    layout
+        The result layout (default ``sparse_coo``, as torch); BSR and BSC need ``blocksize``.
+    backend
+        The backend for list inputs.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> d = xs.spdiags([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [0, -1], (3, 3), layout=xs.sparse_csr)
+    >>> xs.to_dense(d).tolist()
+    [[1.0, 0.0, 0.0], [4.0, 2.0, 0.0], [0.0, 5.0, 3.0]]
+    """
+    op = "spdiags"
+    _not_sparse(op, "2.3", "diagonals", diagonals)
+    _not_sparse(op, "2.1", "offsets", offsets)
+    b = backend_of(diagonals, offsets, op=op, backend=backend)
+    xp = b.load()
+    diag = diagonals if is_strided(diagonals) else xp.asarray(diagonals)
+    off = offsets if is_strided(offsets) else xp.asarray(offsets, device=array_api_compat.device(diag))
+    if diag.ndim == 1 and off.ndim == 0:
+        diag, off = diag[None, :], xp.reshape(off, (1,))
+    shp = _shape_arg(op, shape)
+    if shp is None or len(shp) != 2 or min(shp) < 0:
+        raise ValueError(f"{op}: shape must be two non-negative sizes (shape={shape!r}). Pass (rows, columns).")
+    if diag.ndim != 2 or off.ndim != 1 or diag.shape[0] != off.shape[0]:
+        raise ValueError(
+            f"{op}: diagonals must be 2-D and offsets 1-D with one offset per row of diagonals "
+            f"(diagonals.shape={tuple(diag.shape)}, offsets.shape={tuple(off.shape)}). Give offsets (n,) for diagonals (n, length)."
+        )
+    if not xp.isdtype(off.dtype, "integral"):
+        raise TypeError(f"{op}: offsets must be integers (dtype={dtype_name(off.dtype)}). Pass an integer array or a list of ints.")
+    if off.shape[0] > 1 and int(xp.max(xp.unique_counts(off).counts)) > 1:
+        raise ValueError(
+            f"{op}: offsets must be distinct (offsets={[int(o) for o in off]}). Sum the diagonals of equal offset first."
+        )
+    result = dispatch.call(op, (strided, strided), b.name, xp, diag, off, shp, b)
+    if layout is None or layout is sparse_coo:
+        return result
+    from ._conversion import to_dense, to_sparse
+
+    if layout is strided:
+        return to_dense(result)
+    return to_sparse(result, layout=layout, blocksize=blocksize)
+
+
+def _like(op: str, x: Any, fill_value: Any, dtype: Any, device: Any, layout: Layout | None, blocksize: Any, empty: bool) -> Any:
+    if not isinstance(x, SparseArray) and not is_strided(x):
+        raise TypeError(f"{op}: x must be an xsparse array or a backend array, got {type(x).__name__}. Pass an array.")
+    b = backend_of(x, op=op)
+    xp = b.load()
+    dt = resolve_dtype(xp, dtype) if dtype is not None else x.dtype
+    dev = device if device is not None else array_api_compat.device(x._vals if isinstance(x, SparseArray) else x)
+    target = layout if layout is not None else (x.layout if isinstance(x, SparseArray) else strided)
+    sparse_dim = dense_dim = index_dtype = None
+    if isinstance(x, SparseArray):
+        index_dtype = getattr(x, "index_dtype", None)
+        dense_dim = x.dense_dim()
+        sparse_dim = x.ndim - dense_dim
+        if blocksize is None and x.layout.is_blocked:
+            blocksize = cast(CompressedArray, x).blocksize
+    return _creation(op, x.shape, dt, target, dev, b, blocksize, dense_dim, sparse_dim, fill_value, empty, index_dtype)
+
+
+def zeros_like(x: Any, /, *, dtype: Any = None, device: Any = None, layout: Layout | None = None, blocksize: tuple[int, int] | None = None) -> Any:
+    """An array of zeros like ``x``: a sparse ``x`` gives a sparse array of its layout and structure (batch,
+    sparse and dense dimensions, blocksize, index dtype) that specifies no element.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_csr_array([0, 1, 2], [1, 0], [5.0, 6.0], fill_value=2.0)
+    >>> z = xs.zeros_like(a)
+    >>> z.layout, z.nnz, z.fill_value
+    (xsparse.sparse_csr, 0, 0.0)
+    """
+    return _like("zeros_like", x, 0, dtype, device, layout, blocksize, False)
+
+
+def ones_like(x: Any, /, *, dtype: Any = None, device: Any = None, layout: Layout | None = None, blocksize: tuple[int, int] | None = None) -> Any:
+    """An array of ones like ``x``; see :func:`zeros_like` (the sparse result has fill value 1).
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> o = xs.ones_like(xs.sparse_coo_array([[0]], [5], (3,)))
+    >>> o.nnz, o.fill_value, o.to_dense().tolist()
+    (0, 1, [1, 1, 1])
+    """
+    return _like("ones_like", x, 1, dtype, device, layout, blocksize, False)
+
+
+def full_like(
+    x: Any, /, fill_value: bool | int | float | complex, *, dtype: Any = None, device: Any = None,
+    layout: Layout | None = None, blocksize: tuple[int, int] | None = None,
+) -> Any:  # fmt: skip
+    """An array of ``fill_value`` like ``x``; see :func:`zeros_like` (the sparse result has that fill value).
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> f = xs.full_like(xs.sparse_coo_array([[0]], [5.0], (3,)), -1.0, layout=xs.strided)
+    >>> f.tolist()
+    [-1.0, -1.0, -1.0]
+    """
+    return _like("full_like", x, fill_value, dtype, device, layout, blocksize, False)
+
+
+def empty_like(x: Any, /, *, dtype: Any = None, device: Any = None, layout: Layout | None = None, blocksize: tuple[int, int] | None = None) -> Any:
+    """An uninitialised array like ``x``; for a sparse layout the same as :func:`zeros_like`.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> xs.empty_like(xs.sparse_coo_array([[0]], [5.0], (3,))).nnz
+    0
+    """
+    return _like("empty_like", x, 0, dtype, device, layout, blocksize, True)

@@ -1,8 +1,13 @@
 """Elementwise functions on strided and sparse arrays (the Array API's, plus torch's extra names).
 
-Every function dispatches on the operand's layout. On a sparse array the result keeps the layout and
-the sparsity structure; the fill value is mapped too, so ``cos(A)`` is a sparse array whose unspecified
-elements are ``cos(0) = 1``. ``layout=`` converts the result to another layout.
+Every function dispatches on the operands' layouts (``"scalar"`` standing for a Python scalar). On a
+sparse array a unary function keeps the layout and the sparsity structure; the fill value is mapped too,
+so ``cos(A)`` is a sparse array whose unspecified elements are ``cos(0) = 1``. A binary function
+broadcasts as the Array API says and gives: with a scalar, the sparse operand's layout; with another
+sparse array, the first one's layout; with a strided array, a strided result as in torch, except for
+the products of a sparse operand with fill value 0, which stay sparse. ``layout=`` converts the result
+to another layout. The kernels are in ``xsparse/backends/*/elementwise.py``; ``docs/decisions.md``
+says where the results differ from torch's.
 """
 
 from __future__ import annotations
@@ -11,8 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from . import dispatch
-from ._common import is_strided
-from ._conversion import to_dense, to_sparse
+from ._common import backend_of, is_strided
+from ._conversion import layout_of, to_dense, to_sparse
 from .backends import backend_of_array
 from .backends.array_api import elementwise as _generic_elementwise  # noqa: F401  (registers the kernels)
 from .formats import Layout, SparseArray, strided
@@ -35,6 +40,7 @@ __all__ = [
     "bitwise_right_shift",
     "bitwise_xor",
     "ceil",
+    "clip",
     "conj",
     "conj_physical",
     "copysign",
@@ -96,29 +102,43 @@ __all__ = [
 ]
 
 
-def convert_result(result: Any, layout: Layout | None) -> Any:
+def convert_result(result: Any, layout: Layout | None, op: str = "convert_result") -> Any:
     """Apply an operation's ``layout=`` argument to its result."""
     if layout is None:
         return result
+    if not isinstance(layout, Layout):
+        raise TypeError(
+            f"{op}: layout must be an xsparse layout or None (layout={layout!r}). Pass e.g. xsparse.sparse_csr or "
+            "xsparse.strided."
+        )
     if layout is strided:
         return to_dense(result)
     if isinstance(result, SparseArray) and result.layout is layout:
         return result
+    if layout.is_blocked and not (isinstance(result, SparseArray) and result.layout.is_blocked):
+        raise ValueError(
+            f"{op}: a {layout} result needs a block shape, which a {layout_of(result)} result does not have "
+            f"(layout={layout}). Convert the result with xsparse.to_sparse(r, layout=xsparse.{layout}, blocksize=(rows, columns))."
+        )
     return to_sparse(result, layout=layout)
 
 
-def apply_unary(name: str, x: Any, layout: Layout | None) -> Any:
+def _source(name: str, x: Any) -> tuple[Any, Layout]:
     if isinstance(x, SparseArray):
-        backend, source = x._backend, x.layout
-    elif is_strided(x):
-        backend, source = backend_of_array(x), strided
-    else:
-        raise TypeError(
-            f"{name}: expected an xsparse array or a backend array, got {type(x).__name__}. Wrap Python scalars "
-            "and lists with the backend's asarray first."
-        )
+        return x._backend, x.layout
+    if is_strided(x):
+        return backend_of_array(x), strided
+    raise TypeError(
+        f"{name}: expected an xsparse array or a backend array, got {type(x).__name__} (x={x!r}). Wrap Python "
+        "scalars and lists with the backend's asarray first."
+    )
+
+
+def apply_unary(name: str, x: Any, layout: Layout | None, **kwargs: Any) -> Any:
+    """Dispatch the unary function ``name`` on ``x``'s layout and apply ``layout=``."""
+    backend, source = _source(name, x)
     xp = backend.load()
-    return convert_result(dispatch.call(name, (source,), backend.name, xp, x), layout)
+    return convert_result(dispatch.call(name, (source,), backend.name, xp, x, **kwargs), layout, name)
 
 
 def _doc(name: str, summary: str, example: str) -> str:
@@ -135,7 +155,8 @@ Returns
 -------
 array
     ``{name}`` of every element. A sparse ``x`` gives a sparse array of the same structure whose
-    fill value is ``{name}(x.fill_value)``.
+    fill value is ``{name}(x.fill_value)`` (an uncoalesced COO ``x`` is coalesced first unless
+    ``{name}`` is linear).
 
 Examples
 --------
@@ -154,29 +175,33 @@ def _unary(name: str, summary: str, example: str) -> Callable[..., Any]:
     return func
 
 
+_SCALARS = (bool, int, float, complex)
 
-def _operand_kind(x: Any) -> Any:
+
+def _operand_kind(name: str, x: Any) -> Any:
     if isinstance(x, SparseArray):
         return x.layout
     if is_strided(x):
         return strided
-    if isinstance(x, (bool, int, float, complex)):
+    if isinstance(x, _SCALARS):
         return "scalar"
     raise TypeError(
-        f"expected an xsparse array, a backend array or a Python scalar, got {type(x).__name__}. Wrap lists with the "
-        "backend's asarray first."
+        f"{name}: expected an xsparse array, a backend array or a Python scalar, got {type(x).__name__} (operand={x!r}). "
+        "Wrap lists with the backend's asarray first."
     )
 
 
 def apply_binary(name: str, x1: Any, x2: Any, layout: Layout | None) -> Any:
-    from ._common import backend_of
-
-    kinds = (_operand_kind(x1), _operand_kind(x2))
+    """Dispatch the binary function ``name`` on the operands' layouts and apply ``layout=``."""
+    kinds = (_operand_kind(name, x1), _operand_kind(name, x2))
     if kinds == ("scalar", "scalar"):
-        raise TypeError(f"{name}: at least one operand must be an array, got two Python scalars.")
+        raise TypeError(
+            f"{name}: at least one operand must be an array, got two Python scalars (x1={x1!r}, x2={x2!r}). Wrap one "
+            "with the backend's asarray."
+        )
     backend = backend_of(x1, x2, op=name)
     xp = backend.load()
-    return convert_result(dispatch.call(name, kinds, backend.name, xp, x1, x2), layout)
+    return convert_result(dispatch.call(name, kinds, backend.name, xp, x1, x2), layout, name)
 
 
 def _binary(name: str, summary: str, example: str) -> Callable[..., Any]:
@@ -190,17 +215,19 @@ def _binary(name: str, summary: str, example: str) -> Callable[..., Any]:
 Parameters
 ----------
 x1, x2
-    Strided (backend) arrays, xsparse arrays or Python scalars (not both scalars), broadcast together.
+    Strided (backend) arrays, xsparse arrays or Python scalars (not both scalars), broadcast together
+    (Array API rules, size-1 dimensions of sparse operands included); the dtype follows the backend's
+    type promotion.
 layout
-    The layout of the result. By default: a sparse operand with a scalar keeps its layout; two sparse
-    operands give the first one's layout; sparse with strided gives strided, except for products
-    (``multiply``, ``logical_and``, ``bitwise_and``) with a zero fill value, which keep the sparse
-    operand's layout as torch does.
+    The layout of the result. By default: a sparse operand with a scalar (or a 0-d array) keeps its
+    layout; two sparse operands give the first one's layout; sparse with strided gives strided, as in
+    torch, except for products (``multiply``, ``logical_and``, ``bitwise_and``) of a sparse operand
+    with fill value 0, which keep that operand's layout and structure.
 
 Returns
 -------
 array
-    The fill value of a sparse result is ``{name}`` of the operands' fill values.
+    A sparse result's fill value is ``{name}`` of the operands' fill values.
 
 Examples
 --------
@@ -208,6 +235,43 @@ Examples
 {example}
 """
     return func
+
+
+def clip(x: Any, /, min: Any = None, max: Any = None, *, layout: Layout | None = None) -> Any:  # noqa: A002
+    """Clamp every element to ``[min, max]``.
+
+    Parameters
+    ----------
+    x
+        A strided (backend) array or an xsparse array.
+    min, max
+        The bounds: Python scalars (or None for no bound), or arrays broadcast against ``x``, in which
+        case ``clip`` is ``minimum(maximum(x, min), max)``.
+    layout
+        The layout of the result (default: the layout of ``x`` for scalar bounds).
+
+    Returns
+    -------
+    array
+        A sparse ``x`` with scalar bounds gives a sparse array of the same structure whose fill value
+        is clipped too.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_coo_array([[0, 2]], [-3.0, 5.0], (4,), dtype="float64", fill_value=1.0)
+    >>> r = xs.clip(a, 0.0, 2.0)
+    >>> r.layout, r.fill_value
+    (xsparse.sparse_coo, 1.0)
+    >>> xs.to_dense(r).tolist()
+    [0.0, 1.0, 2.0, 1.0]
+    """
+    if (min is None or isinstance(min, _SCALARS)) and (max is None or isinstance(max, _SCALARS)):
+        return apply_unary("clip", x, layout, min=min, max=max)
+    _source("clip", x)
+    out = x if min is None else maximum(x, min)
+    out = out if max is None else minimum(out, max)
+    return convert_result(out, layout, "clip")
 
 
 abs = _unary(
@@ -735,7 +799,7 @@ add = _binary(
 >>> b = xs.sparse_coo_array([[1, 2]], [2.0, 3.0], (4,), dtype="float64")
 >>> r = xs.add(a, b)
 >>> r.layout, r.fill_value
-(xsparse.sparse_coo, 0)
+(xsparse.sparse_coo, 0.0)
 >>> xs.to_dense(r).tolist()
 [1.0, 2.0, 7.0, 0.0]
 >>> xs.to_dense(xs.add(a, 2.0)).tolist()
@@ -1113,7 +1177,7 @@ subtract = _binary(
 >>> b = xs.sparse_coo_array([[1, 2]], [2.0, 3.0], (4,), dtype="float64")
 >>> r = xs.subtract(a, b)
 >>> r.layout, r.fill_value
-(xsparse.sparse_coo, 0)
+(xsparse.sparse_coo, 0.0)
 >>> xs.to_dense(r).tolist()
 [1.0, -2.0, 1.0, 0.0]
 >>> xs.to_dense(xs.subtract(a, 2.0)).tolist()

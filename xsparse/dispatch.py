@@ -122,8 +122,31 @@ def _tier_order(candidates: list[Kernel]) -> list[Kernel]:
     return ordered
 
 
+# The order of resolution depends on nothing but an operation's registered kernels, and computing it
+# costs tens of microseconds -- ten times a SpMV of a small matrix -- so it is kept per (operation,
+# layouts, backend), with the kernel list it came from (held, so its identity cannot be reused) and
+# that list's length: registering appends to the list, and replacing the registry or the list (as
+# tests do) replaces it, so a stale order is never used.
+_RESOLVED: dict[tuple[str, tuple[Hashable, ...], str], tuple[Any, list[Kernel], int, tuple[Kernel, ...]]] = {}
+
+
+def _resolved(op: str, layouts: tuple[Hashable, ...], backend: str) -> tuple[Kernel, ...]:
+    kernels = _REGISTRY.get(op, [])
+    key = (op, layouts, backend)
+    hit = _RESOLVED.get(key)
+    if hit is not None and hit[0] is _REGISTRY and hit[1] is kernels and hit[2] == len(kernels):
+        return hit[3]
+    ordered = tuple(_resolve(op, layouts, backend))
+    _RESOLVED[key] = (_REGISTRY, kernels, len(kernels), ordered)
+    return ordered
+
+
 def resolve(op: str, layouts: Sequence[Hashable], backend: str) -> list[Kernel]:
     """The kernels that ``call`` would try for these layouts on this backend, in order."""
+    return list(_resolved(op, tuple(layouts), backend))
+
+
+def _resolve(op: str, layouts: Sequence[Hashable], backend: str) -> list[Kernel]:
     candidates = [k for k in _REGISTRY.get(op, []) if k.matches(layouts)]
     native = [k for k in candidates if k.backend == backend and not k.rewrite]
     generic = [k for k in candidates if k.backend is None and not k.rewrite]
@@ -137,7 +160,7 @@ def resolve(op: str, layouts: Sequence[Hashable], backend: str) -> list[Kernel]:
 def call(op: str, layouts: Sequence[Hashable], backend: str, xp: Any, *args: Any, **kwargs: Any) -> Any:
     """Run ``op`` with the first kernel that accepts the arguments; see the module docstring."""
     declined: list[str] = []
-    for kernel in resolve(op, layouts, backend):
+    for kernel in _resolved(op, tuple(layouts), backend):
         if kernel.supports is not None:
             reason = kernel.supports(xp, *args, **kwargs)
             if reason is not None:

@@ -10,6 +10,7 @@ from ._common import dtype_name, is_strided
 from .backends.array_api import conversion as generic
 from .formats import COOArray, CompressedArray, SparseArray
 from .formats._invariants import check_compressed, check_coo
+from .formats._semi_structured import SemiStructuredArray, check_semi_structured
 
 __all__ = ["assert_sparse_equal", "to_numpy", "generic_to_dense", "check_invariants"]
 
@@ -27,6 +28,8 @@ def check_invariants(a: SparseArray) -> None:
         check_coo(a, True)
     elif isinstance(a, CompressedArray):
         check_compressed(a, True)
+    elif isinstance(a, SemiStructuredArray):
+        check_semi_structured(a, True)
     else:
         raise TypeError(f"check_invariants: no validator for {type(a).__name__}.")
 
@@ -38,6 +41,10 @@ def generic_to_dense(a: Any) -> Any:
     xp = a._xp
     if isinstance(a, COOArray):
         return generic.coo_to_dense(xp, a)
+    if isinstance(a, SemiStructuredArray):
+        from .backends.array_api.semi_structured import semi_structured_to_dense
+
+        return semi_structured_to_dense(xp, a)
     assert isinstance(a, CompressedArray)
     return generic._convert_compressed_strided(xp, a, None)
 

@@ -25,7 +25,11 @@ __all__ = [
     "coo_to_compressed",
     "compressed_to_dense",
     "dense_to_compressed",
+    "csr_matmul",
+    "csr_spgemm",
+    "csr_sddmm",
     "supports_dtype",
+    "supports_linalg_dtype",
     "unavailable_reason",
 ]
 
@@ -48,6 +52,8 @@ _VALUE_DTYPES = frozenset(
     )
 )
 _INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
+_LINALG_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
+_INT32_MAX = int(np.iinfo(np.int32).max)
 
 # Below this many entries one thread scatters: starting threads and clearing per-thread counters
 # would cost more than they save.
@@ -79,10 +85,17 @@ def _import_native() -> tuple[ModuleType | None, str | None]:
     return native, None
 
 
+# The imported extension, once it has been (the linear-algebra wrappers read it from here: a cached
+# function call would be a tenth of the time of a small SpMV).
+_NATIVE: list[Any] = []
+
+
 def _native_module() -> Any:
     module, reason = _import_native()
     if module is None:
         raise RuntimeError(reason)
+    if not _NATIVE:
+        _NATIVE.append(module)
     return module
 
 
@@ -364,4 +377,190 @@ def compressed_to_dense(
     native.compressed_to_dense(indptr, indices, data2, target, data.dtype.kind)
     if copied:
         out[...] = target.reshape(shape)
+    return out
+
+
+# --- linear algebra -------------------------------------------------------------------------------
+#
+# The sparse operand is a batch of CSR matrices given by its components as (batch, n) arrays: indptr
+# (nb, n_major + 1), indices and data (nb, nse), with nb = 1 for one matrix shared by every batch. A
+# CSC matrix is passed as the CSR matrix of its transpose and the product's form chosen accordingly
+# (``transpose``). Strided operands are (batch, rows, columns) arrays of any strides (transposed and
+# broadcast views are read in place). Index arrays of either dtype are read as they are.
+
+
+def supports_linalg_dtype(dtype: Any) -> bool:
+    """Whether the linear-algebra kernels handle values of this dtype.
+
+    Parameters
+    ----------
+    dtype : dtype-like
+        The value dtype.
+
+    Returns
+    -------
+    bool
+        True for float32, float64, complex64 and complex128 in native byte order.
+    """
+    try:
+        return np.dtype(dtype) in _LINALG_DTYPES
+    except TypeError:
+        return False
+
+
+def _rows_contiguous(a: np.ndarray) -> np.ndarray:
+    """``a`` itself when its last axis has unit stride, else a C-contiguous copy."""
+    if a.ndim and a.shape[-1] > 1 and a.strides[-1] != a.itemsize:
+        return np.ascontiguousarray(a)
+    return a
+
+
+def _same_index_dtype(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if indptr.dtype == indices.dtype:
+        return indptr, indices
+    return indptr.astype(np.int64), indices.astype(np.int64)
+
+
+def csr_matmul(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    data: np.ndarray,
+    n_minor: int,
+    d: np.ndarray,
+    *,
+    transpose: bool = False,
+    c: np.ndarray | None = None,
+    alpha: complex = 1.0,
+    beta: complex = 0.0,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """``out[b] = alpha * op(A[b]) @ d[b] + beta * c[b]``, ``op(A)`` being ``A`` or ``A.T``.
+
+    Parameters
+    ----------
+    indptr, indices, data : numpy.ndarray
+        The CSR components of ``A``: ``indptr`` ``(nb, n_major + 1)``, ``indices`` and ``data``
+        ``(nb, nse)``, or 1-D for one matrix (also ``nb = 1``: one matrix for every batch). The indices
+        are int32 or int64 (of one dtype, else both are widened to int64), the values float32,
+        float64, complex64 or complex128. Checked as they are read: offsets out of order or out of
+        range, or an index out of range, raise ValueError.
+    n_minor : int
+        The number of columns of ``A``.
+    d : numpy.ndarray
+        ``(nb, n_minor, K)`` (``(nb, n_major, K)`` with ``transpose``), ``(n_minor, K)`` or a vector
+        ``(n_minor,)``; ``data``'s dtype, any strides (transposed and broadcast views are read in place).
+    transpose : bool, optional
+        Multiply by ``A.T`` (a scatter over ``A``'s rows) instead of ``A`` (a gather).
+    c : numpy.ndarray, optional
+        Shaped like the result, any strides (broadcast views too); not read when ``beta`` is 0.
+    alpha, beta : complex, optional
+        The scalars (the real part only, for real values).
+    out : numpy.ndarray, optional
+        Where to write the result (any strides); a new C-contiguous array otherwise.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``out``: ``(nb, rows, K)``, ``(rows, K)`` or ``(rows,)`` as ``d``, with
+        ``rows = n_minor if transpose else n_major``.
+
+    Notes
+    -----
+    The gather form is parallel over ``A``'s rows (chunks of equal entries), accumulating tiles of
+    each output row in registers; the scatter form is parallel over the output's columns, or over
+    batches, or (one column: a CSC SpMV) over ``A``'s rows into per-thread copies of the output.
+    """
+    native = _NATIVE[0] if _NATIVE else _native_module()
+    if out is None:
+        rows = n_minor if transpose else indptr.shape[-1] - 1
+        out = np.empty((*d.shape[:-2], rows, d.shape[-1]) if d.ndim > 1 else (rows,), dtype=data.dtype)
+    if native.csr_mm(indptr, indices, data, n_minor, d, out, c, alpha, beta, transpose) is NotImplemented:
+        # index arrays of two dtypes, or rows that are not contiguous: normalised, once
+        if indptr.dtype != indices.dtype:
+            indptr, indices = _same_index_dtype(indptr, indices)
+        native.csr_mm(np.ascontiguousarray(indptr), _rows_contiguous(indices), _rows_contiguous(data), n_minor, d, out,
+                      c, alpha, beta, transpose)  # fmt: skip
+    return out
+
+
+def csr_spgemm(
+    a: tuple[np.ndarray, np.ndarray, np.ndarray],
+    b: tuple[np.ndarray, np.ndarray, np.ndarray],
+    n_cols: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The CSR product ``A @ B`` of two CSR matrices, canonical (sorted, no duplicates).
+
+    Parameters
+    ----------
+    a, b : tuple of numpy.ndarray
+        ``(indptr, indices, data)`` of ``A`` (m x n) and ``B`` (n x n_cols), 1-D, one value dtype
+        (float32, float64, complex64 or complex128). Indices of different dtypes are widened to int64.
+    n_cols : int
+        The number of columns of ``B``.
+
+    Returns
+    -------
+    indptr, indices, data : numpy.ndarray
+        The product; int32 indices when both operands have int32 indices and its entries fit, int64
+        otherwise.
+
+    Notes
+    -----
+    Two parallel passes over the rows of ``A`` (Gustavson's algorithm): one counts each row's entries,
+    so that the outputs are allocated at their exact sizes, the other accumulates each row in a
+    per-thread dense accumulator and sorts its column indices.
+    """
+    native = _native_module()
+    (aip, aix, adv), (bip, bix, bdv) = a, b
+    wide = {aip.dtype, aix.dtype, bip.dtype, bix.dtype}
+    if len(wide) > 1:
+        aip, aix, bip, bix = (x.astype(np.int64) for x in (aip, aix, bip, bix))
+    aip, aix, adv, bip, bix, bdv = (np.ascontiguousarray(x) for x in (aip, aix, adv, bip, bix, bdv))
+    counts = np.empty(aip.shape[0], dtype=np.int64)
+    nnz = native.spgemm_count(aip, aix, bip, bix, n_cols, counts)
+    index_dtype = aip.dtype if max(nnz, n_cols) <= _INT32_MAX else np.dtype(np.int64)
+    indptr = counts.astype(index_dtype, copy=False)
+    indices = np.empty(nnz, dtype=index_dtype)
+    data = np.empty(nnz, dtype=adv.dtype)
+    native.spgemm_fill(aip, aix, adv, bip, bix, bdv, n_cols, indptr, indices, data)
+    return indptr, indices, data
+
+
+def csr_sddmm(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    values: np.ndarray | None,
+    a: np.ndarray,
+    bt: np.ndarray,
+    *,
+    alpha: complex = 1.0,
+    beta: complex = 0.0,
+) -> np.ndarray:
+    """``alpha * (a @ bt.mT)`` sampled at a CSR pattern, plus ``beta * values``.
+
+    Parameters
+    ----------
+    indptr, indices : numpy.ndarray
+        The pattern, ``(nb, m + 1)`` and ``(nb, nse)`` (or ``(1, .)``: one pattern for every batch).
+    values : numpy.ndarray or None
+        ``(nb, nse)`` values added with weight ``beta`` (not read when ``beta`` is 0 or it is None).
+    a : numpy.ndarray
+        ``(nb, m, K)``, any strides.
+    bt : numpy.ndarray
+        ``(nb, n, K)``, the transpose of the right factor, any strides (fastest with unit stride
+        along K, e.g. ``b.mT`` of a Fortran-ordered or transposed ``b``).
+    alpha, beta : complex, optional
+        The scalars.
+
+    Returns
+    -------
+    numpy.ndarray
+        The sampled values, ``(nb, nse)``, ``a``'s dtype.
+    """
+    native = _native_module()
+    if indptr.dtype != indices.dtype:
+        indptr, indices = _same_index_dtype(indptr, indices)
+    out = np.empty((a.shape[0], indices.shape[1]), dtype=a.dtype)
+    native.sddmm(_rows_contiguous(indptr), _rows_contiguous(indices), None if values is None else _rows_contiguous(values), a, bt, out,
+                 alpha, beta)  # fmt: skip
     return out

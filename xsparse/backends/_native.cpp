@@ -18,9 +18,15 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -139,13 +145,23 @@ class Buffer {
 
     // Strided (any strides, possibly negative) when `contiguous` is false, else C-contiguous.
     bool acquire(PyObject* obj, const char* name, int ndim, bool writable, bool contiguous) {
+        return acquire(obj, name, ndim, ndim, writable, contiguous);
+    }
+
+    // The same with between min_ndim and max_ndim dimensions.
+    bool acquire(PyObject* obj, const char* name, int min_ndim, int max_ndim, bool writable, bool contiguous) {
         int flags = contiguous ? PyBUF_C_CONTIGUOUS : PyBUF_STRIDES;
         flags |= PyBUF_FORMAT;
         if (writable) flags |= PyBUF_WRITABLE;
         if (PyObject_GetBuffer(obj, &view_, flags) < 0) return false;
         held_ = true;
-        if (view_.ndim != ndim) {
-            PyErr_Format(PyExc_ValueError, "%s must be %d-dimensional, got %d dimensions", name, ndim,
+        if (min_ndim == max_ndim && view_.ndim != min_ndim) {
+            PyErr_Format(PyExc_ValueError, "%s must be %d-dimensional, got %d dimensions", name, min_ndim,
+                         view_.ndim);
+            return false;
+        }
+        if (view_.ndim < min_ndim || view_.ndim > max_ndim) {
+            PyErr_Format(PyExc_ValueError, "%s must have %d to %d dimensions, got %d", name, min_ndim, max_ndim,
                          view_.ndim);
             return false;
         }
@@ -166,6 +182,8 @@ class Buffer {
     }
 
     char* ptr() const { return static_cast<char*>(view_.buf); }
+    int ndim() const { return view_.ndim; }
+    const char* format() const { return view_.format ? view_.format : "B"; }
     Py_ssize_t itemsize() const { return view_.itemsize; }
     Py_ssize_t shape(int i) const { return view_.shape[i]; }
     // Contiguous requests may leave strides NULL; they are then the C-order ones.
@@ -887,6 +905,1076 @@ PyObject* py_compressed_to_dense(PyObject*, PyObject* args) {
     Py_RETURN_NONE;
 }
 
+// =============================================================================================
+// Linear algebra: products of a compressed matrix with a strided one (SpMV and SpMM, as A @ D and as
+// A^T @ D), of two compressed matrices (SpGEMM), and dense products sampled at a sparsity pattern
+// (SDDMM), for float32, float64, complex64 and complex128 values and int32 or int64 indices.
+//
+// Everything is written in CSR terms (major = rows): a CSC array is the CSR array of its transpose,
+// and the Python wrapper picks the form of the product that reads it as stored (A^T @ D for CSC @ D,
+// (A^T @ X^T)^T for X @ CSR, ...), so no index array is ever converted or copied.
+//
+// Batches: sparse components are 2-D, (batch, n) -- one batch serving every batch of the other
+// operands is read with batch stride 0 -- and strided operands are 3-D (batch, rows, columns) with any
+// strides, so transposed and broadcast views are read in place. Outputs are allocated by the wrapper.
+//
+// Ranges are checked where the data is read: a row whose offsets are not 0 <= start <= end <= nse,
+// or that holds an index out of range, is skipped and reported (ValueError), never dereferenced.
+
+// Products in numpy's formula: for complex values std::complex's operator* adds the C99 Annex G
+// recovery of infinities (a library call on every NaN result), which numpy and SciPy do not do.
+template <class T>
+struct Arith {
+    static T mul(const T& a, const T& b) { return a * b; }
+};
+
+template <class R>
+struct Arith<std::complex<R>> {
+    using C = std::complex<R>;
+    static C mul(const C& a, const C& b) {
+        return C(a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real());
+    }
+};
+
+template <class T>
+inline T mul(const T& a, const T& b) {
+    return Arith<T>::mul(a, b);
+}
+
+template <class T>
+struct IsComplex : std::false_type {};
+template <class R>
+struct IsComplex<std::complex<R>> : std::true_type {};
+
+template <class T>
+T scalar_from(const Py_complex& z) {
+    if constexpr (IsComplex<T>::value) {
+        using R = typename T::value_type;
+        return T(static_cast<R>(z.real), static_cast<R>(z.imag));
+    } else {
+        return static_cast<T>(z.real);
+    }
+}
+
+// Calls f(Tag<T>{}) for the floating value types (numpy kinds 'f' and 'c').
+template <class F>
+bool dispatch_float(int kind, Py_ssize_t itemsize, F&& f) {
+    if (kind == 'f' && itemsize == 4) return f(Tag<float>{}), true;
+    if (kind == 'f' && itemsize == 8) return f(Tag<double>{}), true;
+    if (kind == 'c' && itemsize == 8) return f(Tag<std::complex<float>>{}), true;
+    if (kind == 'c' && itemsize == 16) return f(Tag<std::complex<double>>{}), true;
+    return false;
+}
+
+// About the size of the caches a kernel's data would otherwise stay in: operands larger than this are
+// prefetched or streamed.
+constexpr int64_t kCacheBytes = int64_t{16} << 20;
+
+// Rows whose offsets are checked at a time (their offsets then stay in the first-level cache).
+constexpr int64_t kCheckRows = 2048;
+
+// Below this much work (entries times columns) a kernel keeps the GIL.
+constexpr int64_t kReleaseGilMinWork = 4096;
+
+// Rows of work handed to a thread at a time: about this many chunks per thread, scheduled
+// dynamically, so that a thread that gets less CPU time (a loaded machine) does not hold up the
+// others, while a chunk still holds enough work to make its scheduling cost nothing.
+constexpr int64_t kChunksPerThread = 8;
+
+// Column tiles of the SpMM kernel: this many bytes of one output row are accumulated in registers
+// while the row's entries stream past (a whole 64-column float64 row is 512 bytes).
+constexpr int kTileBytes = 128;
+
+// A strided operand (batch, rows, columns); strides in elements.
+template <class T>
+struct View3 {
+    T* base = nullptr;
+    int64_t n0 = 0, n1 = 0, n2 = 0;
+    int64_t s0 = 0, s1 = 0, s2 = 0;
+    T* at(int64_t b, int64_t i, int64_t j) const { return base + b * s0 + i * s1 + j * s2; }
+};
+
+// Acquires a strided operand, (batch, rows, columns) with any strides, or (rows, columns) -- one
+// batch -- or (rows,) -- one column --, and checks that its strides are whole elements (which numpy
+// arrays of one dtype always are; a view into records with another item size is refused).
+bool acquire3(Buffer& buf, PyObject* obj, const char* name, bool writable) {
+    if (!buf.acquire(obj, name, 1, 3, writable, false)) return false;
+    for (int d = 0; d < buf.ndim(); ++d) {
+        if (buf.stride(d) % buf.itemsize() != 0) {
+            PyErr_Format(PyExc_ValueError, "%s: strides must be multiples of the item size", name);
+            return false;
+        }
+    }
+    return true;
+}
+
+// (size, stride in elements) of dimension d of the 3-D view of a buffer acquired by acquire3.
+inline std::pair<int64_t, int64_t> dim3(const Buffer& buf, int d) {
+    const int nd = buf.ndim();
+    const int src = nd == 3 ? d : nd == 2 ? d - 1 : (d == 1 ? 0 : -1);
+    if (src < 0) return {1, 0};
+    return {buf.shape(src), buf.stride(src) / buf.itemsize()};
+}
+
+template <class T>
+View3<T> view3(const Buffer& buf) {
+    View3<T> v;
+    v.base = reinterpret_cast<T*>(buf.ptr());
+    std::tie(v.n0, v.s0) = dim3(buf, 0);
+    std::tie(v.n1, v.s1) = dim3(buf, 1);
+    std::tie(v.n2, v.s2) = dim3(buf, 2);
+    if (v.n0 == 1) v.s0 = 0;
+    return v;
+}
+
+// The components of a batch of CSR matrices: indptr (nb, n_major + 1), indices and data (nb, nse).
+template <class I, class T>
+struct CsrView {
+    const I* indptr = nullptr;
+    const I* indices = nullptr;
+    const T* data = nullptr;
+    int64_t ptr_bs = 0, idx_bs = 0, val_bs = 0;  // batch strides in elements, 0 for a shared matrix
+    int64_t nb = 1, n_major = 0, n_minor = 0, nse = 0;
+    const I* ptr(int64_t b) const { return indptr + b * ptr_bs; }
+    const I* idx(int64_t b) const { return indices + b * idx_bs; }
+    const T* val(int64_t b) const { return data + b * val_bs; }
+
+    // The range of row i of batch b, or false when its offsets are out of order or out of range.
+    bool row(int64_t b, int64_t i, int64_t& start, int64_t& end) const {
+        const I* p = ptr(b);
+        start = static_cast<int64_t>(p[i]);
+        end = static_cast<int64_t>(p[i + 1]);
+        return 0 <= start && start <= end && end <= nse;
+    }
+
+    // Where row r of n_batches batches laid end to end starts among their entries, clamped into
+    // range: non-decreasing in r whenever the offsets are valid, which is all that splitting needs.
+    int64_t entry_offset(int64_t r, int64_t n_batches) const {
+        if (n_major == 0) return 0;
+        const int64_t b = r / n_major, i = r - b * n_major;
+        if (b >= n_batches) return n_batches * nse;
+        return b * nse + std::clamp<int64_t>(static_cast<int64_t>(ptr(b)[i]), 0, nse);
+    }
+};
+
+// Acquires the components of a CSR batch, (batch, n) arrays or 1-D ones (one matrix); the index
+// and value arrays must have unit inner strides.
+inline int64_t comp_shape(const Buffer& b, int d) { return b.ndim() == 2 ? b.shape(d) : (d == 0 ? 1 : b.shape(0)); }
+inline int64_t comp_stride(const Buffer& b, int d) {
+    return b.ndim() == 2 ? b.stride(d) : (d == 0 ? 0 : b.stride(0));
+}
+
+// 1 when acquired; 0 on an error (raised); kNormalise, nothing raised, when they are fine but for
+// index arrays of two dtypes or inner strides that are not the item size: the wrapper then makes
+// them so and calls again (it does not check beforehand, which would cost more than a small product).
+constexpr int kNormalise = -1;
+
+template <class Bufs>
+int acquire_csr(Bufs& ip, Bufs& ix, Bufs* dv, PyObject* o_ip, PyObject* o_ix, PyObject* o_dv) {
+    if (!ip.acquire(o_ip, "indptr", 1, 2, false, false) || !ip.check_index("indptr") ||
+        !ix.acquire(o_ix, "indices", 1, 2, false, false) || !ix.check_index("indices"))
+        return 0;
+    if (dv != nullptr && !dv->acquire(o_dv, "data", 1, 2, false, false)) return 0;
+    auto unit = [](const Buffer& b) { return comp_shape(b, 1) <= 1 || comp_stride(b, 1) == b.itemsize(); };
+    auto whole = [](const Buffer& b) { return comp_stride(b, 0) % b.itemsize() == 0; };
+    const bool batches = comp_shape(ip, 0) == comp_shape(ix, 0) && comp_shape(ip, 1) >= 1 &&
+                         (dv == nullptr || (comp_shape(*dv, 0) == comp_shape(ip, 0) &&
+                                            comp_shape(*dv, 1) == comp_shape(ix, 1)));
+    if (!batches) {
+        PyErr_SetString(PyExc_ValueError,
+                        "indptr, indices and data must be (batch, n) or 1-D arrays of one batch size and nse");
+        return 0;
+    }
+    const bool inner = unit(ip) && unit(ix) && (dv == nullptr || unit(*dv));
+    const bool strides = whole(ip) && whole(ix) && (dv == nullptr || whole(*dv));
+    return (inner && strides && ip.itemsize() == ix.itemsize()) ? 1 : kNormalise;
+}
+
+// The kind of a floating buffer's values from its format: 'f' (float32, float64), 'c' (complex64,
+// complex128), or 0 for anything else.
+inline int float_kind(const Buffer& b) {
+    const char* fmt = b.format();
+    while (*fmt == '@' || *fmt == '=' || *fmt == '<') ++fmt;
+    if ((fmt[0] == 'f' || fmt[0] == 'd') && fmt[1] == '\0') return 'f';
+    if (fmt[0] == 'Z' && (fmt[1] == 'f' || fmt[1] == 'd') && fmt[2] == '\0') return 'c';
+    return 0;
+}
+
+template <class I, class T>
+CsrView<I, T> csr_view(const Buffer& ip, const Buffer& ix, const Buffer* dv, int64_t n_minor) {
+    CsrView<I, T> a;
+    a.indptr = reinterpret_cast<const I*>(ip.ptr());
+    a.indices = reinterpret_cast<const I*>(ix.ptr());
+    a.data = dv != nullptr ? reinterpret_cast<const T*>(dv->ptr()) : nullptr;
+    a.nb = comp_shape(ip, 0);
+    const bool shared = a.nb == 1;
+    a.ptr_bs = shared ? 0 : comp_stride(ip, 0) / ip.itemsize();
+    a.idx_bs = shared ? 0 : comp_stride(ix, 0) / ix.itemsize();
+    a.val_bs = (shared || dv == nullptr) ? 0 : comp_stride(*dv, 0) / dv->itemsize();
+    a.n_major = comp_shape(ip, 1) - 1;
+    a.n_minor = n_minor;
+    a.nse = comp_shape(ix, 1);
+    return a;
+}
+
+// Splits rows [0, n_rows) into n_chunks ranges of about equal cost, where cost(r) is the cost of the
+// rows before r (non-decreasing): one binary search per boundary, nothing read per row.
+template <class Cost>
+std::vector<int64_t> split_rows(int64_t n_rows, int64_t n_chunks, Cost cost) {
+    std::vector<int64_t> bounds(static_cast<size_t>(n_chunks) + 1, n_rows);
+    bounds[0] = 0;
+    const int64_t total = cost(n_rows);
+    for (int64_t c = 1; c < n_chunks; ++c) {
+        const int64_t target = static_cast<int64_t>(static_cast<double>(total) * c / n_chunks);
+        int64_t lo = bounds[c - 1], hi = n_rows;
+        while (lo < hi) {
+            const int64_t mid = lo + (hi - lo) / 2;
+            if (cost(mid) < target) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        bounds[c] = lo;
+    }
+    return bounds;
+}
+
+inline int64_t chunks_for(int64_t work) {
+    const int threads = max_threads();
+    return (work >= kParallelMinEntries && threads > 1) ? threads * kChunksPerThread : 1;
+}
+
+// Whether every index of a row is in [0, bound).
+template <class I>
+inline bool indices_in_range(const I* idx, int64_t n, int64_t bound) {
+    using UI = std::make_unsigned_t<I>;
+    bool ok = true;
+    for (int64_t k = 0; k < n; ++k) ok &= static_cast<uint64_t>(static_cast<UI>(idx[k])) < static_cast<uint64_t>(bound);
+    return ok;
+}
+
+// Whether rows [i0, i1) of a batch have offsets 0 <= ptr[i0] <= ... <= ptr[i1] <= nse, and, when
+// there are no columns, no entries. Checked per chunk before the chunk is computed (its offsets then
+// stay in cache for the computation), so the kernels' row loops need no checks of their own.
+template <class I>
+inline bool offsets_valid(const I* ptr, int64_t i0, int64_t i1, int64_t nse, bool no_columns) {
+    bool ok = ptr[i0] >= 0 && ptr[i1] <= nse && !(no_columns && ptr[i1] > ptr[i0]);
+    for (int64_t i = i0; i < i1; ++i) ok &= ptr[i] <= ptr[i + 1];
+    return ok;
+}
+
+// Calls fn(b, i0, i1) for ranges of rows [i0, i1) of batch b that together cover every row of nb
+// batches, in parallel chunks of about equal cost (rows + entries), once their offsets are checked
+// (offsets_valid); fn returns whether the indices it read were in range. Returns whether all were
+// valid. `work` (about entries times columns) decides whether to go parallel.
+template <class I, class T, class Fn>
+bool for_each_range(const CsrView<I, T>& A, int64_t nb, int64_t work, Fn&& fn) {
+    const int64_t m = A.n_major, n_rows = nb * m;
+    if (n_rows == 0) return true;
+    // In blocks of at most kCheckRows rows, so that the offsets are still in cache when the block is
+    // computed after they have been checked.
+    auto rows = [&](int64_t r, int64_t r1) {
+        bool ok = true;
+        while (r < r1) {
+            const int64_t b = r / m, i0 = r - b * m, i1 = std::min({m, i0 + (r1 - r), i0 + kCheckRows});
+            ok = offsets_valid(A.ptr(b), i0, i1, A.nse, A.n_minor == 0) && fn(b, i0, i1) && ok;
+            r += i1 - i0;
+        }
+        return ok;
+    };
+    const int64_t n_chunks = chunks_for(work);
+    // Serially, without entering a parallel region at all: even one with a false `if` clause costs
+    // a team's set-up, which is most of the time of a small product.
+    if (n_chunks == 1) return rows(0, n_rows);
+    const std::vector<int64_t> bounds =
+        split_rows(n_rows, n_chunks, [&](int64_t r) { return r + A.entry_offset(r, nb); });
+    bool ok = true;
+#pragma omp parallel for schedule(dynamic, 1) reduction(&& : ok)
+    for (int64_t chunk = 0; chunk < n_chunks; ++chunk) ok = rows(bounds[chunk], bounds[chunk + 1]) && ok;
+    return ok;
+}
+
+// sum_k val[k] * x[idx[k] * stride], in storage order (as SciPy sums, so results agree bitwise).
+template <class I, class T>
+inline T sparse_dot(const I* idx, const T* val, int64_t n, const T* x, int64_t stride) {
+    T sum = T(0);
+    if (stride == 1) {
+        for (int64_t k = 0; k < n; ++k) sum += mul(val[k], x[idx[k]]);
+    } else {
+        for (int64_t k = 0; k < n; ++k) sum += mul(val[k], x[static_cast<int64_t>(idx[k]) * stride]);
+    }
+    return sum;
+}
+
+// out = alpha * sum + beta * c (c is not read when beta is 0, so that its NaNs do not propagate).
+template <class T>
+struct Epilogue {
+    T alpha, beta;
+    View3<const T> c;
+    bool has_c;
+    inline T operator()(T sum, int64_t b, int64_t i, int64_t j) const {
+        T r = mul(alpha, sum);
+        if (has_c) r += mul(beta, *c.at(b, i, j));
+        return r;
+    }
+};
+
+// Columns [j0, K) of one output row of a SpMM, D's rows ds apart with unit column stride: tiles of W
+// columns are accumulated in registers while the row's entries stream past, the rest by narrower
+// tiles. store(j, sum) writes column j.
+template <int W, class I, class T, class Store>
+inline void sparse_rows(const I* __restrict idx, const T* __restrict val, int64_t n, const T* __restrict D,
+                        int64_t ds, int64_t j0, int64_t K, Store&& store) {
+    for (; j0 + W <= K; j0 += W) {
+        T acc[W];
+        for (int w = 0; w < W; ++w) acc[w] = T(0);
+        for (int64_t k = 0; k < n; ++k) {
+            const T v = val[k];
+            const T* __restrict d = D + static_cast<int64_t>(idx[k]) * ds + j0;
+            for (int w = 0; w < W; ++w) acc[w] += mul(v, d[w]);
+        }
+        for (int w = 0; w < W; ++w) store(j0 + w, acc[w]);
+    }
+    if constexpr (W > 1) {
+        if (j0 < K) sparse_rows<W / 2>(idx, val, n, D, ds, j0, K, store);
+    }
+}
+
+// Register tiles of real values as SIMD vectors of 16 bytes (GCC/Clang vector extensions, which
+// compile to the baseline SSE2 of x86-64 and to NEON on ARM): the compiler then keeps a tile in
+// registers and multiplies whole vectors, which it did not do reliably for the scalar loop above
+// (float32 tiles ran 3 times slower). Complex values keep the scalar loop.
+template <class T>
+struct Simd {
+    static constexpr bool enabled = false;
+};
+
+#if defined(__GNUC__)
+template <>
+struct Simd<float> {
+    static constexpr bool enabled = true;
+    typedef float V __attribute__((vector_size(16)));
+    static constexpr int lanes = 4;
+};
+
+template <>
+struct Simd<double> {
+    static constexpr bool enabled = true;
+    typedef double V __attribute__((vector_size(16)));
+    static constexpr int lanes = 2;
+};
+#endif
+
+// acc[0..NV) = sum_k val[k] * D[idx[k], 0 .. NV * lanes), D's rows ds apart, unit column stride.
+template <int NV, class I, class T, class V = typename Simd<T>::V>
+inline void simd_tile(const I* __restrict idx, const T* __restrict val, int64_t n, const T* __restrict D, int64_t ds,
+                      V* acc) {
+    constexpr int L = Simd<T>::lanes;
+    for (int v = 0; v < NV; ++v) acc[v] = V{};
+    for (int64_t k = 0; k < n; ++k) {
+        const T a = val[k];
+        const T* d = D + static_cast<int64_t>(idx[k]) * ds;
+        for (int v = 0; v < NV; ++v) {
+            V x;
+            std::memcpy(&x, d + v * L, sizeof(V));
+            acc[v] += a * x;
+        }
+    }
+}
+
+// Writes n_vec vectors to contiguous out, bypassing the caches when `stream` (an output larger than
+// the caches would otherwise be read into them before being overwritten: a third more traffic).
+template <class T, class V>
+inline void store_vectors(T* out, const V* acc, int n_vec, bool stream) {
+    constexpr int L = static_cast<int>(sizeof(V) / sizeof(T));
+#if defined(__SSE2__)
+    if (stream && (reinterpret_cast<uintptr_t>(out) & 15) == 0) {
+        for (int v = 0; v < n_vec; ++v) {
+            if constexpr (std::is_same_v<T, float>) {
+                _mm_stream_ps(out + v * L, reinterpret_cast<const __m128&>(acc[v]));
+            } else {
+                _mm_stream_pd(out + v * L, reinterpret_cast<const __m128d&>(acc[v]));
+            }
+        }
+        return;
+    }
+#endif
+    (void)stream;
+    std::memcpy(out, acc, static_cast<size_t>(n_vec) * sizeof(V));
+}
+
+// Entries this far ahead have the rows of D they will read prefetched (up to kPrefetchRowBytes of
+// each): with D larger than the caches and rows at random (a uniformly random matrix), each entry
+// otherwise waits for its row in turn; measured, SpMM took twice as long without it.
+constexpr int64_t kRowPrefetchDistance = 16;
+constexpr int64_t kPrefetchRowBytes = 1024;
+
+// The SpMM of csr_mm_gather for real values: each output row in tiles of kTileBytes (8 vectors), the
+// rest in narrower ones, the last columns (fewer than a vector) by the scalar loop; rows of D
+// prefetched ahead when D exceeds the caches, and the output streamed past them when it does.
+template <bool Plain, class I, class T>
+bool csr_mm_simd(const CsrView<I, T>& A, const View3<const T>& D, const View3<T>& O, const Epilogue<T>& ep,
+                 int64_t work) {
+    using V = typename Simd<T>::V;
+    constexpr int L = Simd<T>::lanes;
+    constexpr int NV = kTileBytes / static_cast<int>(sizeof(V));
+    const int64_t nb = O.n0, K = O.n2;
+    const int64_t d_bytes = (D.s0 == 0 ? 1 : nb) * D.n1 * K * static_cast<int64_t>(sizeof(T));
+    const bool prefetch = d_bytes > kCacheBytes;
+    const bool stream = Plain && O.s2 == 1 && nb * O.n1 * K * static_cast<int64_t>(sizeof(T)) > kCacheBytes;
+    const int64_t pf_bytes = std::min<int64_t>(K * static_cast<int64_t>(sizeof(T)), kPrefetchRowBytes);
+    return for_each_range(A, nb, work, [&](int64_t b, int64_t i0, int64_t i1) {
+        const I* __restrict ptr = A.ptr(b);
+        const I* __restrict idx = A.idx(b);
+        const T* __restrict val = A.val(b);
+        const T* __restrict Db = D.base + b * D.s0;
+        const int64_t ds = D.s1, os1 = O.s1, os2 = O.s2, n_minor = A.n_minor, nse = A.nse;
+        T* __restrict Ob = O.base + b * O.s0;
+        const Epilogue<T> e = ep;
+        alignas(16) V acc[NV];
+        // Writes columns [j0, j0 + n_vec * L) of row i from acc.
+        auto emit = [&](T* out, int64_t i, int64_t j0, int n_vec) {
+            if (Plain && os2 == 1) {
+                store_vectors(out + j0, acc, n_vec, stream);
+            } else {
+                const T* s = reinterpret_cast<const T*>(acc);
+                for (int w = 0; w < n_vec * L; ++w) out[(j0 + w) * os2] = Plain ? s[w] : e(s[w], b, i, j0 + w);
+            }
+        };
+        for (int64_t i = i0; i < i1; ++i) {
+            const int64_t start = ptr[i], n = ptr[i + 1] - start;
+            if (!indices_in_range(idx + start, n, n_minor)) return false;
+            if (prefetch) {
+                for (int64_t k = start + kRowPrefetchDistance, end = std::min(start + n + kRowPrefetchDistance, nse);
+                     k < end; ++k) {
+                    const uint64_t r = static_cast<std::make_unsigned_t<I>>(idx[k]);
+                    if (r >= static_cast<uint64_t>(n_minor)) continue;  // not yet checked
+                    const char* row = reinterpret_cast<const char*>(Db + static_cast<int64_t>(r) * ds);
+                    for (int64_t off = 0; off < pf_bytes; off += 64) __builtin_prefetch(row + off);
+                }
+            }
+            const I* ri = idx + start;
+            const T* rv = val + start;
+            T* out = Ob + i * os1;
+            int64_t j0 = 0;
+            for (; j0 + NV * L <= K; j0 += NV * L) {
+                simd_tile<NV>(ri, rv, n, Db + j0, ds, acc);
+                emit(out, i, j0, NV);
+            }
+            if (j0 + (NV / 2) * L <= K) {
+                simd_tile<NV / 2>(ri, rv, n, Db + j0, ds, acc);
+                emit(out, i, j0, NV / 2);
+                j0 += (NV / 2) * L;
+            }
+            if (j0 + (NV / 4) * L <= K) {
+                simd_tile<NV / 4>(ri, rv, n, Db + j0, ds, acc);
+                emit(out, i, j0, NV / 4);
+                j0 += (NV / 4) * L;
+            }
+            for (; j0 + L <= K; j0 += L) {
+                simd_tile<1>(ri, rv, n, Db + j0, ds, acc);
+                emit(out, i, j0, 1);
+            }
+            for (; j0 < K; ++j0) {  // fewer columns than a vector
+                const T sum = sparse_dot(ri, rv, n, Db + j0, ds);
+                out[j0 * os2] = Plain ? sum : e(sum, b, i, j0);
+            }
+        }
+#if defined(__SSE2__)
+        if (stream) _mm_sfence();  // streamed stores are weakly ordered: complete them before returning
+#endif
+        return true;
+    });
+}
+
+// O[b] = alpha * A[b] @ D[b] + beta * C[b]: the gather form, parallel over rows of A.
+//   one column, D contiguous (SpMV): a dot product per row, the index check folded into the loop;
+//   unit column strides (SpMM): register tiles of each output row (sparse_rows);
+//   otherwise (D stored by columns): a strided dot product per output element.
+// The row loops copy what they use into locals first: read through the structs, every store to the
+// output would make the compiler reload them.
+template <bool Plain, class I, class T>
+bool csr_mm_gather(const CsrView<I, T>& A, const View3<const T>& D, const View3<T>& O, const Epilogue<T>& ep) {
+    using UI = std::make_unsigned_t<I>;
+    const int64_t nb = O.n0, K = O.n2;
+    const int64_t work = (A.nb == 1 ? nb : 1) * A.nse * std::max<int64_t>(K, 1) + nb * A.n_major;
+    if (K == 1 && D.s1 == 1) {
+        return for_each_range(A, nb, work, [&](int64_t b, int64_t i0, int64_t i1) {
+            const I* __restrict ptr = A.ptr(b);
+            const I* __restrict idx = A.idx(b);
+            const T* __restrict val = A.val(b);
+            const T* __restrict x = D.base + b * D.s0;
+            T* __restrict y = O.base + b * O.s0;
+            const int64_t ys = O.s1;
+            const uint64_t n_minor = static_cast<uint64_t>(A.n_minor);
+            const Epilogue<T> e = ep;
+            bool ok = true;
+            for (int64_t i = i0; i < i1; ++i) {
+                T sum = T(0);
+                for (int64_t k = ptr[i], end = ptr[i + 1]; k < end; ++k) {
+                    // An index out of range reads x[0] instead (there is one: offsets_valid allows
+                    // no entries without columns) and fails the call; no branch.
+                    const uint64_t u = static_cast<UI>(idx[k]);
+                    const bool in = u < n_minor;
+                    ok &= in;
+                    sum += mul(val[k], x[in ? u : 0]);
+                }
+                y[i * ys] = Plain ? sum : e(sum, b, i, 0);
+            }
+            return ok;
+        });
+    }
+    if constexpr (Simd<T>::enabled) {
+        if (K > 1 && D.s2 == 1) return csr_mm_simd<Plain, I, T>(A, D, O, ep, work);
+    }
+    if (K > 1 && D.s2 == 1) {
+        constexpr int W = std::max<int>(1, kTileBytes / static_cast<int>(sizeof(T)));
+        return for_each_range(A, nb, work, [&](int64_t b, int64_t i0, int64_t i1) {
+            const I* __restrict ptr = A.ptr(b);
+            const I* __restrict idx = A.idx(b);
+            const T* __restrict val = A.val(b);
+            const T* __restrict Db = D.base + b * D.s0;
+            const int64_t ds = D.s1, os1 = O.s1, os2 = O.s2, n_minor = A.n_minor;
+            T* __restrict Ob = O.base + b * O.s0;
+            const Epilogue<T> e = ep;
+            for (int64_t i = i0; i < i1; ++i) {
+                const int64_t start = ptr[i], n = ptr[i + 1] - start;
+                if (!indices_in_range(idx + start, n, n_minor)) return false;
+                T* __restrict out = Ob + i * os1;
+                sparse_rows<W>(idx + start, val + start, n, Db, ds, 0, K, [&](int64_t j, T sum) {
+                    out[j * os2] = Plain ? sum : e(sum, b, i, j);
+                });
+            }
+            return true;
+        });
+    }
+    return for_each_range(A, nb, work, [&](int64_t b, int64_t i0, int64_t i1) {
+        const I* ptr = A.ptr(b);
+        for (int64_t i = i0; i < i1; ++i) {
+            const int64_t start = ptr[i], n = ptr[i + 1] - start;
+            const I* idx = A.idx(b) + start;
+            if (!indices_in_range(idx, n, A.n_minor)) return false;
+            const T* val = A.val(b) + start;
+            for (int64_t j = 0; j < K; ++j) {
+                const T sum = sparse_dot(idx, val, n, D.at(b, 0, j), D.s1);
+                *O.at(b, i, j) = Plain ? sum : ep(sum, b, i, j);
+            }
+        }
+        return true;
+    });
+}
+
+// O[b] += alpha * A[b]^T @ D[b] for batches [b0, b1) and columns [j0, j1), serially: row i of A
+// scatters alpha * A[i, r] * D[i, j0:j1] into row r of O (unit column strides make it a vector update;
+// the wrapper copies D to get them when it has several columns).
+template <class I, class T>
+bool scatter_add(const CsrView<I, T>& A, const View3<const T>& D, const View3<T>& O, T alpha, int64_t b0, int64_t b1,
+                 int64_t j0, int64_t j1) {
+    const bool unit = O.s2 == 1 && D.s2 == 1;
+    for (int64_t b = b0; b < b1; ++b) {
+        const I* ptr = A.ptr(b);
+        const I* idx = A.idx(b);
+        const T* val = A.val(b);
+        const T* Db = D.base + b * D.s0;
+        T* Ob = O.base + b * O.s0;
+        if (!offsets_valid(ptr, 0, A.n_major, A.nse, A.n_minor == 0)) return false;
+        if (j1 - j0 == 1) {  // one column (a CSC SpMV): the factor of row i is hoisted
+            T* __restrict o = Ob + j0 * O.s2;
+            const int64_t os = O.s1;
+            for (int64_t i = 0; i < A.n_major; ++i) {
+                const int64_t start = ptr[i], end = ptr[i + 1];
+                if (!indices_in_range(idx + start, end - start, A.n_minor)) return false;
+                const T d = mul(alpha, Db[i * D.s1 + j0 * D.s2]);
+                for (int64_t k = start; k < end; ++k) o[static_cast<int64_t>(idx[k]) * os] += mul(val[k], d);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < A.n_major; ++i) {
+            const int64_t start = ptr[i], end = ptr[i + 1];
+            if (!indices_in_range(idx + start, end - start, A.n_minor)) return false;
+            const T* d = Db + i * D.s1;
+            for (int64_t k = start; k < end; ++k) {
+                const T a = mul(alpha, val[k]);
+                T* o = Ob + static_cast<int64_t>(idx[k]) * O.s1;
+                if (unit) {
+                    for (int64_t j = j0; j < j1; ++j) o[j] += mul(a, d[j]);
+                } else {
+                    for (int64_t j = j0; j < j1; ++j) o[j * O.s2] += mul(a, d[j * D.s2]);
+                }
+            }
+        }
+    }
+    return true;
+}
+
+// O[b] = alpha * A[b]^T @ D[b] + beta * C[b]: the scatter form (A^T's rows are A's columns). O is first
+// set to beta * C (or zero). Then, in parallel: by column ranges when there are columns to share,
+// else by batches when there are enough, else each thread scatters a share of A's rows into a
+// private copy of O, and the copies are summed.
+template <class I, class T>
+bool csr_mm_scatter(const CsrView<I, T>& A, View3<const T> D, View3<T> O, const View3<const T>* C, T alpha, T beta) {
+    const int64_t nb = O.n0, n = O.n1, K = O.n2;
+    const int64_t work = nb * A.nse * std::max<int64_t>(K, 1) + nb * n * K;
+    const int threads = (work >= kParallelMinEntries) ? max_threads() : 1;
+#pragma omp parallel for schedule(static) if (threads > 1 && nb * n * K >= kParallelMinEntries)
+    for (int64_t r = 0; r < nb * n; ++r) {
+        const int64_t b = r / n, i = r - b * n;
+        for (int64_t j = 0; j < K; ++j) {
+            T& o = *O.at(b, i, j);
+            o = (C != nullptr) ? mul(beta, *C->at(b, i, j)) : T(0);
+        }
+    }
+    if (threads == 1) return scatter_add(A, D, O, alpha, 0, nb, 0, K);
+    bool ok = true;
+    if (K >= threads) {
+#pragma omp parallel for num_threads(threads) schedule(static, 1) reduction(&& : ok)
+        for (int t = 0; t < threads; ++t) ok = scatter_add(A, D, O, alpha, 0, nb, K * t / threads, K * (t + 1) / threads);
+        return ok;
+    }
+    if (nb >= 2 * threads) {
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) reduction(&& : ok)
+        for (int64_t b = 0; b < nb; ++b) ok = scatter_add(A, D, O, alpha, b, b + 1, 0, K);
+        return ok;
+    }
+    // Private copies (a few batches at most here): thread 0 adds into O itself, thread t > 0 into
+    // copy t - 1, which it clears first (so its pages are first touched by the thread that uses them).
+    const int64_t size = nb * n * K;
+    std::unique_ptr<T[]> priv(new T[static_cast<size_t>(size) * static_cast<size_t>(threads - 1)]);
+    const int64_t m = A.n_major;
+    int used = 1;
+#pragma omp parallel num_threads(threads) reduction(&& : ok)
+    {
+#ifdef _OPENMP
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+        const int t = 0, nt = 1;
+#endif
+        if (t == 0) used = nt;
+        View3<T> target = O;
+        if (t > 0) {
+            target.base = priv.get() + static_cast<size_t>(t - 1) * static_cast<size_t>(size);
+            target.s0 = n * K, target.s1 = K, target.s2 = 1;
+            std::fill(target.base, target.base + size, T(0));
+        }
+        // This thread's share of the rows of every batch, by entries.
+        for (int64_t b = 0; b < nb; ++b) {
+            const std::vector<int64_t> bounds = split_rows(m, nt, [&](int64_t r) {
+                return r + std::clamp<int64_t>(static_cast<int64_t>(A.ptr(b)[r]), 0, A.nse);
+            });
+            const int64_t r0 = bounds[t], r1 = bounds[t + 1];
+            // Rows [r0, r1) of batch b as a matrix of their own.
+            CsrView<I, T> Ab = A;
+            Ab.indptr = A.ptr(b) + r0, Ab.indices = A.idx(b), Ab.data = A.val(b);
+            Ab.ptr_bs = Ab.idx_bs = Ab.val_bs = 0, Ab.nb = 1, Ab.n_major = r1 - r0;
+            View3<const T> Dr = D;
+            Dr.base = D.base + b * D.s0 + r0 * D.s1, Dr.s0 = 0;
+            View3<T> Or = target;
+            Or.base = target.base + b * target.s0, Or.s0 = 0;
+            ok = scatter_add(Ab, Dr, Or, alpha, 0, 1, 0, K) && ok;
+        }
+#pragma omp barrier
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < nb * n; ++r) {
+            const int64_t b = r / n, i = r - b * n;
+            for (int u = 0; u < used - 1; ++u) {
+                const T* p = priv.get() + static_cast<size_t>(u) * static_cast<size_t>(size) + r * K;
+                for (int64_t j = 0; j < K; ++j) *O.at(b, i, j) += p[j];
+            }
+        }
+    }
+    return ok;
+}
+
+// csr_mm(indptr, indices, data, n_minor, d, out, c, alpha, beta, transpose) -> None or NotImplemented
+//   out[b] = alpha * op(A[b]) @ d[b] + beta * c[b], op(A) = A or A^T; c may be None. The value type
+//   (float32, float64, complex64, complex128) is read from the buffers' formats, which must agree.
+//   NotImplemented: index arrays of two dtypes, or inner strides that are not the item size (see
+//   acquire_csr).
+PyObject* py_csr_mm(PyObject*, PyObject* args) {
+    PyObject *o_ip, *o_ix, *o_dv, *o_d, *o_out, *o_c;
+    long long n_minor;
+    Py_complex alpha, beta;
+    int transpose;
+    if (!PyArg_ParseTuple(args, "OOOLOOODDp", &o_ip, &o_ix, &o_dv, &n_minor, &o_d, &o_out, &o_c, &alpha, &beta,
+                          &transpose))
+        return nullptr;
+    Buffer ip, ix, dv, d, out, c;
+    const bool has_c = o_c != Py_None;
+    const int got = acquire_csr(ip, ix, &dv, o_ip, o_ix, o_dv);
+    if (got == 0) return nullptr;
+    if (got == kNormalise) Py_RETURN_NOTIMPLEMENTED;
+    if (!acquire3(d, o_d, "d", false) || !acquire3(out, o_out, "out", true) || (has_c && !acquire3(c, o_c, "c", false)))
+        return nullptr;
+    auto n3 = [](const Buffer& b, int dim) { return dim3(b, dim).first; };
+    const int64_t nb = n3(out, 0), m = comp_shape(ip, 1) - 1, K = n3(out, 2);
+    const int64_t rows_out = transpose ? n_minor : m, rows_d = transpose ? m : n_minor;
+    const bool consistent = n_minor >= 0 && (comp_shape(ip, 0) == 1 || comp_shape(ip, 0) == nb) &&
+                            n3(d, 0) == nb && n3(d, 1) == rows_d && n3(d, 2) == K && n3(out, 1) == rows_out &&
+                            (!has_c || (n3(c, 0) == nb && n3(c, 1) == rows_out && n3(c, 2) == K));
+    if (!consistent) {
+        PyErr_SetString(PyExc_ValueError, "csr_mm: inconsistent shapes");
+        return nullptr;
+    }
+    const int kind = float_kind(dv);
+    const bool same = d.itemsize() == dv.itemsize() && out.itemsize() == dv.itemsize() && float_kind(d) == kind &&
+                      float_kind(out) == kind && (!has_c || (c.itemsize() == dv.itemsize() && float_kind(c) == kind));
+    if (!same) {
+        PyErr_SetString(PyExc_TypeError, "csr_mm: data, d, out and c must have one dtype");
+        return nullptr;
+    }
+    bool in_range = true;
+    const bool ok = dispatch_float(kind, dv.itemsize(), [&](auto vtag) {
+        using T = typename decltype(vtag)::type;
+        dispatch_index(ip.itemsize(), [&](auto itag) {
+            using I = typename decltype(itag)::type;
+            const CsrView<I, T> A = csr_view<I, T>(ip, ix, &dv, n_minor);
+            const View3<const T> D = view3<const T>(d);
+            const View3<T> O = view3<T>(out);
+            View3<const T> C;
+            if (has_c) C = view3<const T>(c);
+            const T a = scalar_from<T>(alpha), bt = scalar_from<T>(beta);
+            const bool use_c = has_c && bt != T(0);
+            auto run = [&] {
+                if (transpose) {
+                    in_range = csr_mm_scatter<I, T>(A, D, O, use_c ? &C : nullptr, a, bt);
+                } else {
+                    const Epilogue<T> ep{a, bt, C, use_c};
+                    in_range = (a == T(1) && !use_c) ? csr_mm_gather<true, I, T>(A, D, O, ep)
+                                                     : csr_mm_gather<false, I, T>(A, D, O, ep);
+                }
+            };
+            // Releasing the GIL costs about as much as a small product; as numpy does, only work
+            // worth a few microseconds releases it.
+            if ((A.nb == 1 ? nb : 1) * A.nse * std::max<int64_t>(K, 1) + O.n1 * K < kReleaseGilMinWork) {
+                run();
+            } else {
+                Py_BEGIN_ALLOW_THREADS;
+                run();
+                Py_END_ALLOW_THREADS;
+            }
+        });
+    });
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "csr_mm: unsupported value type (buffer format '%s')", dv.format());
+        return nullptr;
+    }
+    if (!in_range) {
+        PyErr_SetString(PyExc_ValueError,
+                        "csr_mm: the compressed indices are not non-decreasing within [0, nse], or an index is out of range");
+        return nullptr;
+    }
+    Py_RETURN_NONE;
+}
+
+// After a failed acquisition: the error raised, or, where acquire_csr asked for normalised arrays
+// (which these wrappers pass), a ValueError.
+PyObject* normalise_error(const char* op) {
+    if (!PyErr_Occurred()) {
+        PyErr_Format(PyExc_ValueError, "%s: index arrays must have one dtype and contiguous rows", op);
+    }
+    return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// SpGEMM, C = A @ B for CSR A (m x n) and B (n x p): Gustavson's row-by-row product in two parallel
+// passes, as SciPy does serially. The first counts each row's distinct columns with a per-thread
+// marker array (so the outputs are allocated at their exact size); the second accumulates each
+// row in a per-thread dense accumulator, records the columns in the order first met, sorts them
+// (the result is canonical: sorted, no duplicates) and gathers the values.
+
+template <class I>
+bool spgemm_count_kernel(const CsrView<I, char>& A, const CsrView<I, char>& B, int64_t* counts) {
+    const int64_t m = A.n_major, p = B.n_minor;
+    const int64_t n_chunks = chunks_for(A.nse + m);
+    const std::vector<int64_t> bounds = split_rows(m, n_chunks, [&](int64_t r) { return r + A.entry_offset(r, 1); });
+    bool bad = false;
+#pragma omp parallel reduction(|| : bad) if (n_chunks > 1)
+    {
+        std::vector<int64_t> mark(static_cast<size_t>(p), -1);
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t chunk = 0; chunk < n_chunks; ++chunk) {
+            for (int64_t i = bounds[chunk]; i < bounds[chunk + 1]; ++i) {
+                int64_t start, end, count = 0;
+                if (!A.row(0, i, start, end) || !indices_in_range(A.indices + start, end - start, B.n_major)) {
+                    bad = true;
+                    counts[i + 1] = 0;
+                    continue;
+                }
+                for (int64_t k = start; k < end; ++k) {
+                    int64_t s, e;
+                    if (!B.row(0, A.indices[k], s, e) || !indices_in_range(B.indices + s, e - s, p)) {
+                        bad = true;
+                        continue;
+                    }
+                    for (int64_t l = s; l < e; ++l) {
+                        const int64_t j = B.indices[l];
+                        count += mark[j] != i;
+                        mark[j] = i;
+                    }
+                }
+                counts[i + 1] = count;
+            }
+        }
+    }
+    counts[0] = 0;
+    for (int64_t i = 0; i < m; ++i) counts[i + 1] += counts[i];
+    return !bad;
+}
+
+template <class O>
+inline void sort_indices(O* first, O* last) {
+    if (last - first <= 32) {
+        for (O* i = first + 1; i < last; ++i) {
+            const O key = *i;
+            O* j = i;
+            for (; j > first && *(j - 1) > key; --j) *j = *(j - 1);
+            *j = key;
+        }
+    } else {
+        std::sort(first, last);
+    }
+}
+
+template <class I, class O, class T>
+void spgemm_fill_kernel(const CsrView<I, T>& A, const CsrView<I, T>& B, const O* c_indptr, O* c_indices, T* c_data) {
+    const int64_t m = A.n_major, p = B.n_minor;
+    const int64_t n_chunks = chunks_for(A.nse + m);
+    const std::vector<int64_t> bounds = split_rows(m, n_chunks, [&](int64_t r) { return r + A.entry_offset(r, 1); });
+#pragma omp parallel if (n_chunks > 1)
+    {
+        std::vector<int64_t> mark(static_cast<size_t>(p), -1);
+        std::unique_ptr<T[]> acc(new T[static_cast<size_t>(p)]);
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t chunk = 0; chunk < n_chunks; ++chunk) {
+            for (int64_t i = bounds[chunk]; i < bounds[chunk + 1]; ++i) {
+                const int64_t first = c_indptr[i], last = c_indptr[i + 1];
+                int64_t q = first;
+                // The count pass validated every range read here.
+                for (int64_t k = A.indptr[i], end = A.indptr[i + 1]; k < end; ++k) {
+                    const int64_t r = A.indices[k];
+                    const T a = A.data[k];
+                    for (int64_t l = B.indptr[r], e = B.indptr[r + 1]; l < e; ++l) {
+                        const int64_t j = B.indices[l];
+                        const T prod = mul(a, B.data[l]);
+                        if (mark[j] != i) {
+                            mark[j] = i;
+                            acc[j] = prod;
+                            if (q < last) c_indices[q++] = static_cast<O>(j);
+                        } else {
+                            acc[j] += prod;
+                        }
+                    }
+                }
+                sort_indices(c_indices + first, c_indices + q);
+                for (int64_t s = first; s < q; ++s) c_data[s] = acc[c_indices[s]];
+            }
+        }
+    }
+}
+
+// spgemm_count(a_indptr, a_indices, b_indptr, b_indices, n_cols, counts) -> nnz
+//   counts (m + 1,) int64 receives the result's indptr.
+PyObject* py_spgemm_count(PyObject*, PyObject* args) {
+    PyObject *o_aip, *o_aix, *o_bip, *o_bix, *o_counts;
+    long long n_cols;
+    if (!PyArg_ParseTuple(args, "OOOOLO", &o_aip, &o_aix, &o_bip, &o_bix, &n_cols, &o_counts)) return nullptr;
+    Buffer aip, aix, bip, bix, counts;
+    if (acquire_csr(aip, aix, static_cast<Buffer*>(nullptr), o_aip, o_aix, nullptr) != 1 ||
+        acquire_csr(bip, bix, static_cast<Buffer*>(nullptr), o_bip, o_bix, nullptr) != 1 ||
+        !counts.acquire(o_counts, "counts", 1, true, true))
+        return normalise_error("spgemm_count");
+    if (comp_shape(aip, 0) != 1 || comp_shape(bip, 0) != 1 || aip.itemsize() != bip.itemsize() ||
+        counts.itemsize() != 8 || counts.shape(0) != comp_shape(aip, 1) || n_cols < 0) {
+        PyErr_SetString(PyExc_ValueError, "spgemm_count: inconsistent arrays");
+        return nullptr;
+    }
+    bool valid = true;
+    dispatch_index(aip.itemsize(), [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        const CsrView<I, char> A = csr_view<I, char>(aip, aix, nullptr, comp_shape(bip, 1) - 1);
+        const CsrView<I, char> B = csr_view<I, char>(bip, bix, nullptr, n_cols);
+        Py_BEGIN_ALLOW_THREADS;
+        valid = spgemm_count_kernel<I>(A, B, reinterpret_cast<int64_t*>(counts.ptr()));
+        Py_END_ALLOW_THREADS;
+    });
+    if (!valid) {
+        PyErr_SetString(PyExc_ValueError,
+                        "spgemm: the compressed indices are not non-decreasing within [0, nse], or an index is out of range");
+        return nullptr;
+    }
+    return PyLong_FromLongLong(reinterpret_cast<int64_t*>(counts.ptr())[comp_shape(aip, 1) - 1]);
+}
+
+// spgemm_fill(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, n_cols, c_indptr, c_indices, c_data)
+//   after spgemm_count on the same operands (c_indptr is its counts, in the output index dtype).
+PyObject* py_spgemm_fill(PyObject*, PyObject* args) {
+    PyObject *o_aip, *o_aix, *o_adv, *o_bip, *o_bix, *o_bdv, *o_cip, *o_cix, *o_cdv;
+    long long n_cols;
+    if (!PyArg_ParseTuple(args, "OOOOOOLOOO", &o_aip, &o_aix, &o_adv, &o_bip, &o_bix, &o_bdv, &n_cols, &o_cip, &o_cix,
+                          &o_cdv))
+        return nullptr;
+    Buffer aip, aix, adv, bip, bix, bdv, cip, cix, cdv;
+    if (acquire_csr(aip, aix, &adv, o_aip, o_aix, o_adv) != 1 || acquire_csr(bip, bix, &bdv, o_bip, o_bix, o_bdv) != 1 ||
+        !cip.acquire(o_cip, "c_indptr", 1, false, true) || !cip.check_index("c_indptr") ||
+        !cix.acquire(o_cix, "c_indices", 1, true, true) || !cix.check_index("c_indices") ||
+        !cdv.acquire(o_cdv, "c_data", 1, true, true))
+        return normalise_error("spgemm_fill");
+    const int64_t m = comp_shape(aip, 1) - 1;
+    if (comp_shape(aip, 0) != 1 || comp_shape(bip, 0) != 1 || aip.itemsize() != bip.itemsize() || cip.shape(0) != m + 1 ||
+        cix.itemsize() != cip.itemsize() || cix.shape(0) != cdv.shape(0) || adv.itemsize() != bdv.itemsize() ||
+        cdv.itemsize() != adv.itemsize() || n_cols < 0 || float_kind(bdv) != float_kind(adv) ||
+        float_kind(cdv) != float_kind(adv)) {
+        PyErr_SetString(PyExc_ValueError, "spgemm_fill: inconsistent arrays");
+        return nullptr;
+    }
+    const int kind = float_kind(adv);
+    bool valid = true;
+    const bool ok = dispatch_float(kind, adv.itemsize(), [&](auto vtag) {
+        using T = typename decltype(vtag)::type;
+        dispatch_index(aip.itemsize(), [&](auto itag) {
+            using I = typename decltype(itag)::type;
+            dispatch_index(cip.itemsize(), [&](auto otag) {
+                using O = typename decltype(otag)::type;
+                const CsrView<I, T> A = csr_view<I, T>(aip, aix, &adv, comp_shape(bip, 1) - 1);
+                const CsrView<I, T> B = csr_view<I, T>(bip, bix, &bdv, n_cols);
+                const O* cp = reinterpret_cast<const O*>(cip.ptr());
+                // The fill trusts what the count pass validated; these are the checks it cannot see.
+                valid = cp[0] == 0 && cp[m] == cix.shape(0);
+                for (int64_t i = 0; valid && i < m; ++i) valid = cp[i] <= cp[i + 1];
+                if (!valid) return;
+                Py_BEGIN_ALLOW_THREADS;
+                spgemm_fill_kernel<I, O, T>(A, B, cp, reinterpret_cast<O*>(cix.ptr()), reinterpret_cast<T*>(cdv.ptr()));
+                Py_END_ALLOW_THREADS;
+            });
+        });
+    });
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "spgemm_fill: unsupported value type (buffer format '%s')", adv.format());
+        return nullptr;
+    }
+    if (!valid) {
+        PyErr_SetString(PyExc_ValueError, "spgemm_fill: c_indptr is not the result of spgemm_count");
+        return nullptr;
+    }
+    Py_RETURN_NONE;
+}
+
+// ---------------------------------------------------------------------------------------------
+// SDDMM: out[b, k] = alpha * (a[b] @ b[b])[i, j] + beta * values[b, k] for each entry k = (i, j) of a
+// CSR pattern, i.e. a dot product of row i of a with column j of b. The wrapper passes b transposed
+// (bt, (batch, n, K)), so both dot operands are rows, read with any strides.
+
+template <class T>
+inline T dense_dot(const T* x, int64_t sx, const T* y, int64_t sy, int64_t K) {
+    if constexpr (Simd<T>::enabled) {
+        if (sx == 1 && sy == 1) {
+            // Four vectors of partial sums: a single running sum would wait for each addition in turn.
+            using V = typename Simd<T>::V;
+            constexpr int L = Simd<T>::lanes;
+            V acc[4] = {V{}, V{}, V{}, V{}};
+            int64_t k = 0;
+            for (; k + 4 * L <= K; k += 4 * L) {
+                for (int u = 0; u < 4; ++u) {
+                    V a, b;
+                    std::memcpy(&a, x + k + u * L, sizeof(V));
+                    std::memcpy(&b, y + k + u * L, sizeof(V));
+                    acc[u] += a * b;
+                }
+            }
+            for (; k + L <= K; k += L) {
+                V a, b;
+                std::memcpy(&a, x + k, sizeof(V));
+                std::memcpy(&b, y + k, sizeof(V));
+                acc[0] += a * b;
+            }
+            const V total = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+            T sum = T(0);
+            for (int l = 0; l < L; ++l) sum += total[l];
+            for (; k < K; ++k) sum += x[k] * y[k];
+            return sum;
+        }
+    }
+    T sum = T(0);
+    if (sx == 1 && sy == 1) {
+        for (int64_t k = 0; k < K; ++k) sum += mul(x[k], y[k]);
+    } else {
+        for (int64_t k = 0; k < K; ++k) sum += mul(x[k * sx], y[k * sy]);
+    }
+    return sum;
+}
+
+template <class I, class T>
+bool sddmm_kernel(const CsrView<I, T>& P, View3<const T> A, View3<const T> Bt, T* out, T alpha, T beta, bool use_values) {
+    const int64_t nb = A.n0, K = A.n2;
+    const int64_t work = (P.nb == 1 ? nb : 1) * P.nse * std::max<int64_t>(K, 1) + nb * P.n_major;
+    return for_each_range(P, nb, work, [&](int64_t b, int64_t i0, int64_t i1) {
+        const I* ptr = P.ptr(b);
+        const I* idx = P.idx(b);
+        const T* v = use_values ? P.val(b) : nullptr;
+        T* o = out + b * P.nse;
+        for (int64_t i = i0; i < i1; ++i) {
+            const int64_t start = ptr[i], end = ptr[i + 1];
+            if (!indices_in_range(idx + start, end - start, P.n_minor)) return false;
+            const T* x = A.at(b, i, 0);
+            for (int64_t k = start; k < end; ++k) {
+                const T dot = mul(alpha, dense_dot(x, A.s2, Bt.at(b, idx[k], 0), Bt.s2, K));
+                o[k] = use_values ? dot + mul(beta, v[k]) : dot;
+            }
+        }
+        return true;
+    });
+}
+
+// sddmm(indptr, indices, values, a, bt, out, alpha, beta)
+//   out (nb, nse) receives alpha * (a @ bt^T) sampled at the pattern, plus beta * values (None: 0).
+PyObject* py_sddmm(PyObject*, PyObject* args) {
+    PyObject *o_ip, *o_ix, *o_vals, *o_a, *o_bt, *o_out;
+    Py_complex alpha, beta;
+    if (!PyArg_ParseTuple(args, "OOOOOODD", &o_ip, &o_ix, &o_vals, &o_a, &o_bt, &o_out, &alpha, &beta))
+        return nullptr;
+    Buffer ip, ix, vals, a, bt, out;
+    const bool has_vals = o_vals != Py_None;
+    if (acquire_csr(ip, ix, has_vals ? &vals : nullptr, o_ip, o_ix, o_vals) != 1 || !acquire3(a, o_a, "a", false) ||
+        !acquire3(bt, o_bt, "bt", false) || !out.acquire(o_out, "out", 2, true, true))
+        return normalise_error("sddmm");
+    auto n3 = [](const Buffer& b, int dim) { return dim3(b, dim).first; };
+    const int64_t nb = out.shape(0), m = comp_shape(ip, 1) - 1, nse = comp_shape(ix, 1);
+    const bool consistent = (comp_shape(ip, 0) == 1 || comp_shape(ip, 0) == nb) && n3(a, 0) == nb &&
+                            n3(bt, 0) == nb && n3(a, 1) == m && n3(a, 2) == n3(bt, 2) && out.shape(1) == nse &&
+                            a.itemsize() == out.itemsize() && bt.itemsize() == out.itemsize() &&
+                            (!has_vals || vals.itemsize() == out.itemsize()) && float_kind(a) == float_kind(out) &&
+                            float_kind(bt) == float_kind(out) && (!has_vals || float_kind(vals) == float_kind(out));
+    if (!consistent) {
+        PyErr_SetString(PyExc_ValueError, "sddmm: inconsistent shapes or dtypes");
+        return nullptr;
+    }
+    const int kind = float_kind(out);
+    bool in_range = true;
+    const bool ok = dispatch_float(kind, out.itemsize(), [&](auto vtag) {
+        using T = typename decltype(vtag)::type;
+        dispatch_index(ip.itemsize(), [&](auto itag) {
+            using I = typename decltype(itag)::type;
+            const CsrView<I, T> P = csr_view<I, T>(ip, ix, has_vals ? &vals : nullptr, n3(bt, 1));
+            const T al = scalar_from<T>(alpha), be = scalar_from<T>(beta);
+            Py_BEGIN_ALLOW_THREADS;
+            in_range = sddmm_kernel<I, T>(P, view3<const T>(a), view3<const T>(bt), reinterpret_cast<T*>(out.ptr()), al,
+                                          be, has_vals && be != T(0));
+            Py_END_ALLOW_THREADS;
+        });
+    });
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "sddmm: unsupported value type (buffer format '%s')", out.format());
+        return nullptr;
+    }
+    if (!in_range) {
+        PyErr_SetString(PyExc_ValueError,
+                        "sddmm: the compressed indices are not non-decreasing within [0, nse], or an index is out of range");
+        return nullptr;
+    }
+    Py_RETURN_NONE;
+}
+
 PyObject* py_max_threads(PyObject*, PyObject*) { return PyLong_FromLong(max_threads()); }
 
 PyMethodDef methods[] = {
@@ -897,6 +1985,13 @@ PyMethodDef methods[] = {
     {"dense_fill", py_dense_fill, METH_VARARGS, "dense_fill(dense, indptr, indices, data, kind)"},
     {"compressed_to_dense", py_compressed_to_dense, METH_VARARGS,
      "compressed_to_dense(indptr, indices, data, out, kind)"},
+    {"csr_mm", py_csr_mm, METH_VARARGS,
+     "csr_mm(indptr, indices, data, n_minor, d, out, c, alpha, beta, transpose): out = alpha op(A) @ d + beta c"},
+    {"spgemm_count", py_spgemm_count, METH_VARARGS,
+     "spgemm_count(a_indptr, a_indices, b_indptr, b_indices, n_cols, counts) -> nnz"},
+    {"spgemm_fill", py_spgemm_fill, METH_VARARGS,
+     "spgemm_fill(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, n_cols, c_indptr, c_indices, c_data)"},
+    {"sddmm", py_sddmm, METH_VARARGS, "sddmm(indptr, indices, values, a, bt, out, alpha, beta)"},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -177,6 +177,43 @@ class SparseArray(abc.ABC):
 
         return coalesce(self)
 
+    # -- torch's shape methods whose names the Array API has no function for ---------------------
+    def permute(self, *dims: Any) -> Any:
+        """torch's ``permute(*dims)``: see :func:`xsparse.permute_dims`."""
+        from .._shape import permute_dims
+
+        return permute_dims(self, dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims)
+
+    def transpose(self, dim0: int, dim1: int) -> Any:
+        """torch's ``transpose(dim0, dim1)``: swap two dimensions (see :func:`xsparse.permute_dims`)."""
+        from .._shape import swap_dims
+
+        return swap_dims(self, dim0, dim1)
+
+    def unsqueeze(self, dim: int) -> Any:
+        """torch's ``unsqueeze(dim)``: see :func:`xsparse.expand_dims`."""
+        from .._shape import expand_dims
+
+        return expand_dims(self, axis=dim)
+
+    def __getitem__(self, key: Any) -> Any:
+        """``x[key]`` with integers, slices of any step, None and Ellipsis: a sparse array with ``x``'s fill value."""
+        from .._indexing import getitem
+
+        return getitem(self, key)
+
+    def astype(self, dtype: Any, /, *, copy: bool = True) -> Any:
+        """See :func:`xsparse.astype`."""
+        from .._indexing import astype
+
+        return astype(self, dtype, copy=copy)
+
+    def clone(self) -> Any:
+        """See :func:`xsparse.clone`."""
+        from .._indexing import clone
+
+        return clone(self)
+
     # -- operators: one-line calls into the elementwise functions ----------------------------------
     # NumPy defers to these reflected operators instead of converting the array (which would densify).
     __array_ufunc__ = None
@@ -271,6 +308,12 @@ class SparseArray(abc.ABC):
     def __ge__(self, other: Any) -> Any:
         return _ew().greater_equal(self, other)
 
+    def __matmul__(self, other: Any) -> Any:
+        return _la().matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return _la().matmul(other, self)
+
     def __neg__(self) -> Any:
         return _ew().negative(self)
 
@@ -329,3 +372,9 @@ def _ew() -> Any:
     from .. import _elementwise
 
     return _elementwise
+
+
+def _la() -> Any:
+    from .. import _linalg
+
+    return _linalg

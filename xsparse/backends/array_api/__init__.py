@@ -7,5 +7,10 @@ are tested against. One module per area of operations; importing the package reg
 from __future__ import annotations
 
 from . import conversion, elementwise
+from . import indexing
+from . import shape
+from . import reduction
+from . import semi_structured
+from . import linalg
 
-__all__ = ["conversion", "elementwise"]
+__all__ = ["indexing", "conversion", "elementwise", "shape", "reduction", "semi_structured", "linalg"]

@@ -7,5 +7,10 @@ NumPy array reaches it) registers them all.
 from __future__ import annotations
 
 from . import conversion, elementwise
+from . import indexing
+from . import linalg
+from . import reduction
+from . import shape
+from . import solve
 
-__all__ = ["conversion", "elementwise"]
+__all__ = ["indexing", "linalg", "conversion", "elementwise", "reduction", "shape", "solve"]

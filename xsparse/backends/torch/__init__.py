@@ -7,6 +7,10 @@ torch tensor reaches it) registers them all.
 from __future__ import annotations
 
 from . import conversion, elementwise
+from . import indexing
+from . import reduction
+from . import semi_structured
+from . import linalg
 from .conversion import from_torch, to_torch
 
-__all__ = ["conversion", "elementwise", "from_torch", "to_torch"]
+__all__ = ["indexing", "conversion", "elementwise", "reduction", "semi_structured", "linalg", "from_torch", "to_torch"]

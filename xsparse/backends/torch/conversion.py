@@ -56,6 +56,17 @@ def to_torch(a: SparseArray) -> torch.Tensor:
         )
 
 
+def _plain_values(t: torch.Tensor) -> torch.Tensor:
+    """The values of a compressed torch tensor as an ordinary strided tensor.
+
+    ``values()`` of a compressed tensor is an alias that refuses views (``torch.real`` of it raises
+    "Sparse CSR tensors do not have strides"); ``detach()`` gives a plain tensor on the same storage.
+    Values that carry autograd history are kept as they are, so gradients still flow through them.
+    """
+    values = t.values()
+    return (values if values.requires_grad else values.detach()).contiguous()
+
+
 def from_torch(t: torch.Tensor, target: Target, fill_value: Any = 0) -> SparseArray:
     """The xsparse array with the components of the torch sparse tensor ``t``, indices in ``target.index_dtype``."""
     idt = target.index_dtype
@@ -70,7 +81,7 @@ def from_torch(t: torch.Tensor, target: Target, fill_value: Any = 0) -> SparseAr
     else:
         ci, pi = t.ccol_indices(), t.row_indices()
     return CompressedArray(
-        ci.to(idt).contiguous(), pi.to(idt).contiguous(), t.values().contiguous(), tuple(t.shape),
+        ci.to(idt).contiguous(), pi.to(idt).contiguous(), _plain_values(t), tuple(t.shape),
         layout=layout, backend=target.backend, xp=target.xp, fill_value=fill_value,
     )  # fmt: skip
 

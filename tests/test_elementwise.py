@@ -1,0 +1,816 @@
+"""Elementwise functions: every unary and binary function on every layout, against the same backend's
+dense computation.
+
+Inputs come from ``tests/strategies.py``: arrays of every layout with batch and dense dimensions, fill
+values 0 and non-zero, int32 and int64 indices, uncoalesced COO with duplicates, and for binary
+functions a second operand of a compatible structure that may be broadcast (size-1 and missing leading
+dimensions, on either side), a Python scalar, or a 0-d array. The oracle is
+:func:`xsparse.testing.assert_sparse_equal` (every invariant of the result, then its elements against
+the dense computation, NaNs equal). The operations and their signatures come from the registry, so a
+new elementwise kernel is tested the day it is registered.
+
+Every computation runs under ``numpy.errstate(all="ignore")``: array_api_strict computes with NumPy,
+and warns where NumPy does (the NumPy backend's own kernels never warn, which a test below checks).
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib.util
+import math
+import re
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import backend_params, backend_skip_reason
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import strategies as S
+import xsparse as xs
+from xsparse import dispatch
+from xsparse._common import dtype_name
+from xsparse.backends.array_api import elementwise as generic
+from xsparse.testing import assert_sparse_equal, generic_to_dense, to_numpy
+
+for _b in xs.registered_backends():
+    if _b.kernels is not None and backend_skip_reason(_b.name) is None:
+        _b.load()
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+BACKENDS = ["numpy", "torch", "array_api_strict"]
+SPARSE_LAYOUTS = [xs.sparse_coo, xs.sparse_csr, xs.sparse_csc, xs.sparse_bsr, xs.sparse_bsc]
+LAYOUTS = [xs.strided, *SPARSE_LAYOUTS]
+FEW = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+SOME = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+MESSAGE_SHAPE = re.compile(r"[^\s:][^:\n]*: \S.*?[^.\s]\. [A-Z].*\.", re.S)
+
+FLOATS = ("float32", "float64")
+COMPLEX = ("complex64", "complex128")
+INTS = ("int8", "int16", "int32", "int64", "uint8")
+SIGNED = ("int8", "int16", "int32", "int64")
+BOOL = ("bool",)
+
+# The dtypes each function is tested with: those for which NumPy, torch and array_api_strict all
+# define it (the Array API's, where a library is stricter than the standard the narrower set).
+UNARY_DTYPES: dict[str, tuple[str, ...]] = {
+    **{name: FLOATS + COMPLEX for name in (
+        "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "exp", "log", "log2", "log10", "sin",
+        "sinh", "sqrt", "tan", "tanh", "reciprocal", "sgn", "angle",
+    )},
+    **{name: FLOATS for name in (
+        "ceil", "floor", "trunc", "round", "signbit", "isposinf", "isneginf", "deg2rad", "rad2deg", "erf",
+        "erfinv", "expm1", "log1p",
+    )},
+    **{name: SIGNED + FLOATS + COMPLEX for name in ("abs", "negative", "positive", "sign", "square")},
+    **{name: COMPLEX for name in ("conj", "conj_physical", "real", "imag")},
+    **{name: INTS + FLOATS + COMPLEX for name in ("isfinite", "isinf", "isnan")},
+    "bitwise_invert": BOOL + INTS,
+    "logical_not": BOOL,
+    "clip": SIGNED + FLOATS,
+}  # fmt: skip
+BINARY_DTYPES: dict[str, tuple[str, ...]] = {
+    "add": BOOL + INTS + FLOATS + COMPLEX,
+    "multiply": BOOL + INTS + FLOATS + COMPLEX,
+    "subtract": INTS + FLOATS + COMPLEX,
+    "divide": FLOATS + COMPLEX,
+    "floor_divide": INTS + FLOATS,
+    "remainder": INTS + FLOATS,
+    "pow": SIGNED + FLOATS,
+    "equal": BOOL + INTS + FLOATS + COMPLEX,
+    "not_equal": BOOL + INTS + FLOATS + COMPLEX,
+    **{name: INTS + FLOATS for name in ("less", "less_equal", "greater", "greater_equal", "maximum", "minimum")},
+    **{name: FLOATS for name in ("atan2", "copysign", "hypot", "logaddexp", "nextafter")},
+    **{name: BOOL + INTS for name in ("bitwise_and", "bitwise_or", "bitwise_xor")},
+    **{name: SIGNED for name in ("bitwise_left_shift", "bitwise_right_shift")},
+    **{name: BOOL for name in ("logical_and", "logical_or", "logical_xor")},
+}  # fmt: skip
+# torch raises ZeroDivisionError for an integer divided by 0, which the fill values 0 provoke
+TORCH_NO_INT = frozenset({"floor_divide", "remainder"})
+# the second operand must not be negative (shift amounts, integer exponents)
+NON_NEGATIVE_SECOND = frozenset({"bitwise_left_shift", "bitwise_right_shift", "pow"})
+
+UNARY_OPS = sorted({*generic.UNARY, *generic.NATIVE_ONLY_UNARY, "clip"})
+# The values of a compressed array that torch's conversion made are torch's ``values()`` alias of the
+# sparse tensor, on which a view (``real``, ``imag``, ...) raises; see test_torch_values_alias below.
+TORCH_VALUES_ALIAS_OPS = frozenset({"angle", "imag", "isfinite", "real", "round"})
+BINARY_OPS = sorted(generic.BINARY)
+
+
+@contextmanager
+def quiet() -> Iterator[None]:
+    with np.errstate(all="ignore"):
+        yield
+
+
+def _dtypes_for(table: dict[str, tuple[str, ...]], op: str, backend: str, xp: Any) -> list[str]:
+    names = [d for d in table[op] if hasattr(xp, d)]
+    if backend == "torch" and op in TORCH_NO_INT:
+        names = [d for d in names if d in FLOATS]
+    if backend == "array_api_strict" and op in ("add", "multiply"):
+        names = [d for d in names if d != "bool"]  # the standard's arithmetic is numeric only
+    return names
+
+
+def _tolerance(result: Any) -> dict[str, float]:
+    name = dtype_name(result.dtype)
+    if name in ("float32", "complex64"):
+        return {"rtol": 2e-6, "atol": 1e-6}
+    if name in ("float64", "complex128"):
+        return {"rtol": 1e-12, "atol": 1e-12}
+    return {}
+
+
+def _is_nan(v: Any) -> bool:
+    return bool(v != v)
+
+
+# -- operands ----------------------------------------------------------------------------------------
+
+
+def _specified(h: np.ndarray, fill: Any, dense_dim: int) -> np.ndarray:
+    same = np.isnan(h) if _is_nan(fill) else h == fill
+    mask = ~same
+    if dense_dim:
+        lead = mask.shape[: mask.ndim - dense_dim]
+        mask = mask.reshape(*lead, math.prod(mask.shape[mask.ndim - dense_dim :])).any(axis=-1)
+    return mask
+
+
+def _valid_layouts(h: np.ndarray, fill: Any, dense_dim: int, blocksize: tuple[int, int]) -> list[xs.Layout]:
+    """The layouts the host array ``h`` converts to with this split (invariant 3.9 for batches)."""
+    out = [xs.strided, xs.sparse_coo]
+    nb = h.ndim - 2 - dense_dim
+    if nb < 0:
+        return out
+    m, n = h.shape[nb], h.shape[nb + 1]
+    mask = _specified(h, fill, dense_dim).reshape(math.prod(h.shape[:nb]), m, n)
+    per_batch = mask.reshape(mask.shape[0], m * n).sum(axis=1)
+    if len(set(per_batch.tolist())) <= 1:
+        out += [xs.sparse_csr, xs.sparse_csc]
+    bm, bn = blocksize
+    if m % bm == 0 and n % bn == 0:
+        blocks = mask.reshape(mask.shape[0], m // bm, bm, n // bn, bn).any(axis=(2, 4))
+        if len(set(blocks.reshape(blocks.shape[0], (m // bm) * (n // bn)).sum(axis=1).tolist())) <= 1:
+            out += [xs.sparse_bsr, xs.sparse_bsc]
+    return out
+
+
+def _convert(xp: Any, h: np.ndarray, layout: xs.Layout, fill: Any, dense_dim: int, blocksize: tuple[int, int], index_dtype: str) -> Any:
+    x = xp.asarray(h)
+    if layout is xs.strided:
+        return x
+    kw: dict[str, Any] = {"layout": layout, "index_dtype": index_dtype, "fill_value": fill}
+    if layout is xs.sparse_coo:
+        kw["sparse_dim"] = h.ndim - dense_dim
+    else:
+        kw["dense_dim"] = dense_dim
+    if layout.is_blocked:
+        kw["blocksize"] = blocksize
+    return xs.to_sparse(x, **kw)
+
+
+def _companion(rng: np.random.Generator, case: S.DenseCase, dtype: str, fill: Any) -> np.ndarray:
+    """An array of the case's shape whose specified positions are the case's, flipped along both sparse
+    dimensions (which keeps every batch's element and block counts), with new values and fill value."""
+    nb = case.batch_dim
+    mask = _specified(case.host, case.fill_value, case.dense_dim)
+    mask = np.flip(mask, axis=(nb, nb + 1))
+    out = np.full(case.shape, fill, dtype=np.dtype(dtype))
+    count = int(mask.sum())
+    out[mask] = S.nonzero_values(rng, dtype, count * math.prod(case.dense_shape), fill).reshape(count, *case.dense_shape)
+    return out
+
+
+def _scalar_of(rng: np.random.Generator, dtype: str, non_negative: bool) -> Any:
+    if dtype == "bool":
+        return bool(rng.integers(0, 2))
+    if dtype.startswith(("int", "uint")):
+        return int(rng.integers(0 if non_negative or dtype == "uint8" else -3, 4))
+    if dtype.startswith("float"):
+        return float(rng.choice([0.0, 1.5, -2.0, 0.5, math.inf]))
+    return complex(rng.choice([1 + 1j, -2.0 + 0j, 0j]))
+
+
+def _same_kind(dtype: str, allowed: tuple[str, ...]) -> list[str]:
+    kind = next(k for k in (BOOL, INTS, FLOATS, COMPLEX) if dtype in k)
+    return [d for d in allowed if d in kind]
+
+
+@st.composite
+def unary_operands(draw: Any, xp: Any, op: str, backend: str) -> Any:
+    """A strided or sparse array (uncoalesced COO included) of a dtype ``op`` accepts."""
+    dtype = draw(st.sampled_from(_dtypes_for(UNARY_DTYPES, op, backend, xp)))
+    case = draw(S.dense_cases(xp, dtype=dtype, fill=None, max_batch_dims=1, max_dense_dims=1))
+    layouts = LAYOUTS
+    if backend == "torch" and op in TORCH_VALUES_ALIAS_OPS and dtype in COMPLEX:
+        layouts = [xs.strided, xs.sparse_coo]  # the compressed ones: test_torch_values_alias
+    layout = draw(st.sampled_from(layouts))
+    x = case.sparse(layout)
+    if layout is xs.sparse_coo and draw(st.booleans()):
+        x = S.uncoalesced_like(xp, np.random.default_rng(draw(st.integers(0, 2**32 - 1))), x, case.index_dtype)
+    return x
+
+
+@st.composite
+def binary_operands(draw: Any, xp: Any, op: str, backend: str) -> tuple[Any, Any]:
+    """Two operands for ``op``: arrays of any two layouts whose shapes broadcast, or an array and a scalar."""
+    allowed = tuple(_dtypes_for(BINARY_DTYPES, op, backend, xp))
+    dt1 = draw(st.sampled_from(allowed))
+    dt2 = draw(st.sampled_from(_same_kind(dt1, allowed)))
+    case = draw(S.dense_cases(xp, dtype=dt1, fill=None, max_batch_dims=1, max_dense_dims=1))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    fill2 = draw(st.sampled_from([np.zeros((), dtype=np.dtype(dt2)).item(), draw(S.fill_values(dt2))]))
+    h1, h2 = case.host, _companion(rng, case, dt2, fill2)
+    fills = [case.fill_value, fill2]
+    dense_dims = [case.dense_dim, case.dense_dim]
+    hosts = [h1, h2]
+    # broadcasting: one operand gets size-1 dimensions and may lose leading ones
+    small = draw(st.integers(0, 1))
+    h = hosts[small]
+    for axis in range(h.ndim):
+        if h.shape[axis] > 1 and draw(st.integers(0, 3)) == 0:
+            h = h[(slice(None),) * axis + (slice(0, 1),)]
+    droppable = 0
+    while droppable < h.ndim - dense_dims[small] and h.shape[droppable] > 0:
+        droppable += 1
+    drop = draw(st.integers(0, droppable)) if draw(st.booleans()) else 0
+    h = h[(0,) * drop]
+    hosts[small] = h
+    kinds = draw(st.sampled_from(["arrays", "arrays", "arrays", "scalar first", "scalar second"]))
+    operands = []
+    for i in range(2):
+        h = hosts[i]
+        if (kinds == "scalar first" and i == 0) or (kinds == "scalar second" and i == 1):
+            # the scalar takes the kind (and range) of the other operand's dtype
+            operands.append(_scalar_of(rng, dt1 if i else dt2, op in NON_NEGATIVE_SECOND and i == 1))
+            continue
+        if op in NON_NEGATIVE_SECOND and i == 1:
+            h = np.abs(h)
+            fills[1] = abs(fills[1])
+        layout = draw(st.sampled_from(_valid_layouts(h, fills[i], dense_dims[i], case.blocksize)))
+        if layout is xs.strided and h.ndim == 0 and draw(st.booleans()):
+            operands.append(xp.asarray(h))
+            continue
+        x = _convert(xp, h, layout, fills[i], dense_dims[i], case.blocksize, case.index_dtype)
+        if layout is xs.sparse_coo and draw(st.integers(0, 2)) == 0:
+            x = S.uncoalesced_like(xp, rng, x, case.index_dtype)
+        operands.append(x)
+    return operands[0], operands[1]
+
+
+def _dense(x: Any) -> Any:
+    return generic_to_dense(x) if isinstance(x, xs.SparseArray) else x
+
+
+def _expected_layout(op: str, x: Any, y: Any) -> xs.Layout:
+    sparse = [a for a in (x, y) if isinstance(a, xs.SparseArray)]
+    if not sparse:
+        return xs.strided
+    if isinstance(x, xs.SparseArray) and isinstance(y, xs.SparseArray):
+        return x.layout
+    other = y if sparse[0] is x else x
+    if not hasattr(other, "shape") or other.ndim == 0:
+        return sparse[0].layout
+    if op in generic.ANNIHILATING and sparse[0].fill_value == 0:
+        return sparse[0].layout
+    return xs.strided
+
+
+def check_binary(xp: Any, op: str, x: Any, y: Any) -> Any:
+    """``xs.<op>(x, y)`` against ``xp.<op>`` of the dense operands, with the expected result layout."""
+    with quiet():
+        result = getattr(xs, op)(x, y)
+        expected = getattr(xp, op)(_dense(x), _dense(y))
+    # NumPy's functions give NumPy scalars for 0-d operands
+    result, expected = (np.asarray(r) if isinstance(r, np.generic) else r for r in (result, expected))
+    assert_sparse_equal(result, expected, check_layout=_expected_layout(op, x, y), **_tolerance(expected))
+    if isinstance(result, xs.SparseArray):
+        assert type(result.fill_value) is type(generic.python_scalar(xp, xp.zeros((), dtype=result.dtype)))
+    return result
+
+
+# -- unary ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", UNARY_OPS)
+@pytest.mark.parametrize("backend", backend_params(BACKENDS))
+@FEW
+@given(data=st.data())
+def test_unary(backend: str, xp: Any, op: str, data: st.DataObject) -> None:
+    if op in generic.NATIVE_ONLY_UNARY and backend == "array_api_strict":
+        x = data.draw(unary_operands(xp, op, backend))
+        with pytest.raises(xs.NoKernelError, match=f"the Array API standard has no {op}, so only backends"):
+            getattr(xs, op)(x)
+        return
+    x = data.draw(unary_operands(xp, op, backend))
+    kwargs = {"min": -1, "max": 2} if op == "clip" else {}
+    with quiet():
+        result = getattr(xs, op)(x, **kwargs)
+        expected = getattr(xs, op)(_dense(x), **kwargs)
+    assert_sparse_equal(result, expected, check_layout=xs.layout_of(x), **_tolerance(expected))
+    if isinstance(x, xs.SparseArray):
+        with quiet():
+            fill = getattr(xs, op)(xp.asarray(x.fill_value, dtype=x.dtype), **kwargs)
+        assert _is_nan(result.fill_value) and _is_nan(generic.python_scalar(xp, fill)) or result.fill_value == fill
+
+
+@pytest.mark.parametrize("backend", backend_params(BACKENDS))
+@SOME
+@given(data=st.data())
+def test_unary_of_uncoalesced_coo_coalesces_first(backend: str, xp: Any, data: st.DataObject) -> None:
+    coo, expected = data.draw(S.uncoalesced_coo(xp, fill=None).filter(lambda c: c[0].dtype in (xp.float32, xp.float64)))
+    with quiet():
+        result = xs.sqrt(xs.abs(coo))
+        want = np.sqrt(np.abs(expected))
+    assert_sparse_equal(result, xp.asarray(want), **_tolerance(result))
+
+
+def test_sqrt_of_duplicates_is_sqrt_of_their_sum(backend: str, xp: Any) -> None:
+    # sqrt(2 + 2) = 2, not sqrt(2) + sqrt(2)
+    a = xs.sparse_coo_array(xp.asarray([[0, 0]]), xp.asarray([2.0, 2.0], dtype=xp.float64), (2,))
+    assert not a.is_coalesced()
+    assert to_numpy(xs.to_dense(xs.sqrt(a))).tolist() == [2.0, 0.0]
+    # a linear function maps the duplicates as they are
+    n = xs.negative(a)
+    assert not n.is_coalesced() and to_numpy(xs.to_dense(n)).tolist() == [-4.0, -0.0]
+
+
+def test_non_zero_preserving_function_keeps_the_layout(backend: str, xp: Any, layout: xs.Layout) -> None:
+    d = xp.asarray([[0.0, 1.0, 0.0, 0.0], [2.0, 0.0, 0.0, 3.0]], dtype=xp.float64)
+    a = xs.to_sparse(d, layout=layout, blocksize=(1, 2) if layout.is_blocked else None)
+    r = xs.cos(a)
+    assert r.layout is layout and r.fill_value == 1.0 and r.nnz == a.nnz
+    assert_sparse_equal(r, xp.cos(d), rtol=1e-12)
+    assert xs.to_dense(xs.cos(a, layout=xs.strided)).shape == (2, 4)
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+@pytest.mark.parametrize("op", ["angle", "sgn", "sign", "deg2rad", "rad2deg", "isposinf", "isneginf", "conj_physical", "erf", "erfinv"])
+def test_torch_names_match_torch(op: str) -> None:
+    import torch
+
+    values = [0.0, -0.0, 1.5, -2.0, 0.25, -0.5, math.inf, -math.inf, math.nan]
+    for dtype in (torch.float64, torch.complex128):
+        if dtype == torch.complex128 and op in ("deg2rad", "rad2deg", "isposinf", "isneginf", "erf", "erfinv"):
+            continue
+        x = torch.tensor(values, dtype=dtype)
+        if dtype == torch.complex128:
+            x = x + 1j * torch.tensor(values[::-1], dtype=torch.float64)
+        want = torch.sgn(x) if op == "sign" and dtype.is_complex else getattr(torch, op)(x)
+        if op in ("sign", "sgn") and not dtype.is_complex:
+            # torch's sign of NaN is 0; the Array API's (and xsparse's, on every backend) is NaN
+            want = torch.where(torch.isnan(x), x, want)
+        assert_sparse_equal(getattr(xs, op)(x), want, rtol=1e-15)
+        s = xs.to_sparse_coo(x)
+        assert_sparse_equal(getattr(xs, op)(s), want, rtol=1e-15)
+
+
+@pytest.mark.parametrize("op", ["angle", "sign", "deg2rad", "rad2deg", "isposinf", "isneginf", "conj_physical", "signbit"])
+def test_torch_names_match_numpy(op: str) -> None:
+    # -0.0 is left out: it equals the fill value 0, so a sparse array does not keep its sign, and
+    # torch's angle (which xsparse follows) is 0 there where NumPy's is pi
+    values = np.asarray([0.0, 1.5, -2.0, 0.25, math.inf, -math.inf, math.nan])
+    reference = {"conj_physical": np.conj}.get(op, getattr(np, op, None))
+    assert reference is not None
+    with quiet():
+        assert_sparse_equal(getattr(xs, op)(values), reference(values), rtol=1e-15)
+        assert_sparse_equal(getattr(xs, op)(xs.to_sparse_coo(values)), reference(values), rtol=1e-15)
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+@pytest.mark.parametrize("op", sorted(TORCH_VALUES_ALIAS_OPS))
+@pytest.mark.parametrize("layout", SPARSE_LAYOUTS[1:], ids=str)
+def test_torch_values_alias(op: str, layout: xs.Layout) -> None:
+    """Values that torch's conversions produce are ordinary tensors: views of them (torch.real, ...) work."""
+    import torch
+
+    x = torch.tensor([[1 + 2j, 0], [0, 3 - 1j]], dtype=torch.complex64)
+    a = xs.to_sparse(x, layout=layout, blocksize=(1, 1) if layout.is_blocked else None)
+    assert_sparse_equal(getattr(xs, op)(a), getattr(xs, op)(x))
+
+
+def test_erf_needs_a_native_kernel() -> None:
+    import array_api_strict as xp
+
+    a = xs.to_backend(xs.sparse_coo_array([[0]], [0.5], (2,), dtype="float64"), "array_api_strict")
+    with pytest.raises(xs.NoKernelError, match=r"^erf: no kernel for layouts \(sparse_coo\) on backend 'array_api_strict'\. .*move the array with xsparse\.to_backend\(x, 'numpy'\)"):
+        xs.erf(a)
+    with pytest.raises(xs.NoKernelError, match=r"^erfinv: no kernel for layouts \(strided\) on backend 'array_api_strict'\. erfinv\(strided\) \[generic, any backend\] declined: the Array API standard has no erfinv"):
+        xs.erfinv(xp.asarray([0.5]))
+
+
+def test_clip(backend: str, xp: Any) -> None:
+    a = xs.sparse_csr_array(xp.asarray([0, 1, 2]), xp.asarray([0, 1]), xp.asarray([-3.0, 5.0], dtype=xp.float64), (2, 2), fill_value=1.0)
+    r = xs.clip(a, 0.0, 2.0)
+    assert r.layout is xs.sparse_csr and r.fill_value == 1.0
+    assert to_numpy(xs.to_dense(r)).tolist() == [[0.0, 1.0], [1.0, 2.0]]
+    assert to_numpy(xs.to_dense(xs.clip(a, max=0.0))).tolist() == [[-3.0, 0.0], [0.0, 0.0]]
+    assert to_numpy(xs.to_dense(xs.clip(a))).tolist() == [[-3.0, 1.0], [1.0, 5.0]]
+    # array bounds go through maximum and minimum, with their layout rules
+    lo = xp.asarray([0.0, 4.0], dtype=xp.float64)
+    r = xs.clip(a, lo, 4.5)
+    assert xs.layout_of(r) is xs.strided
+    assert to_numpy(r).tolist() == [[0.0, 4.0], [1.0, 4.5]]
+    assert xs.clip(a, lo, layout=xs.sparse_coo).layout is xs.sparse_coo
+    assert to_numpy(xs.clip(xp.asarray([-2, 5]), -1, 1)).tolist() == [-1, 1]
+
+
+# -- binary --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", BINARY_OPS)
+@pytest.mark.parametrize("backend", backend_params(BACKENDS))
+@FEW
+@given(data=st.data())
+def test_binary(backend: str, xp: Any, op: str, data: st.DataObject) -> None:
+    x, y = data.draw(binary_operands(xp, op, backend))
+    check_binary(xp, op, x, y)
+
+
+@pytest.mark.parametrize("op", ["add", "multiply", "subtract", "maximum", "equal"])
+@pytest.mark.parametrize("backend", backend_params(BACKENDS))
+@SOME
+@given(data=st.data())
+def test_binary_more_examples(backend: str, xp: Any, op: str, data: st.DataObject) -> None:
+    x, y = data.draw(binary_operands(xp, op, backend))
+    check_binary(xp, op, x, y)
+
+
+@pytest.mark.parametrize("left", LAYOUTS, ids=str)
+@pytest.mark.parametrize("right", LAYOUTS, ids=str)
+@pytest.mark.parametrize("op", ["add", "multiply", "less"])
+def test_every_layout_pair(backend: str, xp: Any, left: xs.Layout, right: xs.Layout, op: str) -> None:
+    h1 = np.asarray([[[1.0, 0.0, 0.0, 2.0], [0.0, 0.0, 0.0, 0.0]], [[0.0, 3.0, 0.0, 0.0], [0.0, 0.0, 4.0, 0.0]]])
+    h2 = np.asarray([[[0.0, 0.0, 5.0, 6.0], [0.0, 7.0, 0.0, 0.0]]])  # broadcast along the batch dimension
+    x = _convert(xp, h1, left, 0.0, 0, (1, 2), "int64")
+    y = _convert(xp, h2, right, -1.0 if right is xs.sparse_csc else 0.0, 0, (1, 2), "int32")
+    r = check_binary(xp, op, x, y)
+    if isinstance(x, xs.SparseArray) and isinstance(r, xs.SparseArray) and r.layout is not xs.sparse_coo:
+        assert r.batch_dim() == 1 and r.blocksize == (x.blocksize if x.layout.is_blocked else (1, 1))
+
+
+def test_layout_argument(backend: str, xp: Any) -> None:
+    a = xs.to_sparse_csr(xp.asarray([[1.0, 0.0], [0.0, 2.0]], dtype=xp.float64))
+    b = xs.to_sparse_coo(xp.asarray([[0.0, 3.0], [0.0, 4.0]], dtype=xp.float64))
+    assert xs.add(a, b).layout is xs.sparse_csr
+    assert xs.add(b, a).layout is xs.sparse_coo
+    assert xs.add(a, b, layout=xs.sparse_csc).layout is xs.sparse_csc
+    assert xs.layout_of(xs.add(a, b, layout=xs.strided)) is xs.strided
+    assert xs.multiply(a, xp.ones((2, 2), dtype=xp.float64), layout=xs.strided).shape == (2, 2)
+    assert xs.add(a, xp.ones((2, 2), dtype=xp.float64), layout=xs.sparse_coo).layout is xs.sparse_coo
+    bsr = xs.to_sparse_bsr(xp.asarray([[1.0, 0.0], [0.0, 2.0]], dtype=xp.float64), (1, 1))
+    assert xs.add(bsr, a, layout=xs.sparse_bsc).layout is xs.sparse_bsc
+
+
+def test_coo_plus_coo_concatenates(backend: str, xp: Any) -> None:
+    # the seed's example: addition of COO arrays concatenates the indices and values
+    a = xs.sparse_coo_array(xp.asarray([[1, 1]]), xp.asarray([5, 6]), (2,))
+    b = xs.sparse_coo_array(xp.asarray([[0, 0]]), xp.asarray([7, 8]), (2,))
+    r = a + b
+    assert not r.is_coalesced() and r.nnz == 4 and r.fill_value == 0
+    assert to_numpy(r._indices()).tolist() == [[1, 1, 0, 0]]
+    assert to_numpy(r._values()).tolist() == [5, 6, 7, 8]
+    assert to_numpy(xs.to_dense(r)).tolist() == [15, 11]
+    assert to_numpy(xs.to_dense(a - b)).tolist() == [-15, 11]
+    # with a non-zero fill value, or broadcasting, the entries are merged instead
+    c = xs.sparse_coo_array(xp.asarray([[0]]), xp.asarray([1]), (2,), fill_value=1)
+    assert (a + c).is_coalesced() and to_numpy(xs.to_dense(a + c)).tolist() == [1, 12]
+
+
+def test_product_keeps_the_sparsity(backend: str, xp: Any, layout: xs.Layout) -> None:
+    d = xp.asarray([[1.0, 0.0, 0.0, 2.0], [0.0, 0.0, 3.0, 0.0]], dtype=xp.float64)
+    a = xs.to_sparse(d, layout=layout, blocksize=(1, 2) if layout.is_blocked else None)
+    dense = xp.asarray([[5.0, 6.0, 7.0, 8.0], [1.0, 2.0, 3.0, 4.0]], dtype=xp.float64)
+    r = check_binary(xp, "multiply", a, dense)
+    assert r.layout is layout and r.nnz == a.nnz
+    s = check_binary(xp, "multiply", a, xs.to_sparse(dense, layout=xs.sparse_coo))
+    assert s.nnz == a.nnz
+    assert xs.layout_of(check_binary(xp, "add", a, dense)) is xs.strided
+
+
+def test_product_with_non_finite_values_is_exact(backend: str, xp: Any) -> None:
+    # inf * 0 is NaN (IEEE 754): an unspecified 0 meeting inf or NaN gives a specified NaN, where torch
+    # gives 0; the product stays sparse
+    a = xs.to_sparse_coo(xp.asarray([[1.0, 0.0, 0.0], [0.0, 0.0, 2.0]], dtype=xp.float64))
+    d = xp.asarray([[1.0, math.inf, 2.0], [math.nan, 1.0, 1.0]], dtype=xp.float64)
+    r = check_binary(xp, "multiply", a, d)
+    assert r.layout is xs.sparse_coo and r.nnz == 4
+    assert r.layout is xs.sparse_coo
+    r = check_binary(xp, "multiply", d, xs.to_sparse_csr(a))
+    assert r.layout is xs.sparse_csr
+    b = xs.to_sparse_coo(xp.asarray([[0.0, math.inf, 0.0], [0.0, 0.0, 3.0]], dtype=xp.float64))
+    r = check_binary(xp, "multiply", a, b)
+    assert r.nnz == 2  # (0, 1): inf * 0 = nan, (1, 2): 2 * 3
+    check_binary(xp, "multiply", xs.to_sparse_csr(a), xs.to_sparse_csr(b))
+    check_binary(xp, "multiply", a, xp.asarray([[1.0, 2.0, math.inf]], dtype=xp.float64))  # broadcast
+
+
+def test_scalar_product_of_uncoalesced_coo(backend: str, xp: Any) -> None:
+    a = xs.sparse_coo_array(xp.asarray([[0, 0, 1]]), xp.asarray([1.0, 0.0, 2.0], dtype=xp.float64), (3,))
+    with quiet():
+        r = a * 2.0
+    assert not r.is_coalesced()  # linear: the duplicates are scaled as they are
+    assert to_numpy(xs.to_dense(r)).tolist() == [2.0, 4.0, 0.0]
+    # (1 + 0) * inf is inf, but 1 * inf + 0 * inf would be NaN: not linear there, so coalesced first
+    with quiet():
+        r = a * math.inf
+    assert r.is_coalesced()
+    assert to_numpy(xs.to_dense(r)).tolist()[:2] == [math.inf, math.inf]
+    assert math.isnan(r.fill_value)
+
+
+@pytest.mark.parametrize("backend", backend_params(BACKENDS))
+def test_torch_data_dropping_broadcasts(backend: str, xp: Any) -> None:
+    # pytorch/pytorch#188900: a (2, 2, 1) sparse operand broadcast against (1, 1, 3)
+    s = xs.to_sparse_coo(xp.asarray([[[1.0], [2.0]], [[3.0], [4.0]]], dtype=xp.float64))
+    d = xp.ones((1, 1, 3), dtype=xp.float64)
+    r = check_binary(xp, "multiply", s, d)
+    assert to_numpy(xs.to_dense(r))[..., 1].tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    check_binary(xp, "multiply", d, s)
+    # pytorch/pytorch#158861: unsqueezed operands, A[..., None] * B[..., None, :, :]
+    rng = np.random.default_rng(0)
+    t1 = rng.integers(-2, 3, (3, 2, 4)).astype(np.float64)
+    t2 = rng.integers(-2, 3, (3, 4, 5)).astype(np.float64)
+    a, b = t1[..., None], t2[:, None, :, :]
+    expected = xp.asarray(a * b)
+    for left, right in ((xs.to_sparse_coo(xp.asarray(a)), xp.asarray(b)), (xp.asarray(a), xs.to_sparse_coo(xp.asarray(b)))):
+        r = check_binary(xp, "multiply", left, right)
+        assert_sparse_equal(r, expected)
+    # pytorch/pytorch#116633: b[:, None] * a_sparse[None]
+    ah = (rng.random((4, 5, 5)) < 0.5).astype(np.float64)
+    bh = rng.random((2, 5, 5))
+    r = check_binary(xp, "multiply", xp.asarray(bh[:, None]), xs.to_sparse_coo(xp.asarray(ah[None])))
+    assert r.shape == (2, 4, 5, 5) and r.nnz == 2 * int(ah.sum())
+    # the same with compressed operands, and with sums
+    c = xs.to_sparse_csr(xp.asarray([[1.0, 0.0, 2.0]], dtype=xp.float64))
+    big = xp.asarray([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=xp.float64)
+    assert check_binary(xp, "multiply", c, big).layout is xs.sparse_csr
+    check_binary(xp, "add", c, big)
+    check_binary(xp, "add", c, xs.to_sparse_csr(big))
+    check_binary(xp, "add", xs.to_sparse_coo(big), xs.to_sparse_coo(xp.asarray([1.0, 0.0, 2.0], dtype=xp.float64)))
+
+
+def test_broadcast_coo_marks_order(backend: str, xp: Any) -> None:
+    from xsparse.testing import check_invariants
+
+    a = xs.sparse_coo_array(xp.asarray([[0, 0], [0, 2]]), xp.asarray([1.0, 2.0], dtype=xp.float64), (1, 3), is_coalesced=True)
+    rows = generic.broadcast_coo(xp, a, (2, 3))  # entries (0,0) (1,0) (0,2) (1,2): not sorted
+    assert not rows.is_coalesced()
+    b = xs.sparse_coo_array(xp.asarray([[0, 2], [0, 0]]), xp.asarray([1.0, 2.0], dtype=xp.float64), (3, 1), is_coalesced=True)
+    cols = generic.broadcast_coo(xp, b, (3, 2))  # only the last sparse dimension repeats: sorted
+    assert cols.is_coalesced() and cols.nnz == 4
+    both = generic.broadcast_coo(xp, b, (2, 3, 2))
+    assert not both.is_coalesced() and both.nnz == 8
+    for c, dense in ((rows, [[1.0, 0.0, 2.0]] * 2), (cols, [[1.0, 1.0], [0.0, 0.0], [2.0, 2.0]]), (both, [[[1.0, 1.0], [0.0, 0.0], [2.0, 2.0]]] * 2)):
+        check_invariants(c)
+        assert to_numpy(xs.to_dense(c)).tolist() == dense
+
+
+def test_batched_union_pads_batches(backend: str, xp: Any) -> None:
+    # batch 0 gets 3 entries from the union, batch 1 gets 1: the shorter batch is padded with explicit
+    # fill values so that every batch holds the same number (invariant 3.9)
+    h1 = np.asarray([[[1.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 2.0]]])
+    h2 = np.asarray([[[0.0, 3.0], [4.0, 0.0]], [[0.0, 0.0], [0.0, 5.0]]])
+    for layout in (xs.sparse_csr, xs.sparse_csc, xs.sparse_bsr):
+        x = xs.to_sparse(xp.asarray(h1), layout=layout, blocksize=(1, 1) if layout.is_blocked else None)
+        y = xs.to_sparse_coo(xp.asarray(h2))
+        r = check_binary(xp, "add", x, y)
+        assert r.layout is layout and r.nnz == 3
+        check_binary(xp, "maximum", y, x)
+    with_fill = xs.to_sparse_coo(xp.asarray(h2) + 1, fill_value=1.0)
+    r = check_binary(xp, "subtract", xs.to_sparse_csr(xp.asarray(h1)), with_fill)
+    assert r.fill_value == -1.0 and r.nnz == 3
+
+
+def test_operands_with_different_sparse_dims(backend: str, xp: Any) -> None:
+    h = xp.asarray([[1.0, 0.0, 2.0], [0.0, 0.0, 0.0], [3.0, 4.0, 0.0]], dtype=xp.float64)
+    hybrid = xs.to_sparse_coo(h, sparse_dim=1)
+    full = xs.to_sparse_coo(xp.asarray([[0.0, 5.0, 0.0], [0.0, 6.0, 0.0], [0.0, 0.0, 0.0]], dtype=xp.float64))
+    r = check_binary(xp, "add", hybrid, full)
+    assert r.sparse_dim() == 1 and r.dense_dim() == 1
+    r = check_binary(xp, "add", full, hybrid)
+    assert r.sparse_dim() == 2
+    check_binary(xp, "multiply", hybrid, full)
+    csr_hybrid = xs.to_sparse_csr(xp.ones((2, 2, 2), dtype=xp.float64), dense_dim=1)
+    csr_batched = xs.to_sparse_csr(xp.asarray([[[1.0, 0.0], [0.0, 0.0]], [[0.0, 2.0], [0.0, 0.0]]], dtype=xp.float64))
+    assert check_binary(xp, "add", csr_hybrid, csr_batched).dense_dim() == 1
+    assert check_binary(xp, "add", csr_batched, csr_hybrid).batch_dim() == 1
+
+
+def test_zero_dim_array_acts_as_a_scalar(backend: str, xp: Any) -> None:
+    a = xs.to_sparse_csr(xp.asarray([[1, 0], [0, 2]], dtype=xp.int32))
+    r = check_binary(xp, "add", a, xp.asarray(3, dtype=xp.int64))
+    assert r.layout is xs.sparse_csr and r.fill_value == 3 and dtype_name(r.dtype) == "int64"
+    assert check_binary(xp, "add", a, 3).dtype == xp.int32  # a Python scalar takes the array's dtype
+
+
+def test_scalar_promotion(backend: str, xp: Any) -> None:
+    a = xs.to_sparse_coo(xp.asarray([1.0, 0.0], dtype=xp.float32))
+    assert (a * 2).dtype == xp.float32 and (a + 2.5).dtype == xp.float32
+    assert (a * 1j).dtype == xp.complex64
+    assert type((a * 1j).fill_value) is complex
+    b = xs.to_sparse_coo(xp.asarray([True, False]))
+    assert (b & True).dtype == xp.bool and type((b | True).fill_value) is bool
+
+
+def test_result_fill_values(backend: str, xp: Any) -> None:
+    a = xs.sparse_coo_array(xp.asarray([[0]]), xp.asarray([1.0], dtype=xp.float64), (3,), fill_value=2.0)
+    b = xs.sparse_coo_array(xp.asarray([[2]]), xp.asarray([4.0], dtype=xp.float64), (3,), fill_value=-1.0)
+    cases = {"add": 1.0, "multiply": -2.0, "maximum": 2.0, "pow": 0.5, "less": False, "not_equal": True}
+    for op, fill in cases.items():
+        r = check_binary(xp, op, a, b)
+        assert r.fill_value == fill and r.nnz == 2
+
+
+def test_operators(backend: str, xp: Any) -> None:
+    d1 = xp.asarray([[1, 0, 2], [0, 3, 0]], dtype=xp.int64)
+    d2 = xp.asarray([[0, 4, 2], [0, 1, 0]], dtype=xp.int64)
+    a, b = xs.to_sparse_csr(d1), xs.to_sparse_coo(d2)
+    pairs = {
+        "add": (a + b, d1 + d2), "subtract": (a - b, d1 - d2), "multiply": (a * b, d1 * d2),
+        "floor_divide": (a // 2, d1 // 2), "remainder": (a % 2, d1 % 2), "pow": (a**2, d1**2),
+        "and": (a & b, d1 & d2), "or": (a | b, d1 | d2), "xor": (a ^ b, d1 ^ d2),
+        "lshift": (a << 1, d1 << 1), "rshift": (a >> 1, d1 >> 1), "eq": (a == b, d1 == d2), "ne": (a != b, d1 != d2),
+        "lt": (a < b, d1 < d2), "le": (a <= b, d1 <= d2), "gt": (a > b, d1 > d2), "ge": (a >= b, d1 >= d2),
+        "neg": (-a, -d1), "pos": (+a, +d1), "abs": (abs(a), xp.abs(d1)), "invert": (~a, ~d1),
+        "radd": (1 + a, 1 + d1), "rsub": (1 - a, 1 - d1), "rmul": (2 * a, 2 * d1), "rpow": (2**a, 2**d1),
+        "rfloordiv": (7 // (b + 1), 7 // (d2 + 1)), "rmod": (7 % (b + 1), 7 % (d2 + 1)),
+        "rand": (1 & a, 1 & d1), "ror": (1 | a, 1 | d1), "rxor": (1 ^ a, 1 ^ d1), "rlshift": (1 << a, 1 << d1),
+        "rrshift": (8 >> a, 8 >> d1),
+    }  # fmt: skip
+    if backend != "array_api_strict":
+        # NumPy and torch arrays hand an unknown right operand to its reflected operator; an
+        # array_api_strict Array raises TypeError instead, so there the xsparse array goes first
+        pairs["dense_left"] = (d2 + a, d2 + d1)
+    for name, (got, want) in pairs.items():
+        assert isinstance(got, xs.SparseArray) or name == "dense_left", name
+        assert_sparse_equal(got, want)
+    f1, f2 = xp.astype(d1, xp.float64), xp.astype(d2, xp.float64)
+    fa, fb = xs.to_sparse_csr(f1), xs.to_sparse_coo(f2)
+    assert_sparse_equal(fa / 2, f1 / 2)
+    assert_sparse_equal(1.0 / (fb + 1), 1.0 / (f2 + 1))
+    assert_sparse_equal(fa / (fb + 1), f1 / (f2 + 1))
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(a)
+
+
+def test_numpy_backend_never_warns() -> None:
+    # filterwarnings = error: a RuntimeWarning would fail the test
+    a = xs.to_sparse_csr(np.asarray([[1.0, 0.0], [0.0, -2.0]]))
+    i = xs.to_sparse_csr(np.asarray([[1, 0], [0, 2]]))
+    assert xs.log(a).fill_value == -math.inf
+    assert math.isnan(xs.divide(a, a).fill_value)
+    assert xs.floor_divide(i, i).fill_value == 0
+    assert xs.remainder(i, 0).fill_value == 0
+    assert math.isnan(xs.sqrt(a).to_dense()[1, 1])
+    xs.multiply(a, np.asarray([[math.inf, math.nan], [1.0, 1.0]]))
+    xs.divide(np.asarray([[1.0, 0.0], [0.0, 1.0]]), a)
+
+
+# -- native kernels against the generic ones -------------------------------------------------------------
+
+ELEMENTWISE_OPS = frozenset((*UNARY_OPS, *BINARY_OPS))
+# the native kernels but the NumPy backend's errstate wrappers of the generic ones (``__wrapped__``)
+NATIVE = [
+    k for op in sorted(ELEMENTWISE_OPS) for k in dispatch.kernels(op) if k.kind == "native" and not hasattr(k.func, "__wrapped__")
+]  # fmt: skip
+
+
+def _native_inputs(xp: Any, kernel: dispatch.Kernel) -> tuple[Any, ...]:
+    """Inputs in the kernel's layouts that it accepts: 2-D, one shape, fill 0, finite float64 values."""
+    rng = np.random.default_rng(len(kernel.name))
+    h1 = rng.integers(-3, 4, (6, 8)).astype(np.float64) * (rng.random((6, 8)) < 0.4)
+    h2 = rng.integers(-3, 4, (6, 8)).astype(np.float64) * (rng.random((6, 8)) < 0.4)
+    if kernel.op in generic.NATIVE_ONLY_UNARY:
+        h1 = h1 / 4
+    out = []
+    for layout, h in zip(kernel.signature, (h1, h2)):
+        members = layout if isinstance(layout, frozenset) else frozenset((layout,))
+        chosen = sorted(members, key=str)[0] if members != frozenset(xs.formats.COMPRESSED) else xs.sparse_csr
+        out.append(_convert(xp, h, chosen, 0.0, 0, (2, 2), "int64"))
+    return tuple(out)
+
+
+@pytest.mark.parametrize("kernel", NATIVE, ids=lambda k: f"{k.name}{tuple(str(s) for s in k.signature)}")
+def test_native_kernel_agrees_with_generic(kernel: dispatch.Kernel) -> None:
+    backend = xs.get_backend(kernel.backend or "numpy")
+    xp = backend.load()
+    args = _native_inputs(xp, kernel)
+    layouts = tuple(xs.layout_of(a) for a in args)
+    assert kernel.supports is None or kernel.supports(xp, *args) is None
+    generic_kernel = next(k for k in dispatch.resolve(kernel.op, layouts, backend.name) if k.kind == "generic")
+    with quiet():
+        got = kernel.func(xp, *args)
+        if kernel.op in generic.NATIVE_ONLY_UNARY:
+            want = getattr(xs, kernel.op)(xs.to_backend(args[0], "torch" if backend.name == "numpy" else "numpy"))
+            want = xs.to_backend(want, backend.name)
+        else:
+            want = generic_kernel.func(xp, *args)
+        assert_sparse_equal(got, _dense(want), check_layout=xs.layout_of(want), rtol=1e-12, atol=1e-12)
+
+
+def test_every_numpy_kernel_wraps_a_generic_one() -> None:
+    xs.get_backend("numpy").load()
+    for op in ELEMENTWISE_OPS:
+        generic_sigs = {k.signature for k in dispatch.kernels(op) if k.kind == "generic"}
+        wrapped = {k.signature for k in dispatch.kernels(op) if k.backend == "numpy" and hasattr(k.func, "__wrapped__")}
+        assert wrapped <= generic_sigs | {(xs.strided,)}
+        assert generic_sigs - wrapped <= ({(xs.strided,)} if op in generic.NATIVE_ONLY_UNARY else set())
+
+
+def test_registry_covers_every_layout_signature() -> None:
+    for op in BINARY_OPS:
+        for left in [*LAYOUTS, "scalar"]:
+            for right in [*LAYOUTS, "scalar"]:
+                if left == right == "scalar":
+                    continue
+                assert any(k.kind == "generic" for k in dispatch.resolve(op, (left, right), "array_api_strict")), (op, left, right)
+    for op in UNARY_OPS:
+        for layout in LAYOUTS:
+            assert dispatch.resolve(op, (layout,), "array_api_strict"), (op, layout)
+        assert callable(getattr(xs, op)) and op in xs.__all__
+    assert not [pair for pair in dispatch.ambiguities() if pair[0].op in ELEMENTWISE_OPS]
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+def test_torch_kernels_decline_where_torch_is_wrong() -> None:
+    import torch
+
+    def reason(op: str, *args: Any) -> list[str]:
+        layouts = tuple(xs.layout_of(a) for a in args)
+        return [k.supports(xs.get_backend("torch").load(), *args) for k in dispatch.resolve(op, layouts, "torch") if k.backend == "torch" and k.supports is not None]
+
+    row = xs.to_sparse_coo(torch.tensor([[1.0, 0.0, 2.0]]))
+    assert "pytorch/pytorch#188900" in reason("multiply", row, torch.ones(2, 3))[0]
+    inf = xs.to_sparse_coo(torch.tensor([[math.inf, 0.0, 2.0]]))
+    assert "IEEE 754 gives NaN" in reason("multiply", inf, row)[0]
+    assert "fill value 0" in reason("add", xs.to_sparse_csr(torch.eye(2), fill_value=1.0), xs.to_sparse_csr(torch.eye(2)))[0]
+    assert "one floating or complex dtype" in reason("add", xs.to_sparse_csr(torch.eye(2, dtype=torch.int32)), xs.to_sparse_csr(torch.eye(2, dtype=torch.int32)))[0]
+    assert "2-D arrays without dense dimensions" in reason("multiply", xs.to_sparse_csr(torch.ones(2, 2, 2)), xs.to_sparse_csr(torch.ones(2, 2, 2)))[0]
+    assert "bool" in reason("multiply", xs.to_sparse_coo(torch.eye(2, dtype=torch.bool)), xs.to_sparse_coo(torch.eye(2, dtype=torch.bool)))[0]
+    assert "subtraction of booleans" in reason("subtract", torch.eye(2, dtype=torch.bool), xs.to_sparse_coo(torch.eye(2, dtype=torch.bool)))[0]
+    assert "same sparse_dim" in reason("multiply", xs.to_sparse_coo(torch.ones(2, 2), sparse_dim=1), xs.to_sparse_coo(torch.ones(2, 2)))[0]
+    assert "bool" in reason("multiply", xs.to_sparse_csr(torch.eye(2, dtype=torch.bool)), torch.eye(2, dtype=torch.bool))[0]
+    # and the result is still right
+    check_binary(xs.get_backend("torch").load(), "multiply", inf, row)
+
+
+def test_scipy_kernels_decline_with_reasons() -> None:
+    def reason(op: str, *args: Any) -> list[str]:
+        layouts = tuple(xs.layout_of(a) for a in args)
+        return [k.supports(np, *args) for k in dispatch.resolve(op, layouts, "numpy") if k.name.startswith(f"_{op}_compressed")]
+
+    csr = xs.to_sparse_csr(np.eye(3))
+    assert "two CSR or two CSC" in reason("add", csr, xs.to_sparse_csc(np.eye(3)))[0]
+    assert "2-D arrays of one shape" in reason("add", csr, xs.to_sparse_csr(np.eye(3)[:1]))[0]
+    assert "fill value 0" in reason("multiply", csr, xs.to_sparse_csr(np.eye(3), fill_value=2.0))[0]
+    assert "2-D arrays of one shape" in reason("add", xs.to_sparse_csr(np.ones((2, 2, 2)), dense_dim=1), xs.to_sparse_csr(np.ones((2, 2, 2)), dense_dim=1))[0]
+    assert "subtraction of booleans" in reason("subtract", xs.to_sparse_csr(np.eye(2, dtype=bool)), xs.to_sparse_csr(np.eye(2, dtype=bool)))[0]
+    assert "do not handle the dtypes float16" in reason("add", xs.to_sparse_csr(np.eye(2, dtype=np.float16)), xs.to_sparse_csr(np.eye(2, dtype=np.float16)))[0]
+    assert "compressed arrays only" in xs.backends.numpy.elementwise._supports_scipy(np, csr, np.eye(3))
+
+
+# -- documentation -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [n for n in xs._elementwise.__all__ if n != "clip"])
+def test_docstring_examples(name: str) -> None:
+    # the functions are made by a factory, so pytest's doctest collection (which keeps to objects
+    # defined in the module it reads) does not see their examples: run them here, on NumPy
+    func = getattr(xs, name)
+    assert func.__doc__ and func.__name__ == name
+    test = doctest.DocTestParser().get_doctest(func.__doc__, {}, name, "xsparse._elementwise", 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    report: list[str] = []
+    with xs.default_backend("numpy"):
+        runner.run(test, out=report.append)
+    results = runner.summarize(verbose=False)
+    assert results.attempted >= 5 and not results.failed, "".join(report)
+
+
+# -- errors ----------------------------------------------------------------------------------------------
+
+ERRORS: list[Any] = [
+    ("unary-not-an-array", lambda: xs.sin([1.0]), TypeError, r"^sin: expected an xsparse array or a backend array, got list \(x=\[1\.0\]\)\. Wrap"),
+    ("clip-not-an-array", lambda: xs.clip([1.0], np.zeros(1)), TypeError, r"^clip: expected an xsparse array or a backend array, got list"),
+    ("binary-list", lambda: xs.add(xs.sparse_coo_array([[0]], [1.0]), [1.0]), TypeError, r"^add: expected an xsparse array, a backend array or a Python scalar, got list \(operand=\[1\.0\]\)\. Wrap lists"),
+    ("binary-two-scalars", lambda: xs.multiply(1, 2.0), TypeError, r"^multiply: at least one operand must be an array, got two Python scalars \(x1=1, x2=2\.0\)\. Wrap one"),
+    ("binary-shapes", lambda: xs.add(xs.sparse_coo_array([[0]], [1.0], (2,)), np.ones(3)), ValueError, r"^add: the shapes \(2,\) and \(3,\) do not broadcast \(axis=-1, sizes=\[2, 3\]\)\. Make the sizes"),
+    ("binary-shapes-sparse", lambda: xs.less(xs.to_sparse_coo(np.ones((2, 3))), xs.to_sparse_csr(np.ones((3, 2)))), ValueError, r"^less: the shapes \(2, 3\) and \(3, 2\) do not broadcast"),
+    ("layout-not-a-layout", lambda: xs.sin(np.ones(2), layout="csr"), TypeError, r"^sin: layout must be an xsparse layout or None \(layout='csr'\)\. Pass"),
+    ("layout-blocked", lambda: xs.add(xs.to_sparse_csr(np.eye(2)), 1.0, layout=xs.sparse_bsr), ValueError, r"^add: a sparse_bsr result needs a block shape, which a sparse_csr result does not have \(layout=sparse_bsr\)\. Convert the result with xsparse\.to_sparse"),
+    ("erf-strict", lambda: xs.erf(xs.to_backend(np.ones(2), "array_api_strict")), xs.NoKernelError, r"^erf: no kernel for layouts \(strided\) on backend 'array_api_strict'\."),
+    ("backends", lambda: xs.add(xs.to_sparse_coo(np.ones(2)), xs.to_backend(np.ones(2), "array_api_strict")), xs.BackendMismatchError, r"^add: the operands live on different backends"),
+]
+
+
+@pytest.mark.parametrize(("call", "exc", "match"), [pytest.param(c, e, m, id=i) for i, c, e, m in ERRORS])
+def test_errors(call: Any, exc: type[Exception], match: str) -> None:
+    with pytest.raises(exc, match=match) as info:
+        call()
+    assert MESSAGE_SHAPE.fullmatch(str(info.value)), str(info.value)

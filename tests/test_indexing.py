@@ -1,0 +1,692 @@
+"""Indexing and selection (``x[key]``, take/index_select, select, narrow, sparse_mask, where), nonzero,
+astype, clone and torch's predicates.
+
+Every kernel registered for these operations is run from the registry (``xs.kernels(op)``) on Hypothesis
+inputs in every layout, batched and hybrid, with fill values 0 and non-zero, int32 and int64 indices,
+nnz = 0 and (for COO) duplicate entries, and compared with the dense computation of the same backend
+through :func:`xsparse.testing.assert_sparse_equal`; native kernels are also compared with the generic
+ones. Negative slice steps are the one exception: torch's dense tensors do not take them, so there the
+reference is NumPy's indexing of the same data.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import backend_skip_reason
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import strategies as S
+import xsparse as xs
+from xsparse import dispatch
+from xsparse._index_key import Int, NewAxis, Slice, parse_key
+from xsparse.testing import assert_sparse_equal, to_numpy
+
+SPARSE_LAYOUTS = [xs.sparse_coo, xs.sparse_csr, xs.sparse_csc, xs.sparse_bsr, xs.sparse_bsc]
+
+FEW = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+SOME = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+def _load_native_kernels() -> None:
+    for backend in xs.registered_backends():
+        if backend.kernels is not None and backend_skip_reason(backend.name) is None:
+            backend.load()
+
+
+_load_native_kernels()
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+
+def _same_fill(a: Any, b: Any) -> bool:
+    return bool(a == b) or (a != a and b != b)
+
+
+def run_kernels(op: str, layouts: tuple[Any, ...], backend: str, xp: Any, *args: Any) -> list[tuple[dispatch.Kernel, Any]]:
+    """Every direct kernel of ``op`` for ``layouts`` that runs on ``backend`` and accepts the arguments, with its result."""
+    out = []
+    for k in xs.kernels(op):
+        if k.rewrite or not k.matches(layouts) or k.backend not in (None, backend):
+            continue
+        if k.supports is not None:
+            reason = k.supports(xp, *args)
+            assert reason is None or (isinstance(reason, str) and reason), f"{k.describe()}: bad reason {reason!r}"
+            if reason is not None:
+                continue
+        out.append((k, k.func(xp, *args)))
+    assert any(k.backend is None for k, _ in out), f"no generic kernel of {op} ran for {layouts}"
+    return out
+
+
+def check_all(results: list[tuple[dispatch.Kernel, Any]], expected: Any, **kwargs: Any) -> None:
+    """Each kernel's result against the dense reference; native results also against the generic one."""
+    generic = next(r for k, r in results if k.backend is None)
+    for k, r in results:
+        assert_sparse_equal(r, expected, **kwargs)
+        if k.backend is not None:
+            assert_sparse_equal(r, generic, **kwargs)
+            assert xs.layout_of(r) is xs.layout_of(generic), (k.describe(), xs.layout_of(r), xs.layout_of(generic))
+            if isinstance(r, xs.SparseArray):
+                assert _same_fill(r.fill_value, generic.fill_value)
+
+
+def host_array(xp: Any, host: np.ndarray) -> Any:
+    return xp.asarray(np.array(host, order="C"))
+
+
+@st.composite
+def sparse_inputs(draw: Any, xp: Any, layout: xs.Layout, *, dtype: str | None = None) -> tuple[Any, np.ndarray]:
+    """A sparse array in ``layout`` (fill value 0 or not, batched and hybrid, nnz = 0 included; COO of any
+    sparse_dim, or with duplicates) and its dense value as a NumPy array."""
+    if layout is xs.sparse_coo:
+        kind = draw(st.sampled_from(["hybrid", "any_rank", "duplicates"]))
+        if kind == "duplicates" and dtype is None:
+            coo, expected = draw(S.uncoalesced_coo(xp, fill=None, max_dense_dims=1))
+            return coo, expected
+        if kind == "any_rank" and dtype is None:
+            case = draw(S.coo_dense_cases(xp, fill=None, max_ndim=3))
+            kw: dict[str, Any] = {"sparse_dim": case.sparse_dim, "index_dtype": case.index_dtype}
+            if case.fill_value != 0 or case.fill_value != case.fill_value:
+                kw["fill_value"] = case.fill_value
+            return xs.to_sparse_coo(case.array, **kw), case.host
+    case = draw(S.dense_cases(xp, fill=None, dtype=dtype, max_batch_dims=1, max_dense_dims=1))
+    return case.sparse(layout), case.host
+
+
+@st.composite
+def index_keys(draw: Any, shape: tuple[int, ...]) -> Any:
+    """A key of integers (negative too), slices of any step, None and Ellipsis for an array of ``shape``."""
+    parts: list[Any] = []
+    steps = st.none() | st.sampled_from([1, 1, 2, 3, -1, -2, -3])
+    for size in shape:
+        kind = draw(st.sampled_from(["int", "slice", "slice", "full"]))
+        if kind == "int" and size > 0:
+            parts.append(draw(st.integers(-size, size - 1)))
+        elif kind == "slice":
+            bound = st.none() | st.integers(-size - 2, size + 2)
+            parts.append(slice(draw(bound), draw(bound), draw(steps)))
+        else:
+            parts.append(slice(None))
+        if draw(st.integers(0, 6)) == 0:
+            parts.append(None)
+    if draw(st.integers(0, 4)) == 0:
+        parts.insert(0, None)
+    if parts and draw(st.integers(0, 3)) == 0:
+        # an Ellipsis in place of a run of the key (NumPy, the reference, reads the same key)
+        i = draw(st.integers(0, len(parts) - 1))
+        j = draw(st.integers(i, len(parts)))
+        parts = parts[:i] + [Ellipsis] + parts[j:]
+    elif draw(st.booleans()):
+        # leave trailing full slices out
+        while parts and parts[-1] == slice(None):
+            parts.pop()
+    if len(parts) == 1 and draw(st.booleans()):
+        return parts[0]
+    return tuple(parts)
+
+
+def in_spec_key(shape: tuple[int, ...], key: Any) -> tuple[Any, ...]:
+    """The key, resolved: one in-bounds item per dimension, as every Array API library must accept it
+    (array-api-strict refuses out-of-bounds slice bounds and partial keys, which NumPy and xsparse clip
+    and complete)."""
+    out: list[Any] = []
+    for it in parse_key("getitem", shape, key):
+        if isinstance(it, Int):
+            out.append(it.index)
+        elif isinstance(it, NewAxis):
+            out.append(None)
+        elif it.length == 0:
+            out.append(slice(None) if shape[it.dim] == 0 else slice(0, 0))
+        else:
+            last = it.start + it.step * (it.length - 1)
+            stop = last + (1 if it.step > 0 else -1)
+            out.append(slice(it.start, stop if stop >= 0 else None, it.step))
+    return tuple(out)
+
+
+def dense_getitem(xp: Any, dense: Any, host: np.ndarray, key: Any) -> Any:
+    """The reference ``dense[key]``: the backend's indexing with the resolved key (NumPy's own with the
+    raw key, which also checks the resolution); NumPy's for torch and a negative step."""
+    if isinstance(dense, np.ndarray):
+        # NumPy's full integer index gives a scalar; the reference is a 0-d array
+        return np.asarray(dense[key])
+    parts = key if isinstance(key, tuple) else (key,)
+    negative = any(isinstance(p, slice) and p.step is not None and p.step < 0 for p in parts)
+    if negative and "torch" in type(dense).__module__:
+        return host_array(xp, np.asarray(host[key]))
+    return xp.asarray(dense[in_spec_key(tuple(dense.shape), key)])
+
+
+def expected_getitem_layout(x: xs.SparseArray, items: tuple[Any, ...]) -> tuple[xs.Layout, bool]:
+    """The layout ``x[key]`` has, and whether it is refused (a blocked result that is not whole blocks)."""
+    if x.layout is xs.sparse_coo:
+        return xs.sparse_coo, False
+    nb = x.batch_dim()  # type: ignore[attr-defined]
+    pos = [k for k, it in enumerate(items) if not isinstance(it, NewAxis) and it.dim in (nb, nb + 1)]
+    row, col = items[pos[0]], items[pos[1]]
+    if not (isinstance(row, Slice) and isinstance(col, Slice) and pos[1] == pos[0] + 1):
+        return xs.sparse_coo, False
+    bm, bn = x.blocksize  # type: ignore[attr-defined]
+    identity = row.is_identity(x.shape[nb]) and col.is_identity(x.shape[nb + 1])
+    return x.layout, not identity and bool(row.length % bm or col.length % bn)
+
+
+# -- getitem --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)
+@SOME
+@given(data=st.data())
+def test_getitem_every_kernel(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
+    """x[key] with integers, slices of any step, None and Ellipsis, against the backend's dense indexing."""
+    x, host = data.draw(sparse_inputs(xp, layout), label="x")
+    key = data.draw(index_keys(tuple(x.shape)), label="key")
+    expected = dense_getitem(xp, host_array(xp, host), host, key)
+    items = parse_key("getitem", tuple(x.shape), key)
+    want_layout, refused = expected_getitem_layout(x, items)
+    if refused:
+        with pytest.raises(xs.LayoutError, match=r"getitem: the result's sparse dimensions .* are not a whole number of blocks"):
+            x[key]
+        return
+    results = run_kernels("getitem", (layout,), backend, xp, x, items)
+    check_all(results, expected)
+    r = x[key]
+    assert_sparse_equal(r, expected, check_layout=want_layout)
+    assert _same_fill(r.fill_value, x.fill_value)
+    if layout.is_compressed and want_layout is layout:
+        assert r.blocksize == x.blocksize and r.index_dtype == x.index_dtype
+
+
+@SOME
+@given(data=st.data())
+def test_getitem_strided_kernel(backend: str, xp: Any, data: st.DataObject) -> None:
+    """The strided kernel (behind select/narrow of a strided array) takes every step on every backend."""
+    case = data.draw(S.coo_dense_cases(xp, max_ndim=3), label="case")
+    key = data.draw(index_keys(tuple(case.host.shape)), label="key")
+    items = parse_key("getitem", tuple(case.host.shape), key)
+    results = run_kernels("getitem", (xs.strided,), backend, xp, case.array, items)
+    check_all(results, dense_getitem(xp, case.array, case.host, key))
+
+
+@pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)
+@FEW
+@given(data=st.data())
+def test_full_integer_index_is_a_0d_coo(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
+    """A full integer index gives a 0-d COO array (sparse_dim 0, at most one entry), never a scalar."""
+    x, host = data.draw(sparse_inputs(xp, layout), label="x")
+    if 0 in x.shape:
+        return
+    key = tuple(data.draw(st.integers(-n, n - 1)) for n in x.shape)
+    r = x[key]
+    assert isinstance(r, xs.COOArray) and r.shape == () and r.sparse_dim() == 0 and r.nnz <= 1
+    assert _same_fill(r.fill_value, x.fill_value)
+    assert_sparse_equal(r, host_array(xp, np.asarray(host[key])))
+
+
+def test_getitem_examples(xp: Any) -> None:
+    d = xp.asarray([[0, 1, 0, 2], [3, 0, 0, 4], [0, 0, 5, 0], [6, 0, 0, 7]], dtype=xp.float64)
+    csr = xs.to_sparse_csr(d)
+    assert_sparse_equal(csr[1:3], d[1:3, :], check_layout=xs.sparse_csr)
+    assert_sparse_equal(csr[:, 2], d[:, 2], check_layout=xs.sparse_coo)
+    assert_sparse_equal(csr[None], d[None, ...], check_layout=xs.sparse_csr)
+    assert_sparse_equal(csr[..., None], d[..., None], check_layout=xs.sparse_csr)
+    assert csr[..., None].dense_dim() == 1
+    assert_sparse_equal(csr[:, None, :], d[:, None, :], check_layout=xs.sparse_coo)
+    bsr = xs.to_sparse_bsr(d, (2, 2))
+    assert_sparse_equal(bsr[2:, :2], d[2:, :2], check_layout=xs.sparse_bsr)
+    assert_sparse_equal(bsr[1:3, :], d[1:3, :], check_layout=xs.sparse_bsr)
+    coo = xs.to_sparse_coo(d)
+    assert_sparse_equal(coo[None, :, None, 1], d[None, :, None, 1], check_layout=xs.sparse_coo)
+    assert coo[None, :, None, 1].sparse_dim() == 3
+    # COO with a dense dimension: None between the parts is a sparse dimension (torch's unsqueeze)
+    h = xs.to_sparse_coo(d, sparse_dim=1)
+    assert h[:, None].sparse_dim() == 2 and h[:, :, None].sparse_dim() == 1
+    assert_sparse_equal(h[:, None], d[:, None, :], check_layout=xs.sparse_coo)
+
+
+def test_batched_getitem_pads_unequal_batches(xp: Any) -> None:
+    """A slice that leaves batches with different counts is padded with explicit fill-valued elements."""
+    d = xp.asarray([[[1, 0], [0, 0]], [[0, 0], [0, 2]]], dtype=xp.int64)
+    csr = xs.to_sparse_csr(d, fill_value=0)
+    r = csr[:, :1, :]
+    assert r.layout is xs.sparse_csr and r.nnz == 1
+    assert_sparse_equal(r, d[:, :1, :])
+    bsc = xs.to_sparse_bsc(xp.asarray([[[1, 0, 0, 0]] * 2, [[0, 0, 0, 3]] * 2], dtype=xp.int64), (1, 2), fill_value=9)
+    r = bsc[:, :, 2:]
+    assert r.layout is xs.sparse_bsc and r.fill_value == 9
+    assert_sparse_equal(r, xs.to_dense(bsc)[:, :, 2:])
+
+
+def test_select_and_narrow(xp: Any) -> None:
+    d = xp.reshape(xp.arange(24, dtype=xp.float64), (2, 3, 4)) % 5 + 1.0
+    for layout in (xs.sparse_coo, xs.sparse_csr):
+        s = xs.to_sparse(d, layout=layout)
+        for dim in range(3):
+            for index in (0, -1):
+                key = (slice(None),) * dim + (index, ...)
+                assert_sparse_equal(xs.select(s, dim, index), d[key])
+            assert_sparse_equal(xs.narrow(s, dim, 1, 1), d[(slice(None),) * dim + (slice(1, 2), ...)])
+            assert_sparse_equal(xs.narrow(s, dim, -2, 2), d[(slice(None),) * dim + (slice(d.shape[dim] - 2, None), ...)])
+        assert_sparse_equal(xs.select(s, -1, 2, layout=xs.strided), d[:, :, 2], check_layout=xs.strided)
+    assert_sparse_equal(xs.select(d, 0, 1), d[1, ...])
+    assert_sparse_equal(xs.narrow(d, 2, 0, 3), d[:, :, :3])
+
+
+def test_getitem_errors(xp: Any) -> None:
+    s = xs.to_sparse_coo(xp.asarray([[0, 1.0], [2.0, 0]], dtype=xp.float64))
+    with pytest.raises(IndexError, match=r"getitem: index 2 is out of bounds for dimension 0 of size 2 \(index=2, dim=0, size=2\)\. Use an index in \[-2, 2\)\."):
+        s[2]
+    with pytest.raises(IndexError, match=r"getitem: too many indices for an array of 2 dimensions \(indices=3, shape=\(2, 2\)\)\. Give at most one index"):
+        s[0, 0, 0]
+    with pytest.raises(IndexError, match=r"getitem: an index can hold at most one Ellipsis .*Remove the extra ones\."):
+        s[..., ...]
+    with pytest.raises(ValueError, match=r"getitem: a slice step cannot be zero \(index=slice\(None, None, 0\), dim=0\)\. Use a non-zero step"):
+        s[::0]
+    with pytest.raises(TypeError, match=r"getitem: slice bounds must be integers or None .*Pass integers"):
+        s[0.5:]
+    with pytest.raises(TypeError, match=r"getitem: a boolean index is not supported \(index=True\)\. Use an integer"):
+        s[True]
+    with pytest.raises(TypeError, match=r"getitem: an array index is not supported \(shape=\(2,\)\)\. .*xsparse\.take"):
+        s[xp.asarray([0, 1])]
+    with pytest.raises(TypeError, match=r"getitem: a list is not a valid index .*xsparse\.take"):
+        s[[0, 1]]
+    with pytest.raises(TypeError, match=r"getitem: only integers, slices, None and Ellipsis are valid indices \(index='a', type=str\)\. Gather"):
+        s["a"]
+    bsr = xs.to_sparse_bsr(xp.zeros((4, 4), dtype=xp.float64), (2, 2))
+    with pytest.raises(xs.LayoutError, match=r"getitem: the result's sparse dimensions \(3, 4\) are not a whole number of blocks \(blocksize=\(2, 2\), shape=\(3, 4\)\)\. Index in whole blocks, or convert first"):
+        bsr[1:]
+    with pytest.raises(IndexError, match=r"select: index -3 is out of bounds for dimension 1 of size 2"):
+        xs.select(s, 1, -3)
+    with pytest.raises(IndexError, match=r"select: dim 2 is out of range for an array of 2 dimensions \(dim=2, ndim=2\)\. Pass an integer in \[-2, 2\)\."):
+        xs.select(s, 2, 0)
+    with pytest.raises(TypeError, match=r"narrow: dim must be an integer \(dim='x'\)\. Pass an integer"):
+        xs.narrow(s, "x", 0, 1)
+    with pytest.raises(IndexError, match=r"narrow: the range \[start, start \+ length\) must lie within dimension 0 of size 2 \(start=1, length=2, size=2\)\. Pass 0 <= start and start \+ length <= 2\."):
+        xs.narrow(s, 0, 1, 2)
+    with pytest.raises(TypeError, match=r"select: x must be an xsparse array or a backend array, got list\. Create one first"):
+        xs.select([1, 2], 0, 0)
+
+
+# -- take / index_select ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)
+@SOME
+@given(data=st.data())
+def test_take_every_kernel(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
+    """take along every axis (repeats, negative indices, none) against the backend's dense take."""
+    x, host = data.draw(sparse_inputs(xp, layout), label="x")
+    if x.ndim == 0:
+        return
+    axis = data.draw(st.integers(-x.ndim, x.ndim - 1), label="axis")
+    size = x.shape[axis]
+    picks = data.draw(st.lists(st.integers(-size, size - 1), max_size=5) if size else st.just([]), label="indices")
+    dense = host_array(xp, host)
+    ind = xp.asarray(picks, dtype=xp.int64)
+    wrapped = xp.asarray([p % size for p in picks] if size else [], dtype=xp.int64)
+    expected = xp.take(dense, wrapped, axis=axis)
+    ax = axis % x.ndim
+    blocked_sparse = layout.is_blocked and x.batch_dim() <= ax < x.batch_dim() + 2  # type: ignore[attr-defined]
+    if blocked_sparse and len(picks) % x.blocksize[ax - x.batch_dim()]:  # type: ignore[attr-defined]
+        with pytest.raises(xs.LayoutError, match=r"take: the result's sparse dimensions .* are not a whole number of blocks"):
+            xs.take(x, ind, axis=axis)
+        return
+    results = run_kernels("take", (layout,), backend, xp, x, wrapped, ax)
+    check_all(results, expected)
+    r = xs.take(x, ind, axis=axis)
+    assert_sparse_equal(r, expected, check_layout=layout)
+    assert _same_fill(r.fill_value, x.fill_value)
+    assert_sparse_equal(xs.index_select(x, axis, picks), expected)
+
+
+def test_take_strided_and_errors(xp: Any) -> None:
+    d = xp.asarray([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]], dtype=xp.float64)
+    assert_sparse_equal(xs.take(d, [2, -3], axis=1), xp.take(d, xp.asarray([2, 0]), axis=1))
+    assert_sparse_equal(xs.take(xs.to_sparse(d)[0], [2, 2]), xp.asarray([2.0, 2.0], dtype=xp.float64))
+    assert_sparse_equal(xs.take(xs.to_sparse_csr(d), [1], axis=0, layout=xs.sparse_coo), d[1:, :], check_layout=xs.sparse_coo)
+    s = xs.to_sparse(d)
+    with pytest.raises(ValueError, match=r"take: axis is required for an array of 2 dimensions \(axis=None, ndim=2\)\. Pass axis=\."):
+        xs.take(s, [0])
+    with pytest.raises(IndexError, match=r"take: index 3 is out of bounds for axis 1 of size 3 \(index=3, axis=1, size=3\)\. Use indices in \[-3, 3\)\."):
+        xs.take(s, [0, 3], axis=1)
+    with pytest.raises(IndexError, match=r"take: index -4 is out of bounds for axis 1"):
+        xs.take(s, [-4], axis=1)
+    with pytest.raises(TypeError, match=r"take: indices must be a 1-D integer array \(shape=\(1, 1\), dtype=int64\)\. Pass a 1-D array"):
+        xs.take(s, [[0]], axis=1)
+    with pytest.raises(TypeError, match=r"take: indices must be a 1-D integer array \(shape=\(1,\), dtype=float(32|64)\)"):
+        xs.take(s, [0.5], axis=1)
+    with pytest.raises(xs.LayoutError, match=r"take: indices must be a strided array, got a sparse_coo array\. Pass xsparse\.to_dense\(indices\)\."):
+        xs.take(s, xs.to_sparse(xp.asarray([1], dtype=xp.int64)), axis=1)
+    with pytest.raises(IndexError, match=r"take: axis 2 is out of range for an array of 2 dimensions"):
+        xs.take(s, [0], axis=2)
+
+
+# -- sparse_mask ------------------------------------------------------------------------------------
+
+
+def mask_pattern(xp: Any, mask: xs.SparseArray) -> Any:
+    """Where ``mask`` specifies an element (every element of a stored block or dense sub-array)."""
+    ones = xp.ones(mask._vals.shape, dtype=xp.bool)
+    return xs.to_dense(mask._with_values(ones, False))
+
+
+@pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)
+@SOME
+@given(data=st.data())
+def test_sparse_mask_every_kernel(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
+    """sparse_mask of strided and sparse x (COO of any sparse_dim, or x's case in another layout) by a mask
+    in every layout: x where the mask specifies, x's fill value elsewhere, in the mask's layout."""
+    mask, _ = data.draw(sparse_inputs(xp, layout), label="mask")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    dtype = data.draw(st.sampled_from(["float64", "int32", "complex128", "bool"]), label="dtype")
+    host = S.nonzero_values(rng, dtype, math.prod(mask.shape), 0).reshape(mask.shape)
+    host[rng.random(mask.shape) < 0.5] = 0
+    dense = host_array(xp, host)
+    kind = data.draw(st.sampled_from(["strided", "coo", "same"]), label="x kind")
+    if kind == "strided":
+        x: Any = dense
+        fill: Any = 0
+    else:
+        fill = data.draw(S.fill_values(dtype), label="fill") if data.draw(st.booleans()) else 0
+        if fill != 0 or fill != fill:
+            host = np.where(rng.random(mask.shape) < 0.3, np.asarray(fill, dtype=dtype), host)
+            dense = host_array(xp, host)
+        if kind == "coo" or layout is xs.sparse_coo or mask.batch_dim() and math.prod(mask.shape[: mask.batch_dim()]) > 1:  # type: ignore[attr-defined]
+            x = xs.to_sparse_coo(dense, sparse_dim=data.draw(st.integers(0, mask.ndim)), fill_value=fill)
+            if data.draw(st.booleans(), label="duplicates in x"):
+                x = S.uncoalesced_like(xp, rng, x, "int64")
+        else:
+            x = xs.to_sparse(dense, layout=xs.sparse_csr, dense_dim=mask.dense_dim(), fill_value=fill)
+    fill_arr = xp.asarray(np.asarray(fill, dtype=dtype))
+    expected = xp.where(mask_pattern(xp, mask), dense, fill_arr)
+    results = run_kernels("sparse_mask", (xs.layout_of(x), layout), backend, xp, x, mask)
+    check_all(results, expected)
+    r = xs.sparse_mask(x, mask)
+    assert_sparse_equal(r, expected, check_layout=layout)
+    assert _same_fill(r.fill_value, fill)
+    assert r.nnz == xs.coalesce(mask).nnz
+
+
+def test_sparse_mask_values_are_plain_arrays(xp: Any) -> None:
+    """The values of a result can be viewed (real, imag), whichever kernel made them."""
+    d = xp.asarray([[1 + 2j, 3j], [4.0, 5 - 1j]], dtype=xp.complex128)
+    for mask in (xs.to_sparse_csr(xp.eye(2)), xs.to_sparse_bsc(xp.eye(2), (1, 2)), xs.to_sparse_coo(xp.eye(2))):
+        r = xs.sparse_mask(d, mask)
+        assert_sparse_equal(xs.imag(r), xp.imag(xp.where(mask_pattern(xp, mask), d, xp.zeros_like(d))))
+
+
+def test_sparse_mask_example_and_errors(xp: Any) -> None:
+    d = xp.asarray([[1.0, 2.0], [3.0, 4.0]], dtype=xp.float64)
+    mask = xs.to_sparse_bsr(xp.asarray([[1, 0], [0, 0]], dtype=xp.int64), (1, 2))
+    r = xs.sparse_mask(d, mask, layout=xs.sparse_coo)
+    assert_sparse_equal(r, xp.asarray([[1.0, 2.0], [0.0, 0.0]], dtype=xp.float64), check_layout=xs.sparse_coo)
+    with pytest.raises(xs.LayoutError, match=r"sparse_mask: mask must be a sparse array, got .*\. Convert it first, e\.g\. with xsparse\.to_sparse\(mask\)\."):
+        xs.sparse_mask(d, d)
+    with pytest.raises(ValueError, match=r"sparse_mask: x and mask must have the same shape \(x\.shape=\(2, 2\), mask\.shape=\(1, 2\)\)\. Pass arrays of one shape\."):
+        xs.sparse_mask(d, xs.to_sparse(d[:1, :]))
+
+
+# -- where ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)
+@SOME
+@given(data=st.data())
+def test_where_every_kernel(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
+    """where(sparse condition, x1, x2) with scalar, sparse and strided operands; the condition's fill value
+    picks the result's fill value."""
+    cond, chost = data.draw(sparse_inputs(xp, layout, dtype="bool"), label="condition")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    if layout is xs.sparse_coo and data.draw(st.booleans(), label="duplicates in condition"):
+        cond = S.uncoalesced_like(xp, rng, cond, "int64")
+    dtype = data.draw(st.sampled_from(["float64", "int64", "float32"]), label="dtype")
+    element_sd = cond.ndim - cond.dense_dim()
+
+    def operand(label: str) -> tuple[Any, Any, Any]:
+        kind = data.draw(st.sampled_from(["scalar", "sparse", "sparse", "strided"]), label=f"{label} kind")
+        if kind == "scalar":
+            v = data.draw(st.sampled_from([0, 2, -3]), label=label)
+            v = float(v) if dtype.startswith("float") else v
+            return v, xp.asarray(v, dtype=getattr(xp, dtype)), v
+        host = S.nonzero_values(rng, dtype, math.prod(cond.shape), 0, specials=False).reshape(cond.shape)
+        fill = data.draw(S.fill_values(dtype), label=f"{label} fill") if data.draw(st.booleans()) else 0
+        host[rng.random(cond.shape) < 0.5] = fill
+        dense = host_array(xp, host)
+        if kind == "strided":
+            return dense, dense, None
+        coo = xs.to_sparse_coo(dense, sparse_dim=element_sd, fill_value=fill)
+        if data.draw(st.booleans(), label=f"{label} duplicates"):
+            coo = S.uncoalesced_like(xp, rng, coo, "int32")
+        return coo, dense, fill
+
+    x1, d1, f1 = operand("x1")
+    x2, d2, f2 = operand("x2")
+    cdense = host_array(xp, chost)
+    expected = xp.where(cdense, d1, d2)
+    if tuple(expected.shape) != tuple(cond.shape):  # two scalars and an empty condition
+        expected = xp.broadcast_to(expected, tuple(cond.shape))
+    kinds = tuple(xs.layout_of(v) if not isinstance(v, (int, float)) else "scalar" for v in (cond, x1, x2))
+    results = run_kernels("where", kinds, backend, xp, cond, x1, x2)
+    check_all(results, expected, check_dtype=False)
+    r = xs.where(cond, x1, x2)
+    any_strided = xs.strided in kinds
+    assert_sparse_equal(r, expected, check_layout=xs.strided if any_strided else layout, check_dtype=False)
+    if not any_strided:
+        want = f1 if cond.fill_value else f2
+        assert _same_fill(r.fill_value, want), (r.fill_value, want)
+
+
+def test_where_examples_and_errors(xp: Any) -> None:
+    c = xs.sparse_csr_array(xp.asarray([0, 1, 1]), xp.asarray([1]), xp.asarray([True]), (2, 2), fill_value=False)
+    x = xs.sparse_csr_array(xp.asarray([0, 1, 2]), xp.asarray([0, 1]), xp.asarray([5.0, 6.0], dtype=xp.float64), (2, 2), fill_value=1.0)
+    r = xs.where(c, 0.0, x)
+    assert r.layout is xs.sparse_csr and r.fill_value == 1.0
+    assert_sparse_equal(r, xp.asarray([[5.0, 0.0], [1.0, 6.0]], dtype=xp.float64))
+    # broadcasting the condition against a larger operand gives COO
+    row = xs.to_sparse_coo(xp.asarray([True, False]))
+    big = xs.to_sparse_coo(xp.asarray([[1.0, 2.0], [3.0, 4.0]], dtype=xp.float64))
+    assert_sparse_equal(xs.where(row, big, -1.0), xp.asarray([[1.0, -1.0], [3.0, -1.0]], dtype=xp.float64), check_layout=xs.sparse_coo)
+    with pytest.raises(TypeError, match=r"where: condition must have dtype bool \(dtype=float64\)\. Compare first, e\.g\. xsparse\.where\(c != 0, x1, x2\)\."):
+        xs.where(x, 1.0, 0.0)
+    with pytest.raises(TypeError, match=r"where: condition must be an array, got bool\. Pass a boolean array\."):
+        xs.where(True, x, 0.0)
+    with pytest.raises(TypeError, match=r"where: x1 must be an array or a Python scalar, got list\. Wrap lists"):
+        xs.where(c, [1.0], 0.0)
+    with pytest.raises(TypeError, match=r"where: the Python scalar x2=1\.5 does not mix with the dtype int64\. Pass a scalar of the array's kind"):
+        xs.where(c, xs.astype(x, "int64"), 1.5)
+    hybrid = xs.to_sparse_coo(xp.asarray([[1.0, 0.0], [0.0, 0.0]], dtype=xp.float64), sparse_dim=1)
+    with pytest.raises(xs.LayoutError, match=r"where: the sparse operands have different numbers of sparse dimensions \(sparse_dims=\[1, 2\]\) after broadcasting\. Convert them"):
+        xs.where(c, hybrid, 0.0)
+
+
+# -- nonzero ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)
+@SOME
+@given(data=st.data())
+def test_nonzero_every_kernel(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
+    """nonzero of a sparse array (fill value 0) equals the backend's nonzero of its dense form, in row-major order."""
+    x, host = data.draw(sparse_inputs(xp, layout), label="x")
+    if x.ndim == 0:
+        return
+    if x.fill_value != 0 or x.fill_value != x.fill_value:
+        # the elements that differ from the fill value, on a fill value of 0
+        differs = xs.logical_not(xs.isnan(x)) if x.fill_value != x.fill_value else x != x.fill_value
+        x = xs.where(differs, x, type(x.fill_value)(0))
+        host = to_numpy(xs.to_dense(x))
+    expected = [to_numpy(i) for i in xp.nonzero(host_array(xp, host))]
+    for k, result in run_kernels("nonzero", (layout,), backend, xp, x):
+        assert len(result) == x.ndim, k.describe()
+        for got, want in zip(result, expected):
+            assert xs.layout_of(got) is xs.strided
+            np.testing.assert_array_equal(to_numpy(got), want, err_msg=k.describe())
+    assert [to_numpy(i).tolist() for i in xs.nonzero(x)] == [w.tolist() for w in expected]
+
+
+def test_nonzero_strided_and_errors(xp: Any) -> None:
+    d = xp.asarray([[0, 1], [2, 0]], dtype=xp.int64)
+    assert [to_numpy(i).tolist() for i in xs.nonzero(d)] == [[0, 1], [1, 0]]
+    s = xs.to_sparse(d, fill_value=1)
+    with pytest.raises(xs.DensificationError, match=r"nonzero: every unspecified element equals the fill value, which is non-zero, so the result would list the whole array \(fill_value=1, shape=\(2, 2\)\)\. Use xsparse\.nonzero\(x != x\.fill_value\)"):
+        xs.nonzero(s)
+    assert [to_numpy(i).tolist() for i in xs.nonzero(s != s.fill_value)] == [[0, 1, 1], [0, 0, 1]]
+    with pytest.raises(ValueError, match=r"nonzero: a 0-d array has no indices to return \(shape=\(\)\)\. Reshape it to 1-D first\."):
+        xs.nonzero(xs.to_sparse(d)[0, 0])
+
+
+# -- astype and clone -------------------------------------------------------------------------------
+
+
+def _shares(a: Any, b: Any) -> bool:
+    ha, hb = to_numpy(a), to_numpy(b)
+    if hasattr(a, "untyped_storage"):
+        return bool(a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()) and a.numel() > 0
+    if isinstance(a, np.ndarray):
+        return bool(np.shares_memory(a, b))
+    return bool(np.shares_memory(np.from_dlpack(a), np.from_dlpack(b))) if ha.size and hb.size else False
+
+
+@pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)
+@SOME
+@given(data=st.data())
+def test_astype_every_kernel(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
+    """astype casts the values and the fill value, keeps the indices (and their dtype), and copies them with copy=True."""
+    x, host = data.draw(sparse_inputs(xp, layout), label="x")
+    src = np.dtype(str(to_numpy(x._vals).dtype))
+    choices = [d for d in ("float64", "float32", "int64", "int16", "bool", "complex128") if hasattr(xp, d)]
+    if src.kind == "c":
+        choices = [d for d in choices if d.startswith("complex")]
+    if src.kind in "fc" and not np.all(np.isfinite(host)):
+        choices = [d for d in choices if not d.startswith("int")]
+    target = data.draw(st.sampled_from(choices), label="dtype")
+    if x.fill_value != x.fill_value and target.startswith("int"):
+        return
+    dt = getattr(xp, target)
+    expected = xp.astype(host_array(xp, host), dt)
+    for k, r in run_kernels("astype", (layout,), backend, xp, x, dt, True):
+        assert_sparse_equal(r, expected)
+    r = xs.astype(x, target)
+    assert_sparse_equal(r, expected, check_layout=layout)
+    assert r.index_dtype == x.index_dtype
+    assert _same_fill(r.fill_value, np.asarray(x.fill_value).astype(target).item())
+    for name, comp in r._components().items():
+        assert not _shares(comp, x._components()[name]), name
+    same = xs.astype(x, x.dtype, copy=False)
+    assert same is x
+    view = xs.astype(x, target, copy=False)
+    if target != str(src) and x.is_coalesced():
+        # copy=False shares the indices (an uncoalesced COO is coalesced first: a cast does not commute with sums)
+        for name in list(x._components())[:-1]:
+            assert view._components()[name] is x._components()[name]
+
+
+def test_astype_strided_and_errors(xp: Any) -> None:
+    d = xp.asarray([1.5, -2.5], dtype=xp.float64)
+    assert_sparse_equal(xs.astype(d, "int64"), xp.astype(d, xp.int64))
+    assert xs.astype(d, xp.float64, copy=False) is d
+    c = xs.to_sparse(xp.asarray([1j, 0], dtype=xp.complex128))
+    with pytest.raises(TypeError, match=r"astype: casting complex values to a real dtype drops their imaginary parts \(dtype=complex128, target=float64\)\. Cast xsparse\.real\(x\)"):
+        xs.astype(c, "float64")
+    n = xs.to_sparse(xp.asarray([1.0, 0.0], dtype=xp.float64), fill_value=math.nan)
+    with pytest.raises(ValueError, match=r"astype: the fill value has no integer representation \(fill_value=nan, target=int32\)\. Convert with to_dense\(\)"):
+        n.astype("int32")
+    with pytest.raises(TypeError, match=r"dtype: the backend .* has no dtype 'float7'"):
+        xs.astype(d, "float7")
+    moved = xs.astype(xs.to_sparse(d), "float32", device=xs.to_sparse(d).device)
+    assert_sparse_equal(moved, xp.astype(d, xp.float32))
+
+
+@pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)
+@FEW
+@given(data=st.data())
+def test_clone_every_kernel(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
+    """clone copies every component and keeps the metadata (layout, shape, fill, coalesced flag)."""
+    x, host = data.draw(sparse_inputs(xp, layout), label="x")
+    for k, r in run_kernels("clone", (layout,), backend, xp, x):
+        assert_sparse_equal(r, host_array(xp, host), check_layout=layout)
+        assert type(r) is type(x) and r.is_coalesced() == x.is_coalesced() and _same_fill(r.fill_value, x.fill_value)
+        for name, comp in r._components().items():
+            assert comp is not x._components()[name]
+            assert not _shares(comp, x._components()[name]), name
+    assert_sparse_equal(x.clone(), host_array(xp, host))
+    d = host_array(xp, host)
+    assert_sparse_equal(xs.clone(d), d)
+    assert xs.clone(d) is not d
+    assert_sparse_equal(xs.clone(x, layout=xs.strided), d, check_layout=xs.strided)
+
+
+@SOME
+@given(data=st.data())
+def test_strided_kernels_from_registry(backend: str, xp: Any, data: st.DataObject) -> None:
+    """The strided kernels of take, nonzero, astype and clone against the backend's own functions."""
+    case = data.draw(S.coo_dense_cases(xp, max_ndim=3), label="case")
+    d = case.array
+    if d.ndim:
+        axis = data.draw(st.integers(0, d.ndim - 1), label="axis")
+        size = d.shape[axis]
+        ind = xp.asarray(data.draw(st.lists(st.integers(0, size - 1), max_size=4)) if size else [], dtype=xp.int64)
+        check_all(run_kernels("take", (xs.strided,), backend, xp, d, ind, axis), xp.take(d, ind, axis=axis))
+        for k, r in run_kernels("nonzero", (xs.strided,), backend, xp, d):
+            assert [to_numpy(i).tolist() for i in r] == [to_numpy(i).tolist() for i in xp.nonzero(d)], k.describe()
+    target = xp.float64 if case.dtype.startswith(("int", "uint", "bool")) else d.dtype
+    check_all(run_kernels("astype", (xs.strided,), backend, xp, d, target, True), xp.astype(d, target))
+    for k, r in run_kernels("clone", (xs.strided,), backend, xp, d):
+        assert_sparse_equal(r, d)
+        assert not _shares(r, d) or math.prod(d.shape) == 0, k.describe()
+
+
+# -- predicates -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "dtype, complex_, floating, signed",
+    [
+        ("bool", False, False, False),
+        ("uint8", False, False, False),
+        ("int8", False, False, True),
+        ("int64", False, False, True),
+        ("float32", False, True, True),
+        ("complex128", True, False, True),
+    ],
+)
+def test_dtype_predicates(xp: Any, dtype: str, complex_: bool, floating: bool, signed: bool) -> None:
+    d = xp.zeros((2, 2), dtype=getattr(xp, dtype))
+    for x in (d, xs.to_sparse_csr(d), xs.to_sparse_coo(d)):
+        assert (xs.is_complex(x), xs.is_floating_point(x), xs.is_signed(x)) == (complex_, floating, signed)
+
+
+def test_is_nonzero_and_is_same_size(xp: Any) -> None:
+    one = xs.to_sparse(xp.asarray([[2.0]], dtype=xp.float64), fill_value=2.0)
+    assert one.nnz == 0 and xs.is_nonzero(one)
+    assert not xs.is_nonzero(xs.to_sparse(xp.asarray([[0.0]], dtype=xp.float64)))
+    assert xs.is_nonzero(xs.to_sparse(xp.asarray([True])))
+    assert xs.is_nonzero(xp.asarray([math.nan], dtype=xp.float64))
+    assert xs.is_same_size(one, xp.zeros((1, 1))) and not xs.is_same_size(one, xp.zeros((1,)))
+    with pytest.raises(ValueError, match=r"is_nonzero: the array must hold exactly one element \(size=2, shape=\(1, 2\)\)\. Index one element first"):
+        xs.is_nonzero(xs.to_sparse(xp.zeros((1, 2))))
+    with pytest.raises(TypeError, match=r"is_same_size: x2 must be an xsparse array or a backend array, got int\."):
+        xs.is_same_size(one, 3)
+    with pytest.raises(TypeError, match=r"is_complex: x must be an xsparse array or a backend array, got list\."):
+        xs.is_complex([1j])
+
+
+def test_methods_are_the_functions(xp: Any) -> None:
+    s = xs.to_sparse_csr(xp.asarray([[0, 1.0], [2.0, 0]], dtype=xp.float64))
+    assert_sparse_equal(s[1], xs.select(s, 0, 1))
+    assert_sparse_equal(s.astype("float32"), xs.astype(s, "float32"))
+    assert_sparse_equal(s.clone(), s)
+
+
+def test_index_key_items() -> None:
+    assert parse_key("getitem", (4, 5), (None, 1, ..., slice(None, None, -2))) == (
+        NewAxis(), Int(0, 1), Slice(1, 4, -2, 3)
+    )
+    assert parse_key("getitem", (0,), slice(None, None, -1)) == (Slice(0, 0, -1, 0),)
+    assert Slice(0, 4, -2, 3).stop == -2

@@ -1,0 +1,827 @@
+"""Linear algebra: every registered kernel of every product, the public functions, the solvers and the
+low-rank decompositions, against the same backend's dense computation.
+
+The kernels come from the registry (``xs.kernels(op)``), so a kernel is tested the day it is registered:
+each one gets Hypothesis inputs in the layouts its signature names (batch and dense dimensions, fill
+values 0 and non-zero, int32 and int64 indices, nnz = 0, uncoalesced COO), runs when its ``supports``
+accepts them, and must match the dense computation on the same backend; a native kernel must also match
+the generic kernel of the same layouts. The public functions are then tested end to end, and every error
+message they raise is matched.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import backend_params, backend_skip_reason
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import strategies as S
+import xsparse as xs
+from xsparse import dispatch
+from xsparse.formats import INDEXED
+from xsparse.testing import assert_sparse_equal, check_invariants, to_numpy
+
+for _b in xs.registered_backends():
+    if _b.kernels is not None and backend_skip_reason(_b.name) is None:
+        _b.load()
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+BACKENDS = ["numpy", "torch", "array_api_strict"]
+SPARSE = [xs.sparse_coo, xs.sparse_csr, xs.sparse_csc, xs.sparse_bsr, xs.sparse_bsc]
+OPERAND_LAYOUTS = frozenset([xs.strided, *SPARSE])
+FEW = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+SOME = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+MESSAGE_SHAPE = re.compile(r"[^\s:][^:\n]*: \S.*?[^.\s]\. [A-Z].*\.", re.S)
+
+DTYPES = {"numpy": ("float64", "float32", "int64", "int32", "complex128"), "torch": ("float64", "float32", "int64", "complex128")}
+STRICT_DTYPES = ("float64", "int64", "complex128")
+
+
+@contextmanager
+def quiet() -> Iterator[None]:
+    # array_api_strict computes with NumPy and warns where NumPy does (integer overflow wraps silently)
+    with np.errstate(all="ignore"):
+        yield
+
+
+def namespace(backend: str) -> Any:
+    return xs.get_backend(backend).load()
+
+
+def dtypes_of(backend: str) -> tuple[str, ...]:
+    return DTYPES.get(backend, STRICT_DTYPES)
+
+
+def tolerance(dtype: str) -> dict[str, float]:
+    if dtype in ("float32", "complex64"):
+        return {"rtol": 1e-4, "atol": 1e-4}
+    if dtype in ("float64", "complex128"):
+        return {"rtol": 1e-10, "atol": 1e-10}
+    return {}
+
+
+def host(x: Any) -> np.ndarray:
+    # NumPy's matmul of two vectors is a NumPy scalar, not a 0-d array
+    return np.asarray(x) if isinstance(x, np.generic) else to_numpy(xs.to_dense(x))
+
+
+def close(actual: Any, expected: Any, dtype: str) -> None:
+    a, e = host(actual), host(expected)
+    assert a.shape == e.shape, (a.shape, e.shape)
+    tol = tolerance(dtype)
+    if tol:
+        np.testing.assert_allclose(a, e, equal_nan=True, **tol)
+    else:
+        np.testing.assert_array_equal(a, e)
+
+
+# -- operands -------------------------------------------------------------------------------------------
+
+
+def host_values(rng: np.random.Generator, dtype: str, shape: tuple[int, ...], *, nan: bool = False) -> np.ndarray:
+    """Small integers and halves (sums stay exact), complex parts too; the odd NaN when ``nan``."""
+    n = math.prod(shape)
+    return S.nonzero_values(rng, dtype, n, 0, specials=nan).reshape(shape)
+
+
+def sparse_host(
+    rng: np.random.Generator, dtype: str, batch: tuple[int, ...], m: int, n: int, blocksize: tuple[int, int],
+    dense: tuple[int, ...], fill: Any, density: float, nan: bool,
+) -> np.ndarray:  # fmt: skip
+    """A dense ``(*batch, m, n, *dense)`` array whose every batch has the same pattern (so one count of
+    specified elements and blocks, which every compressed layout needs), the rest ``fill``."""
+    bm, bn = blocksize
+    blocks = rng.random((m // bm, n // bn)) < density
+    mask = np.kron(blocks, np.ones((bm, bn), dtype=bool)) if blocks.size else np.zeros((m, n), dtype=bool)
+    host = np.full((*batch, m, n, *dense), fill, dtype=np.dtype(dtype))
+    count = int(mask.sum()) * math.prod(batch)
+    if count and math.prod(dense) != 0:
+        values = S.nonzero_values(rng, dtype, count * math.prod(dense), fill, specials=nan).reshape(count, *dense)
+        host[(..., mask) + (slice(None),) * len(dense)] = values.reshape(*batch, int(mask.sum()), *dense)
+    return host
+
+
+@st.composite
+def sparse_operands(
+    draw: Any, xp: Any, layout: xs.Layout, batch: tuple[int, ...], m: int, n: int, blocksize: tuple[int, int], dtype: str,
+    *, dense: tuple[int, ...] = (), fill: Any = 0, nan: bool = False, uncoalesced: bool = True,
+) -> Any:  # fmt: skip
+    """An operand of ``layout`` (strided included) of shape ``(*batch, m, n, *dense)``."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    if layout is xs.strided:
+        return xp.asarray(host_values(rng, dtype, (*batch, m, n, *dense), nan=nan))
+    density = draw(st.sampled_from([0.0, 0.3, 0.7, 1.0]))
+    host = sparse_host(rng, dtype, batch, m, n, blocksize, dense, fill, density, nan)
+    idt = draw(S.index_dtypes())
+    kwargs: dict[str, Any] = {"layout": layout, "index_dtype": idt}
+    if fill != 0:
+        kwargs["fill_value"] = fill
+    if layout is xs.sparse_coo:
+        kwargs["sparse_dim"] = len(batch) + 2
+    else:
+        kwargs["dense_dim"] = len(dense)
+    if layout.is_blocked:
+        kwargs["blocksize"] = blocksize
+    with quiet():
+        a = xs.to_sparse(xp.asarray(host), **kwargs)
+    if layout is xs.sparse_coo and uncoalesced and draw(st.booleans()):
+        a = S.uncoalesced_like(xp, rng, a, idt)
+    return a
+
+
+def concrete(element: Any, allowed: frozenset[Any] = OPERAND_LAYOUTS) -> list[Any]:
+    members = sorted(element, key=str) if isinstance(element, frozenset) else [element]
+    return [m for m in members if m in allowed]
+
+
+def kernel_cases(op: str, arity: int) -> list[Any]:
+    """``(kernel, backend)`` for every kernel of ``op`` whose signature has strided or COO/compressed
+    layouts in every place: native kernels on their backend, generic ones on every backend."""
+    cases = []
+    for k in xs.kernels(op):
+        if k.rewrite or len(k.signature) != arity or not all(concrete(e) for e in k.signature):
+            continue
+        for backend in ([k.backend] if k.backend is not None else BACKENDS):
+            if backend not in BACKENDS:
+                continue
+            reason = backend_skip_reason(backend)
+            marks = [pytest.mark.skip(reason=reason)] if reason else []
+            cases.append(pytest.param(k, backend, id=f"{k.name}-{backend}", marks=marks))
+    return cases
+
+
+def generic_twin(kernel: dispatch.Kernel, layouts: tuple[Any, ...], xp: Any, *args: Any) -> Any:
+    """The generic kernel the dispatcher would pick for these layouts, or None."""
+    for k in dispatch.resolve(kernel.op, layouts, "array_api_strict"):
+        if k.backend is None and not k.rewrite and (k.supports is None or k.supports(xp, *args) is None):
+            return k
+    return None
+
+
+def run_kernel(kernel: dispatch.Kernel, xp: Any, *args: Any) -> Any:
+    """The kernel's result, or None when it declines the arguments (the reason must be a sentence)."""
+    if kernel.supports is not None:
+        reason = kernel.supports(xp, *args)
+        if reason is not None:
+            assert isinstance(reason, str) and reason.strip(), reason
+            return None
+    with quiet():
+        return kernel.func(xp, *args)
+
+
+# -- the matmul kernels ---------------------------------------------------------------------------------
+
+
+@st.composite
+def matmul_operands(draw: Any, xp: Any, backend: str, la: Any, lb: Any, native: bool) -> tuple[Any, Any, str]:
+    """Operands of compatible shapes: matrices, vectors, broadcast batches, a dense contracted dimension."""
+    dtype = draw(st.sampled_from(dtypes_of(backend)))
+    bs = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    bm, bk, bn = bs[0], bs[1], draw(st.integers(1, 2))
+    gm, gk, gn = (draw(S.sizes(3)) for _ in range(3))
+    m, k, n = gm * bm, gk * bk, gn * bn
+    batch = tuple(draw(st.lists(st.integers(0, 2) if not native else st.integers(1, 2), max_size=1 if native else 2)))
+    both_sparse = la is not xs.strided and lb is not xs.strided
+    fill = 0
+    if not native and not both_sparse and draw(st.integers(0, 3)) == 0 and not dtype.startswith("int"):
+        fill = draw(st.sampled_from([1.5, -2.0])) if not dtype.startswith("complex") else 1 - 1j
+    nan = not both_sparse and dtype.startswith("float")
+    shape_kind = draw(st.sampled_from(["matrix", "vector", "batched"]))
+    if la is not xs.strided:
+        if la is xs.sparse_coo and lb is xs.strided and shape_kind == "vector" and draw(st.booleans()):
+            # a sparse vector on the left
+            a = draw(sparse_operands(xp, la, (), 1, k, (1, bk), dtype, fill=fill, nan=nan))
+            a = xs.sparse_coo_array(a._indices()[1:, :], a._values(), (k,), fill_value=a.fill_value)
+        elif lb is xs.strided and not native and draw(st.integers(0, 4)) == 0:
+            # a dense contracted dimension: (*batch, m, k, d) @ (d, p) keeps a's structure
+            d = draw(st.integers(1, 3))
+            a = draw(sparse_operands(xp, la, batch, m, k, (bm, bk), dtype, dense=(d,), nan=nan))
+            b_shape = (d,) if shape_kind == "vector" else (d, draw(st.integers(1, 3)))
+            return a, xp.asarray(host_values(np.random.default_rng(0), dtype, b_shape)), dtype
+        else:
+            a = draw(sparse_operands(xp, la, batch if shape_kind == "batched" else (), m, k, (bm, bk), dtype, fill=fill if lb is xs.strided else 0, nan=nan))
+    if lb is not xs.strided:
+        b_batch = batch if (shape_kind == "batched" and (la is xs.strided or draw(st.booleans()))) else ()
+        b = draw(sparse_operands(xp, lb, b_batch, k, n, (bk, bn), dtype, fill=fill if la is xs.strided else 0, nan=nan))
+        if la is xs.strided:
+            a_shape = (k,) if shape_kind == "vector" else (*(batch if shape_kind == "batched" else ()), m, k)
+            a = xp.asarray(host_values(np.random.default_rng(draw(st.integers(0, 99))), dtype, a_shape))
+        return a, b, dtype
+    rng = np.random.default_rng(draw(st.integers(0, 99)))
+    if la is xs.strided:
+        a = xp.asarray(host_values(rng, dtype, (*(batch if shape_kind == "batched" else ()), m, k)))
+    if shape_kind == "vector":
+        b_shape: tuple[int, ...] = (k,)
+    elif shape_kind == "batched" and a.ndim >= 2:
+        b_shape = (*draw(st.sampled_from([batch, (1,) * len(batch), batch[1:]])), k, n)
+    else:
+        b_shape = (k, n)
+    return a, xp.asarray(host_values(rng, dtype, b_shape)), dtype
+
+
+MATMUL_CASES = kernel_cases("matmul", 2)
+
+
+@pytest.mark.parametrize(("kernel", "backend"), MATMUL_CASES)
+@SOME
+@given(data=st.data())
+def test_matmul_kernel(kernel: dispatch.Kernel, backend: str, data: st.DataObject) -> None:
+    xp = namespace(backend)
+    la = data.draw(st.sampled_from(concrete(kernel.signature[0])))
+    lb = data.draw(st.sampled_from(concrete(kernel.signature[1])))
+    a, b, dtype = data.draw(matmul_operands(xp, backend, la, lb, kernel.backend is not None))
+    result = run_kernel(kernel, xp, a, b)
+    if result is None:
+        return
+    with quiet():
+        expected = xp.matmul(xs.to_dense(a), xs.to_dense(b))
+    if isinstance(result, xs.SparseArray):
+        check_invariants(result)
+        natural = a.layout if isinstance(a, xs.SparseArray) and a.dense_dim() else (a.layout if isinstance(a, xs.SparseArray) else b.layout)
+        if result.ndim >= 2 and not (isinstance(a, xs.SparseArray) and isinstance(b, xs.SparseArray) and a.ndim == 1):
+            assert result.layout is natural, (result.layout, natural)
+    else:
+        assert not (isinstance(a, xs.SparseArray) and isinstance(b, xs.SparseArray)), "sparse @ sparse is sparse"
+    close(result, expected, dtype)
+    if kernel.backend is not None:
+        twin = generic_twin(kernel, (la, lb), xp, a, b)
+        if twin is not None:
+            with quiet():
+                close(result, twin.func(xp, a, b), dtype)
+
+
+def test_every_native_matmul_kernel_runs_on_plain_matrices() -> None:
+    """Each native kernel accepts a plain 2-D float64 input of one of its layouts (so the sweep above runs it)."""
+    for k in xs.kernels("matmul"):
+        if k.backend not in ("numpy", "torch") or not all(concrete(e) for e in k.signature):
+            continue
+        xp = namespace(k.backend)
+        accepted = []
+        for la in concrete(k.signature[0]):
+            for lb in concrete(k.signature[1]):
+                host = np.eye(4, dtype=np.float64)
+                a = xp.asarray(host) if la is xs.strided else xs.to_sparse(xp.asarray(host), layout=la, blocksize=(2, 2) if la.is_blocked else None)
+                b = xp.asarray(host) if lb is xs.strided else xs.to_sparse(xp.asarray(host), layout=lb, blocksize=(2, 2) if lb.is_blocked else None)
+                if k.supports is None or k.supports(xp, a, b) is None:
+                    accepted.append((la, lb))
+                    close(k.func(xp, a, b), xp.asarray(host), "float64")
+        assert accepted, f"{k.describe()} declines every plain 2-D input"
+
+
+# -- addmm ------------------------------------------------------------------------------------------------
+
+ADDMM_CASES = kernel_cases("addmm", 3)
+SCALARS = st.sampled_from([(1, 1), (0, 1), (2, 0.5), (0.5, -1), (1, 0)])
+
+
+@pytest.mark.parametrize(("kernel", "backend"), ADDMM_CASES)
+@FEW
+@given(data=st.data())
+def test_addmm_kernel(kernel: dispatch.Kernel, backend: str, data: st.DataObject) -> None:
+    xp = namespace(backend)
+    li = data.draw(st.sampled_from(concrete(kernel.signature[0])))
+    la = data.draw(st.sampled_from(concrete(kernel.signature[1])))
+    lb = data.draw(st.sampled_from(concrete(kernel.signature[2])))
+    dtype = data.draw(st.sampled_from([d for d in dtypes_of(backend) if not d.startswith("int")]))
+    m, k, n = 2 * data.draw(st.integers(0, 2)), 2 * data.draw(st.integers(0, 2)), 2 * data.draw(st.integers(1, 2))
+    a = data.draw(sparse_operands(xp, la, (), m, k, (2, 2), dtype))
+    b = data.draw(sparse_operands(xp, lb, (), k, n, (2, 2), dtype))
+    in_shape = data.draw(st.sampled_from([(m, n), (n,), (1, n)]))
+    input = data.draw(sparse_operands(xp, li, (), *(((1,) + in_shape) if len(in_shape) == 1 else in_shape), (1, 1), dtype))
+    if len(in_shape) == 1 and li is xs.strided:
+        input = xp.reshape(input, in_shape)
+    beta, alpha = data.draw(SCALARS)
+    result = run_kernel(kernel, xp, input, a, b, beta, alpha)
+    if result is None:
+        return
+    with quiet():
+        product = alpha * xp.matmul(xs.to_dense(a), xs.to_dense(b))
+        expected = product if beta == 0 else beta * xs.to_dense(input) + product
+    assert not isinstance(result, xs.SparseArray)
+    close(result, xp.broadcast_to(expected, (m, n)), dtype)
+
+
+# -- sampled_addmm ------------------------------------------------------------------------------------------
+
+SAMPLED_CASES = kernel_cases("sampled_addmm", 3)
+
+
+def pattern_of(xp: Any, s: xs.SparseArray) -> Any:
+    """Where ``s`` has a specified element (a dense boolean array)."""
+    ones = s._with_values(xp.ones_like(s._vals), 0)
+    return xs.to_dense(ones) != 0
+
+
+@pytest.mark.parametrize(("kernel", "backend"), SAMPLED_CASES)
+@SOME
+@given(data=st.data())
+def test_sampled_addmm_kernel(kernel: dispatch.Kernel, backend: str, data: st.DataObject) -> None:
+    xp = namespace(backend)
+    li = data.draw(st.sampled_from(concrete(kernel.signature[0])))
+    dtype = data.draw(st.sampled_from([d for d in dtypes_of(backend) if not d.startswith("int")]))
+    bm, bn = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2))
+    m, n, p = bm * data.draw(S.sizes(3)), bn * data.draw(S.sizes(3)), data.draw(st.integers(0, 3))
+    batch = tuple(data.draw(st.lists(st.integers(1, 2), max_size=1)))
+    fill = data.draw(st.sampled_from([0, 0, 2.0])) if kernel.backend is None or li is xs.sparse_csr else 0
+    input = data.draw(sparse_operands(xp, li, batch, m, n, (bm, bn), dtype, fill=fill))
+    rng = np.random.default_rng(data.draw(st.integers(0, 99)))
+    mat_batch = data.draw(st.sampled_from([batch, ()])) if kernel.backend is None else batch
+    a = xp.asarray(host_values(rng, dtype, (*mat_batch, m, p)))
+    b = xp.asarray(host_values(rng, dtype, (*mat_batch, p, n)))
+    beta, alpha = data.draw(SCALARS)
+    result = run_kernel(kernel, xp, input, a, b, beta, alpha)
+    if result is None:
+        return
+    assert isinstance(result, xs.SparseArray) and result.layout is input.layout
+    check_invariants(result)
+    with quiet():
+        dense_input = xs.to_dense(input)
+        inside = alpha * xp.matmul(a, b) + (0 if beta == 0 else beta * dense_input)
+        outside = xp.zeros_like(dense_input) if beta == 0 else beta * dense_input
+        expected = xp.where(pattern_of(xp, input), inside, outside)
+    close(result, expected, dtype)
+
+
+# -- torch.sparse.mm(reduce=), smm, hspmm, sspaddmm ------------------------------------------------------
+
+
+def reduce_reference(a: xs.SparseArray, b: Any, reduce: str) -> np.ndarray:
+    dense = to_numpy(xs.to_dense(a))
+    mask = to_numpy(pattern_of(a._xp, a))
+    host_b = to_numpy(b)
+    out = np.zeros((dense.shape[0], host_b.shape[1]), dtype=np.result_type(dense, host_b))
+    for i in range(dense.shape[0]):
+        cols = np.nonzero(mask[i])[0]
+        if cols.size == 0:
+            continue
+        products = dense[i, cols][:, None] * host_b[cols, :]
+        out[i] = {"sum": np.sum, "mean": np.mean, "amax": np.max, "amin": np.min}[reduce](products, axis=0)
+    return out
+
+
+@pytest.mark.parametrize(("kernel", "backend"), kernel_cases("matmul_reduce", 2))
+@SOME
+@given(data=st.data())
+def test_matmul_reduce_kernel(kernel: dispatch.Kernel, backend: str, data: st.DataObject) -> None:
+    xp = namespace(backend)
+    la = data.draw(st.sampled_from(concrete(kernel.signature[0])))
+    dtype = data.draw(st.sampled_from([d for d in dtypes_of(backend) if d in ("float64", "float32", "int64")]))
+    m, k, n = 2 * data.draw(S.sizes(3)), 2 * data.draw(S.sizes(3)), data.draw(st.integers(1, 3))
+    a = data.draw(sparse_operands(xp, la, (), m, k, (2, 2), dtype))
+    b = xp.asarray(host_values(np.random.default_rng(data.draw(st.integers(0, 99))), dtype, (k, n)))
+    reduce = data.draw(st.sampled_from(xs._linalg.REDUCTIONS))
+    result = run_kernel(kernel, xp, a, b, reduce)
+    if result is None:
+        return
+    np.testing.assert_allclose(to_numpy(result), reduce_reference(a, b, reduce), **(tolerance(dtype) or {"rtol": 0}))
+
+
+COO_PRODUCT_CASES = kernel_cases("smm", 2) + kernel_cases("hspmm", 2)
+
+
+@pytest.mark.parametrize(("kernel", "backend"), COO_PRODUCT_CASES)
+@FEW
+@given(data=st.data())
+def test_smm_hspmm_kernel(kernel: dispatch.Kernel, backend: str, data: st.DataObject) -> None:
+    xp = namespace(backend)
+    la = data.draw(st.sampled_from(concrete(kernel.signature[0])))
+    dtype = data.draw(st.sampled_from(dtypes_of(backend)))
+    m, k, n = 2 * data.draw(S.sizes(3)), 2 * data.draw(S.sizes(3)), data.draw(st.integers(1, 3))
+    a = data.draw(sparse_operands(xp, la, (), m, k, (2, 2), dtype))
+    b = xp.asarray(host_values(np.random.default_rng(data.draw(st.integers(0, 99))), dtype, (k, n)))
+    result = run_kernel(kernel, xp, a, b)
+    if result is None:
+        return
+    assert result.layout is xs.sparse_coo
+    check_invariants(result)
+    rows = np.unique(to_numpy(xs.to_sparse_coo(a).coalesce().indices())[0]) if a.nnz else np.zeros(0, dtype=np.int64)
+    coalesced = result.coalesce()
+    if kernel.op == "hspmm":
+        assert (result.sparse_dim(), result.dense_dim()) == (1, 1)
+        np.testing.assert_array_equal(to_numpy(coalesced.indices())[0], rows)
+    else:
+        assert result.sparse_dim() == 2 and coalesced.nnz == rows.size * n
+    with quiet():
+        close(result, xp.matmul(xs.to_dense(a), b), dtype)
+
+
+@pytest.mark.parametrize(("kernel", "backend"), kernel_cases("sspaddmm", 3))
+@FEW
+@given(data=st.data())
+def test_sspaddmm_kernel(kernel: dispatch.Kernel, backend: str, data: st.DataObject) -> None:
+    xp = namespace(backend)
+    li = data.draw(st.sampled_from(concrete(kernel.signature[0])))
+    la = data.draw(st.sampled_from(concrete(kernel.signature[1])))
+    dtype = data.draw(st.sampled_from([d for d in dtypes_of(backend) if not d.startswith("int")]))
+    m, k, n = 2 * data.draw(S.sizes(3)), 2 * data.draw(S.sizes(3)), 2 * data.draw(st.integers(1, 2))
+    input = data.draw(sparse_operands(xp, li, (), m, n, (2, 2), dtype))
+    a = data.draw(sparse_operands(xp, la, (), m, k, (2, 2), dtype))
+    b = xp.asarray(host_values(np.random.default_rng(data.draw(st.integers(0, 99))), dtype, (k, n)))
+    beta, alpha = data.draw(SCALARS)
+    result = run_kernel(kernel, xp, input, a, b, beta, alpha)
+    if result is None:
+        return
+    assert result.layout is xs.sparse_coo
+    check_invariants(result)
+    with quiet():
+        close(result, beta * xs.to_dense(input) + alpha * xp.matmul(xs.to_dense(a), b), dtype)
+
+
+# -- tensordot and vecdot ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("kernel", "backend"), kernel_cases("tensordot", 2))
+@FEW
+@given(data=st.data())
+def test_tensordot_kernel(kernel: dispatch.Kernel, backend: str, data: st.DataObject) -> None:
+    xp = namespace(backend)
+    l1 = data.draw(st.sampled_from(concrete(kernel.signature[0], frozenset([xs.strided, xs.sparse_coo, xs.sparse_csr]))))
+    l2 = data.draw(st.sampled_from(concrete(kernel.signature[1], frozenset([xs.strided, xs.sparse_coo, xs.sparse_csc]))))
+    dtype = data.draw(st.sampled_from(dtypes_of(backend)))
+    p, q, r = (data.draw(st.integers(1, 3)) for _ in range(3))
+    # x1 (p, q, r) and x2 (r, q, p'): contract x1's q and r with x2's q and r, or r alone
+    x1 = data.draw(sparse_operands(xp, l1, (p,), q, r, (1, 1), dtype, nan=False))
+    x2 = data.draw(sparse_operands(xp, l2, (r,), q, 2, (1, 1), dtype, nan=False))
+    axes1, axes2 = data.draw(st.sampled_from([((1, 2), (1, 0)), ((2,), (0,)), ((), ())]))
+    result = run_kernel(kernel, xp, x1, x2, axes1, axes2)
+    if result is None:
+        return
+    if isinstance(result, xs.SparseArray):
+        check_invariants(result)
+    with quiet():
+        expected = xp.tensordot(xs.to_dense(x1), xs.to_dense(x2), axes=(list(axes1), list(axes2)))
+    close(result, expected, dtype)
+
+
+@pytest.mark.parametrize(("kernel", "backend"), kernel_cases("vecdot", 2))
+@FEW
+@given(data=st.data())
+def test_vecdot_kernel(kernel: dispatch.Kernel, backend: str, data: st.DataObject) -> None:
+    xp = namespace(backend)
+    l1 = data.draw(st.sampled_from(concrete(kernel.signature[0], frozenset([xs.strided, xs.sparse_coo, xs.sparse_csr]))))
+    l2 = data.draw(st.sampled_from(concrete(kernel.signature[1], frozenset([xs.strided, xs.sparse_coo, xs.sparse_csc]))))
+    dtype = data.draw(st.sampled_from(dtypes_of(backend)))
+    batch = tuple(data.draw(st.lists(st.integers(1, 2), max_size=1)))
+    m, k = data.draw(st.integers(1, 3)), data.draw(S.sizes(4))
+    fill = 1.5 if dtype.startswith("float") and (l1 is xs.strided) != (l2 is xs.strided) and data.draw(st.booleans()) else 0
+    x1 = data.draw(sparse_operands(xp, l1, batch, m, k, (1, 1), dtype, fill=fill if l1 is not xs.strided else 0))
+    x2 = data.draw(sparse_operands(xp, l2, (), m, k, (1, 1), dtype, fill=fill if l2 is not xs.strided else 0))
+    axis = data.draw(st.sampled_from([-1, -2]))
+    result = run_kernel(kernel, xp, x1, x2, axis)
+    if result is None:
+        return
+    with quiet():
+        expected = xp.vecdot(xs.to_dense(x1), xs.to_dense(x2), axis=axis)
+    close(result, expected, dtype)
+
+
+# -- the public functions ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", backend_params(BACKENDS))
+@pytest.mark.parametrize("layout", SPARSE, ids=str)
+def test_matmul_public_and_operator(backend: str, layout: xs.Layout) -> None:
+    xp = namespace(backend)
+    host = np.asarray([[0, 1, 0, 2], [3, 0, 0, 0], [0, 0, 0, 0], [0, 4, 5, 0]], dtype=np.float64)
+    a = xs.to_sparse(xp.asarray(host), layout=layout, blocksize=(2, 2) if layout.is_blocked else None)
+    b = xp.asarray(np.arange(8.0).reshape(4, 2))
+    close(a @ b, xp.asarray(host @ np.arange(8.0).reshape(4, 2)), "float64")
+    # array_api_strict's __matmul__ raises TypeError on a foreign operand instead of returning NotImplemented,
+    # so Python never asks the sparse array's __rmatmul__; NumPy and torch do
+    left = xp.matrix_transpose(b)
+    product = xs.matmul(left, a) if backend == "array_api_strict" else left @ a
+    close(product, xp.asarray(np.arange(8.0).reshape(4, 2).T @ host), "float64")
+    close(xs.mv(a, b[:, 0]), xp.asarray(host @ np.arange(0.0, 8.0, 2)), "float64")
+    c = a @ a
+    assert c.layout is layout
+    close(c, xp.asarray(host @ host), "float64")
+    for target in (xs.strided, xs.sparse_coo, xs.sparse_csr):
+        r = xs.matmul(a, a, layout=target)
+        assert xs.layout_of(r) is target
+        close(r, xp.asarray(host @ host), "float64")
+    assert xs.layout_of(xs.matmul(a, b, layout=xs.sparse_csc)) is xs.sparse_csc
+
+
+@pytest.mark.parametrize("backend", backend_params(BACKENDS))
+def test_mm_bmm_addmm_public(backend: str) -> None:
+    xp = namespace(backend)
+    rng = np.random.default_rng(1)
+    host = sparse_host(rng, "float64", (2,), 4, 6, (2, 2), (), 0, 0.5, False)
+    a = xs.to_sparse_bsr(xp.asarray(host), blocksize=(2, 2))
+    b = xp.asarray(host_values(rng, "float64", (2, 6, 3)))
+    close(xs.bmm(a, b), xp.asarray(host @ to_numpy(b)), "float64")
+    a2 = xs.to_sparse_csr(xp.asarray(host[0]))
+    close(xs.mm(a2, b[0, ...]), xp.asarray(host[0] @ to_numpy(b)[0]), "float64")
+    close(xs.mm(a2, b[0, ...], reduce="sum"), xp.asarray(host[0] @ to_numpy(b)[0]), "float64")
+    inp = xp.asarray(np.ones(3))
+    close(xs.addmm(inp, a2, b[0, ...], beta=2.0, alpha=-1.0), xp.asarray(2 - host[0] @ to_numpy(b)[0]), "float64")
+    # beta = 0 ignores NaN in the input, as torch does
+    nan = xp.asarray(np.full((4, 3), np.nan))
+    close(xs.addmm(nan, a2, b[0, ...], beta=0), xp.asarray(host[0] @ to_numpy(b)[0]), "float64")
+
+
+@pytest.mark.parametrize("backend", backend_params(BACKENDS))
+def test_product_functions_public(backend: str) -> None:
+    xp = namespace(backend)
+    host = np.asarray([[0, 1.0, 0], [0, 0, 0], [2.0, 0, 3.0]])
+    b = xp.asarray(np.arange(6.0).reshape(3, 2))
+    coo = xs.to_sparse_coo(xp.asarray(host))
+    expected = xp.asarray(host @ np.arange(6.0).reshape(3, 2))
+    h = xs.hspmm(coo, b)
+    assert (h.sparse_dim(), h.nnz) == (1, 2)
+    close(h, expected, "float64")
+    s = xs.smm(coo, b)
+    assert (s.sparse_dim(), s.nnz) == (2, 4)
+    close(s, expected, "float64")
+    r = xs.sspaddmm(xs.to_sparse_coo(xp.asarray(np.eye(3)[:, :2])), coo, b, beta=2.0, alpha=0.5)
+    close(r, xp.asarray(2 * np.eye(3)[:, :2] + 0.5 * to_numpy(expected)), "float64")
+    mask = xs.to_sparse_csr(xp.asarray(host))
+    r = xs.sampled_addmm(mask, xp.asarray(np.ones((3, 2))), xp.asarray(np.ones((2, 3))), alpha=3.0)
+    assert r.layout is xs.sparse_csr and r.nnz == mask.nnz
+    close(r, xp.asarray(np.where(host != 0, host + 6.0, 0.0)), "float64")
+    close(xs.tensordot(coo, xp.asarray(host), axes=1), xp.asarray(host @ host), "float64")
+    close(xs.vecdot(coo, xp.asarray(host)), xp.asarray(np.sum(host * host, axis=-1)), "float64")
+    close(xs.vecdot(coo, coo, axis=0), xp.asarray(np.sum(host * host, axis=0)), "float64")
+
+
+def test_fill_values_are_exact() -> None:
+    """A non-zero fill value: sparse @ strided and vecdot are the dense results; sparse @ sparse raises."""
+    host = np.asarray([[1.5, 1.5, 4.0], [2.0, 1.5, 1.5]])
+    a = xs.to_sparse_csr(host, fill_value=1.5)
+    b = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_allclose(xs.matmul(a, b), host @ b)
+    np.testing.assert_allclose(xs.matmul(b.T, xs.to_sparse_csc(host.T, fill_value=1.5)), b.T @ host.T)
+    np.testing.assert_allclose(xs.vecdot(a, host), np.sum(host * host, axis=-1))
+    with pytest.raises(xs.NoKernelError, match=r"matmul: no kernel .* a product of two sparse arrays is sparse only with fill values 0"):
+        xs.matmul(a, a.T)
+    with pytest.raises(xs.NoKernelError, match=r"non-finite fill value"):
+        xs.matmul(xs.to_sparse_csr(host, fill_value=math.inf), b)
+    r = xs.sampled_addmm(a, np.ones((2, 2)), np.ones((2, 3)), beta=2.0)
+    assert r.fill_value == 3.0
+    np.testing.assert_allclose(xs.to_dense(r), np.where(host != 1.5, 2 * host + 2, 3.0))
+
+
+def test_hybrid_products() -> None:
+    """A contraction over a dense dimension keeps the sparse structure; row-sparse COO from the right."""
+    rng = np.random.default_rng(3)
+    host = sparse_host(rng, "float64", (), 4, 3, (1, 1), (2,), 0, 0.5, False)
+    a = xs.to_sparse_csr(host, dense_dim=1)
+    w = np.arange(6.0).reshape(2, 3)
+    r = xs.matmul(a, w)
+    assert r.layout is xs.sparse_csr and r.dense_dim() == 1 and r.nnz == a.nnz
+    np.testing.assert_allclose(xs.to_dense(r), host @ w)
+    rows = xs.to_sparse_coo(np.asarray([[0, 0.0], [1.0, 2.0], [0, 0]]), sparse_dim=1)
+    np.testing.assert_allclose(xs.matmul(np.ones((2, 3)), rows), np.ones((2, 3)) @ xs.to_dense(rows))
+    np.testing.assert_allclose(xs.matmul(rows, np.ones((2, 4))).to_dense(), xs.to_dense(rows) @ np.ones((2, 4)))
+    # two dense dimensions: every stored (2, 2) matrix is multiplied from the left
+    stack = xs.to_sparse_coo(np.asarray([[[1.0, 2.0], [3.0, 4.0]], [[0.0, 0.0], [0.0, 0.0]], [[0.0, 1.0], [1.0, 0.0]]]), sparse_dim=1)
+    r = xs.matmul(np.arange(8.0).reshape(4, 2), stack)
+    assert r.layout is xs.sparse_coo and r.shape == (3, 4, 2) and r.nnz == 2
+    np.testing.assert_allclose(xs.to_dense(r), np.arange(8.0).reshape(4, 2) @ xs.to_dense(stack))
+
+
+def test_batched_sparse_product_shares_the_union_pattern() -> None:
+    """A batched compressed product holds the same number of elements per batch (explicit zeros pad)."""
+    host = np.zeros((2, 2, 2))
+    host[0, 0, 0] = 1.0
+    host[1, 1, 1] = 2.0
+    a = xs.to_sparse_csr(host)  # one element per batch, at different places
+    c = a @ xs.to_sparse_csr(np.stack([np.eye(2), np.eye(2)]))
+    assert c.layout is xs.sparse_csr and c.nnz == 2
+    check_invariants(c)
+    np.testing.assert_allclose(xs.to_dense(c), host)
+
+
+def test_sparse_vector_products() -> None:
+    v = xs.sparse_coo_array([[1, 3]], [2.0, 5.0], (4,))
+    m = np.arange(8.0).reshape(4, 2)
+    np.testing.assert_allclose(xs.matmul(v, m), xs.to_dense(v) @ m)
+    np.testing.assert_allclose(xs.matmul(m.T, v), m.T @ xs.to_dense(v))
+    dot = xs.matmul(v, v)
+    assert dot.layout is xs.sparse_coo and dot.shape == ()
+    assert float(xs.to_dense(dot)) == 29.0
+    mv = xs.matmul(xs.to_sparse_csr(np.eye(4)), v)
+    assert mv.layout is xs.sparse_coo and mv.shape == (4,)
+
+
+# -- spsolve -------------------------------------------------------------------------------------------------
+
+
+def system(n: int, seed: int, dtype: str = "float64") -> np.ndarray:
+    """A sparse, diagonally dominant (so well-conditioned) non-symmetric matrix."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((n, n)) * (rng.random((n, n)) < 0.3)
+    a = a + np.diag(np.abs(a).sum(axis=1) + 1.0)
+    if dtype.startswith("complex"):
+        a = a + 1j * np.diag(rng.standard_normal(n))
+    return a.astype(dtype)
+
+
+def with_layouts(cases: list[Any], layouts: list[xs.Layout], *rest: xs.Layout) -> list[Any]:
+    """``(kernel, backend, layout)`` for each case and each of ``layouts`` the kernel's signature takes."""
+    return [
+        pytest.param(*case.values, layout, id=f"{case.id}-{layout}", marks=case.marks)
+        for case in cases
+        for layout in layouts
+        if case.values[0].matches((layout, *rest))
+    ]
+
+
+@pytest.mark.parametrize(("kernel", "backend", "layout"), with_layouts(kernel_cases("spsolve", 2), [xs.strided, *SPARSE], xs.strided))
+@pytest.mark.parametrize("dtype", ["float64", "complex128", "float32"])
+def test_spsolve_kernel(kernel: dispatch.Kernel, backend: str, layout: xs.Layout, dtype: str) -> None:
+    xp = namespace(backend)
+    host = system(6, 0, dtype)
+    a = xp.asarray(host) if layout is xs.strided else xs.to_sparse(xp.asarray(host), layout=layout, blocksize=(2, 3) if layout.is_blocked else None)
+    for rhs in (np.arange(1.0, 7.0), np.arange(12.0).reshape(6, 2)):
+        b = xp.asarray(rhs.astype(dtype))
+        x = run_kernel(kernel, xp, a, b)
+        assert x is not None, f"{kernel.name} declined a plain system"
+        np.testing.assert_allclose(host @ to_numpy(x), rhs, rtol=1e-3 if dtype == "float32" else 1e-9, atol=1e-4 if dtype == "float32" else 1e-9)
+
+
+@pytest.mark.parametrize("backend", backend_params(BACKENDS))
+def test_spsolve_public(backend: str) -> None:
+    xp = namespace(backend)
+    host = system(8, 1)
+    a = xs.to_sparse_csr(xp.asarray(host))
+    b = xp.asarray(np.arange(16.0).reshape(8, 2))
+    np.testing.assert_allclose(host @ to_numpy(xs.spsolve(a, b)), to_numpy(b), atol=1e-9)
+    bt = xp.asarray(np.arange(16.0).reshape(2, 8))
+    np.testing.assert_allclose(to_numpy(xs.spsolve(a, bt, left=False)) @ host, to_numpy(bt), atol=1e-9)
+    np.testing.assert_allclose(to_numpy(xs.spsolve(a, bt[0, ...], left=False)) @ host, to_numpy(bt)[0], atol=1e-9)
+
+
+def test_spsolve_singular_and_nonconvergent_systems() -> None:
+    singular = xs.sparse_csr_array([0, 1, 2], [0, 0], [1.0, 1.0], (2, 2))
+    with pytest.raises(ValueError, match=r"^spsolve: the matrix is singular \(shape=\(2, 2\), nnz=2; SuperLU: .*\)\. Pass a non-singular system"):
+        xs.spsolve(singular, np.ones(2))
+    strict = xs.to_backend(singular, "array_api_strict")
+    with pytest.raises(ValueError, match=r"^spsolve: the iterative solver did not converge \(relative residual=.*\)\. .*xsparse.to_backend\(A, 'numpy'\)"):
+        xs.spsolve(strict, xs.get_backend("array_api_strict").namespace().asarray([1.0, 0.0]))
+
+
+# -- low-rank decompositions and LOBPCG ------------------------------------------------------------------------
+
+
+def low_rank(seed: int, m: int = 12, n: int = 9) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    u, _ = np.linalg.qr(rng.standard_normal((m, 4)))
+    v, _ = np.linalg.qr(rng.standard_normal((n, 4)))
+    a = u @ np.diag([8.0, 4.0, 2.0, 1.0]) @ v.T
+    return a
+
+
+@pytest.mark.parametrize(
+    ("kernel", "backend", "layout"),
+    with_layouts(kernel_cases("svd_lowrank", 1) + kernel_cases("pca_lowrank", 1), [xs.strided, xs.sparse_coo, xs.sparse_csr, xs.sparse_bsc]),
+)
+def test_low_rank_kernels(kernel: dispatch.Kernel, backend: str, layout: xs.Layout) -> None:
+    xp = namespace(backend)
+    host = low_rank(0)
+    a = xp.asarray(host) if layout is xs.strided else xs.to_sparse(xp.asarray(host), layout=layout, blocksize=(3, 3) if layout.is_blocked else None)
+    if kernel.op == "svd_lowrank":
+        args: tuple[Any, ...] = (4, 2, None, 0)
+        reference = host
+    else:
+        args = (4, True, 2, 0)
+        reference = host - host.mean(axis=0, keepdims=True)
+    result = run_kernel(kernel, xp, a, *args)
+    assert result is not None, f"{kernel.name} declined a plain matrix"
+    u, s, v = (to_numpy(r) for r in result)
+    np.testing.assert_allclose(s, np.linalg.svd(reference, compute_uv=False)[:4], rtol=1e-8)
+    np.testing.assert_allclose(u @ np.diag(s) @ v.T, reference, atol=1e-8)
+
+
+@pytest.mark.parametrize(("kernel", "backend"), kernel_cases("lobpcg", 1))
+@pytest.mark.parametrize("largest", [True, False])
+def test_lobpcg_kernels(kernel: dispatch.Kernel, backend: str, largest: bool) -> None:
+    xp = namespace(backend)
+    rng = np.random.default_rng(5)
+    q, _ = np.linalg.qr(rng.standard_normal((20, 20)))
+    host = (q * np.arange(1.0, 21.0)) @ q.T
+    layout = xs.sparse_coo if kernel.backend is not None else xs.sparse_csr
+    a = xs.to_sparse(xp.asarray(host), layout=layout)
+    e, x = (to_numpy(r) for r in run_kernel(kernel, xp, a, 2, None, None, 2, None, 500, 1e-10, largest, 0))
+    expected = np.linalg.eigvalsh(host)
+    expected = expected[::-1][:2] if largest else expected[:2]
+    np.testing.assert_allclose(e, expected, rtol=1e-7)
+    np.testing.assert_allclose(host @ x, x * e, atol=1e-5)
+
+
+def test_lobpcg_generalized_problem() -> None:
+    rng = np.random.default_rng(2)
+    q, _ = np.linalg.qr(rng.standard_normal((18, 18)))
+    host = (q * np.arange(1.0, 19.0)) @ q.T
+    mass = np.diag(np.linspace(1.0, 2.0, 18))
+    e, x = xs.lobpcg(xs.to_sparse_csr(host), k=2, B=xs.to_sparse_csr(mass), largest=False, seed=1)
+    import scipy.linalg
+
+    np.testing.assert_allclose(e, scipy.linalg.eigh(host, mass, eigvals_only=True)[:2], rtol=1e-7)
+    np.testing.assert_allclose(x.T @ mass @ x, np.eye(2), atol=1e-8)
+
+
+def test_decompositions_public() -> None:
+    host = low_rank(1)
+    u, s, v = xs.svd_lowrank(xs.to_sparse_csr(host), q=4, seed=3)
+    np.testing.assert_allclose(u @ np.diag(s) @ v.T, host, atol=1e-8)
+    m = np.ones((1, 9))
+    u, s, v = xs.svd_lowrank(xs.to_sparse_coo(host), q=5, M=m, seed=3)  # host - m has rank 5
+    np.testing.assert_allclose(s, np.linalg.svd(host - m, compute_uv=False)[:5], rtol=1e-8)
+    np.testing.assert_allclose(u @ np.diag(s) @ v.T, host - m, atol=1e-8)
+    u, s, v = xs.pca_lowrank(xs.to_sparse_csc(host), q=4, seed=3, layout=xs.sparse_coo)
+    assert u.layout is xs.sparse_coo
+    e, x = xs.lobpcg(host @ host.T, k=1, seed=0)
+    np.testing.assert_allclose(e, [64.0], rtol=1e-8)
+
+
+# -- errors ----------------------------------------------------------------------------------------------------
+
+_A = xs.sparse_csr_array([0, 1, 2], [0, 1], [1.0, 2.0], (2, 2))
+_D = np.ones((2, 2))
+ERRORS: list[tuple[Any, type[BaseException], str]] = [
+    (lambda: xs.matmul(_A, [1.0, 2.0]), TypeError, r"^matmul: x2 must be an xsparse array or a backend array, got list\. Wrap"),
+    (lambda: xs.matmul(_A, np.ones(3)), ValueError, r"^matmul: the contracted dimensions differ \(x1\.shape=\(2, 2\), x2\.shape=\(3,\): 2 != 3\)\. Give x1's"),
+    (lambda: xs.matmul(_A, np.asarray(1.0)), ValueError, r"^matmul: both operands need at least one dimension \(x1\.shape=\(2, 2\), x2\.shape=\(\)\)\. Multiply"),
+    (lambda: xs.matmul(xs.to_sparse_coo(np.ones((3, 2, 2))), np.ones((2, 2, 2))), ValueError, r"^matmul: the batch dimensions do not broadcast \(\(3,\), \(2,\)\)\. Make each size"),
+    (lambda: xs.matmul(xs.sparse_coo_array([[0]], [True], (2,)), np.ones(2)), TypeError, r"^matmul: x1 has a boolean dtype \(x1\.dtype=bool\); products are defined for numeric dtypes\. Convert"),
+    (lambda: xs.mm(_A, np.ones(2)), ValueError, r"^mm: mat2 must be 2-D \(mat2\.shape=\(2,\)\)\. Use xsparse\.matmul"),
+    (lambda: xs.mm(_A, _D, reduce="max"), ValueError, r"^mm: reduce must be one of 'sum', 'mean', 'amax', 'amin' or None \(reduce='max'\)\. Pick one"),
+    (lambda: xs.mm(_D, _A, reduce="sum"), TypeError, r"^mm: reduce= needs a sparse first and a strided second operand \(layouts=\(strided, sparse_csr\)\)\. Convert"),
+    (lambda: xs.mv(_A, _D), ValueError, r"^mv: vec must be 1-D \(vec\.shape=\(2, 2\)\)\. Use"),
+    (lambda: xs.bmm(xs.to_sparse_coo(np.ones((2, 2, 2))), np.ones((3, 2, 2))), ValueError, r"^bmm: the batch sizes differ \(input\.shape=\(2, 2, 2\), mat2\.shape=\(3, 2, 2\)\)\. Pass batches of one size"),
+    (lambda: xs.addmm(_A, _A, _D), TypeError, r"^addmm: input must be strided \(input layout=sparse_csr\)\. For a sparse input .*sspaddmm"),
+    (lambda: xs.addmm(np.ones((3, 2)), _A, _D), ValueError, r"^addmm: input \(input\.shape=\(3, 2\)\) must broadcast to the product's shape \(2, 2\)\. Pass"),
+    (lambda: xs.sampled_addmm(xs.to_sparse_csr(np.ones((2, 2, 2))), np.ones((3, 2, 2)), np.ones((2, 2))), ValueError, r"^sampled_addmm: mat1 @ mat2 \(shape \(3, 2, 2\)\) must broadcast to input's shape"),
+    (lambda: xs.addmm(np.ones(2), _A, _D, alpha="2"), TypeError, r"^addmm: alpha must be a Python number, got str \(alpha='2'\)\. Pass"),
+    (lambda: xs.addmm(np.ones(2, dtype=np.int64), xs.sparse_csr_array([0, 1], [0], [1], (1, 2)), np.ones((2, 2), dtype=np.int64), beta=0.5), TypeError, r"^addmm: beta must be an integer for operands of an integer dtype \(beta=0\.5\)\. Pass"),
+    (lambda: xs.addmm(np.ones(2), _A, _D, beta=1j), TypeError, r"^addmm: beta is complex but the operands are real \(beta=1j\)\. Pass a real"),
+    (lambda: xs.addmm(np.ones((2, 2)), _A, np.ones((3, 2))), ValueError, r"^addmm: the contracted dimensions differ \(mat1\.shape=\(2, 2\), mat2\.shape=\(3, 2\): 2 != 3\)"),
+    (lambda: xs.sampled_addmm(_D, _D, _D), TypeError, r"^sampled_addmm: input must be sparse and mat1, mat2 strided \(layouts=\(strided, strided, strided\)\)\. Convert"),
+    (lambda: xs.sampled_addmm(_A, np.ones(2), _D), ValueError, r"^sampled_addmm: input, mat1 and mat2 must be \(batched\) matrices .*\. Add the missing"),
+    (lambda: xs.addmm(np.ones((3, 1, 2)), _A, _D), ValueError, r"^addmm: input \(input\.shape=\(3, 1, 2\)\) must broadcast to the product's shape \(2, 2\)\. Pass"),
+    (lambda: xs.sampled_addmm(_A, np.ones((3, 2)), _D), ValueError, r"^sampled_addmm: mat1 @ mat2 \(shape \(3, 2\)\) must broadcast to input's shape \(input\.shape=\(2, 2\)\)\. Give"),
+    (lambda: xs.smm(_D, _D), TypeError, r"^smm: input must be sparse and mat strided \(layouts=\(strided, strided\)\)\. Convert"),
+    (lambda: xs.hspmm(_A, np.ones((3, 2))), ValueError, r"^hspmm: the contracted dimensions differ"),
+    (lambda: xs.sspaddmm(_D, _A, _D), TypeError, r"^sspaddmm: input must be sparse \(input layout=strided\)\. For a strided input use xsparse\.addmm\."),
+    (lambda: xs.sspaddmm(xs.to_sparse_coo(np.ones((3, 2))), _A, _D), ValueError, r"^sspaddmm: input must have the product's shape \(2, 2\) \(input\.shape=\(3, 2\)\)\. Pass"),
+    (lambda: xs.tensordot(_A, _D, axes=3), ValueError, r"^tensordot: axes=3 must lie in \[0, 2\] \(x1\.shape=\(2, 2\), x2\.shape=\(2, 2\)\)\. Pass fewer"),
+    (lambda: xs.tensordot(_A, _D, axes=([0], [0, 1])), ValueError, r"^tensordot: axes must be an int or two sequences of equal length \(axes=\(\[0\], \[0, 1\]\)\)\. Pass"),
+    (lambda: xs.tensordot(_A, _D, axes=([0, 0], [0, 1])), ValueError, r"^tensordot: an axis is repeated \(axes=\(\[0, 0\], \[0, 1\]\)\)\. Name each axis once\."),
+    (lambda: xs.tensordot(_A, _D, axes=([5], [0])), ValueError, r"^tensordot: axis 5 is out of range for 2 dimensions \(axis=5, ndim=2\)\. Pass an axis"),
+    (lambda: xs.tensordot(_A, np.ones((3, 2)), axes=([0], [0])), ValueError, r"^tensordot: contracted dimensions differ in size \(x1\.shape=\(2, 2\) axis 0, x2\.shape=\(3, 2\) axis 0\)\. Contract"),
+    (lambda: xs.vecdot(_A, np.asarray(1.0)), ValueError, r"^vecdot: both operands need at least one dimension \(x1\.shape=\(2, 2\), x2\.shape=\(\)\)\. Use"),
+    (lambda: xs.vecdot(_A, np.ones(2), axis=-2), ValueError, r"^vecdot: axis -2 is not a dimension of both operands \(x1\.shape=\(2, 2\), x2\.shape=\(2,\)\)\. Pass an axis in \[-1, -1\]\."),
+    (lambda: xs.vecdot(_A, np.ones((2, 3)), axis=0), ValueError, r"^vecdot: the shapes do not broadcast"),
+    (lambda: xs.vecdot(_A, np.ones((3, 2)), axis=0), ValueError, r"^vecdot: the shapes do not broadcast"),
+    (lambda: xs.vecdot(xs.to_sparse_coo(np.ones((2, 1))), np.ones((2, 3)), axis=-1), ValueError, r"^vecdot: the vectors differ in length along axis -1 \(x1\.shape=\(2, 1\), x2\.shape=\(2, 3\)\)\. Pass"),
+    (lambda: xs.spsolve(_A, _A), TypeError, r"^spsolve: B must be strided \(B layout=sparse_csr\)\. Pass xsparse\.to_dense\(B\)\."),
+    (lambda: xs.spsolve(xs.to_sparse_csr(np.ones((2, 3))), np.ones(2)), ValueError, r"^spsolve: A must be a square matrix \(A\.shape=\(2, 3\)\)\. Pass an \(N, N\) system\."),
+    (lambda: xs.spsolve(xs.sparse_csr_array([0, 1, 2], [0, 1], [1, 2], (2, 2)), np.ones(2)), TypeError, r"^spsolve: A must have a floating or complex dtype \(A\.dtype=int64\)\. Convert"),
+    (lambda: xs.spsolve(_A, np.ones(3)), ValueError, r"^spsolve: B must be \(2,\) or \(2, K\) for A of shape \(2, 2\) \(B\.shape=\(3,\)\)\. Pass"),
+    (lambda: xs.spsolve(_A, np.ones((2, 3)), left=False), ValueError, r"^spsolve: B must be \(2,\) or \(K, 2\) for A of shape \(2, 2\) \(B\.shape=\(2, 3\)\)\. Pass"),
+    (lambda: xs.svd_lowrank(xs.to_sparse_coo(np.ones((2, 2, 2)))), ValueError, r"^svd_lowrank: A must be 2-D \(A\.shape=\(2, 2, 2\)\)\. Decompose"),
+    (lambda: xs.svd_lowrank(xs.sparse_csr_array([0, 1], [0], [1], (1, 1))), TypeError, r"^svd_lowrank: A must have a floating or complex dtype \(A\.dtype=int64\)\. Convert"),
+    (lambda: xs.svd_lowrank(_A, q=3), ValueError, r"^svd_lowrank: q must lie in \[1, min\(A\.shape\)\] \(q=3, A\.shape=\(2, 2\)\)\. Ask for a smaller rank\."),
+    (lambda: xs.svd_lowrank(_A, q=1, M=_A), TypeError, r"^svd_lowrank: M must be strided \(M layout=sparse_csr\)\. Pass xsparse\.to_dense\(M\)\."),
+    (lambda: xs.pca_lowrank(_A, q=0), ValueError, r"^pca_lowrank: q must lie in \[1, min\(A\.shape\)\] \(q=0, A\.shape=\(2, 2\)\)\."),
+    (lambda: xs.lobpcg(xs.to_sparse_csr(np.ones((6, 3)))), ValueError, r"^lobpcg: A must be square \(A\.shape=\(6, 3\)\)\. Pass a symmetric matrix\."),
+    (lambda: xs.lobpcg(_A), ValueError, r"^lobpcg: LOBPCG needs at least 3 \* n rows \(A\.shape=\(2, 2\), n=1\)\. Ask for fewer"),
+    (lambda: xs.lobpcg(xs.to_sparse_csr(np.eye(6)), k=3, n=2), ValueError, r"^lobpcg: k must lie in \[1, n\] \(k=3, n=2\)\. Ask for at most n eigenpairs\."),
+    (lambda: xs.lobpcg(xs.to_sparse_csr(np.eye(6)), B=np.eye(5)), ValueError, r"^lobpcg: B must have A's shape \(B\.shape=\(5, 5\), A\.shape=\(6, 6\)\)\. Pass a \(6, 6\) matrix\."),
+    (lambda: xs.lobpcg(xs.to_sparse_csr(np.eye(6)), X=np.ones((5, 1))), ValueError, r"^lobpcg: X must be a strided \(6, n\) array \(X\.shape=\(5, 1\)\)\. Pass one column"),
+    (lambda: xs.matmul(xs.to_sparse_csr(np.ones((2, 2, 2)), dense_dim=1), np.ones((1, 2, 2))), xs.NoKernelError, r"^matmul: no kernel for layouts \(sparse_csr, strided\) on backend 'numpy'\..*a batched strided operand against a sparse array contracted over a dense dimension"),
+]
+
+
+@pytest.mark.parametrize(("fn", "exc", "match"), ERRORS)
+def test_error_message(fn: Any, exc: type[BaseException], match: str) -> None:
+    with pytest.raises(exc, match=match) as info:
+        fn()
+    if not isinstance(info.value, xs.NoKernelError):
+        assert MESSAGE_SHAPE.fullmatch(str(info.value)), str(info.value)
+
+
+def test_kernels_are_registered_for_every_operation() -> None:
+    ops = ("matmul", "addmm", "sampled_addmm", "matmul_reduce", "smm", "hspmm", "sspaddmm", "tensordot", "vecdot", "spsolve", "svd_lowrank", "pca_lowrank", "lobpcg")
+    for op in ops:
+        generic = [k for k in xs.kernels(op) if k.backend is None]
+        assert generic, f"{op} has no generic kernel"
+        if HAS_TORCH:
+            assert any(k.backend == "torch" for k in xs.kernels(op)) or op in ("tensordot", "vecdot"), f"{op} has no torch kernel"
+    assert dispatch.ambiguities() == []
+
+
+def test_generic_matmul_covers_every_indexed_layout() -> None:
+    for la in INDEXED:
+        for sig in ((la, xs.strided), (xs.strided, la), (la, la)):
+            assert any(k.backend is None for k in dispatch.resolve("matmul", sig, "array_api_strict")), sig

@@ -1,0 +1,495 @@
+"""Tests of the NumPy backend's compiled linear-algebra kernels (``_cpu.csr_matmul``, ``csr_spgemm``,
+``csr_sddmm`` and the kernels of ``xsparse.backends.numpy.linalg``).
+
+Every result is compared with a dense NumPy oracle and with SciPy where SciPy has the operation (2-D
+CSR/CSC products), and the registered kernels also with the generic (Array API) kernel of the same
+operation. Sizes are drawn small by Hypothesis; a few fixed large cases run the parallel paths
+(chunked rows, column split, per-batch and per-thread copies).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import xsparse as xs
+from xsparse import dispatch
+from xsparse.backends import _cpu
+from xsparse.testing import check_invariants
+
+pytestmark = pytest.mark.skipif(_cpu.unavailable_reason() is not None, reason=str(_cpu.unavailable_reason()))
+
+FLOAT_DTYPES = [np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)]
+INDEX_DTYPES = [np.dtype(np.int32), np.dtype(np.int64)]
+# No deadline: the first call of a parallel kernel starts OpenMP's threads.
+examples = settings(deadline=None, max_examples=120)
+
+XP = xs.get_backend("numpy").load()
+
+
+# --- data -------------------------------------------------------------------------------------------------
+
+
+def tolerance(dtype: np.dtype) -> dict[str, float]:
+    return {"rtol": 2e-5, "atol": 2e-5} if dtype in (np.float32, np.complex64) else {"rtol": 1e-12, "atol": 1e-12}
+
+
+def random_values(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    out = rng.standard_normal(shape)
+    if dtype.kind == "c":
+        out = out + 1j * rng.standard_normal(shape)
+    return np.asarray(out, dtype=dtype)
+
+
+def random_csr(
+    rng: np.random.Generator, m: int, n: int, density: float, dtype: np.dtype, index_dtype: np.dtype
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A canonical CSR matrix (sorted, unique indices); rows are often empty at low density."""
+    mask = rng.random((m, n)) < density
+    rows, cols = np.nonzero(mask)
+    indptr = np.r_[0, np.cumsum(np.bincount(rows, minlength=m))].astype(index_dtype)
+    return indptr, cols.astype(index_dtype), random_values(rng, (cols.size,), dtype)
+
+
+def dense_of(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    out = np.zeros(shape, dtype=data.dtype)
+    rows = np.repeat(np.arange(shape[0]), np.diff(indptr))
+    np.add.at(out, (rows, indices), data)
+    return out
+
+
+def relayout(x: np.ndarray, how: str) -> np.ndarray:
+    """x with another memory layout: C order, Fortran order, a strided view, or reversed strides."""
+    if how == "f":
+        return np.asfortranarray(x)
+    if how == "step":
+        big = np.zeros((*x.shape[:-1], 2 * x.shape[-1]), x.dtype)
+        big[..., ::2] = x
+        return big[..., ::2]
+    if how == "reversed":
+        return np.ascontiguousarray(x[..., ::-1])[..., ::-1]
+    return np.ascontiguousarray(x)
+
+
+@st.composite
+def csr_cases(draw: st.DrawFn, max_side: int = 12) -> dict[str, Any]:
+    dtype = draw(st.sampled_from(FLOAT_DTYPES))
+    index_dtype = draw(st.sampled_from(INDEX_DTYPES))
+    m, n = draw(st.integers(0, max_side)), draw(st.integers(0, max_side))
+    density = draw(st.sampled_from([0.0, 0.1, 0.4, 1.0]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    indptr, indices, data = random_csr(rng, m, n, density, dtype, index_dtype)
+    return {"dtype": dtype, "index_dtype": index_dtype, "m": m, "n": n, "rng": rng, "csr": (indptr, indices, data)}
+
+
+def sparse_array(case: dict[str, Any], layout: xs.Layout) -> Any:
+    """The case's matrix as an xsparse CSR array, or a CSC array holding the same matrix."""
+    indptr, indices, data = case["csr"]
+    a = xs.sparse_csr_array(indptr, indices, data, (case["m"], case["n"]))
+    return a if layout is xs.sparse_csr else xs.to_sparse_csc(a)
+
+
+def scipy_of(a: Any) -> Any:
+    container = sp.csr_array if a.layout is xs.sparse_csr else sp.csc_array
+    return container((a.values(), a.plain_indices(), a.compressed_indices()), shape=a.shape)
+
+
+def generic_kernel(op: str, layouts: tuple[Any, ...]) -> Any:
+    """The generic kernel the dispatcher would use after the native ones, or None."""
+    found = [k for k in dispatch.resolve(op, layouts, "numpy") if k.kind == "generic"]
+    return found[0].func if found else None
+
+
+def native_kernel(op: str, layouts: tuple[Any, ...]) -> Any:
+    found = [k for k in dispatch.resolve(op, layouts, "numpy") if k.kind == "native"]
+    assert found, f"no native numpy kernel for {op}{layouts}"
+    return found[0]
+
+
+def run_native(op: str, layouts: tuple[Any, ...], *args: Any) -> Any:
+    """Run the numpy backend's native kernel, asserting it accepts the arguments."""
+    kernel = native_kernel(op, layouts)
+    reason = kernel.supports(XP, *args) if kernel.supports else None
+    assert reason is None, f"{kernel.describe()} declined: {reason}"
+    return kernel.func(XP, *args)
+
+
+def assert_close(actual: Any, expected: Any, dtype: np.dtype) -> None:
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape
+    assert actual.dtype == dtype
+    np.testing.assert_allclose(actual, expected, **tolerance(dtype))
+
+
+# --- csr_matmul: both forms, every stride, batches, alpha/beta ---------------------------------------
+
+
+@examples
+@given(
+    case=csr_cases(),
+    k=st.sampled_from([1, 2, 3, 5, 16, 17, 40]),
+    transpose=st.booleans(),
+    how=st.sampled_from(["c", "f", "step", "reversed"]),
+    nb=st.sampled_from([1, 2, 3]),
+    shared=st.booleans(),
+    scaled=st.booleans(),
+)
+def test_csr_matmul_matches_dense(
+    case: dict[str, Any], k: int, transpose: bool, how: str, nb: int, shared: bool, scaled: bool
+) -> None:
+    rng, dtype, m, n = case["rng"], case["dtype"], case["m"], case["n"]
+    mats = [case["csr"]] + [random_csr(rng, m, n, 0.3, dtype, case["index_dtype"]) for _ in range(nb - 1)]
+    if shared:
+        mats = mats[:1]
+    nse = max(len(x[1]) for x in mats)
+    # batches of equal nse: pad every matrix's arrays to the largest (the padding lies past indptr[-1])
+    indptr = np.stack([x[0] for x in mats])
+    indices = np.stack([np.r_[x[1], np.zeros(nse - len(x[1]), x[1].dtype)] for x in mats])
+    data = np.stack([np.r_[x[2], np.zeros(nse - len(x[2]), dtype)] for x in mats])
+    rows_d, rows_out = (m, n) if transpose else (n, m)
+    d = relayout(random_values(rng, (nb, rows_d, k), dtype), how)
+    c = random_values(rng, (nb, rows_out, k), dtype) if scaled else None
+    alpha, beta = (complex(1.5, -0.5) if dtype.kind == "c" else -2.0, 0.75) if scaled else (1.0, 0.0)
+    out = _cpu.csr_matmul(indptr, indices, data, n, d, transpose=transpose, c=c, alpha=alpha, beta=beta)
+    for b in range(nb):
+        dense = dense_of(*mats[0 if shared else b], (m, n))
+        op = dense.T if transpose else dense
+        expected = (alpha if dtype.kind == "c" else alpha.real) * (op @ d[b])
+        if scaled:
+            expected = expected + beta * c[b]  # type: ignore[index]
+        assert_close(out[b], expected.astype(dtype), dtype)
+
+
+def test_csr_matmul_beta_zero_ignores_nan_in_c() -> None:
+    indptr, indices, data = np.array([[0, 1, 1]]), np.array([[1]]), np.array([[2.0]])
+    d = np.ones((1, 2, 1))
+    c = np.full((1, 2, 1), np.nan)
+    for transpose in (False, True):
+        out = _cpu.csr_matmul(indptr, indices, data, 2, d, transpose=transpose, c=c, alpha=1.0, beta=0.0)
+        assert not np.isnan(out).any()
+
+
+@pytest.mark.parametrize("transpose", [False, True])
+@pytest.mark.parametrize(
+    ("indptr", "indices"),
+    [
+        ([0, 2, 1], [0, 1]),  # decreasing offsets
+        ([0, 1, 3], [0, 1]),  # past the indices' end
+        ([-1, 1, 2], [0, 1]),  # negative
+        ([0, 1, 2], [0, 5]),  # index out of range
+        ([0, 1, 2], [0, -1]),  # negative index
+    ],
+)
+def test_csr_matmul_rejects_bad_indices(indptr: list[int], indices: list[int], transpose: bool) -> None:
+    ip, ix = np.array([indptr], np.int32), np.array([indices], np.int32)
+    data = np.ones((1, len(indices)))
+    with pytest.raises(ValueError, match="out of range"):
+        _cpu.csr_matmul(ip, ix, data, 2, np.ones((1, 2, 1)), transpose=transpose)
+    with pytest.raises(ValueError, match="out of range"):
+        _cpu.csr_matmul(ip, ix, data, 2, np.ones((1, 2, 3)), transpose=transpose)
+
+
+def test_csr_matmul_entries_without_columns_are_rejected() -> None:
+    with pytest.raises(ValueError, match="out of range"):
+        _cpu.csr_matmul(np.array([[0, 1]]), np.array([[0]]), np.ones((1, 1)), 0, np.ones((1, 0, 1)))
+
+
+def test_csr_matmul_checks_shapes_and_dtypes() -> None:
+    ip, ix, data = np.array([[0, 1]]), np.array([[0]]), np.ones((1, 1))
+    with pytest.raises(ValueError, match="inconsistent"):
+        _cpu.csr_matmul(ip, ix, data, 1, np.ones((1, 2, 1)))
+    with pytest.raises(TypeError, match="one dtype"):
+        _cpu.csr_matmul(ip, ix, data, 1, np.ones((1, 1, 1), np.float32))
+    with pytest.raises(TypeError, match="one dtype"):  # complex64 and float64: one item size, two dtypes
+        _cpu.csr_matmul(ip, ix, data, 1, np.ones((1, 1, 1), np.complex64), out=np.empty((1, 1, 1)))
+    with pytest.raises(TypeError, match="unsupported value type"):
+        _cpu.csr_matmul(ip, ix, np.ones((1, 1), np.int64), 1, np.ones((1, 1, 1), np.int64))
+
+
+def test_csr_matmul_normalises_mixed_index_dtypes_and_strided_rows() -> None:
+    indptr = np.array([0, 1, 2], np.int64)
+    indices = np.array([1, 9, 0, 9], np.int32)[::2]  # strided, and int32 against int64 offsets
+    data = np.array([2.0, 0.0, 3.0, 0.0])[::2]
+    np.testing.assert_array_equal(_cpu.csr_matmul(indptr, indices, data, 2, np.array([1.0, 2.0])), [4.0, 3.0])
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64)])
+@pytest.mark.parametrize("k", [1, 7, 64])
+def test_parallel_paths_match_scipy(index_dtype: np.dtype, dtype: np.dtype, k: int) -> None:
+    """Large enough for the parallel paths: chunked rows (gather), column split or per-thread copies (scatter)."""
+    rng = np.random.default_rng(k)
+    m, n = 3000, 2000
+    a = sp.random_array((m, n), density=0.02, format="csr", random_state=rng, dtype=dtype)
+    a.indptr, a.indices = a.indptr.astype(index_dtype), a.indices.astype(index_dtype)
+    ip, ix, data = a.indptr[None], a.indices[None], a.data[None]
+    d = random_values(rng, (1, n, k), dtype)
+    assert_close(_cpu.csr_matmul(ip, ix, data, n, d)[0], a @ d[0], dtype)
+    dt = random_values(rng, (1, m, k), dtype)
+    assert_close(_cpu.csr_matmul(ip, ix, data, n, dt, transpose=True)[0], a.T @ dt[0], dtype)
+
+
+def test_parallel_scatter_over_batches() -> None:
+    rng = np.random.default_rng(1)
+    nb, m, n = 6, 400, 300
+    mats = [sp.random_array((m, n), density=0.1, format="csr", random_state=rng) for _ in range(nb)]
+    nse = max(x.nnz for x in mats)
+    indptr = np.stack([x.indptr for x in mats])
+    indices = np.stack([np.r_[x.indices, np.zeros(nse - x.nnz, x.indices.dtype)] for x in mats])
+    data = np.stack([np.r_[x.data, np.zeros(nse - x.nnz)] for x in mats])
+    d = rng.standard_normal((nb, m, 1))
+    out = _cpu.csr_matmul(indptr, indices, data, n, d, transpose=True)
+    for b in range(nb):
+        np.testing.assert_allclose(out[b], mats[b].T @ d[b], rtol=1e-12)
+
+
+# --- matmul kernels through the registry -------------------------------------------------------------
+
+
+def _check_product(actual: Any, a_dense: np.ndarray, b: np.ndarray, left_sparse: bool, dtype: np.dtype) -> None:
+    expected = a_dense @ b if left_sparse else b @ a_dense
+    assert_close(actual, expected.astype(dtype), dtype)
+
+
+@examples
+@given(case=csr_cases(), layout=st.sampled_from([xs.sparse_csr, xs.sparse_csc]), kind=st.sampled_from(["1d", "2d"]),
+       k=st.sampled_from([1, 3, 33]), how=st.sampled_from(["c", "f", "step"]), left_sparse=st.booleans())  # fmt: skip
+def test_matmul_sparse_strided(
+    case: dict[str, Any], layout: xs.Layout, kind: str, k: int, how: str, left_sparse: bool
+) -> None:
+    rng, dtype, m, n = case["rng"], case["dtype"], case["m"], case["n"]
+    a = sparse_array(case, layout)
+    a_dense = dense_of(*case["csr"], (m, n))
+    if left_sparse:
+        b = random_values(rng, (n,) if kind == "1d" else (n, k), dtype)
+        layouts: tuple[Any, ...] = (layout, xs.strided)
+        args: tuple[Any, ...] = (a, relayout(b, how) if b.ndim == 2 else b)
+    else:
+        b = random_values(rng, (m,) if kind == "1d" else (k, m), dtype)
+        layouts, args = (xs.strided, layout), (relayout(b, how) if b.ndim == 2 else b, a)
+    result = run_native("matmul", layouts, *args)
+    _check_product(result, a_dense, b, left_sparse, dtype)
+    ref = scipy_of(a)
+    assert_close(result, (ref @ b if left_sparse else b @ ref).astype(dtype), dtype)
+    generic = generic_kernel("matmul", layouts)
+    if generic is not None:
+        assert_close(result, generic(XP, *args), dtype)
+
+
+@examples
+@given(case=csr_cases(max_side=6), layout=st.sampled_from([xs.sparse_csr, xs.sparse_csc]),
+       batch=st.sampled_from([(2,), (3, 1), (2, 2)]), sparse_batched=st.booleans(), vector=st.booleans(),
+       left_sparse=st.booleans())  # fmt: skip
+def test_matmul_batches_broadcast(
+    case: dict[str, Any], layout: xs.Layout, batch: tuple[int, ...], sparse_batched: bool, vector: bool, left_sparse: bool
+) -> None:
+    rng, dtype, m, n = case["rng"], case["dtype"], case["m"], case["n"]
+    dense = np.stack([dense_of(*random_csr(rng, m, n, 0.4, dtype, case["index_dtype"]), (m, n)) for _ in range(int(np.prod(batch)))])
+    dense = dense.reshape(*batch, m, n) if sparse_batched else dense[0]
+    if sparse_batched:
+        # every batch with the same nse: the union pattern, with explicit zeros where a batch has none
+        a = _batched_sparse(dense, (dense != 0).any(axis=tuple(range(len(batch)))), layout)
+    else:
+        a = xs.to_sparse(dense, layout=layout)
+    if left_sparse:
+        b = random_values(rng, (n,) if vector else (*batch, n, 3), dtype)
+        result = run_native("matmul", (layout, xs.strided), a, b)
+        expected = np.matmul(dense, b)
+    else:
+        b = random_values(rng, (m,) if vector else (*batch, 3, m), dtype)
+        result = run_native("matmul", (xs.strided, layout), b, a)
+        expected = np.matmul(b, dense)
+    assert_close(result, expected, dtype)
+
+
+def _batched_sparse(dense: np.ndarray, pattern: np.ndarray, layout: xs.Layout) -> Any:
+    """A batched CSR/CSC array of ``dense`` storing every element of ``pattern`` in each batch."""
+    batch = dense.shape[:-2]
+    m, n = dense.shape[-2:]
+    p = pattern if layout is xs.sparse_csr else pattern.T
+    rows, cols = np.nonzero(p)
+    ci = np.r_[0, np.cumsum(np.bincount(rows, minlength=p.shape[0]))]
+    flat = dense.reshape(int(np.prod(batch)), m, n)
+    vals = np.stack([(x if layout is xs.sparse_csr else x.T)[rows, cols] for x in flat]).reshape(*batch, -1)
+    ci_b = np.broadcast_to(ci, (*batch, ci.size)).copy()
+    pi_b = np.broadcast_to(cols, (*batch, cols.size)).copy()
+    return xs.sparse_compressed_array(ci_b, pi_b, vals, (*batch, m, n), layout=layout)
+
+
+def test_matmul_promotes_dtypes() -> None:
+    a = xs.sparse_csr_array([0, 1, 2], [1, 0], np.array([2.0, 3.0], np.float32), (2, 2))
+    x = np.array([1.0, 2.0])
+    out = run_native("matmul", (xs.sparse_csr, xs.strided), a, x)
+    assert out.dtype == np.float64
+    np.testing.assert_array_equal(out, [4.0, 3.0])
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (lambda: xs.sparse_csr_array([0, 1], [0], np.array([1], np.int64), (1, 1)), "float32, float64"),
+        (lambda: xs.sparse_csr_array([0, 1], [0], [1.0], (1, 1), fill_value=2.0), "fill value 0"),
+        (lambda: xs.sparse_csr_array([0, 1], [0], np.ones((1, 2)), (1, 1, 2)), "dense dimensions"),
+    ],
+)
+def test_matmul_declines_with_a_reason(make: Any, reason: str) -> None:
+    a = make()
+    b = np.ones((1,) + ((2,) if a.ndim == 3 else ()), dtype=np.float64 if a.dtype != np.int64 else np.int64)
+    kernel = native_kernel("matmul", (xs.sparse_csr, xs.strided))
+    assert reason in kernel.supports(XP, a, b)
+
+
+def test_matmul_declines_unbroadcastable_sparse_batches() -> None:
+    a = xs.to_sparse_csr(np.ones((2, 1, 2, 2)))
+    b = np.ones((3, 2, 2))
+    kernel = native_kernel("matmul", (xs.sparse_csr, xs.strided))
+    assert "generic kernel" in kernel.supports(XP, a, b)
+
+
+def test_public_matmul_uses_the_native_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    real = _cpu.csr_matmul
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs.get("transpose", False))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_cpu, "csr_matmul", spy)
+    a = xs.sparse_csr_array([0, 1, 2], [1, 0], [2.0, 3.0], (2, 2))
+    x = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(a @ x, [4.0, 3.0])
+    np.testing.assert_array_equal(x @ a, [6.0, 2.0])
+    assert calls == [False, True]
+
+
+# --- SpGEMM --------------------------------------------------------------------------------------------
+
+
+@examples
+@given(left=csr_cases(max_side=10), k=st.integers(0, 10), layout=st.sampled_from([xs.sparse_csr, xs.sparse_csc]),
+       right_index=st.sampled_from(INDEX_DTYPES))  # fmt: skip
+def test_spgemm_matches_scipy(left: dict[str, Any], k: int, layout: xs.Layout, right_index: np.dtype) -> None:
+    rng, dtype, m, n = left["rng"], left["dtype"], left["m"], left["n"]
+    right = {"m": n, "n": k, "csr": random_csr(rng, n, k, 0.3, dtype, right_index)}
+    a, b = sparse_array(left, layout), sparse_array(right, layout)
+    result = run_native("matmul", (layout, layout), a, b)
+    assert result.layout is layout and result.shape == (m, k)
+    check_invariants(result)  # sorted, unique, in range
+    expected = (scipy_of(a) @ scipy_of(b)).toarray()
+    assert_close(xs.to_dense(result), expected.astype(dtype), dtype)
+    if left["index_dtype"] == right_index == np.int32:
+        assert result.index_dtype == np.int32
+    generic = generic_kernel("matmul", (layout, layout))
+    if generic is not None:
+        assert_close(xs.to_dense(result), xs.to_dense(generic(XP, a, b)), dtype)
+
+
+def test_spgemm_parallel_matches_scipy() -> None:
+    rng = np.random.default_rng(2)
+    a = sp.random_array((3000, 2500), density=0.004, format="csr", random_state=rng)
+    b = sp.random_array((2500, 2000), density=0.004, format="csr", random_state=rng)
+    indptr, indices, data = _cpu.csr_spgemm((a.indptr, a.indices, a.data), (b.indptr, b.indices, b.data), 2000)
+    ref = (a @ b).tocsr()
+    ref.sort_indices()
+    np.testing.assert_array_equal(indptr, ref.indptr)
+    np.testing.assert_array_equal(indices, ref.indices)
+    np.testing.assert_allclose(data, ref.data, rtol=1e-12)
+
+
+def test_spgemm_rejects_bad_indices() -> None:
+    good = (np.array([0, 1]), np.array([0]), np.ones(1))
+    with pytest.raises(ValueError, match="out of range"):
+        _cpu.csr_spgemm((np.array([0, 1]), np.array([3]), np.ones(1)), good, 1)
+    with pytest.raises(ValueError, match="out of range"):
+        _cpu.csr_spgemm(good, (np.array([0, 1]), np.array([4]), np.ones(1)), 1)
+
+
+def test_spgemm_declines_batches() -> None:
+    a = xs.to_sparse_csr(np.ones((2, 2, 2)))
+    assert "batch" in native_kernel("matmul", (xs.sparse_csr, xs.sparse_csr)).supports(XP, a, a)
+
+
+# --- addmm -----------------------------------------------------------------------------------------
+
+
+@examples
+@given(case=csr_cases(max_side=10), layout=st.sampled_from([xs.sparse_csr, xs.sparse_csc]), left_sparse=st.booleans(),
+       k=st.sampled_from([1, 4, 20]), bias=st.sampled_from(["full", "row", "scalar"]),
+       beta=st.sampled_from([0.0, 1.0, -0.5]), alpha=st.sampled_from([1.0, 2.5]))  # fmt: skip
+def test_addmm(
+    case: dict[str, Any], layout: xs.Layout, left_sparse: bool, k: int, bias: str, beta: float, alpha: float
+) -> None:
+    rng, dtype, m, n = case["rng"], case["dtype"], case["m"], case["n"]
+    a = sparse_array(case, layout)
+    a_dense = dense_of(*case["csr"], (m, n))
+    if left_sparse:
+        b = random_values(rng, (n, k), dtype)
+        shape, layouts = (m, k), (xs.strided, layout, xs.strided)
+    else:
+        b = random_values(rng, (k, m), dtype)
+        shape, layouts = (k, n), (xs.strided, xs.strided, layout)
+    c_shape = {"full": shape, "row": shape[1:], "scalar": ()}[bias]
+    c = random_values(rng, c_shape, dtype)
+    if beta == 0.0:
+        c[...] = np.nan  # ignored, as in torch
+    args = (c, a, b, beta, alpha) if left_sparse else (c, b, a, beta, alpha)
+    result = run_native("addmm", layouts, *args)
+    product = a_dense @ b if left_sparse else b @ a_dense
+    expected = alpha * product + (beta * c if beta != 0 else 0)
+    assert_close(result, np.broadcast_to(expected, shape).astype(dtype), dtype)
+    generic = generic_kernel("addmm", layouts)
+    if generic is not None:
+        assert_close(result, generic(XP, *args), dtype)
+
+
+def test_addmm_declines_complex_scalars_with_real_arrays() -> None:
+    a = xs.sparse_csr_array([0, 1], [0], [1.0], (1, 1))
+    kernel = native_kernel("addmm", (xs.strided, xs.sparse_csr, xs.strided))
+    assert "complex" in kernel.supports(XP, np.ones((1, 1)), a, np.ones((1, 1)), 1.0, 1j)
+
+
+# --- SDDMM -----------------------------------------------------------------------------------------
+
+
+@examples
+@given(case=csr_cases(max_side=10), k=st.sampled_from([0, 1, 3, 16]), beta=st.sampled_from([0.0, 1.0, 0.5]),
+       alpha=st.sampled_from([1.0, -2.0]), how=st.sampled_from(["c", "f"]), batch=st.sampled_from([(), (2,)]))  # fmt: skip
+def test_sampled_addmm(
+    case: dict[str, Any], k: int, beta: float, alpha: float, how: str, batch: tuple[int, ...]
+) -> None:
+    rng, dtype, m, n = case["rng"], case["dtype"], case["m"], case["n"]
+    indptr, indices, data = case["csr"]
+    if batch:
+        vals = np.stack([data, random_values(rng, data.shape, dtype)])
+        mask = xs.sparse_csr_array(np.stack([indptr] * 2), np.stack([indices] * 2), vals, (*batch, m, n))
+    else:
+        vals = data
+        mask = xs.sparse_csr_array(indptr, indices, data, (m, n))
+    a = random_values(rng, (*batch, m, k), dtype)
+    b = relayout(random_values(rng, (k, n), dtype), how)  # broadcast over the batch
+    result = run_native("sampled_addmm", (xs.sparse_csr, xs.strided, xs.strided), mask, a, b, beta, alpha)
+    assert result.layout is xs.sparse_csr and result.shape == mask.shape
+    check_invariants(result)
+    full = np.matmul(a, b)
+    rows = np.repeat(np.arange(m), np.diff(indptr))
+    expected = alpha * full[..., rows, indices] + beta * vals
+    assert_close(result.values(), expected.astype(dtype), dtype)
+    generic = generic_kernel("sampled_addmm", (xs.sparse_csr, xs.strided, xs.strided))
+    if generic is not None:
+        assert_close(result.values(), generic(XP, mask, a, b, beta, alpha).values(), dtype)
+
+
+def test_sddmm_rejects_bad_indices() -> None:
+    with pytest.raises(ValueError, match="out of range"):
+        _cpu.csr_sddmm(np.array([[0, 1]]), np.array([[2]]), None, np.ones((1, 1, 2)), np.ones((1, 2, 2)))
+
+
+def test_sampled_addmm_declines_batched_factors_over_an_unbatched_mask() -> None:
+    mask = xs.sparse_csr_array([0, 1], [0], [1.0], (1, 1))
+    kernel = native_kernel("sampled_addmm", (xs.sparse_csr, xs.strided, xs.strided))
+    assert "broadcasts the factors" in kernel.supports(XP, mask, np.ones((2, 1, 1)), np.ones((1, 1)), 1.0, 1.0)

@@ -1,0 +1,631 @@
+"""Reductions: every registered kernel of every reduction, taken from the registry, against the dense
+computation of the same backend on Hypothesis inputs in every layout (batch and dense dimensions, fill
+values 0 and non-zero, int32 and int64 indices, nnz = 0, duplicates in COO); the native kernels
+against the generic ones; the layout of each result; the public functions' arguments and errors.
+
+The oracle is :func:`xsparse.testing.assert_sparse_equal` (every invariant of the result, then its
+elements against the dense reference). Inputs come from ``tests/strategies.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import BACKENDS, backend_skip_reason
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import strategies as S
+import xsparse as xs
+from xsparse import dispatch
+from xsparse._common import dtype_name
+from xsparse._elementwise import convert_result
+from xsparse._reduction import _accumulation_dtype, _axes
+from xsparse.backends.array_api.reduction import ReduceSpec, result_kind
+from xsparse.testing import assert_sparse_equal, to_numpy
+
+SPARSE_LAYOUTS = [xs.sparse_coo, xs.sparse_csr, xs.sparse_csc, xs.sparse_bsr, xs.sparse_bsc]
+MONOIDS = ["sum", "prod", "max", "min", "any", "all", "count_nonzero"]
+OPS = [*MONOIDS, "mean", "var", "std", "argmax", "argmin", "cumulative_sum", "softmax", "log_softmax"]
+SINGLE_AXIS = {"argmax", "argmin", "cumulative_sum", "softmax", "log_softmax"}
+
+# The fixtures and namespaces are immutable, so sharing them across examples is safe.
+FEW = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+SOME = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+def _load_native_kernels() -> None:
+    for backend in xs.registered_backends():
+        if backend.kernels is not None and backend_skip_reason(backend.name) is None:
+            backend.load()
+
+
+_load_native_kernels()
+
+
+# -- inputs ------------------------------------------------------------------------------------------
+
+
+def op_dtypes(op: str, xp: Any) -> list[str]:
+    """The value dtypes an operation accepts (the Array API's categories)."""
+    names = S.dtype_names(xp)
+    if op in ("any", "all", "count_nonzero"):
+        return names
+    if op in ("sum", "prod", "cumulative_sum"):
+        return [n for n in names if n != "bool"]
+    if op == "mean":
+        return [n for n in names if n.startswith(("float", "complex"))]
+    if op in ("var", "std", "softmax", "log_softmax"):
+        return [n for n in names if n.startswith("float")]
+    return [n for n in names if n != "bool" and not n.startswith("complex")]
+
+
+@st.composite
+def inputs(draw: Any, xp: Any, layout: xs.Layout, dtypes: list[str], fill: bool | None = None) -> tuple[Any, Any]:
+    """``(x, dense)``: an array in ``layout`` and its dense value on the same backend.
+
+    COO arrays take any number of sparse dimensions (0 included) and are uncoalesced half the time.
+    """
+    dtype = draw(st.sampled_from(dtypes))
+    case = draw(S.dense_cases(xp, dtype=dtype, fill=fill))
+    if layout is xs.strided:
+        return case.array, case.array
+    if layout is not xs.sparse_coo:
+        return case.sparse(layout), case.array
+    ndim = case.array.ndim
+    kw = case.kwargs(xs.sparse_coo)
+    kw["sparse_dim"] = draw(st.integers(0, ndim))
+    x = xs.to_sparse(case.array, **kw)
+    if draw(st.booleans()) and x.nnz:
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        x = S.uncoalesced_like(xp, rng, x, case.index_dtype)
+    return x, case.array
+
+
+@st.composite
+def axis_args(draw: Any, ndim: int, single: bool) -> Any:
+    """None, an int (maybe negative), or a non-empty tuple of distinct axes."""
+    if ndim == 0:
+        return None
+    choice = draw(st.sampled_from(["none", "int", "tuple"] if not single else ["none", "int"]))
+    if choice == "none":
+        return None
+    if choice == "int":
+        a = draw(st.integers(0, ndim - 1))
+        return a - ndim if draw(st.booleans()) else a
+    return tuple(draw(st.lists(st.integers(0, ndim - 1), min_size=1, max_size=ndim, unique=True)))
+
+
+def _indexed_dim(x: Any) -> int:
+    return x.sparse_dim() if isinstance(x, xs.COOArray) else x.batch_dim() + 2
+
+
+def make_spec(op: str, xp: Any, x: Any, axis: Any, keepdims: bool, correction: float = 0.0, include_initial: bool = False) -> ReduceSpec:
+    """The spec the public function hands its kernels (built with the public layer's own helpers)."""
+    if op in SINGLE_AXIS and axis is not None:
+        axes: tuple[int, ...] = (axis % x.ndim,)
+    elif op in ("cumulative_sum", "softmax", "log_softmax"):
+        axes = (0,)
+    else:
+        axes = _axes(op, axis, x.ndim)
+    info = xp.__array_namespace_info__().default_dtypes()
+    if op in ("sum", "prod", "cumulative_sum"):
+        dtype = _accumulation_dtype(op, xp, x, None)
+    elif op in ("any", "all"):
+        dtype = xp.bool
+    elif op == "count_nonzero":
+        dtype = info["integral"]
+    elif op in ("argmax", "argmin"):
+        dtype = info["indexing"]
+    else:
+        dtype = x.dtype
+    keep = keepdims and op not in ("cumulative_sum", "softmax", "log_softmax")
+    return ReduceSpec(axes, keep, dtype, correction=correction, include_initial=include_initial)
+
+
+# -- the dense references --------------------------------------------------------------------------------
+
+
+def _specified_mask(xp: Any, x: Any) -> np.ndarray:
+    """Where ``x`` specifies an element (its structure, whatever the stored values)."""
+    ones = xp.ones(tuple(x._vals.shape), dtype=xp.int8, device=x.device)
+    return to_numpy(xs.to_dense(x._with_values(ones, 0))) != 0
+
+
+def _softmax_reference(dense: np.ndarray, axis: int, log: bool) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        m = np.max(dense, axis=axis, keepdims=True) if dense.size else dense
+        z = dense - np.where(np.isinf(m), 0, m) if dense.size else dense
+        s = np.sum(np.exp(z), axis=axis, keepdims=True)
+        ok = (s > 0) & np.isfinite(s)
+        out = z - np.log(np.where(ok, s, 1)) if log else np.exp(z) / np.where(ok, s, 1)
+        return np.where(ok, out, np.nan)
+
+
+def reference(op: str, xp: Any, x: Any, dense: Any, axis: Any, spec: ReduceSpec) -> Any:
+    """The operation computed by the backend on the dense array (host NumPy for softmax)."""
+    axes, kd = spec.axes, spec.keepdims
+    if op in ("sum", "prod"):
+        return getattr(xp, op)(dense, axis=axes, keepdims=kd, dtype=spec.dtype)
+    if op in ("max", "min", "any", "all", "count_nonzero", "mean"):
+        return getattr(xp, op)(dense, axis=axes, keepdims=kd)
+    if op in ("var", "std"):
+        return getattr(xp, op)(dense, axis=axes, correction=spec.correction, keepdims=kd)
+    if op in ("argmax", "argmin"):
+        fn = getattr(xp, op)
+        if axis is None:
+            r = fn(xp.reshape(dense, (-1,)))
+            return xp.reshape(xp.asarray(r), (1,) * dense.ndim if kd else ())
+        return fn(dense, axis=axes[0], keepdims=kd)
+    if op == "cumulative_sum":
+        return xp.cumulative_sum(xp.astype(dense, spec.dtype), axis=axes[0], include_initial=spec.include_initial)
+    log = op == "log_softmax"
+    host = to_numpy(dense).astype(np.float64)
+    if isinstance(x, xs.SparseArray):
+        mask = _specified_mask(xp, x)
+        host = np.where(mask, host, -np.inf)
+    out = _softmax_reference(host, axes[0], log)
+    if isinstance(x, xs.SparseArray):
+        out = np.where(mask, out, -np.inf if log else 0.0)
+    return xp.asarray(out.astype(dtype_name(spec.dtype)))
+
+
+def tolerance(op: str, dtype: Any) -> dict[str, float]:
+    name = dtype_name(dtype)
+    if op in ("sum", "max", "min", "any", "all", "count_nonzero", "argmax", "argmin", "cumulative_sum"):
+        return {}
+    if name in ("float32", "complex64"):
+        return {"rtol": 1e-4, "atol": 1e-5}
+    if name in ("float64", "complex128"):
+        return {"rtol": 1e-9, "atol": 1e-12}
+    return {}
+
+
+def expected_layout(op: str, x: Any, spec: ReduceSpec) -> xs.Layout:
+    """The layout the public rules give the result."""
+    if not isinstance(x, xs.SparseArray) or spec.layout is xs.strided:
+        return xs.strided
+    if op in ("softmax", "log_softmax"):
+        return x.layout
+    if op == "cumulative_sum":
+        return x.layout if spec.axes[0] >= x.ndim - x.dense_dim() and x.fill_value == 0 else xs.strided
+    if op in ("argmax", "argmin") and len(spec.axes) != 1:
+        return xs.strided
+    kind = result_kind(x.ndim, _indexed_dim(x), spec.axes)
+    if kind == "structure":
+        return x.layout
+    if kind == "strided":
+        return xs.strided
+    if isinstance(x, xs.CompressedArray):
+        b = x.batch_dim()
+        if b and all(d in spec.axes for d in range(b)) and b not in spec.axes and b + 1 not in spec.axes:
+            return x.layout
+    return xs.sparse_coo
+
+
+def admissible(op: str, x: Any, spec: ReduceSpec) -> bool:
+    """Whether the dense reference is defined without warnings (the edge cases have their own tests)."""
+    n = math.prod(x.shape[d] for d in spec.axes)
+    if op in ("max", "min", "argmax", "argmin"):
+        return n > 0
+    if op == "mean":
+        return n > 0
+    if op in ("var", "std"):
+        # torch warns about the degrees of freedom of an empty result too
+        return n - spec.correction > 0 and math.prod(x.shape) > 0
+    return True
+
+
+def check(op: str, xp: Any, actual: Any, x: Any, dense: Any, axis: Any, spec: ReduceSpec) -> None:
+    expected = xp.asarray(reference(op, xp, x, dense, axis, spec))
+    host = to_numpy(dense)
+    if op == "prod" and host.dtype.kind in "fc":
+        # a product that may overflow on the way (the fill value's power, or a partial product) has no
+        # one right answer (inf, nan, or 0 where a zero came first): keep clear of the dtype's range
+        bound = np.nansum(np.log2(np.maximum(np.abs(host.astype(np.complex128)), 1.0)))
+        assume(bound < np.log2(np.finfo(host.dtype).max) - 2)
+    assert xs.layout_of(actual) is expected_layout(op, x, spec), (xs.layout_of(actual), expected_layout(op, x, spec))
+    if not isinstance(actual, xs.SparseArray):
+        # the backend's own array type, 0-d arrays included (never a Python or NumPy scalar)
+        assert type(actual) is type(dense), (type(actual), type(dense))
+    assert_sparse_equal(actual, expected, **tolerance(op, spec.dtype))
+
+
+# -- every registered kernel against the dense computation ---------------------------------------------
+
+
+def _layouts_of(element: Any) -> list[xs.Layout]:
+    members = element if isinstance(element, frozenset) else frozenset((element,))
+    return [layout for layout in [xs.strided, *SPARSE_LAYOUTS] if layout in members]
+
+
+def _generic_cases() -> list[Any]:
+    cases = []
+    for op in OPS:
+        for k in dispatch.kernels(op):
+            if k.backend is not None:
+                continue
+            for backend in BACKENDS:
+                reason = backend_skip_reason(backend)
+                marks = [pytest.mark.skip(reason=reason)] if reason else []
+                cases.append(pytest.param(k, backend, id=f"{k.name}-{backend}", marks=marks))
+    return cases
+
+
+def _native_cases() -> list[Any]:
+    return [pytest.param(k, id=k.name) for op in OPS for k in xs.kernels(op) if k.backend is not None]
+
+
+def test_every_operation_has_generic_kernels_for_every_layout() -> None:
+    for op in OPS:
+        generic = [k for k in xs.kernels(op) if k.backend is None]
+        covered = {layout for k in generic for layout in _layouts_of(k.signature[0])}
+        assert covered == {xs.strided, *SPARSE_LAYOUTS}, (op, covered)
+
+
+def _run_kernel(kernel: dispatch.Kernel, xp: Any, x: Any, spec: ReduceSpec) -> Any:
+    assert kernel.supports is None or kernel.supports(xp, x, spec) is None
+    if kernel.op == "prod":
+        # long products overflow like the dense ones; NumPy's warning is no error here
+        with np.errstate(over="ignore", invalid="ignore"):
+            return kernel.func(xp, x, spec)
+    return kernel.func(xp, x, spec)
+
+
+@pytest.mark.parametrize("kernel,backend", _generic_cases())
+@SOME
+@given(data=st.data())
+def test_generic_kernel_against_dense(kernel: dispatch.Kernel, backend: str, data: st.DataObject) -> None:
+    xp = xs.get_backend(backend).load()
+    op = kernel.op
+    layout = data.draw(st.sampled_from(_layouts_of(kernel.signature[0])), label="layout")
+    fill = False if op in ("softmax", "log_softmax") else None
+    x, dense = data.draw(inputs(xp, layout, op_dtypes(op, xp), fill=fill), label="x")
+    axis = data.draw(axis_args(x.ndim, op in SINGLE_AXIS), label="axis")
+    if op == "cumulative_sum" and axis is None and x.ndim != 1:
+        assume(x.ndim == 1)
+    keepdims = data.draw(st.booleans(), label="keepdims")
+    correction = data.draw(st.sampled_from([0.0, 1.0])) if op in ("var", "std") else 0.0
+    include_initial = data.draw(st.booleans()) if op == "cumulative_sum" else False
+    assume(x.ndim > 0 or op not in SINGLE_AXIS - {"argmax", "argmin"})
+    spec = make_spec(op, xp, x, axis, keepdims, correction, include_initial)
+    assume(admissible(op, x, spec))
+    with np.errstate(over="ignore", invalid="ignore"):
+        actual = _run_kernel(kernel, xp, x, spec)
+        check(op, xp, actual, x, dense, axis, spec)
+
+
+# -- native kernels against the generic ones -------------------------------------------------------------
+
+
+@st.composite
+def native_inputs(draw: Any, kernel: dispatch.Kernel, xp: Any) -> tuple[Any, Any, Any, ReduceSpec]:
+    """``(x, dense, axis, spec)`` of the kind the native kernel is meant for (it may still decline)."""
+    op = kernel.op
+    dtypes = op_dtypes(op, xp)
+    layouts = [layout for layout in _layouts_of(kernel.signature[0]) if not layout.is_blocked] or _layouts_of(kernel.signature[0])
+    layout = draw(st.sampled_from(layouts))
+    dtype = draw(st.sampled_from(dtypes))
+    fill = False if op in ("softmax", "log_softmax") or layout is xs.sparse_coo and op == "sum" else None
+    case = draw(S.dense_cases(xp, dtype=dtype, fill=fill, max_batch_dims=0 if layout is not xs.sparse_coo else 1, max_dense_dims=1))
+    if layout is xs.sparse_coo:
+        x = case.sparse(layout)
+        if draw(st.booleans()) and x.nnz:
+            x = S.uncoalesced_like(xp, np.random.default_rng(draw(st.integers(0, 2**32 - 1))), x, case.index_dtype)
+        if op == "sum":
+            sd = x.sparse_dim()
+            axis = tuple(draw(st.lists(st.integers(0, x.ndim - 1), min_size=1, max_size=x.ndim, unique=True)))
+            axis = axis if any(a < sd for a in axis) else (0,)
+        else:
+            axis = draw(st.integers(0, x.ndim - 1))
+        keepdims = False
+    else:
+        x = case.sparse(layout)
+        axis = draw(st.sampled_from([0, 1, -x.ndim, 1 - x.ndim]))
+        keepdims = draw(st.booleans())
+    spec = make_spec(op, xp, x, axis, keepdims)
+    # the layout the caller asks for, which a native kernel may produce directly
+    return x, case.array, axis, dataclasses.replace(spec, layout=draw(st.sampled_from([None, xs.strided])))
+
+
+@pytest.mark.parametrize("kernel", _native_cases())
+@SOME
+@given(data=st.data())
+def test_native_kernel_against_generic(kernel: dispatch.Kernel, data: st.DataObject) -> None:
+    xp = xs.get_backend(kernel.backend).load()
+    x, dense, axis, spec = data.draw(native_inputs(kernel, xp), label="input")
+    assume(admissible(kernel.op, x, spec))
+    reason = kernel.supports(xp, x, spec) if kernel.supports is not None else None
+    assert reason is None, reason
+    generic = next(k for k in dispatch.resolve(kernel.op, (x.layout,), kernel.backend) if k.backend is None)
+    with np.errstate(over="ignore", invalid="ignore"):
+        actual = convert_result(kernel.func(xp, x, spec), spec.layout)
+        expected = convert_result(generic.func(xp, x, spec), spec.layout)
+        check(kernel.op, xp, actual, x, dense, axis, spec)
+    assert xs.layout_of(actual) is xs.layout_of(expected)
+    if isinstance(expected, xs.SparseArray):
+        assert _same_fill(actual.fill_value, expected.fill_value), (actual.fill_value, expected.fill_value)
+        assert_sparse_equal(actual, expected, **tolerance(kernel.op, spec.dtype))
+    else:
+        assert_sparse_equal(actual, expected, **tolerance(kernel.op, spec.dtype))
+
+
+def _same_fill(a: Any, b: Any) -> bool:
+    return bool(a == b) or (a != a and b != b)
+
+
+def test_native_kernels_are_registered() -> None:
+    names = {k.name for k in xs.kernels() if k.backend is not None}
+    assert {"_sum_compressed_numpy", "_max_compressed_numpy", "_count_nonzero_compressed_numpy"} <= names
+    if backend_skip_reason("torch") is None:
+        assert {"_sum_coo_torch", "_softmax_coo_torch", "_log_softmax_coo_torch", "_sum_compressed_torch"} <= names
+
+
+def test_dispatch_picks_the_native_kernel() -> None:
+    a = xs.to_sparse_csr(np.asarray([[0, 1.0, 2.0], [0, 0, 3.0]]))
+    kernels = dispatch.resolve("sum", (xs.sparse_csr,), "numpy")
+    assert kernels[0].name == "_sum_compressed_numpy"
+    assert kernels[0].supports is not None and kernels[0].supports(a._xp, a, ReduceSpec((1,), False, a.dtype)) is None
+    reason = kernels[0].supports(a._xp, a, ReduceSpec((0, 1), False, a.dtype))
+    assert reason is not None and "one of the two sparse dimensions" in reason
+
+
+# -- the public functions: semantics ---------------------------------------------------------------------
+
+
+def _np(x: Any) -> np.ndarray:
+    return to_numpy(xs.to_dense(x))
+
+
+def test_sum_follows_torch_sparse_sum(xp: Any) -> None:
+    """The example of torch.sparse.sum's documentation: some sparse dimensions give COO, all give strided."""
+    values = xp.asarray(np.arange(18.0).reshape(3, 2, 3))
+    s = xs.sparse_coo_array(xp.asarray([[2, 0, 3], [2, 4, 1]]), values, (5, 5, 2, 3))
+    r = xs.sum(s, axis=(1, 3))
+    assert r.layout is xs.sparse_coo and r.shape == (5, 2) and r.sparse_dim() == 1 and r.is_coalesced()
+    assert to_numpy(r.indices()).tolist() == [[0, 2, 3]]
+    np.testing.assert_array_equal(_np(r), _np(s).sum(axis=(1, 3)))
+    d = xs.sum(s, axis=(0, 1, 3))
+    assert xs.layout_of(d) is xs.strided and tuple(d.shape) == (2,)
+    np.testing.assert_array_equal(to_numpy(d), _np(s).sum(axis=(0, 1, 3)))
+
+
+FULL = ["sum", "prod", "mean", "max", "min", "argmax", "argmin", "any", "all", "std", "var", "count_nonzero"]
+
+
+@pytest.mark.parametrize("op", FULL)
+def test_full_reductions_are_0d_backend_arrays(xp: Any, layout: xs.Layout, op: str) -> None:
+    dense = xp.asarray([[0.0, 1.5, 0.0, 2.0], [0.0, 0.0, -3.0, 0.0]])
+    kw = {"blocksize": (1, 2)} if layout.is_blocked else {}
+    a = xs.to_sparse(dense, layout=layout, **kw)
+    r = getattr(xs, op)(a)
+    assert type(r) is type(dense) and r.ndim == 0
+    expected = getattr(xp, op)(xp.reshape(dense, (-1,))) if op in ("argmax", "argmin") else getattr(xp, op)(dense)
+    np.testing.assert_allclose(to_numpy(r), to_numpy(xp.asarray(expected)))
+    assert getattr(xs, op)(a, keepdims=True).shape == (1, 1)
+
+
+def test_result_layouts_of_a_batched_compressed_array() -> None:
+    rng = np.random.default_rng(0)
+    dense = np.where(rng.random((2, 4, 6, 3)) < 0.4, rng.integers(1, 5, (2, 4, 6, 3)), 0).astype(np.float64)
+    # the same number of specified elements in both batches (invariant 3.9), at other positions
+    dense[1] = 2 * dense[0, ::-1, ::-1]
+    a = xs.to_sparse_csr(dense, dense_dim=1)
+    # dense dimensions only: the structure is kept, indices shared
+    r = xs.sum(a, axis=3)
+    assert r.layout is xs.sparse_csr and r.crow_indices() is a.crow_indices() and r.shape == (2, 4, 6)
+    np.testing.assert_array_equal(_np(r), dense.sum(axis=3))
+    # every batch dimension, both sparse ones kept: one matrix of the same layout
+    for keepdims, shape in ((False, (4, 6, 3)), (True, (1, 4, 6, 3))):
+        r = xs.max(a, axis=0, keepdims=keepdims)
+        assert r.layout is xs.sparse_csr and r.shape == shape
+        np.testing.assert_array_equal(_np(r), dense.max(axis=0, keepdims=keepdims))
+    # a sparse dimension: COO over the batch and the other sparse dimension
+    r = xs.sum(a, axis=1)
+    assert r.layout is xs.sparse_coo and r.sparse_dim() == 2 and r.shape == (2, 6, 3)
+    np.testing.assert_array_equal(_np(r), dense.sum(axis=1))
+    # every batch and sparse dimension: strided
+    r = xs.mean(a, axis=(0, 1, 2))
+    assert xs.layout_of(r) is xs.strided
+    np.testing.assert_allclose(to_numpy(r), dense.mean(axis=(0, 1, 2)))
+
+
+def test_batch_reduction_of_bsr_keeps_the_blocks() -> None:
+    dense = np.zeros((2, 4, 4))
+    dense[0, :2, :2] = [[1, 2], [3, 4]]
+    dense[1, 2:, :2] = [[5, 6], [7, 8]]
+    a = xs.to_sparse_bsr(dense, blocksize=(2, 2))
+    r = xs.sum(a, axis=0)
+    assert r.layout is xs.sparse_bsr and r.blocksize == (2, 2) and r.nnz == 2
+    np.testing.assert_array_equal(_np(r), dense.sum(axis=0))
+
+
+def test_keepdims_keeps_a_reduced_sparse_dimension_at_index_0() -> None:
+    dense = np.zeros((3, 4, 2))
+    dense[0, 1], dense[2, 3], dense[2, 0] = 1.0, 2.0, 3.0
+    a = xs.to_sparse_coo(dense, sparse_dim=2)
+    r = xs.sum(a, axis=1, keepdims=True)
+    assert r.layout is xs.sparse_coo and r.shape == (3, 1, 2)
+    assert to_numpy(r.indices())[1].tolist() == [0, 0]
+    np.testing.assert_array_equal(_np(r), dense.sum(axis=1, keepdims=True))
+
+
+def test_layout_argument_converts_the_result() -> None:
+    a = xs.to_sparse_csr(np.asarray([[0, 1.0, 2.0], [0, 0, 3.0]]))
+    r = xs.sum(a, axis=1, layout=xs.strided)
+    assert isinstance(r, np.ndarray) and r.tolist() == [3.0, 3.0]
+    c = xs.sum(xs.to_sparse_coo(np.ones((2, 3, 4))), axis=2, layout=xs.sparse_csr)
+    assert c.layout is xs.sparse_csr and _np(c).tolist() == [[4.0] * 3] * 2
+
+
+def test_every_reduction_counts_the_fill_value(xp: Any) -> None:
+    # [[2, 5], [2, 2]]: one specified element, fill value 2
+    a = xs.sparse_coo_array(xp.asarray([[0], [1]]), xp.asarray([5.0]), (2, 2), fill_value=2.0)
+    dense = xs.to_dense(a)
+    for op in ("sum", "prod", "mean", "max", "min", "count_nonzero", "any", "all"):
+        for axis in (None, 0, 1):
+            np.testing.assert_allclose(_np(getattr(xs, op)(a, axis=axis)), to_numpy(xp.asarray(getattr(xp, op)(dense, axis=axis))), err_msg=op)
+    np.testing.assert_allclose(to_numpy(xs.var(a)), 2.25 * 3 / 4)
+    assert int(xs.argmax(a)) == 1 and int(xs.argmin(a)) == 0
+    r = xs.sum(a, axis=1)
+    assert r.fill_value == 4.0 and to_numpy(r.indices()).tolist() == [[0]] and to_numpy(r.values()).tolist() == [7.0]
+
+
+@pytest.mark.parametrize(
+    "positions,values,fill",
+    [
+        ([2, 4], [3.0, 3.0], 3.0),  # a tie with the fill value: the first unspecified element wins
+        ([0, 4], [3.0, 3.0], 3.0),  # a tie: the first specified element comes first
+        ([0, 1], [3.0, 3.0], 3.0),  # the first unspecified element comes after two specified ones
+        ([3], [math.nan], 0.0),  # a NaN beats every number
+        ([0, 1, 2, 3, 4], [1.0, 5.0, 5.0, 0.0, -1.0], 9.0),  # no unspecified element
+        ([1], [-1.0], math.nan),  # the fill value is NaN
+    ],
+)
+def test_argmax_and_argmin_take_the_first_occurrence(xp: Any, positions: list[int], values: list[float], fill: float) -> None:
+    a = xs.sparse_coo_array(xp.asarray([positions]), xp.asarray(values), (5,), fill_value=fill)
+    dense = to_numpy(xs.to_dense(a))
+    assert int(xs.argmax(a)) == int(np.argmax(dense)) and int(xs.argmin(a)) == int(np.argmin(dense))
+    b = xs.sparse_coo_array(xp.asarray([[0] * len(positions), positions]), xp.asarray(values), (2, 5), fill_value=fill)
+    np.testing.assert_array_equal(_np(xs.argmax(b, axis=1)), np.argmax(_np(b), axis=1))
+    np.testing.assert_array_equal(_np(xs.argmin(b, axis=1)), np.argmin(_np(b), axis=1))
+
+
+def test_duplicates_of_an_uncoalesced_array_add_up_first(xp: Any) -> None:
+    a = xs.sparse_coo_array(xp.asarray([[0, 0, 1, 3, 3]]), xp.asarray([2, 3, 1, 4, -4]), (4,))
+    assert not a.is_coalesced()
+    assert int(xs.max(a)) == 5 and int(xs.count_nonzero(a)) == 2 and int(xs.prod(a)) == 0 and int(xs.sum(a)) == 6
+    assert int(xs.argmax(a)) == 0 and int(xs.argmin(a)) == 2
+    assert bool(xs.all(xs.sparse_coo_array(xp.asarray([[0, 0]]), xp.asarray([2, -2]), (1,)))) is False
+
+
+def test_statistics_of_nothing_are_nan() -> None:
+    a = xs.to_sparse_coo(np.ones((3, 0)))
+    assert np.isnan(_np(xs.mean(a, axis=1))).all() and _np(xs.mean(a, axis=1)).shape == (3,)
+    b = xs.to_sparse_coo(np.asarray([[1.0, 0.0], [0.0, 0.0]]))
+    assert np.isnan(to_numpy(xs.var(b, correction=4)))
+    assert np.isnan(_np(xs.std(b, axis=0, correction=2))).all()
+    np.testing.assert_allclose(_np(xs.var(b, axis=1, correction=1)), [0.5, 0.0])
+
+
+def test_cumulative_sum_keeps_the_structure_only_along_a_dense_dimension_with_fill_0() -> None:
+    dense = np.zeros((3, 4, 2), dtype=np.int64)
+    dense[0, 1] = [1, 2]
+    dense[2, 3] = [3, 4]
+    a = xs.to_sparse_coo(dense, sparse_dim=2)
+    r = xs.cumulative_sum(a, axis=2)
+    assert r.layout is xs.sparse_coo and r.indices() is a.indices()
+    np.testing.assert_array_equal(_np(r), np.cumsum(dense, axis=2))
+    r = xs.cumulative_sum(a, axis=2, include_initial=True)
+    assert r.layout is xs.sparse_coo and r.shape == (3, 4, 3)
+    r = xs.cumulative_sum(a, axis=1)
+    assert isinstance(r, np.ndarray)
+    np.testing.assert_array_equal(r, np.cumsum(dense, axis=1))
+    filled = xs.to_sparse_coo(dense, sparse_dim=2, fill_value=1)
+    assert isinstance(xs.cumulative_sum(filled, axis=2), np.ndarray)
+    assert xs.cumulative_sum(xs.to_sparse_csr(np.eye(3)), axis=1).tolist() == [[1, 1, 1], [0, 1, 1], [0, 0, 1]]
+
+
+def test_softmax_reads_unspecified_elements_as_minus_infinity(xp: Any) -> None:
+    idx, vals = xp.asarray([[0, 0, 1], [0, 2, 1]]), xp.asarray([1.0, 3.0, 2.0])
+    zero = xs.sparse_coo_array(idx, vals, (2, 3))
+    neg = xs.sparse_coo_array(idx, vals, (2, 3), fill_value=-math.inf)
+    for fn, fill in ((xs.softmax, 0.0), (xs.log_softmax, -math.inf)):
+        r0, r1 = fn(zero, axis=1), fn(neg, axis=1)
+        assert r0.fill_value == fill == r1.fill_value and r0.layout is xs.sparse_coo
+        np.testing.assert_allclose(_np(r0), _np(r1))
+    s = _np(xs.softmax(zero, axis=1))
+    np.testing.assert_allclose(s[0], [1 / (1 + math.e**2), 0, math.e**2 / (1 + math.e**2)])
+    np.testing.assert_allclose(s[1], [0, 1, 0])
+
+
+def test_softmax_keeps_the_compressed_structure(layout: xs.Layout) -> None:
+    dense = np.asarray([[1.0, 2.0, 0.0, 0.0], [0.0, 0.0, 3.0, 4.0]])
+    kw = {"blocksize": (1, 2)} if layout.is_blocked else {}
+    a = xs.to_sparse(dense, layout=layout, **kw)
+    for axis in (0, 1):
+        r = xs.softmax(a, axis=axis)
+        assert r.layout is layout and r.nnz == a.nnz
+        expected = np.exp(np.where(dense != 0, dense, -np.inf))
+        expected = expected / expected.sum(axis=axis, keepdims=True)
+        np.testing.assert_allclose(_np(r), np.where(dense != 0, expected, 0.0))
+
+
+def test_softmax_dtype_argument() -> None:
+    a = xs.sparse_coo_array([[0, 1]], [1, 2], (3,), dtype="int64")
+    r = xs.softmax(a, 0, dtype="float32")
+    assert r.dtype == np.float32
+    np.testing.assert_allclose(_np(r), [1 / (1 + math.e), math.e / (1 + math.e), 0.0], rtol=1e-6)
+
+
+def test_an_empty_tuple_of_axes_reduces_nothing() -> None:
+    a = xs.sparse_coo_array([[0, 2]], [3, 0], (4,), dtype="int64", fill_value=1)
+    r = xs.sum(a, axis=())
+    assert r.layout is xs.sparse_coo and _np(r).tolist() == [3, 1, 0, 1]
+    assert _np(xs.count_nonzero(a, axis=())).tolist() == [1, 1, 0, 1]
+    assert xs.count_nonzero(np.asarray([2, 0]), axis=()).tolist() == [1, 0]
+    assert xs.mean(np.asarray([2.0, 0.0]), axis=()).tolist() == [2.0, 0.0]
+
+
+def test_dtype_argument_of_sums() -> None:
+    b = xs.sparse_coo_array([[0, 2]], [True, True], (4,), dtype="bool")
+    assert int(xs.sum(b, dtype="int64")) == 2
+    i = xs.sparse_coo_array([[0, 2]], [100, 100], (4,), dtype="int8")
+    assert xs.sum(i).dtype == np.int64 and int(xs.sum(i)) == 200
+    assert xs.prod(i, dtype="float32").dtype == np.float32
+    assert xs.cumulative_sum(i, dtype="float64").dtype == np.float64
+
+
+# -- errors ------------------------------------------------------------------------------------------------
+
+
+def test_errors() -> None:
+    a = xs.sparse_coo_array([[0, 1], [1, 0]], [1.0, 2.0], (2, 2), dtype="float64")
+    i = xs.sparse_coo_array([[0, 1]], [1, 2], (2,), dtype="int64")
+    c = xs.sparse_coo_array([[0, 1]], [1j, 2], (2,), dtype="complex128")
+    b = xs.sparse_coo_array([[0, 1]], [True, False], (2,), dtype="bool")
+    with pytest.raises(TypeError, match=r"sum: expected an xsparse array or a backend array, got list .*asarray first"):
+        xs.sum([1, 2])
+    with pytest.raises(TypeError, match=r"sum: axis must be an int or a tuple of ints \(axis='0'\)\. Pass integer axes"):
+        xs.sum(a, axis="0")
+    with pytest.raises(ValueError, match=r"max: axis 2 is out of range for an array of 2 dimensions \(axis=\(0, 2\)\)\. Pass axes in \[-2, 1\]"):
+        xs.max(a, axis=(0, 2))
+    with pytest.raises(ValueError, match=r"mean: an axis is repeated \(axis=\(1, -1\)\)\. Name each axis once"):
+        xs.mean(a, axis=(1, -1))
+    with pytest.raises(TypeError, match=r"argmax: axis must be one int \(axis=\(0, 1\)\)\. Pass a single axis"):
+        xs.argmax(a, axis=(0, 1))
+    with pytest.raises(TypeError, match=r"sum: the array must have a numeric dtype \(dtype=bool\)\. Count the true elements"):
+        xs.sum(b)
+    with pytest.raises(TypeError, match=r"prod: the array must have a numeric result dtype \(dtype=bool\)\. Pass an integer"):
+        xs.prod(i, dtype="bool")
+    with pytest.raises(TypeError, match=r"max: the array must have a real-valued numeric dtype \(dtype=complex128\)\. Compare"):
+        xs.max(c)
+    with pytest.raises(TypeError, match=r"argmin: the array must have a real-valued numeric dtype \(dtype=bool\)"):
+        xs.argmin(b)
+    with pytest.raises(TypeError, match=r"mean: the array must have a floating-point dtype \(dtype=int64\)\. Build the array"):
+        xs.mean(i)
+    with pytest.raises(TypeError, match=r"var: the array must have a real floating-point dtype \(dtype=complex128\)"):
+        xs.var(c)
+    with pytest.raises(ValueError, match=r"std: correction must be a non-negative number \(correction=-1\)\. Pass 0"):
+        xs.std(a, correction=-1)
+    with pytest.raises(ValueError, match=r"max: the reduction is over zero elements \(shape=\(2, 0\), axis=1\).*non-zero size"):
+        xs.max(xs.to_sparse_coo(np.ones((2, 0))), axis=1)
+    with pytest.raises(ValueError, match=r"argmax: the reduction is over zero elements \(shape=\(0,\), axis=None\)"):
+        xs.argmax(np.ones((0,)))
+    with pytest.raises(ValueError, match=r"cumulative_sum: a 0-d array has no axis to sum along \(shape=\(\)\)\. Reshape"):
+        xs.cumulative_sum(np.asarray(1))
+    with pytest.raises(ValueError, match=r"cumulative_sum: axis is required for an array of more than one dimension \(shape=\(2, 2\), axis=None\)\. Pass axis="):
+        xs.cumulative_sum(a)
+    with pytest.raises(TypeError, match=r"softmax: the array must have a real floating-point dtype \(dtype=int64\)\. Pass dtype='float64'"):
+        xs.softmax(i, axis=0)
+    with pytest.raises(TypeError, match=r"log_softmax: the array must have a real floating-point result dtype \(dtype=int64\)\. Pass dtype="):
+        xs.log_softmax(a, axis=0, dtype="int64")
+    with pytest.raises(TypeError, match=r"softmax: the array must have a real-valued numeric dtype \(dtype=complex128\)\. Take the softmax"):
+        xs.softmax(c, axis=0, dtype="float64")
+    filled = xs.sparse_coo_array([[0]], [1.0], (2,), dtype="float64", fill_value=1.5)
+    with pytest.raises(ValueError, match=r"softmax: the unspecified elements are read as -inf .* \(fill_value=1\.5\)\. Densify it with xsparse\.to_dense"):
+        xs.softmax(filled, axis=0)

@@ -1,0 +1,773 @@
+"""Shape manipulation and joining: every registered kernel against the dense computation of the same
+backend, the public functions in every layout (rewrites through COO warn and return COO), the native
+kernels against the generic ones, views, coalescedness, fill values, joins of mixed layouts, and every
+error message.
+
+The oracle is :func:`xsparse.testing.assert_sparse_equal` (every invariant of the result, then the
+elements against the dense result of the backend's own function). Inputs come from
+``tests/strategies.py``: batch and dense dimensions, fill values 0 and not, int32 and int64 indices,
+nnz = 0, and uncoalesced COO with duplicates.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import backend_skip_reason
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import strategies as S
+import xsparse as xs
+from xsparse import dispatch
+from xsparse._common import dtype_name
+from xsparse.testing import assert_sparse_equal, to_numpy
+
+SPARSE_LAYOUTS = [xs.sparse_coo, xs.sparse_csr, xs.sparse_csc, xs.sparse_bsr, xs.sparse_bsc]
+COMPRESSED_LAYOUTS = SPARSE_LAYOUTS[1:]
+TESTED_BACKENDS = ["numpy", "torch", "array_api_strict"]
+OPS = ["permute_dims", "reshape", "expand_dims", "squeeze", "broadcast_to", "flip", "concat"]
+
+FEW = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SOME = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+for _backend in xs.registered_backends():
+    if _backend.kernels is not None and backend_skip_reason(_backend.name) is None:
+        _backend.load()
+
+
+# -- inputs ----------------------------------------------------------------------------------------
+
+
+def _fill_kw(fill: Any) -> dict[str, Any]:
+    return {} if fill == 0 and fill == fill else {"fill_value": fill}
+
+
+def draw_array(data: st.DataObject, xp: Any, layout: xs.Layout) -> tuple[Any, Any]:
+    """``(x, dense)``: an array in ``layout`` (COO of any rank and split, sometimes uncoalesced) and the
+    backend's dense array with the same elements."""
+    if layout is xs.strided or (layout is xs.sparse_coo and data.draw(st.booleans(), label="any_rank")):
+        coo_case = data.draw(S.coo_dense_cases(xp, fill=None), label="coo_case")
+        if layout is xs.strided:
+            return coo_case.array, coo_case.array
+        x = xs.to_sparse_coo(coo_case.array, coo_case.sparse_dim, index_dtype=coo_case.index_dtype, **_fill_kw(coo_case.fill_value))
+        dense = coo_case.array
+    else:
+        case = data.draw(S.dense_cases(xp, fill=None), label="case")
+        x, dense = case.sparse(layout), case.array
+    if layout is xs.sparse_coo and data.draw(st.booleans(), label="uncoalesced"):
+        rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+        x = S.uncoalesced_like(xp, rng, x, dtype_name(x.index_dtype))
+    return x, dense
+
+
+def _groups(x: Any) -> tuple[int, int]:
+    """(number of leading dimensions a compressed layout treats as batch, index after its sparse ones)."""
+    if isinstance(x, xs.CompressedArray):
+        return x.batch_dim(), x.batch_dim() + 2
+    return 0, 0
+
+
+def _regroup(data: st.DataObject, dims: list[int], label: str) -> list[int]:
+    """A shape of the same size as ``dims``: adjacent sizes merged, sizes split into factors, 1s added or dropped."""
+    dims = list(dims)
+    for _ in range(data.draw(st.integers(0, 3), label=f"{label}_steps")):
+        kind = data.draw(st.sampled_from(["merge", "split", "one", "drop"]), label=f"{label}_kind")
+        if kind == "merge" and len(dims) >= 2:
+            i = data.draw(st.integers(0, len(dims) - 2), label=f"{label}_at")
+            dims[i : i + 2] = [dims[i] * dims[i + 1]]
+        elif kind == "split" and dims:
+            i = data.draw(st.integers(0, len(dims) - 1), label=f"{label}_at")
+            factors = [f for f in range(2, dims[i]) if dims[i] % f == 0]
+            if factors:
+                f = data.draw(st.sampled_from(factors), label=f"{label}_factor")
+                dims[i : i + 1] = [f, dims[i] // f]
+        elif kind == "one":
+            dims.insert(data.draw(st.integers(0, len(dims)), label=f"{label}_at"), 1)
+        elif kind == "drop" and 1 in dims:
+            dims.remove(1)
+    return dims
+
+
+def _axes_subset(data: st.DataObject, candidates: list[int], label: str) -> tuple[int, ...]:
+    return tuple(sorted(data.draw(st.sets(st.sampled_from(candidates)) if candidates else st.just(set()), label=label)))
+
+
+@dataclass(frozen=True)
+class Op:
+    """How to draw one operation's arguments for an input, and its dense reference."""
+
+    args: Callable[[st.DataObject, Any, Any], tuple[Any, ...]]
+    dense: Callable[..., Any]
+
+
+def _permute_args(data: st.DataObject, xp: Any, x: Any) -> tuple[Any, ...]:
+    b, s = _groups(x)
+    if s and data.draw(st.booleans(), label="keep_groups"):
+        # a permutation a compressed layout holds: within batch, the sparse pair, within dense
+        batch = data.draw(st.permutations(range(b)), label="batch")
+        sparse = data.draw(st.permutations(range(b, s)), label="sparse")
+        dense = data.draw(st.permutations(range(s, x.ndim)), label="dense")
+        return ((*batch, *sparse, *dense),)
+    return (tuple(data.draw(st.permutations(range(x.ndim)), label="axes")),)
+
+
+def _reshape_args(data: st.DataObject, xp: Any, x: Any) -> tuple[Any, ...]:
+    b, s = _groups(x)
+    shape = list(x.shape)
+    if s and data.draw(st.booleans(), label="in_place"):
+        new = [*_regroup(data, shape[:b], "batch"), *shape[b:s], *_regroup(data, shape[s:], "dense")]
+    else:
+        new = _regroup(data, shape, "all")
+    return (tuple(new), None)
+
+
+def _expand_args(data: st.DataObject, xp: Any, x: Any) -> tuple[Any, ...]:
+    return (data.draw(st.integers(0, x.ndim), label="axis"),)
+
+
+def _squeeze_args(data: st.DataObject, xp: Any, x: Any) -> tuple[Any, ...]:
+    b, s = _groups(x)
+    ones = [d for d, n in enumerate(x.shape) if n == 1]
+    if s and data.draw(st.booleans(), label="keep_sparse"):
+        ones = [d for d in ones if not b <= d < s]
+    return (_axes_subset(data, ones, "axes"),)
+
+
+def _broadcast_args(data: st.DataObject, xp: Any, x: Any) -> tuple[Any, ...]:
+    lead = data.draw(st.lists(st.integers(0, 3), max_size=2), label="lead")
+    grown = [data.draw(st.integers(0, 3), label="size") if n == 1 else n for n in x.shape]
+    return (tuple(lead + grown),)
+
+
+def _flip_args(data: st.DataObject, xp: Any, x: Any) -> tuple[Any, ...]:
+    return (_axes_subset(data, list(range(x.ndim)), "axes"),)
+
+
+OP_SPECS = {
+    "permute_dims": Op(_permute_args, lambda xp, d, axes: xp.permute_dims(d, axes)),
+    "reshape": Op(_reshape_args, lambda xp, d, shape, copy: xp.reshape(d, shape)),
+    "expand_dims": Op(_expand_args, lambda xp, d, axis: xp.expand_dims(d, axis=axis)),
+    "squeeze": Op(_squeeze_args, lambda xp, d, axes: xp.squeeze(d, axis=axes) if axes else d),
+    "broadcast_to": Op(_broadcast_args, lambda xp, d, shape: xp.broadcast_to(d, shape)),
+    "flip": Op(_flip_args, lambda xp, d, axes: xp.flip(d, axis=axes) if axes else d),
+}
+
+
+def draw_join(data: st.DataObject, xp: Any, layout: xs.Layout, *, plain_axis: bool = False) -> tuple[list[Any], list[Any], int]:
+    """``(operands, dense operands, axis)`` for concat, all in ``layout``, one dtype and fill value.
+
+    Unbatched operands are slices of one array (at block boundaries along the sparse dimensions);
+    batched compressed ones are the array and flips of it, which hold as many elements in every batch.
+    """
+    if layout is xs.sparse_coo and data.draw(st.booleans(), label="any_rank"):
+        coo_case = data.draw(S.coo_dense_cases(xp, fill=None), label="coo_case")
+        assume(coo_case.host.ndim >= 1)
+        dense, blocks, batched = coo_case.array, (1,) * coo_case.host.ndim, False
+
+        def convert(d: Any) -> Any:
+            kw = _fill_kw(coo_case.fill_value)
+            return xs.to_sparse_coo(d, coo_case.sparse_dim, index_dtype=coo_case.index_dtype, **kw)
+    else:
+        case = data.draw(S.dense_cases(xp, fill=None), label="case")
+        dense, batched = case.array, case.batch_dim > 0 and layout is not xs.sparse_coo
+        blocks = (1,) * case.batch_dim + (case.blocksize if layout.is_blocked else (1, 1)) + (1,) * case.dense_dim
+
+        def convert(d: Any) -> Any:
+            return d if layout is xs.strided else xs.to_sparse(d, **case.kwargs(layout))
+    ndim = dense.ndim
+    if plain_axis:
+        axis = ndim - case.dense_dim - 1 - layout.compressed_dim
+    else:
+        axis = data.draw(st.integers(0, ndim - 1), label="axis")
+    if batched or data.draw(st.booleans(), label="flips"):
+        # joined along a dense dimension, batched operands need one sparsity structure: flip dense axes only
+        dense_join = batched and axis >= ndim - case.dense_dim
+        flippable = list(range(ndim - case.dense_dim, ndim)) if dense_join else list(range(ndim))
+        flips = [_axes_subset(data, flippable, f"flip{i}") for i in range(data.draw(st.integers(0, 2), label="n"))]
+        parts = [dense, *(xp.flip(dense, axis=f) if f else dense for f in flips)]
+    else:
+        step = blocks[axis]
+        n = dense.shape[axis] // step
+        cuts = sorted(data.draw(st.lists(st.integers(0, n), max_size=3), label="cuts"))
+        edges = [0, *(c * step for c in cuts), dense.shape[axis]]
+        index = [slice(None)] * ndim
+        parts = []
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            index[axis] = slice(lo, hi)
+            parts.append(dense[tuple(index)])
+    return [convert(p) for p in parts], parts, axis
+
+
+def draw_call(data: st.DataObject, xp: Any, op: str, layout: xs.Layout) -> tuple[tuple[Any, ...], Any, Any]:
+    """``(kernel arguments, dense expected result, the sparse input or first operand)``."""
+    if op == "concat":
+        operands, parts, axis = draw_join(data, xp, layout)
+        return (operands, axis), xp.concat(parts, axis=axis), operands[0]
+    x, dense = draw_array(data, xp, layout)
+    spec = OP_SPECS[op]
+    args = spec.args(data, xp, x)
+    return (x, *args), spec.dense(xp, dense, *args), x
+
+
+def _same_fill(a: Any, b: Any) -> bool:
+    return bool(a == b) or (a != a and b != b)
+
+
+# -- 1. every registered kernel against the dense computation --------------------------------------
+
+
+def _kernel_params() -> list[Any]:
+    params = []
+    for op in OPS:
+        for kernel in xs.kernels(op):
+            backends = [kernel.backend] if kernel.backend is not None else TESTED_BACKENDS
+            for name in backends:
+                reason = backend_skip_reason(name)
+                marks = [pytest.mark.skip(reason=reason)] if reason else []
+                params.append(pytest.param(kernel, name, id=f"{kernel.name}-{name}", marks=marks))
+    return params
+
+
+def _members(element: Any) -> list[xs.Layout]:
+    members = element if isinstance(element, frozenset) else frozenset((element,))
+    return sorted(members, key=str)
+
+
+def _generic_twin(kernel: dispatch.Kernel) -> dispatch.Kernel:
+    return next(k for k in xs.kernels(kernel.op) if k.backend is None and not k.rewrite and k.signature == kernel.signature)
+
+
+def test_every_operation_has_kernels() -> None:
+    for op in OPS:
+        kinds = {(k.kind, str(k.signature[0])) for k in xs.kernels(op)}
+        assert {("generic", "strided"), ("generic", "sparse_coo"), ("generic", "COMPRESSED")} <= kinds, op
+    assert not [pair for pair in dispatch.ambiguities() if pair[0].op in OPS]
+
+
+@pytest.mark.parametrize(("kernel", "backend_name"), _kernel_params())
+@FEW
+@given(data=st.data())
+def test_kernel_against_dense(kernel: dispatch.Kernel, backend_name: str, data: st.DataObject) -> None:
+    """Each kernel, called directly, equals the backend's dense function, with every invariant; a native
+    kernel also equals the generic one component for component."""
+    xp = xs.get_backend(backend_name).namespace()
+    layout = data.draw(st.sampled_from(_members(kernel.signature[0])), label="layout")
+    args, expected, x = draw_call(data, xp, kernel.op, layout)
+    if kernel.supports is not None:
+        reason = kernel.supports(xp, *args)
+        if reason is not None:
+            assert isinstance(reason, str) and reason
+            return
+    result = kernel.func(xp, *args)
+    assert_sparse_equal(result, expected)
+    if isinstance(x, xs.SparseArray):
+        assert isinstance(result, xs.SparseArray) and _same_fill(result.fill_value, x.fill_value)
+        assert result.layout in (layout, layout.transposed, xs.sparse_coo)
+    if kernel.kind == "native":
+        twin = _generic_twin(kernel).func(xp, *args)
+        assert result.layout is twin.layout and dtype_name(result.index_dtype) == dtype_name(twin.index_dtype)
+        for name, component in twin._components().items():
+            np.testing.assert_array_equal(to_numpy(result._components()[name]), to_numpy(component), err_msg=name)
+
+
+@pytest.mark.parametrize("kernel", [k for k in xs.kernels("concat") if k.kind == "native"], ids=lambda k: k.name)
+@SOME
+@given(data=st.data())
+def test_native_concat_along_the_plain_dimension(kernel: dispatch.Kernel, data: st.DataObject) -> None:
+    """The native merge of compressed slices equals the generic kernel, component for component."""
+    if backend_skip_reason(str(kernel.backend)):
+        pytest.skip(str(backend_skip_reason(str(kernel.backend))))
+    xp = xs.get_backend(str(kernel.backend)).namespace()
+    layout = data.draw(st.sampled_from(COMPRESSED_LAYOUTS), label="layout")
+    operands, parts, axis = draw_join(data, xp, layout, plain_axis=True)
+    assert kernel.supports is None or kernel.supports(xp, operands, axis) is None
+    result = kernel.func(xp, operands, axis)
+    assert_sparse_equal(result, xp.concat(parts, axis=axis))
+    twin = _generic_twin(kernel).func(xp, operands, axis)
+    assert result.layout is twin.layout and dtype_name(result.index_dtype) == dtype_name(twin.index_dtype)
+    for name, component in twin._components().items():
+        np.testing.assert_array_equal(to_numpy(result._components()[name]), to_numpy(component), err_msg=name)
+
+
+# -- 2. the public functions in every layout --------------------------------------------------------
+
+
+def _call_public(op: str, args: tuple[Any, ...], layout: xs.Layout | None) -> Any:
+    kw = {"layout": layout}
+    if op == "permute_dims":
+        return xs.permute_dims(args[0], args[1], **kw)
+    if op == "reshape":
+        return xs.reshape(args[0], args[1], **kw)
+    if op == "expand_dims":
+        return xs.expand_dims(args[0], axis=args[1], **kw)
+    if op == "squeeze":
+        return xs.squeeze(args[0], axis=args[1], **kw)
+    if op == "broadcast_to":
+        return xs.broadcast_to(args[0], args[1], **kw)
+    if op == "flip":
+        return xs.flip(args[0], axis=args[1], **kw)
+    return xs.concat(args[0], axis=args[1], **kw)
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("layout", [xs.strided, *SPARSE_LAYOUTS], ids=str)
+@FEW
+@given(data=st.data())
+def test_public_function(backend: str, xp: Any, op: str, layout: xs.Layout, data: st.DataObject) -> None:
+    """The dispatched result equals the dense one; it keeps the input's layout (CSR <-> CSC for a swap
+    of the sparse dimensions) unless a declared rewrite warned and returned COO; ``layout=`` converts."""
+    args, expected, x = draw_call(data, xp, op, layout)
+    result_layout = data.draw(st.sampled_from([None, None, xs.strided, xs.sparse_coo]), label="result_layout")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = _call_public(op, args, result_layout)
+    rewrites = [w for w in caught if issubclass(w.category, xs.SparseEfficiencyWarning)]
+    assert len(rewrites) == len(caught), [str(w.message) for w in caught]
+    assert_sparse_equal(result, expected)
+    got = xs.layout_of(result)
+    if result_layout is not None:
+        assert got is result_layout
+    elif rewrites:
+        assert got is xs.sparse_coo and layout.is_compressed
+        assert f"{op}: no direct kernel for layouts ({layout})" in str(rewrites[0].message)
+    else:
+        assert got in (layout, layout.transposed)
+    if isinstance(result, xs.SparseArray) and isinstance(x, xs.SparseArray):
+        assert _same_fill(result.fill_value, x.fill_value)
+
+
+# -- 3. views, coalescedness, index dtypes ------------------------------------------------------------
+
+
+def shares_buffer(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray):
+        return bool(np.shares_memory(a, b))
+    return bool(a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr())
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_views(backend: str) -> None:
+    """Swapping the sparse dimensions, and reshaping, expanding or squeezing batch and dense dimensions
+    of a compressed array share its components; so do the value-only COO operations."""
+    if backend_skip_reason(backend):
+        pytest.skip(str(backend_skip_reason(backend)))
+    xp = xs.get_backend(backend).namespace()
+    d = np.zeros((2, 3, 4, 2))
+    d[:, 0, 1] = 1.0
+    d[:, 2, 3, 1] = 2.0
+    a = xs.to_sparse_csr(xp.asarray(d), dense_dim=1)
+    t = xs.permute_dims(a, (0, 2, 1, 3))
+    assert t.layout is xs.sparse_csc and t.ccol_indices() is a.crow_indices() and t.values() is a.values()
+    for r in (xs.reshape(a, (1, 2, 3, 4, 2, 1)), xs.expand_dims(a, axis=0), xs.squeeze(xs.expand_dims(a, axis=4), axis=4)):
+        assert r.layout is xs.sparse_csr
+        assert shares_buffer(r.values(), a.values()) and shares_buffer(r.crow_indices(), a.crow_indices())
+    b = xs.to_sparse_bsr(xp.asarray(d[0, :, :, 0].repeat(2, 0).repeat(2, 1)), blocksize=(2, 2))
+    bt = xs.permute_dims(b, (1, 0))
+    assert bt.layout is xs.sparse_bsc and bt.row_indices() is b.col_indices()
+    c = xs.to_sparse_coo(xp.asarray(d), sparse_dim=3)
+    assert shares_buffer(xs.permute_dims(c, (1, 0, 2, 3))._values(), c._values())
+    assert xs.reshape(c, (2, 3, 4, 2), copy=False)._indices() is c._indices()
+    assert not shares_buffer(xs.reshape(c, (2, 3, 4, 2), copy=True)._indices(), c._indices())
+
+
+def test_coalescedness(backend: str, xp: Any) -> None:
+    d = np.zeros((3, 4, 2), dtype=np.int64)
+    d[0, 1] = 1
+    d[2, 0] = 2
+    d[2, 3] = 3
+    c = xs.to_sparse_coo(xp.asarray(d), sparse_dim=2)
+    assert c.is_coalesced()
+    assert not xs.permute_dims(c, (1, 0, 2)).is_coalesced()  # index rows moved, as in torch
+    assert xs.permute_dims(c, (0, 1, 2)) is c
+    for kept in (
+        xs.reshape(c, (12, 2)), xs.reshape(c, (3, 2, 2, 2)), xs.expand_dims(c, axis=1), xs.expand_dims(c, axis=3),
+        xs.flip(c, axis=2), xs.flip(c, axis=(0, 1)), xs.concat([c, c], axis=0), xs.concat([c, c], axis=2),
+        xs.squeeze(xs.expand_dims(c, axis=0), axis=0),
+    ):  # fmt: skip
+        assert kept.is_coalesced()
+        assert_sparse_equal(kept, xs.to_dense(kept))
+    assert not xs.flip(c, axis=0).is_coalesced()
+    assert not xs.concat([c, c], axis=1).is_coalesced()
+    assert_sparse_equal(xs.flip(c, axis=(0, 1)), xp.flip(xp.asarray(d), axis=(0, 1)))
+
+
+@pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)
+def test_index_dtype_kept(backend: str, xp: Any, layout: xs.Layout) -> None:
+    d = xp.asarray(np.kron(np.eye(3), np.ones((2, 2))))
+    a = xs.to_sparse(d, layout=layout, index_dtype="int32", blocksize=(2, 2) if layout.is_blocked else None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", xs.SparseEfficiencyWarning)
+        results = [
+            xs.permute_dims(a, (1, 0)), xs.reshape(a, (1, 6, 6)), xs.expand_dims(a, axis=0), xs.flip(a),
+            xs.concat([a, a], axis=0), xs.concat([a, a], axis=1), xs.broadcast_to(a, (2, 6, 6)), xs.reshape(a, (36,)),
+        ]  # fmt: skip
+    for r in results:
+        assert dtype_name(r.index_dtype) == "int32", r
+    mixed = xs.concat([a, xs.to_sparse(d, layout=layout, blocksize=(2, 2) if layout.is_blocked else None)], axis=0)
+    assert dtype_name(mixed.index_dtype) == "int64"
+
+
+def test_index_dtype_widens_when_int32_cannot_address(backend: str, xp: Any) -> None:
+    a = xs.sparse_coo_array(xp.asarray(np.asarray([[0], [1]], dtype=np.int32)), xp.asarray([1.0]), (2**16, 2**16))
+    r = xs.reshape(a, (2**32,))
+    assert dtype_name(r.index_dtype) == "int64" and int(r._indices()[0, 0]) == 1
+
+
+# -- 4. rewrites through COO --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", COMPRESSED_LAYOUTS, ids=str)
+def test_rewrites_warn_and_return_coo(backend: str, xp: Any, layout: xs.Layout) -> None:
+    d = np.zeros((2, 4, 6, 3))
+    d[:, 1, 2] = [1.0, 0.0, 2.0]
+    d[:, 2, 5, 1] = 3.0
+    dense = xp.asarray(d)
+    a = xs.to_sparse(dense, layout=layout, dense_dim=1, blocksize=(2, 3) if layout.is_blocked else None)
+    cases = [
+        (lambda: xs.permute_dims(a, (0, 1, 3, 2)), xp.permute_dims(dense, (0, 1, 3, 2)), "permute_dims"),
+        (lambda: xs.permute_dims(a, (1, 0, 2, 3)), xp.permute_dims(dense, (1, 0, 2, 3)), "permute_dims"),
+        (lambda: xs.reshape(a, (2, 24, 3)), xp.reshape(dense, (2, 24, 3)), "reshape"),
+        (lambda: xs.reshape(a, (8, 6, 3)), xp.reshape(dense, (8, 6, 3)), "reshape"),
+        (lambda: xs.expand_dims(a, axis=2), xp.expand_dims(dense, axis=2), "expand_dims"),
+    ]
+    for call, expected, op in cases:
+        with pytest.warns(xs.SparseEfficiencyWarning, match=rf"^{op}: no direct kernel for layouts \({layout}\) on backend '{backend}'"):
+            r = call()
+        assert r.layout is xs.sparse_coo
+        assert_sparse_equal(r, expected)
+    row = xs.to_sparse(xp.asarray(d[0, :1, :, 0]), layout=layout, blocksize=(1, 3) if layout.is_blocked else None)
+    with pytest.warns(xs.SparseEfficiencyWarning, match=r"^squeeze: no direct kernel"):
+        s = xs.squeeze(row, axis=0)
+    assert s.layout is xs.sparse_coo and s.shape == (6,)
+    assert_sparse_equal(s, xp.asarray(d[0, 0, :, 0]))
+    # with layout= the COO result is converted back
+    with pytest.warns(xs.SparseEfficiencyWarning):
+        back = xs.reshape(a, (8, 6, 3), layout=xs.sparse_coo)
+    assert back.layout is xs.sparse_coo
+
+
+def test_mixing_sparse_and_dense_dimensions_regroups(backend: str, xp: Any) -> None:
+    """A dense dimension moved before a sparse one becomes sparse: each stored sub-array is split into
+    one entry per element (its fill values stay specified), never a dense copy."""
+    d = np.zeros((3, 4, 2))
+    d[0, 1] = [1.0, 0.0]
+    d[2, 3] = [2.0, 5.0]
+    c = xs.to_sparse_coo(xp.asarray(d), sparse_dim=2)
+    p = xs.permute_dims(c, (2, 0, 1))
+    assert p.sparse_dim() == 3 and p.nnz == 4
+    assert_sparse_equal(p, xp.permute_dims(xp.asarray(d), (2, 0, 1)))
+    r = xs.reshape(c, (6, 4))
+    assert r.sparse_dim() == 2 and r.nnz == 4
+    assert_sparse_equal(r, xp.reshape(xp.asarray(d), (6, 4)))
+    kept = xs.reshape(c, (12, 2))
+    assert kept.sparse_dim() == 1 and kept.nnz == 2
+    inner = xs.reshape(c, (3, 4, 2, 1))  # the dense dimensions reshape among themselves
+    assert inner.sparse_dim() == 2 and inner.nnz == 2 and inner._indices() is c._indices()
+    ones = xs.reshape(c, (3, 4, 1, 2))  # the dense shape is kept; the new 1 is sparse
+    assert ones.sparse_dim() == 3 and ones.dense_dim() == 1 and ones.nnz == 2
+
+
+# -- 5. broadcast, flip and concat of compressed structure ------------------------------------------
+
+
+@pytest.mark.parametrize("layout", COMPRESSED_LAYOUTS, ids=str)
+def test_broadcast_a_sparse_dimension(backend: str, xp: Any, layout: xs.Layout) -> None:
+    row = np.asarray([[0.0, 1.0, 0.0, 2.0]])
+    a = xs.to_sparse(xp.asarray(row), layout=layout, blocksize=(1, 2) if layout.is_blocked else None, fill_value=0.0)
+    b = xs.broadcast_to(a, (2, 3, 4))
+    assert b.layout is layout and b.shape == (2, 3, 4)
+    assert_sparse_equal(b, xp.broadcast_to(xp.asarray(row), (2, 3, 4)))
+
+
+@pytest.mark.parametrize("layout", COMPRESSED_LAYOUTS, ids=str)
+def test_flip_keeps_slices_sorted(backend: str, xp: Any, layout: xs.Layout) -> None:
+    rng = np.random.default_rng(1)
+    d = np.where(rng.random((2, 6, 4, 2)) < 0.4, rng.integers(1, 9, (2, 6, 4, 2)), 7).astype(np.int32)
+    d[1] = d[0][::-1]  # every batch holds as many blocks
+    a = xs.to_sparse(xp.asarray(d), layout=layout, dense_dim=1, blocksize=(2, 2) if layout.is_blocked else None, fill_value=7)
+    for axis in [None, 0, 1, 2, 3, (1, 2), (0, 2, 3)]:
+        f = xs.flip(a, axis=axis)
+        assert f.layout is layout and f.fill_value == 7
+        assert_sparse_equal(f, xp.flip(xp.asarray(d), axis=axis))
+
+
+@pytest.mark.parametrize("layout", COMPRESSED_LAYOUTS, ids=str)
+def test_concat_compressed_every_axis(backend: str, xp: Any, layout: xs.Layout) -> None:
+    """torch refuses cat of CSR; xsparse joins along rows (slices), columns (merged slices), batches and
+    dense dimensions, keeping the layout."""
+    rng = np.random.default_rng(2)
+    d = np.where(rng.random((2, 4, 6, 2)) < 0.3, rng.standard_normal((2, 4, 6, 2)), 0.0)
+    d[1] = d[0]
+    e = np.flip(d, axis=(1, 2)).copy()
+    kw = {"dense_dim": 1, "blocksize": (2, 3) if layout.is_blocked else None}
+    a, b = xs.to_sparse(xp.asarray(d), layout=layout, **kw), xs.to_sparse(xp.asarray(e), layout=layout, **kw)
+    for axis in range(4):
+        r = xs.concat([a, b, a], axis=axis)
+        assert r.layout is layout
+        assert_sparse_equal(r, xp.concat([xp.asarray(d), xp.asarray(e), xp.asarray(d)], axis=axis))
+
+
+# -- 6. joins: mixed layouts, fill values, dtypes, stacking ---------------------------------------
+
+
+def test_concat_mixed_layouts(backend: str, xp: Any) -> None:
+    d = np.asarray([[0.0, 1.0, 0.0, 4.0], [2.0, 0.0, 3.0, 0.0]])
+    dense = xp.asarray(d)
+    csr, coo, bsc = xs.to_sparse_csr(dense), xs.to_sparse_coo(dense), xs.to_sparse_bsc(dense, (1, 2))
+    expected = xp.concat([dense, dense, dense], axis=0)
+    r = xs.concat([csr, coo, dense], axis=0)
+    assert r.layout is xs.sparse_csr
+    assert_sparse_equal(r, expected)
+    r = xs.concat([coo, csr, dense], axis=1)
+    assert r.layout is xs.sparse_coo
+    assert_sparse_equal(r, xp.concat([dense, dense, dense], axis=1))
+    r = xs.concat([dense, csr], axis=0, layout=xs.sparse_csc)
+    assert r.layout is xs.sparse_csc
+    assert_sparse_equal(r, xp.concat([dense, dense], axis=0))
+    r = xs.concat([bsc, csr], axis=1)
+    assert r.layout is xs.sparse_bsc and r.blocksize == (1, 2) and r.shape == (2, 8)
+    assert_sparse_equal(r, xp.concat([dense, dense], axis=1))
+    r = xs.concat([csr, coo, bsc], axis=0, layout=xs.sparse_bsr)
+    assert r.layout is xs.sparse_bsr and r.blocksize == (1, 2)
+    assert_sparse_equal(r, xp.concat([dense, dense, dense], axis=0))
+    r = xs.concat([dense, dense], axis=0, layout=xs.sparse_coo)
+    assert r.layout is xs.sparse_coo
+    d2 = xs.concat([dense, csr], axis=0, layout=xs.strided)
+    assert xs.layout_of(d2) is xs.strided
+    assert_sparse_equal(d2, xp.concat([dense, dense], axis=0))
+
+
+def test_concat_fill_values(backend: str, xp: Any) -> None:
+    d = np.asarray([[1.5, 2.0], [1.5, 1.5]])
+    a = xs.to_sparse_csr(xp.asarray(d), fill_value=1.5)
+    r = xs.concat([a, xp.asarray(d)], axis=1)
+    assert r.fill_value == 1.5 and r.nnz == 2
+    assert_sparse_equal(r, xp.asarray(np.concatenate([d, d], axis=1)))
+    zero = xs.to_sparse_csr(xp.asarray(d))
+    with pytest.raises(
+        xs.DensificationError,
+        match=r"^concat: the sparse operands have different fill values \(fill_values=\[1\.5, 0(\.0)?\]\), .* pass layout=xsparse\.strided",
+    ):
+        xs.concat([a, zero])
+    mixed = xs.concat([a, zero], axis=0, layout=xs.strided)
+    assert_sparse_equal(mixed, xp.asarray(np.concatenate([d, d], axis=0)))
+    nan = xs.to_sparse_coo(xp.asarray(np.asarray([math.nan, 1.0])), fill_value=math.nan)
+    joined = xs.concat([nan, nan])
+    assert joined.fill_value != joined.fill_value and joined.nnz == 2
+
+
+def test_concat_promotes_dtypes(backend: str, xp: Any) -> None:
+    a = xs.to_sparse_coo(xp.asarray(np.asarray([0, 3], dtype=np.int32)), fill_value=0)
+    b = xs.to_sparse_coo(xp.asarray(np.asarray([5, 0], dtype=np.int64)))
+    r = xs.concat([a, b])
+    assert dtype_name(r.dtype) == "int64" and type(r.fill_value) is int
+    assert to_numpy(xs.to_dense(r)).tolist() == [0, 3, 5, 0]
+
+
+def test_concat_batches_must_match(backend: str, xp: Any) -> None:
+    a = xs.to_sparse_csr(xp.asarray(np.asarray([[[1.0, 0.0], [0.0, 0.0]]])))
+    b = xs.to_sparse_csr(xp.asarray(np.asarray([[[1.0, 1.0], [0.0, 0.0]]])))
+    with pytest.raises(
+        xs.InvariantError,
+        match=r"^invariant 3\.9 violated: concat: every batch of a sparse_csr array must hold the same number of specified "
+        r"elements, and the result would hold between 1 and 2 \(nnz=\[1, 2\]\)\. Concatenate COO arrays instead",
+    ):
+        xs.concat([a, b], axis=0)
+    r = xs.concat([a, b], axis=0, layout=xs.sparse_coo)
+    assert r.layout is xs.sparse_coo and r.nnz == 3
+    c = xs.to_sparse_csr(xp.asarray(np.asarray([[[[1.0], [0.0]]], [[[1.0], [0.0]]]])), dense_dim=1)
+    e = xs.to_sparse_csr(xp.asarray(np.asarray([[[[1.0], [0.0]]], [[[0.0], [1.0]]]])), dense_dim=1)
+    with pytest.raises(xs.InvariantError, match=r"^invariant 3\.9 violated: concat: .* give the operands one sparsity structure"):
+        xs.concat([c, e], axis=3)
+
+
+def test_concat_of_compressed_with_different_splits_rewrites(backend: str, xp: Any) -> None:
+    d = np.zeros((2, 3, 2))
+    d[0, 1] = [1.0, 2.0]
+    d[1, 2] = [3.0, 4.0]
+    batched = xs.to_sparse_csr(xp.asarray(d))
+    hybrid = xs.to_sparse_csr(xp.asarray(d), dense_dim=1)
+    with pytest.warns(xs.SparseEfficiencyWarning, match=r"^concat: no direct kernel"):
+        r = xs.concat([batched, hybrid], axis=0)
+    assert r.layout is xs.sparse_coo
+    assert_sparse_equal(r, xp.concat([xp.asarray(d), xp.asarray(d)], axis=0))
+
+
+def test_concat_axis_none_and_one_array(backend: str, xp: Any) -> None:
+    a = xs.to_sparse_coo(xp.asarray(np.asarray([[0, 1], [2, 0]])))
+    r = xs.concat([a, a], axis=None)
+    assert r.shape == (8,) and to_numpy(xs.to_dense(r)).tolist() == [0, 1, 2, 0, 0, 1, 2, 0]
+    assert_sparse_equal(xs.concat((a,), axis=1), xs.to_dense(a))
+    assert_sparse_equal(xs.concat([xs.to_dense(a), xs.to_dense(a)], axis=-1), xp.concat([xs.to_dense(a)] * 2, axis=1))
+
+
+NUMPY_JOINS = {"hstack": np.hstack, "vstack": np.vstack, "dstack": np.dstack}
+
+
+@pytest.mark.parametrize("name", ["stack", "hstack", "vstack", "dstack"])
+@pytest.mark.parametrize("layout", [xs.strided, *SPARSE_LAYOUTS], ids=str)
+@FEW
+@given(data=st.data())
+def test_stacking(backend: str, xp: Any, name: str, layout: xs.Layout, data: st.DataObject) -> None:
+    """stack, hstack, vstack and dstack equal NumPy's on the dense arrays (2-D compressed, COO of rank 0..3)."""
+    if layout.is_compressed:
+        case = data.draw(S.dense_cases(xp, fill=None, max_batch_dims=0, max_dense_dims=0), label="case")
+        dense, convert = case.array, (lambda d: xs.to_sparse(d, **case.kwargs(layout)))
+    else:
+        coo_case = data.draw(S.coo_dense_cases(xp, fill=None, max_ndim=3), label="coo_case")
+        dense = coo_case.array
+
+        def convert(d: Any) -> Any:
+            if layout is xs.strided:
+                return d
+            return xs.to_sparse_coo(d, coo_case.sparse_dim, index_dtype=coo_case.index_dtype, **_fill_kw(coo_case.fill_value))
+    flipped = xp.flip(dense) if dense.ndim else dense
+    arrays = [convert(dense), convert(flipped)]
+    hosts = [to_numpy(dense), to_numpy(flipped)]
+    if name == "stack":
+        axis = data.draw(st.integers(-dense.ndim - 1, dense.ndim), label="axis")
+        expected = np.stack(hosts, axis=axis)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", xs.SparseEfficiencyWarning)
+            result = xs.stack(arrays, axis=axis)
+    else:
+        expected = NUMPY_JOINS[name](hosts)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", xs.SparseEfficiencyWarning)
+            result = getattr(xs, name)(arrays)
+    assert_sparse_equal(result, xp.asarray(expected))
+
+
+def test_stack_csr_matrices_gives_a_batched_csr(backend: str, xp: Any) -> None:
+    a = xs.to_sparse_csr(xp.asarray(np.asarray([[0.0, 1.0], [2.0, 0.0]])))
+    s = xs.stack([a, xs.flip(a, axis=1)])
+    assert s.layout is xs.sparse_csr and s.batch_dim() == 1 and s.shape == (2, 2, 2)
+    d = xs.dstack([a, a])
+    assert d.layout is xs.sparse_csr and d.dense_dim() == 1
+
+
+# -- 7. permutations, methods -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)
+@FEW
+@given(data=st.data())
+def test_moveaxis_and_methods(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
+    """moveaxis equals the backend's; the torch methods permute, transpose and unsqueeze equal the functions."""
+    x, dense = draw_array(data, xp, layout)
+    assume(x.ndim >= 1)
+    src = data.draw(st.integers(-x.ndim, x.ndim - 1), label="source")
+    dst = data.draw(st.integers(-x.ndim, x.ndim - 1), label="destination")
+    dim0 = data.draw(st.integers(-x.ndim, x.ndim - 1), label="dim0")
+    dim1 = data.draw(st.integers(-x.ndim, x.ndim - 1), label="dim1")
+    perm = tuple(data.draw(st.permutations(range(x.ndim)), label="perm"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", xs.SparseEfficiencyWarning)
+        assert_sparse_equal(xs.moveaxis(x, src, dst), xp.moveaxis(dense, src, dst))
+        assert_sparse_equal(x.permute(*perm), xp.permute_dims(dense, perm))
+        assert_sparse_equal(x.permute(perm), xp.permute_dims(dense, perm))
+        swapped = list(range(x.ndim))
+        swapped[dim0], swapped[dim1] = swapped[dim1], swapped[dim0]
+        assert_sparse_equal(x.transpose(dim0, dim1), xp.permute_dims(dense, tuple(swapped)))
+        assert_sparse_equal(x.unsqueeze(-1), xp.expand_dims(dense, axis=-1))
+        assert_sparse_equal(xs.unsqueeze(x, 0), xp.expand_dims(dense, axis=0))
+
+
+def test_moveaxis_several(backend: str, xp: Any) -> None:
+    d = xp.asarray(np.arange(24.0).reshape(2, 3, 4))
+    c = xs.to_sparse_coo(d)
+    assert_sparse_equal(xs.moveaxis(c, (0, 1), (2, 0)), xp.moveaxis(d, (0, 1), (2, 0)))
+    assert_sparse_equal(xs.moveaxis(d, -1, 0), xp.moveaxis(d, -1, 0))
+
+
+def test_strided_inputs_stay_strided(backend: str, xp: Any) -> None:
+    d = xp.asarray(np.arange(6.0).reshape(1, 2, 3))
+    for r, e in [
+        (xs.permute_dims(d, (2, 1, 0)), xp.permute_dims(d, (2, 1, 0))), (xs.reshape(d, (3, -1)), xp.reshape(d, (3, 2))),
+        (xs.squeeze(d), xp.squeeze(d, axis=0)), (xs.flip(d), xp.flip(d)), (xs.broadcast_to(d, (2, 2, 3)), xp.broadcast_to(d, (2, 2, 3))),
+        (xs.stack([d, d], axis=-1), xp.stack([d, d], axis=-1)),
+    ]:  # fmt: skip
+        assert xs.layout_of(r) is xs.strided
+        assert_sparse_equal(r, e)
+    assert xs.permute_dims(d, (0, 1, 2), layout=xs.sparse_coo).layout is xs.sparse_coo
+
+
+# -- 8. errors -----------------------------------------------------------------------------------------
+
+
+def _coo() -> Any:
+    return xs.sparse_coo_array([[0, 1], [1, 0]], [1.0, 2.0], (2, 3), dtype="float64")
+
+
+def _csr() -> Any:
+    return xs.sparse_csr_array([0, 1, 2], [1, 0], [1.0, 2.0], shape=(2, 2), dtype="float64")
+
+
+ERRORS: list[tuple[str, Callable[[], Any], type[BaseException], str]] = [
+    ("operand", lambda: xs.flip([[1.0]]), TypeError, r"^flip: expected an xsparse array or a backend array, got list\. Create one first"),
+    ("axis-type", lambda: xs.flip(_coo(), axis=1.0), TypeError, r"^flip: axis must be an integer, got float \(axis=1\.0\)\. Pass an int\.$"),
+    ("axis-range", lambda: xs.expand_dims(_coo(), axis=3), IndexError,
+     r"^expand_dims: axis is out of range for an array of 2 dimensions \(axis=3, ndim=2\)\. Pass an axis in \[-3, 2\]\.$"),
+    ("stack-axis", lambda: xs.stack([_coo()], axis=-4), IndexError, r"^stack: axis is out of range .*\(axis=-4, ndim=2\)\. Pass an axis in \[-3, 2\]\.$"),
+    ("axis-0d", lambda: xs.flip(xs.sparse_coo_array(shape=()), axis=0), IndexError, r"^flip: a 0-d array has no axis \(axis=0, ndim=0\)\. Add a dimension first\.$"),
+    ("axis-twice", lambda: xs.flip(_coo(), axis=(0, -2)), ValueError, r"^flip: axis names a dimension twice \(axis=\(0, -2\), ndim=2\)\. Name each dimension once\.$"),
+    ("permute-short", lambda: xs.permute_dims(_coo(), (0,)), ValueError,
+     r"^permute_dims: axes must name each of the 2 dimensions once \(axes=\(0,\), ndim=2\)\. Pass a permutation of range\(ndim\)\.$"),
+    ("moveaxis-lengths", lambda: xs.moveaxis(_coo(), (0, 1), 0), ValueError,
+     r"^moveaxis: source and destination must name as many dimensions \(source=\(0, 1\), destination=0\)\. Pass one destination per source\.$"),
+    ("transpose-range", lambda: _coo().transpose(0, 2), IndexError, r"^transpose: dim1 is out of range .*\(dim1=2, ndim=2\)"),
+    ("reshape-two-unknown", lambda: xs.reshape(_coo(), (-1, -1)), ValueError,
+     r"^reshape: shape may hold one -1 and otherwise non-negative sizes \(shape=\(-1, -1\)\)\. Fix the sizes\.$"),
+    ("reshape-negative", lambda: xs.reshape(_coo(), (-2, 3)), ValueError, r"^reshape: shape may hold one -1"),
+    ("reshape-ambiguous", lambda: xs.reshape(xs.sparse_coo_array(shape=(0, 2)), (0, -1)), ValueError,
+     r"^reshape: -1 is ambiguous in a shape with a zero size \(shape=\(0, -1\), size=0\)\. Give every size\.$"),
+    ("reshape-size-unknown", lambda: xs.reshape(_coo(), (4, -1)), ValueError,
+     r"^reshape: cannot reshape an array of shape \(2, 3\) into shape \(4, -1\) \(size=6\)\. Keep the number of elements\.$"),
+    ("reshape-size", lambda: xs.reshape(_coo(), (4, 2)), ValueError, r"^reshape: cannot reshape an array of shape \(2, 3\) into shape \(4, 2\)"),
+    ("reshape-shape-type", lambda: xs.reshape(_coo(), (2.0, 3)), TypeError, r"^reshape: shape must be a tuple of integers \(shape=\(2\.0, 3\)\)\. Pass sizes as ints\.$"),
+    ("reshape-copy-type", lambda: xs.reshape(_coo(), (3, 2), copy="no"), TypeError, r"^reshape: copy must be True, False or None \(copy='no'\)\. Pass a bool or None\.$"),
+    ("reshape-coo-no-view", lambda: xs.reshape(_coo(), (3, 2), copy=False), ValueError,
+     r"^reshape: a reshape of the sparse dimensions of a sparse_coo array builds new indices, so it cannot return a view "
+     r"\(shape=\(2, 3\), new shape=\(3, 2\), copy=False\)\. Pass copy=None or copy=True\.$"),
+    ("reshape-csr-no-view", lambda: xs.reshape(_csr(), (4,), copy=False), ValueError,
+     r"^reshape: the new shape changes the sparse dimensions of a sparse_csr array, which needs new indices, so it cannot "
+     r"return a view \(shape=\(2, 2\), new shape=\(4,\), sparse dimensions=\(2, 2\), copy=False\)\. Pass copy=None to reshape through COO\.$"),
+    ("reshape-overflow", lambda: xs.reshape(xs.sparse_coo_array([[0], [0]], [1.0], (2**40, 2**40)), (2**41, 2**39)), ValueError,
+     r"^reshape: the sparse dimensions \(1099511627776, 1099511627776\) have more positions than int64 can number\. Reshape fewer"),
+    ("squeeze-size", lambda: xs.squeeze(_coo(), axis=1), ValueError,
+     r"^squeeze: dimension 1 has size 3, not 1 \(axis=1, shape=\(2, 3\)\)\. Squeeze only dimensions of size 1\.$"),
+    ("broadcast", lambda: xs.broadcast_to(_coo(), (2, 4)), ValueError,
+     r"^broadcast_to: an array of shape \(2, 3\) does not broadcast to shape \(2, 4\) \(shape=\(2, 4\)\)\. Every dimension must equal"),
+    ("broadcast-fewer", lambda: xs.broadcast_to(_coo(), (3,)), ValueError, r"^broadcast_to: an array of shape \(2, 3\) does not broadcast"),
+    ("concat-not-list", lambda: xs.concat(_coo()), TypeError, r"^concat: expected a list or tuple of arrays, got COOArray\. Pass \[a, b, \.\.\.\]\.$"),
+    ("concat-empty", lambda: xs.concat([]), ValueError, r"^concat: needs at least one array \(arrays=\[\]\)\. Pass a non-empty list of arrays\.$"),
+    ("concat-item", lambda: xs.concat([_coo(), 1.0]), TypeError, r"^concat: expected an xsparse array or a backend array, got float"),
+    ("concat-ndim", lambda: xs.concat([_coo(), xs.expand_dims(_coo(), axis=0)]), ValueError,
+     r"^concat: the arrays must have one number of dimensions \(ndims=\[2, 3\]\)\. Add dimensions with expand_dims first"),
+    ("concat-shapes", lambda: xs.concat([_coo(), _csr()], axis=0), ValueError,
+     r"^concat: the shapes must agree except along axis 0 \(shapes=\[\(2, 3\), \(2, 2\)\], axis=0\)\. Make the other sizes equal\.$"),
+    ("concat-strided-first", lambda: xs.concat([xs.to_dense(_csr()), _csr()]), xs.DensificationError,
+     r"^concat: the first operand is strided and another is sparse_csr, so a result in the first's layout would densify it "
+     r"\(layouts=\['strided', 'sparse_csr'\]\)\. Pass layout=xsparse\.strided to densify explicitly, or a sparse layout"),
+    ("concat-no-blocksize", lambda: xs.concat([_csr(), _csr()], layout=xs.sparse_bsr), ValueError,
+     r"^concat: layout=sparse_bsr needs a block shape, and no operand has one \(layouts=\['sparse_csr', 'sparse_csr'\]\)\. "
+     r"Convert an operand with xsparse\.to_sparse_bsr\(a, blocksize=\(rows, columns\)\) first\.$"),
+    ("concat-align-overflow", lambda: xs.concat([xs.sparse_coo_array([[0], [0]], [[1.0]], (2**40, 2**40, 1))] * 2, axis=2), ValueError,
+     r"^concat: the sparse dimensions \(1099511627776, 1099511627776\) have more positions than int64 can number"),
+    ("stack-shapes", lambda: xs.stack([_coo(), _csr()]), ValueError,
+     r"^stack: the arrays must have one shape \(shapes=\[\(2, 3\), \(2, 2\)\]\)\. Make the shapes equal\.$"),
+    ("hstack-not-list", lambda: xs.hstack(_coo()), TypeError, r"^hstack: expected a list or tuple of arrays"),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "match"), [pytest.param(c, e, m, id=i) for i, c, e, m in ERRORS])
+def test_errors(call: Callable[[], Any], error: type[BaseException], match: str) -> None:
+    with pytest.raises(error, match=match):
+        call()

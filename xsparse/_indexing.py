@@ -1,0 +1,533 @@
+"""Indexing and selection (``x[key]``, ``take``, ``select``, ``narrow``, ``sparse_mask``, ``where``), ``nonzero``,
+``astype``, ``clone``, and torch's predicates.
+
+Every operation dispatches on its operands' layouts. Indexing a sparse array returns a sparse array whose
+fill value is the source's: COO is indexed on every dimension (torch slices only its dense dimensions), a
+compressed array keeps its layout while both sparse dimensions are kept (sliced or not) and becomes COO
+when one of them is selected away, and a full integer index gives a 0-d COO array (``sparse_dim`` 0), never
+a backend scalar. ``layout=`` converts a result to another layout.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, cast
+
+import array_api_compat
+
+from . import dispatch
+from ._common import backend_of, dtype_name, is_strided, resolve_dtype
+from ._conversion import layout_of, to_dense
+from ._elementwise import convert_result
+from ._errors import DensificationError, LayoutError
+from ._index_key import normalize_index, parse_key
+from .backends.array_api import indexing as _generic_indexing  # noqa: F401  (registers the kernels)
+from .formats import Layout, SparseArray, strided
+
+__all__ = [
+    "getitem",
+    "take",
+    "index_select",
+    "select",
+    "narrow",
+    "sparse_mask",
+    "where",
+    "nonzero",
+    "astype",
+    "clone",
+    "is_complex",
+    "is_floating_point",
+    "is_nonzero",
+    "is_same_size",
+    "is_signed",
+]
+
+_SCALARS = (bool, int, float, complex)
+
+
+def _array(op: str, x: Any, name: str = "x") -> Any:
+    """The backend and namespace of an array argument; a TypeError naming the fix for anything else."""
+    if not isinstance(x, SparseArray) and not is_strided(x):
+        raise TypeError(
+            f"{op}: {name} must be an xsparse array or a backend array, got {type(x).__name__}. Create one first, e.g. "
+            "with the backend's asarray or xsparse.sparse_coo_array(...)."
+        )
+    backend = backend_of(x, op=op)
+    return backend, backend.load()
+
+
+def _axis(op: str, axis: Any, ndim: int, name: str = "axis") -> int:
+    try:
+        a = int(axis)
+    except (TypeError, ValueError):
+        raise TypeError(f"{op}: {name} must be an integer ({name}={axis!r}). Pass an integer in [{-ndim}, {ndim}).") from None
+    if not -ndim <= a < ndim:
+        raise IndexError(
+            f"{op}: {name} {a} is out of range for an array of {ndim} dimensions ({name}={a}, ndim={ndim}). "
+            f"Pass an integer in [{-ndim}, {ndim})."
+        )
+    return a + ndim if a < 0 else a
+
+
+# -- indexing ------------------------------------------------------------------------------------------
+
+
+def getitem(x: Any, key: Any, /, *, layout: Layout | None = None) -> Any:
+    """``x[key]``: integers, slices of any step (negative too), ``None`` and ``Ellipsis``, on every dimension.
+
+    Parameters
+    ----------
+    x
+        An xsparse array or a backend array.
+    key
+        An integer, a slice, ``None``, ``Ellipsis``, or a tuple of them. Array and list indices are not
+        supported (use :func:`take`).
+    layout
+        The layout of the result (default: see below).
+
+    Returns
+    -------
+    array
+        A sparse ``x`` gives a sparse array with ``x``'s fill value. COO stays COO, whatever is indexed. A
+        compressed array keeps its layout when both sparse dimensions are kept (sliced or not; for BSR and
+        BSC the sliced sizes must be whole blocks), and becomes COO when one of them is selected by an
+        integer or split by ``None``. A full integer index gives a 0-d COO array with ``sparse_dim`` 0.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> s = xs.sparse_coo_array([[0, 1, 1], [2, 0, 2]], [3, 4, 5], (2, 3))
+    >>> s[1].to_dense().tolist()
+    [4, 0, 5]
+    >>> s[:, ::-1].to_dense().tolist()
+    [[3, 0, 0], [5, 0, 4]]
+    >>> s[1, 2]
+    sparse_array(indices=[], shape=(0, 1),
+                 values=[5],
+                 shape=(), nnz=1, dtype=int64, layout=sparse_coo, backend=numpy)
+    >>> csr = s.to_sparse_csr()
+    >>> csr[::-1, 1:].layout, csr[0].layout
+    (xsparse.sparse_csr, xsparse.sparse_coo)
+    """
+    op = "getitem"
+    backend, xp = _array(op, x)
+    items = parse_key(op, tuple(x.shape), key)
+    return convert_result(dispatch.call(op, (layout_of(x),), backend.name, xp, x, items), layout)
+
+
+def select(x: Any, dim: int, index: int, /, *, layout: Layout | None = None) -> Any:
+    """torch's ``select``: ``x`` at ``index`` of dimension ``dim``, which disappears (``x[..., index, ...]``).
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> s = xs.sparse_coo_array([[0, 1, 1], [2, 0, 2]], [3, 4, 5], (2, 3))
+    >>> xs.select(s, 1, -1).to_dense().tolist()
+    [3, 5]
+    """
+    op = "select"
+    _array(op, x)
+    d = _axis(op, dim, x.ndim, "dim")
+    normalize_index(op, index, x.shape[d], d)
+    return getitem(x, (slice(None),) * d + (index,), layout=layout)
+
+
+def narrow(x: Any, dim: int, start: int, length: int, /, *, layout: Layout | None = None) -> Any:
+    """torch's ``narrow``: ``length`` consecutive indices of dimension ``dim`` from ``start`` (negative counts
+    from the end).
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> s = xs.sparse_coo_array([[0, 1, 1], [2, 0, 2]], [3, 4, 5], (2, 3))
+    >>> xs.narrow(s, 1, 1, 2).to_dense().tolist()
+    [[0, 3], [0, 5]]
+    """
+    op = "narrow"
+    _array(op, x)
+    d = _axis(op, dim, x.ndim, "dim")
+    size = x.shape[d]
+    s = int(start) + size if int(start) < 0 else int(start)
+    if not 0 <= s <= size or int(length) < 0 or s + int(length) > size:
+        raise IndexError(
+            f"{op}: the range [start, start + length) must lie within dimension {d} of size {size} (start={start}, "
+            f"length={length}, size={size}). Pass 0 <= start and start + length <= {size}."
+        )
+    return getitem(x, (slice(None),) * d + (slice(s, s + int(length)),), layout=layout)
+
+
+def take(x: Any, indices: Any, /, *, axis: int | None = None, layout: Layout | None = None) -> Any:
+    """The elements of ``x`` at ``indices`` along ``axis`` (the Array API's ``take``; torch's ``index_select``).
+
+    Parameters
+    ----------
+    x
+        An xsparse array or a backend array.
+    indices
+        A 1-D integer array (or list) of indices into dimension ``axis``; negative ones count from the end;
+        repeats are allowed.
+    axis
+        The dimension; required unless ``x`` is 1-D.
+    layout
+        The layout of the result (default: ``x``'s; a blocked result needs whole blocks along a sparse
+        dimension).
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> s = xs.sparse_csr_array([0, 2, 3], [0, 2, 1], [1, 2, 3], (2, 3))
+    >>> r = xs.take(s, [2, 2, 0], axis=1)
+    >>> r.layout, r.to_dense().tolist()
+    (xsparse.sparse_csr, [[2, 2, 1], [0, 0, 0]])
+    """
+    op = "take"
+    backend, xp = _array(op, x)
+    backend = backend_of(x, indices, op=op)
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError(f"{op}: axis is required for an array of {x.ndim} dimensions (axis=None, ndim={x.ndim}). Pass axis=.")
+        axis = 0
+    ax = _axis(op, axis, x.ndim)
+    ind = _index_array(op, xp, indices, x.shape[ax], ax, x)
+    return convert_result(dispatch.call(op, (layout_of(x),), backend.name, xp, x, ind, ax), layout)
+
+
+def _index_array(op: str, xp: Any, indices: Any, size: int, axis: int, x: Any) -> Any:
+    """``indices`` as a 1-D int64 array of the backend, negative ones wrapped; IndexError when out of bounds."""
+    if isinstance(indices, SparseArray):
+        raise LayoutError(f"{op}: indices must be a strided array, got a {indices.layout} array. Pass xsparse.to_dense(indices).")
+    device = x.device if isinstance(x, SparseArray) else array_api_compat.device(x)
+    ind = indices if is_strided(indices) else xp.asarray(indices, device=device)
+    if ind.ndim != 1 or not (xp.isdtype(ind.dtype, "integral") or ind.shape[0] == 0):
+        raise TypeError(
+            f"{op}: indices must be a 1-D integer array (shape={tuple(ind.shape)}, dtype={dtype_name(ind.dtype)}). Pass a "
+            "1-D array or list of integers."
+        )
+    ind = xp.astype(ind, xp.int64)
+    if ind.shape[0]:
+        lo, hi = int(xp.min(ind)), int(xp.max(ind))
+        if lo < -size or hi >= size:
+            bad = lo if lo < -size else hi
+            raise IndexError(
+                f"{op}: index {bad} is out of bounds for axis {axis} of size {size} (index={bad}, axis={axis}, size={size}). "
+                f"Use indices in [{-size}, {size})."
+            )
+        if lo < 0:
+            ind = xp.where(ind < 0, ind + size, ind)
+    return ind
+
+
+def index_select(x: Any, dim: int, index: Any, /, *, layout: Layout | None = None) -> Any:
+    """torch's ``index_select``: :func:`take` along ``dim``.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> s = xs.sparse_coo_array([[0, 1, 1], [2, 0, 2]], [3, 4, 5], (2, 3))
+    >>> xs.index_select(s, 0, [1, 1]).to_dense().tolist()
+    [[4, 0, 5], [4, 0, 5]]
+    """
+    return take(x, index, axis=dim, layout=layout)
+
+
+def sparse_mask(x: Any, mask: SparseArray, /, *, layout: Layout | None = None) -> Any:
+    """The elements of ``x`` at the specified positions of ``mask``, in ``mask``'s layout and structure.
+
+    ``mask``'s values (and fill value) are ignored, as in torch; an uncoalesced COO mask is coalesced first.
+
+    Parameters
+    ----------
+    x
+        A strided or sparse array of ``mask``'s shape.
+    mask
+        A sparse array (COO, CSR, CSC, BSR or BSC) whose pattern selects the elements.
+    layout
+        The layout of the result (default: ``mask``'s).
+
+    Returns
+    -------
+    SparseArray
+        ``x``'s element at every position ``mask`` specifies (for BSR/BSC every element of its blocks), and
+        ``x``'s fill value elsewhere: 0 for a strided ``x``, as in torch.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> mask = xs.sparse_csr_array([0, 1, 2], [1, 0], [True, True], (2, 2))
+    >>> r = xs.sparse_mask(np.asarray([[1.0, 2.0], [3.0, 4.0]]), mask)
+    >>> r.layout, r.values().tolist()
+    (xsparse.sparse_csr, [2.0, 3.0])
+    """
+    op = "sparse_mask"
+    _array(op, x)
+    if not isinstance(mask, SparseArray):
+        raise LayoutError(
+            f"{op}: mask must be a sparse array, got {type(mask).__name__}. Convert it first, e.g. with xsparse.to_sparse(mask)."
+        )
+    if tuple(x.shape) != tuple(mask.shape):
+        raise ValueError(f"{op}: x and mask must have the same shape (x.shape={tuple(x.shape)}, mask.shape={mask.shape}). Pass arrays of one shape.")
+    backend = backend_of(x, mask, op=op)
+    xp = backend.load()
+    return convert_result(dispatch.call(op, (layout_of(x), mask.layout), backend.name, xp, x, mask), layout)
+
+
+# -- where --------------------------------------------------------------------------------------
+
+
+def _operand_kind(op: str, v: Any, name: str) -> Any:
+    if isinstance(v, SparseArray):
+        return v.layout
+    if is_strided(v):
+        return strided
+    if isinstance(v, _SCALARS):
+        return "scalar"
+    raise TypeError(f"{op}: {name} must be an array or a Python scalar, got {type(v).__name__}. Wrap lists with the backend's asarray.")
+
+
+def _scalar_fits(xp: Any, value: Any, dtype: Any) -> bool:
+    """Whether a Python scalar mixes with arrays of ``dtype`` under the Array API's rules."""
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        return not xp.isdtype(dtype, "bool")
+    if isinstance(value, float):
+        return bool(xp.isdtype(dtype, ("real floating", "complex floating")))
+    return bool(xp.isdtype(dtype, "complex floating"))
+
+
+def _check_scalar(op: str, xp: Any, value: Any, other: Any, name: str) -> None:
+    if isinstance(value, _SCALARS) and not isinstance(other, _SCALARS) and other is not None and not _scalar_fits(xp, value, other.dtype):
+        raise TypeError(
+            f"{op}: the Python scalar {name}={value!r} does not mix with the dtype {dtype_name(other.dtype)}. Pass a scalar "
+            "of the array's kind, or an array of the dtype you want."
+        )
+
+
+def where(condition: Any, x1: Any, x2: Any, /, *, layout: Layout | None = None) -> Any:
+    """Elements of ``x1`` where ``condition`` is true, of ``x2`` elsewhere.
+
+    Parameters
+    ----------
+    condition
+        A boolean array, strided or sparse.
+    x1, x2
+        Arrays (strided or sparse) or Python scalars, broadcast with ``condition``.
+    layout
+        The layout of the result (default: see below).
+
+    Returns
+    -------
+    array
+        Strided when any operand is strided (as sparse with strided is in torch). Otherwise (a sparse
+        condition with sparse or scalar operands) sparse, in the condition's layout (COO when broadcasting
+        changes the shape): the condition's fill value chooses the result's, ``x1``'s fill value when it is
+        true and ``x2``'s when false, and the result specifies the union of the condition's pattern and that
+        operand's.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> c = xs.sparse_coo_array([[0, 2]], [True, False], (4,))
+    >>> x = xs.sparse_coo_array([[1, 2]], [5.0, 6.0], (4,), fill_value=-1.0)
+    >>> r = xs.where(c, 9.0, x)
+    >>> r.layout, r.fill_value, r.to_dense().tolist()
+    (xsparse.sparse_coo, -1.0, [9.0, 5.0, 6.0, -1.0])
+    """
+    op = "where"
+    kinds = (_operand_kind(op, condition, "condition"), _operand_kind(op, x1, "x1"), _operand_kind(op, x2, "x2"))
+    if kinds[0] == "scalar":
+        raise TypeError(f"{op}: condition must be an array, got {type(condition).__name__}. Pass a boolean array.")
+    backend = backend_of(condition, x1, x2, op=op)
+    xp = backend.load()
+    if not xp.isdtype(condition.dtype, "bool"):
+        raise TypeError(
+            f"{op}: condition must have dtype bool (dtype={dtype_name(condition.dtype)}). Compare first, e.g. "
+            "xsparse.where(c != 0, x1, x2)."
+        )
+    _check_scalar(op, xp, x1, x2, "x1")
+    _check_scalar(op, xp, x2, x1, "x2")
+    return convert_result(dispatch.call(op, kinds, backend.name, xp, condition, x1, x2), layout)
+
+
+# -- nonzero -------------------------------------------------------------------------------------------
+
+
+def nonzero(x: Any, /) -> tuple[Any, ...]:
+    """The indices of the non-zero elements, one backend array (int64) per dimension, in row-major order.
+
+    The result is strided by definition (the Array API's), so there is no ``layout=``. For a sparse ``x``
+    only the specified elements are read, which needs a fill value of 0: with any other fill value every
+    unspecified element is non-zero, and the result would list the whole array.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> s = xs.sparse_coo_array([[0, 1, 1], [2, 0, 2]], [3, 0, 5], (2, 3))
+    >>> [i.tolist() for i in xs.nonzero(s)]
+    [[0, 1], [2, 2]]
+    """
+    op = "nonzero"
+    backend, xp = _array(op, x)
+    if x.ndim == 0:
+        raise ValueError(f"{op}: a 0-d array has no indices to return (shape={tuple(x.shape)}). Reshape it to 1-D first.")
+    if isinstance(x, SparseArray) and (x.fill_value != 0 or x.fill_value != x.fill_value):
+        raise DensificationError(
+            f"{op}: every unspecified element equals the fill value, which is non-zero, so the result would list the "
+            f"whole array (fill_value={x.fill_value!r}, shape={x.shape}). Use xsparse.nonzero(x != x.fill_value) for the "
+            "elements that differ from it, or xsparse.nonzero(x.to_dense()) to list them all."
+        )
+    return cast("tuple[Any, ...]", dispatch.call(op, (layout_of(x),), backend.name, xp, x))
+
+
+# -- astype and clone ------------------------------------------------------------------------------------
+
+
+def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None, layout: Layout | None = None) -> Any:
+    """``x`` with values (and fill value) cast to ``dtype``; a sparse array's indices are kept as they are.
+
+    Parameters
+    ----------
+    x
+        A strided or sparse array.
+    dtype
+        The target dtype (a backend dtype or its name).
+    copy
+        True (default): the result shares no buffer with ``x``. False: ``x`` itself when it already has
+        ``dtype`` (and needs no move), else a sparse result shares ``x``'s index arrays.
+    device
+        Move the result to this device.
+    layout
+        The layout of the result (default: ``x``'s).
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_coo_array([[0, 2]], [1.5, -2.5], (4,), fill_value=3.0)
+    >>> b = xs.astype(a, "int64")
+    >>> b.fill_value, b.to_dense().tolist()
+    (3, [1, 3, -2, 3])
+    """
+    op = "astype"
+    backend, xp = _array(op, x)
+    dt = resolve_dtype(xp, dtype)
+    src = x.dtype
+    if xp.isdtype(src, "complex floating") and not xp.isdtype(dt, "complex floating"):
+        # the Array API forbids it (complex to bool included), and NumPy warns
+        raise TypeError(
+            f"{op}: casting complex values to a real dtype drops their imaginary parts (dtype={dtype_name(src)}, "
+            f"target={dtype_name(dt)}). Cast xsparse.real(x) or xsparse.abs(x) instead, or compare with x != 0 for booleans."
+        )
+    if isinstance(x, SparseArray) and xp.isdtype(dt, "integral"):
+        fill = complex(x.fill_value)
+        if not (math.isfinite(fill.real) and math.isfinite(fill.imag)):
+            raise ValueError(
+                f"{op}: the fill value has no integer representation (fill_value={x.fill_value!r}, target={dtype_name(dt)}). "
+                "Convert with to_dense() and back with a finite fill value first."
+            )
+    if not copy and dtype_name(dt) == dtype_name(src) and device is None:
+        return convert_result(x, layout)
+    out = dispatch.call(op, (layout_of(x),), backend.name, xp, x, dt, copy)
+    if device is not None:
+        from ._conversion import to_backend
+
+        out = to_backend(out, backend, device=device)
+    return convert_result(out, layout)
+
+
+def clone(x: Any, /, *, layout: Layout | None = None) -> Any:
+    """A copy of ``x``: every component of a sparse array is copied, its metadata kept.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_csr_array([0, 1, 2], [1, 0], [5.0, 6.0])
+    >>> b = xs.clone(a)
+    >>> b.values() is a.values(), b.to_dense().tolist() == a.to_dense().tolist()
+    (False, True)
+    """
+    op = "clone"
+    backend, xp = _array(op, x)
+    return convert_result(dispatch.call(op, (layout_of(x),), backend.name, xp, x), layout)
+
+
+# -- predicates ------------------------------------------------------------------------------------------
+
+
+def _dtype_is(op: str, x: Any, kinds: str | tuple[str, ...]) -> bool:
+    _, xp = _array(op, x)
+    return bool(xp.isdtype(x.dtype, kinds))
+
+
+def is_complex(x: Any, /) -> bool:
+    """Whether ``x``'s dtype is complex floating (torch's ``is_complex``).
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> xs.is_complex(xs.sparse_coo_array([[0]], [1j], (2,)))
+    True
+    """
+    return _dtype_is("is_complex", x, "complex floating")
+
+
+def is_floating_point(x: Any, /) -> bool:
+    """Whether ``x``'s dtype is real floating (torch's ``is_floating_point``).
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> xs.is_floating_point(xs.sparse_coo_array([[0]], [1.0], (2,)))
+    True
+    """
+    return _dtype_is("is_floating_point", x, "real floating")
+
+
+def is_signed(x: Any, /) -> bool:
+    """Whether ``x``'s dtype holds negative values: signed integers, real and complex floating (torch's ``is_signed``).
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> xs.is_signed(xs.sparse_coo_array([[0]], [True], (2,)))
+    False
+    """
+    return _dtype_is("is_signed", x, ("signed integer", "real floating", "complex floating"))
+
+
+def is_same_size(x1: Any, x2: Any, /) -> bool:
+    """Whether two arrays have the same shape (torch's ``is_same_size``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> xs.is_same_size(xs.zeros((2, 3), layout=xs.sparse_csr), np.zeros((2, 3)))
+    True
+    """
+    _array("is_same_size", x1, "x1")
+    _array("is_same_size", x2, "x2")
+    return tuple(x1.shape) == tuple(x2.shape)
+
+
+def is_nonzero(x: Any, /) -> bool:
+    """Whether the single element of ``x`` is non-zero (torch's ``is_nonzero``); ``x`` must hold one element.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> xs.is_nonzero(xs.sparse_coo_array([[0]], [0.0], (1,), fill_value=2.0))
+    False
+    >>> xs.is_nonzero(xs.zeros((1, 1), layout=xs.sparse_csr) + 1.0)
+    True
+    """
+    op = "is_nonzero"
+    _, xp = _array(op, x)
+    if math.prod(tuple(x.shape)) != 1:
+        raise ValueError(
+            f"{op}: the array must hold exactly one element (size={math.prod(tuple(x.shape))}, shape={tuple(x.shape)}). "
+            "Index one element first, e.g. xsparse.is_nonzero(x[0, 0])."
+        )
+    # one element: reading it densely copies nothing worth avoiding
+    value = xp.reshape(to_dense(x), ())
+    return bool(value) if xp.isdtype(value.dtype, "bool") else bool(value != 0)

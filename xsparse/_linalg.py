@@ -1,0 +1,750 @@
+"""Linear algebra with sparse operands: products, a sparse solver, and low-rank decompositions.
+
+Every function reads its operands' layouts and backend and hands them to the dispatcher: the
+operation's kernels are registered per layout signature (``xs.kernels("matmul")``, and the table in
+``docs/linalg.md``). The public layer checks shapes and arguments, and applies ``layout=`` to the
+result; it does not reshape or convert the operands, so a kernel sees what the caller passed and
+declines, with a reason, what it does not handle.
+
+The natural layout of a product follows torch: sparse @ strided and strided @ sparse are strided,
+sparse @ sparse has the left operand's layout. ``layout=`` converts the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+from . import dispatch
+from ._common import backend_of, is_strided
+from ._conversion import layout_of, matrix_transpose
+from ._elementwise import convert_result
+from .backends import Backend
+from .backends.array_api import linalg as _generic_linalg  # noqa: F401  (registers the generic kernels)
+from .formats import Layout, SparseArray, strided
+
+__all__ = [
+    "matmul",
+    "mm",
+    "mv",
+    "bmm",
+    "addmm",
+    "tensordot",
+    "vecdot",
+    "smm",
+    "hspmm",
+    "sspaddmm",
+    "sampled_addmm",
+    "spsolve",
+    "lobpcg",
+    "svd_lowrank",
+    "pca_lowrank",
+]
+
+REDUCTIONS = ("sum", "mean", "amax", "amin")
+
+
+# -- argument checks ---------------------------------------------------------------------------------
+
+
+def _check_operand(op: str, name: str, x: Any) -> None:
+    if not isinstance(x, SparseArray) and not is_strided(x):
+        raise TypeError(
+            f"{op}: {name} must be an xsparse array or a backend array, got {type(x).__name__}. Wrap Python "
+            "scalars and lists with the backend's asarray first."
+        )
+
+
+def _prepare(op: str, **operands: Any) -> tuple[Backend, Any]:
+    """Check the operands (arrays of one backend, numeric) and return the backend and its namespace."""
+    for name, x in operands.items():
+        _check_operand(op, name, x)
+    backend = backend_of(*operands.values(), op=op)
+    xp = backend.load()
+    for name, x in operands.items():
+        if xp.isdtype(x.dtype, "bool"):
+            raise TypeError(
+                f"{op}: {name} has a boolean dtype ({name}.dtype=bool); products are defined for numeric dtypes. "
+                "Convert it to an integer or floating dtype first."
+            )
+    return backend, xp
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return tuple(int(s) for s in x.shape)
+
+
+def _broadcast(op: str, what: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for dims in zip(*((1,) * (ndim - len(s)) + s for s in shapes)):
+        sizes = {d for d in dims if d != 1}
+        if len(sizes) > 1:
+            listed = ", ".join(str(s) for s in shapes)
+            raise ValueError(f"{op}: the {what} do not broadcast ({listed}). Make each size equal, or 1.")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether ``shape`` broadcasts to ``target`` (without changing ``target``)."""
+    if len(shape) > len(target):
+        return False
+    return all(s in (1, t) for s, t in zip(shape, target[len(target) - len(shape) :]))
+
+
+def _matmul_shape(op: str, s1: tuple[int, ...], s2: tuple[int, ...], names: tuple[str, str] = ("x1", "x2")) -> tuple[int, ...]:
+    """The shape of ``x1 @ x2`` under the Array API's rules; raises ValueError naming the mismatch."""
+    n1, n2 = names
+    if not s1 or not s2:
+        raise ValueError(
+            f"{op}: both operands need at least one dimension ({n1}.shape={s1}, {n2}.shape={s2}). "
+            "Multiply by a scalar with xsparse.multiply instead."
+        )
+    k1, k2 = s1[-1], (s2[0] if len(s2) == 1 else s2[-2])
+    if k1 != k2:
+        raise ValueError(
+            f"{op}: the contracted dimensions differ ({n1}.shape={s1}, {n2}.shape={s2}: {k1} != {k2}). Give {n1}'s last "
+            f"dimension the size of {n2}'s {'only' if len(s2) == 1 else 'second-to-last'} one, or transpose an operand."
+        )
+    batch = _broadcast(op, "batch dimensions", s1[:-2], s2[:-2])
+    return batch + s1[-2:-1] + s2[-1:] if len(s2) > 1 else batch + s1[-2:-1]
+
+
+def _call(op: str, layouts: Sequence[Layout], backend: Backend, xp: Any, *args: Any) -> Any:
+    return dispatch.call(op, tuple(layouts), backend.name, xp, *args)
+
+
+def _check_ndim(op: str, **operands: Any) -> None:
+    for name, (x, ndim) in operands.items():
+        if x.ndim != ndim:
+            raise ValueError(
+                f"{op}: {name} must be {ndim}-D ({name}.shape={_shape(x)}). Use xsparse.matmul for vectors, "
+                "batches and broadcasting."
+            )
+
+
+def _check_scalars(op: str, xp: Any, dtype: Any, **scalars: Any) -> None:
+    for name, value in scalars.items():
+        if not isinstance(value, (int, float, complex)) or isinstance(value, bool):
+            raise TypeError(f"{op}: {name} must be a Python number, got {type(value).__name__} ({name}={value!r}). Pass an int, float or complex.")
+        if xp.isdtype(dtype, "integral") and not isinstance(value, int):
+            raise TypeError(
+                f"{op}: {name} must be an integer for operands of an integer dtype ({name}={value!r}). Pass an integer, "
+                "or operands of a floating dtype."
+            )
+        if isinstance(value, complex) and not xp.isdtype(dtype, "complex floating"):
+            raise TypeError(f"{op}: {name} is complex but the operands are real ({name}={value!r}). Pass a real number.")
+
+
+# -- products ----------------------------------------------------------------------------------------
+
+
+def matmul(x1: Any, x2: Any, /, *, layout: Layout | None = None) -> Any:
+    """Matrix product with the Array API's rules (``x1 @ x2``).
+
+    A 1-D operand is a vector (its added dimension removed from the result), batch dimensions broadcast.
+    Any mix of strided and sparse operands of one backend is accepted; ``xs.kernels("matmul")`` lists the
+    layout signatures with kernels (``docs/linalg.md`` prints the table).
+
+    Parameters
+    ----------
+    x1, x2
+        Strided (backend) or xsparse arrays, ``(..., M, K)`` and ``(..., K, N)`` (or vectors).
+    layout
+        The result layout. By default, as torch: sparse @ strided and strided @ sparse are strided,
+        sparse @ sparse has ``x1``'s layout (blocks of ``x1``'s block rows and ``x2``'s block columns;
+        a vector result is COO). A sparse operand contracted over one of its *dense* dimensions keeps
+        its structure (each stored element is multiplied).
+
+    Returns
+    -------
+    array
+        ``x1 @ x2``. A sparse factor with a non-zero fill value is handled exactly where the result
+        is strided; a product of two sparse arrays needs fill values 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> a = xs.sparse_csr_array([0, 2, 3], [0, 2, 1], [1.0, 2.0, 3.0], (2, 3))
+    >>> b = np.arange(6.0).reshape(3, 2)
+    >>> xs.matmul(a, b)
+    array([[ 8., 11.],
+           [ 6.,  9.]])
+    >>> (a @ b[:, 0]).tolist(), (b.T @ a.T).shape
+    ([8.0, 6.0], (2, 2))
+    >>> c = a @ a.T
+    >>> c.layout, c.to_dense().tolist()
+    (xsparse.sparse_csr, [[5.0, 0.0], [0.0, 9.0]])
+    >>> xs.matmul(a, a.T, layout=xs.sparse_coo).layout
+    xsparse.sparse_coo
+    """
+    op = "matmul"
+    backend, xp = _prepare(op, x1=x1, x2=x2)
+    _matmul_shape(op, _shape(x1), _shape(x2))
+    return convert_result(_call(op, (layout_of(x1), layout_of(x2)), backend, xp, x1, x2), layout)
+
+
+def _reduce_product(op: str, backend: Backend, xp: Any, a: Any, b: Any, reduce: str, layout: Layout | None) -> Any:
+    if reduce not in REDUCTIONS:
+        raise ValueError(f"{op}: reduce must be one of {', '.join(map(repr, REDUCTIONS))} or None (reduce={reduce!r}). Pick one of them.")
+    if not isinstance(a, SparseArray) or isinstance(b, SparseArray):
+        raise TypeError(
+            f"{op}: reduce= needs a sparse first and a strided second operand (layouts=({layout_of(a)}, {layout_of(b)})). "
+            "Convert the operands, e.g. with xsparse.to_sparse_csr(mat1) and xsparse.to_dense(mat2)."
+        )
+    return convert_result(_call("matmul_reduce", (a.layout, strided), backend, xp, a, b, reduce), layout)
+
+
+def mm(mat1: Any, mat2: Any, /, *, reduce: str | None = None, layout: Layout | None = None) -> Any:
+    """Product of two matrices, ``torch.mm`` and ``torch.sparse.mm`` in one function.
+
+    ``reduce=`` is torch.sparse.mm's: each output element reduces the products of ``mat1``'s
+    *specified* elements of its row with ``mat2``'s column by ``"sum"``, ``"mean"``, ``"amax"`` or
+    ``"amin"`` (rows with no specified element give 0). The flat xsparse namespace has one ``mm``, so
+    the reduction is a keyword of it rather than a separate ``sparse.mm``.
+
+    Parameters
+    ----------
+    mat1, mat2
+        2-D arrays, ``(M, K)`` and ``(K, N)``; with ``reduce``, ``mat1`` sparse and ``mat2`` strided.
+    reduce
+        ``None`` for the product, or one of ``"sum"``, ``"mean"``, ``"amax"``, ``"amin"``.
+    layout
+        The result layout (default as :func:`matmul`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> a = xs.sparse_csr_array([0, 2, 2, 3], [0, 2, 1], [1.0, 2.0, -3.0], (3, 3))
+    >>> b = np.asarray([[1.0, -2.0], [3.0, 4.0], [-5.0, 6.0]])
+    >>> xs.mm(a, b)
+    array([[ -9.,  10.],
+           [  0.,   0.],
+           [ -9., -12.]])
+    >>> xs.mm(a, b, reduce="amax")
+    array([[  1.,  12.],
+           [  0.,   0.],
+           [ -9., -12.]])
+    """
+    op = "mm"
+    backend, xp = _prepare(op, mat1=mat1, mat2=mat2)
+    _check_ndim(op, mat1=(mat1, 2), mat2=(mat2, 2))
+    _matmul_shape(op, _shape(mat1), _shape(mat2), ("mat1", "mat2"))
+    if reduce is not None:
+        return _reduce_product(op, backend, xp, mat1, mat2, reduce, layout)
+    return convert_result(_call("matmul", (layout_of(mat1), layout_of(mat2)), backend, xp, mat1, mat2), layout)
+
+
+def mv(mat: Any, vec: Any, /, *, layout: Layout | None = None) -> Any:
+    """Matrix-vector product, ``mat @ vec`` for a 2-D ``mat`` and a 1-D ``vec``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> a = xs.sparse_coo_array([[0, 1, 1], [2, 0, 2]], [3.0, 4.0, 5.0], (2, 3))
+    >>> xs.mv(a, np.asarray([1.0, 2.0, 3.0]))
+    array([ 9., 19.])
+    """
+    op = "mv"
+    backend, xp = _prepare(op, mat=mat, vec=vec)
+    _check_ndim(op, mat=(mat, 2), vec=(vec, 1))
+    _matmul_shape(op, _shape(mat), _shape(vec), ("mat", "vec"))
+    return convert_result(_call("matmul", (layout_of(mat), layout_of(vec)), backend, xp, mat, vec), layout)
+
+
+def bmm(input: Any, mat2: Any, /, *, layout: Layout | None = None) -> Any:
+    """Batched matrix product of two 3-D arrays with the same batch size (no broadcasting, as torch.bmm).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> a = xs.to_sparse_csr(np.asarray([[[1.0, 0], [0, 2]], [[0, 3.0], [4, 0]]]))
+    >>> xs.bmm(a, np.ones((2, 2, 1))).tolist()
+    [[[1.0], [2.0]], [[3.0], [4.0]]]
+    """
+    op = "bmm"
+    backend, xp = _prepare(op, input=input, mat2=mat2)
+    _check_ndim(op, input=(input, 3), mat2=(mat2, 3))
+    if input.shape[0] != mat2.shape[0]:
+        raise ValueError(
+            f"{op}: the batch sizes differ (input.shape={_shape(input)}, mat2.shape={_shape(mat2)}). Pass batches of one "
+            "size, or use xsparse.matmul, which broadcasts them."
+        )
+    _matmul_shape(op, _shape(input), _shape(mat2), ("input", "mat2"))
+    return convert_result(_call("matmul", (layout_of(input), layout_of(mat2)), backend, xp, input, mat2), layout)
+
+
+def addmm(input: Any, mat1: Any, mat2: Any, /, *, beta: Any = 1, alpha: Any = 1, layout: Layout | None = None) -> Any:
+    """``beta * input + alpha * (mat1 @ mat2)`` for matrices; ``input`` strided, broadcast to ``(M, N)``.
+
+    As in torch, ``beta=0`` ignores ``input`` (NaN and infinity in it included). For a sparse ``input``
+    and a sparse result use :func:`sspaddmm`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> a = xs.sparse_csr_array([0, 1, 2], [1, 0], [2.0, 3.0], (2, 2))
+    >>> xs.addmm(np.ones(2), a, np.eye(2), beta=10, alpha=2)
+    array([[10., 14.],
+           [16., 10.]])
+    """
+    op = "addmm"
+    backend, xp = _prepare(op, input=input, mat1=mat1, mat2=mat2)
+    if isinstance(input, SparseArray):
+        raise TypeError(
+            f"{op}: input must be strided (input layout={input.layout}). For a sparse input and a sparse result use "
+            "xsparse.sspaddmm, or pass xsparse.to_dense(input)."
+        )
+    _check_ndim(op, mat1=(mat1, 2), mat2=(mat2, 2))
+    shape = _matmul_shape(op, _shape(mat1), _shape(mat2), ("mat1", "mat2"))
+    if not _broadcasts_to(_shape(input), shape):
+        raise ValueError(f"{op}: input (input.shape={_shape(input)}) must broadcast to the product's shape {shape}. Pass an input of that shape.")
+    _check_scalars(op, xp, xp.result_type(input.dtype, mat1.dtype, mat2.dtype), beta=beta, alpha=alpha)
+    layouts = (strided, layout_of(mat1), layout_of(mat2))
+    return convert_result(_call(op, layouts, backend, xp, input, mat1, mat2, beta, alpha), layout)
+
+
+def sampled_addmm(
+    input: SparseArray, mat1: Any, mat2: Any, /, *, beta: Any = 1.0, alpha: Any = 1.0, layout: Layout | None = None
+) -> Any:
+    """``beta * input + alpha * (mat1 @ mat2)`` at the specified elements of the sparse ``input`` (SDDMM).
+
+    torch.sparse.sampled_addmm: the result has ``input``'s layout and sparsity pattern, batches
+    included. Its unspecified elements are ``beta`` times ``input``'s fill value.
+
+    Parameters
+    ----------
+    input
+        A sparse ``(*B, M, N)`` array without dense dimensions: the mask (and the added term).
+    mat1, mat2
+        Strided ``(*B, M, K)`` and ``(*B, K, N)``; their batch dimensions broadcast to ``input``'s.
+    beta, alpha
+        Python numbers.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> mask = xs.sparse_csr_array([0, 1, 2], [1, 0], [1.0, 1.0], (2, 2))
+    >>> r = xs.sampled_addmm(mask, np.asarray([[1.0, 2.0], [3.0, 4.0]]), np.eye(2), beta=0.5)
+    >>> r.layout, r.values().tolist()
+    (xsparse.sparse_csr, [2.5, 3.5])
+    """
+    op = "sampled_addmm"
+    backend, xp = _prepare(op, input=input, mat1=mat1, mat2=mat2)
+    if not isinstance(input, SparseArray) or isinstance(mat1, SparseArray) or isinstance(mat2, SparseArray):
+        raise TypeError(
+            f"{op}: input must be sparse and mat1, mat2 strided (layouts=({layout_of(input)}, {layout_of(mat1)}, "
+            f"{layout_of(mat2)})). Convert the mask with xsparse.to_sparse_csr and the factors with xsparse.to_dense."
+        )
+    if mat1.ndim < 2 or mat2.ndim < 2 or input.ndim < 2:
+        raise ValueError(
+            f"{op}: input, mat1 and mat2 must be (batched) matrices (input.shape={_shape(input)}, mat1.shape={_shape(mat1)}, "
+            f"mat2.shape={_shape(mat2)}). Add the missing dimensions."
+        )
+    shape = _matmul_shape(op, _shape(mat1), _shape(mat2), ("mat1", "mat2"))
+    if not _broadcasts_to(shape, _shape(input)):
+        raise ValueError(
+            f"{op}: mat1 @ mat2 (shape {shape}) must broadcast to input's shape (input.shape={_shape(input)}). Give mat1 "
+            "and mat2 the rows and columns of input."
+        )
+    _check_scalars(op, xp, xp.result_type(input.dtype, mat1.dtype, mat2.dtype), beta=beta, alpha=alpha)
+    layouts = (input.layout, strided, strided)
+    return convert_result(_call(op, layouts, backend, xp, input, mat1, mat2, beta, alpha), layout)
+
+
+def _check_coo_matrix_product(op: str, a: Any, b: Any, names: tuple[str, str]) -> None:
+    if not isinstance(a, SparseArray) or isinstance(b, SparseArray):
+        raise TypeError(
+            f"{op}: {names[0]} must be sparse and {names[1]} strided (layouts=({layout_of(a)}, {layout_of(b)})). Convert "
+            f"them, e.g. with xsparse.to_sparse_coo({names[0]}) and xsparse.to_dense({names[1]})."
+        )
+    _check_ndim(op, **{names[0]: (a, 2), names[1]: (b, 2)})
+    _matmul_shape(op, _shape(a), _shape(b), names)
+
+
+def smm(input: SparseArray, mat: Any, /, *, layout: Layout | None = None) -> Any:
+    """``input @ mat`` as a sparse COO array (torch.smm): every element of the rows where ``input`` has one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> a = xs.sparse_coo_array([[0, 2], [1, 0]], [2.0, 3.0], (3, 2))
+    >>> r = xs.smm(a, np.asarray([[1.0, 2.0], [3.0, 4.0]]))
+    >>> r.indices().tolist(), r.values().tolist()
+    ([[0, 0, 2, 2], [0, 1, 0, 1]], [6.0, 8.0, 3.0, 6.0])
+    """
+    op = "smm"
+    backend, xp = _prepare(op, input=input, mat=mat)
+    _check_coo_matrix_product(op, input, mat, ("input", "mat"))
+    return convert_result(_call(op, (input.layout, strided), backend, xp, input, mat), layout)
+
+
+def hspmm(mat1: SparseArray, mat2: Any, /, *, layout: Layout | None = None) -> Any:
+    """``mat1 @ mat2`` as a hybrid COO array (torch.hspmm): sparse rows, dense columns.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> a = xs.sparse_coo_array([[0, 2], [1, 0]], [2.0, 3.0], (3, 2))
+    >>> r = xs.hspmm(a, np.asarray([[1.0, 2.0], [3.0, 4.0]]))
+    >>> r.sparse_dim(), r.indices().tolist(), r.values().tolist()
+    (1, [[0, 2]], [[6.0, 8.0], [3.0, 6.0]])
+    """
+    op = "hspmm"
+    backend, xp = _prepare(op, mat1=mat1, mat2=mat2)
+    _check_coo_matrix_product(op, mat1, mat2, ("mat1", "mat2"))
+    return convert_result(_call(op, (mat1.layout, strided), backend, xp, mat1, mat2), layout)
+
+
+def sspaddmm(
+    input: SparseArray, mat1: SparseArray, mat2: Any, /, *, beta: Any = 1, alpha: Any = 1, layout: Layout | None = None
+) -> Any:
+    """``beta * input + alpha * (mat1 @ mat2)`` as an uncoalesced COO array (torch.sspaddmm).
+
+    The result lists ``beta`` times ``input``'s elements, then ``alpha`` times those of
+    ``smm(mat1, mat2)``; duplicates add up when it is coalesced.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> s = xs.sparse_coo_array([[0], [0]], [1.0], (2, 2))
+    >>> a = xs.sparse_coo_array([[1], [1]], [2.0], (2, 2))
+    >>> r = xs.sspaddmm(s, a, np.eye(2), beta=3)
+    >>> r.is_coalesced(), r.to_dense().tolist()
+    (False, [[3.0, 0.0], [0.0, 2.0]])
+    """
+    op = "sspaddmm"
+    backend, xp = _prepare(op, input=input, mat1=mat1, mat2=mat2)
+    if not isinstance(input, SparseArray):
+        raise TypeError(f"{op}: input must be sparse (input layout={layout_of(input)}). For a strided input use xsparse.addmm.")
+    _check_coo_matrix_product(op, mat1, mat2, ("mat1", "mat2"))
+    shape = (mat1.shape[0], mat2.shape[1])
+    if _shape(input) != shape:
+        raise ValueError(f"{op}: input must have the product's shape {shape} (input.shape={_shape(input)}). Pass an input of that shape.")
+    _check_scalars(op, xp, xp.result_type(input.dtype, mat1.dtype, mat2.dtype), beta=beta, alpha=alpha)
+    return convert_result(_call(op, (input.layout, mat1.layout, strided), backend, xp, input, mat1, mat2, beta, alpha), layout)
+
+
+def tensordot(x1: Any, x2: Any, /, *, axes: int | tuple[Sequence[int], Sequence[int]] = 2, layout: Layout | None = None) -> Any:
+    """Contraction over ``axes`` (the Array API's ``tensordot``), with sparse or strided operands.
+
+    A sparse operand is read as a matrix of (free x contracted) dimensions, an index computation, and
+    the contraction is one :func:`matmul`. The result is strided when an operand is strided, COO when
+    both are sparse.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> a = xs.sparse_coo_array([[0, 1], [1, 0], [0, 1]], [1.0, 2.0], (2, 2, 2))
+    >>> xs.tensordot(a, np.ones((2, 2)), axes=2).tolist()
+    [1.0, 2.0]
+    >>> xs.tensordot(a, np.ones(2), axes=([0], [0])).tolist()
+    [[0.0, 2.0], [1.0, 0.0]]
+    """
+    op = "tensordot"
+    backend, xp = _prepare(op, x1=x1, x2=x2)
+    s1, s2 = _shape(x1), _shape(x2)
+    if isinstance(axes, int):
+        if not 0 <= axes <= min(len(s1), len(s2)):
+            raise ValueError(f"{op}: axes={axes} must lie in [0, {min(len(s1), len(s2))}] (x1.shape={s1}, x2.shape={s2}). Pass fewer axes.")
+        axes1, axes2 = tuple(range(len(s1) - axes, len(s1))), tuple(range(axes))
+    else:
+        if len(axes) != 2 or len(axes[0]) != len(axes[1]):
+            raise ValueError(f"{op}: axes must be an int or two sequences of equal length (axes={axes!r}). Pass e.g. axes=([1], [0]).")
+        axes1 = tuple(_axis(op, int(d), len(s1)) for d in axes[0])
+        axes2 = tuple(_axis(op, int(d), len(s2)) for d in axes[1])
+        if len(set(axes1)) != len(axes1) or len(set(axes2)) != len(axes2):
+            raise ValueError(f"{op}: an axis is repeated (axes={axes!r}). Name each axis once.")
+    for d1, d2 in zip(axes1, axes2):
+        if s1[d1] != s2[d2]:
+            raise ValueError(
+                f"{op}: contracted dimensions differ in size (x1.shape={s1} axis {d1}, x2.shape={s2} axis {d2}). Contract "
+                "dimensions of equal size."
+            )
+    return convert_result(_call(op, (layout_of(x1), layout_of(x2)), backend, xp, x1, x2, axes1, axes2), layout)
+
+
+def _axis(op: str, axis: int, ndim: int) -> int:
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{op}: axis {axis} is out of range for {ndim} dimensions (axis={axis}, ndim={ndim}). Pass an axis in [-{ndim}, {ndim}).")
+    return axis % ndim
+
+
+def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, layout: Layout | None = None) -> Any:
+    """Dot products of the vectors along ``axis``: ``sum(conj(x1) * x2, axis=axis)``, broadcasting.
+
+    Sparse with strided gives strided, sparse with sparse gives COO; a sparse operand's non-zero fill
+    value is handled exactly with a strided partner.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> a = xs.sparse_coo_array([[0, 1], [1, 2]], [2.0, 3.0], (2, 3))
+    >>> xs.vecdot(a, np.ones((2, 3))).tolist()
+    [2.0, 3.0]
+    """
+    op = "vecdot"
+    backend, xp = _prepare(op, x1=x1, x2=x2)
+    s1, s2 = _shape(x1), _shape(x2)
+    if not s1 or not s2:
+        raise ValueError(f"{op}: both operands need at least one dimension (x1.shape={s1}, x2.shape={s2}). Use xsparse.multiply for scalars.")
+    full = _broadcast(op, "shapes", s1, s2)
+    rank = min(len(s1), len(s2))
+    negative = axis if axis < 0 else axis - len(full)
+    if not -rank <= negative <= -1:
+        raise ValueError(
+            f"{op}: axis {axis} is not a dimension of both operands (x1.shape={s1}, x2.shape={s2}). Pass an axis in "
+            f"[-{rank}, -1]."
+        )
+    if s1[negative] != s2[negative]:
+        raise ValueError(f"{op}: the vectors differ in length along axis {axis} (x1.shape={s1}, x2.shape={s2}). Pass vectors of one length.")
+    return convert_result(_call(op, (layout_of(x1), layout_of(x2)), backend, xp, x1, x2, negative), layout)
+
+
+# -- solving -------------------------------------------------------------------------------------------
+
+
+def spsolve(A: Any, B: Any, /, *, left: bool = True, layout: Layout | None = None) -> Any:
+    """Solve ``A X = B`` (``X A = B`` with ``left=False``) for a square sparse ``A`` (torch.sparse.spsolve).
+
+    The kernels per backend: NumPy factorizes with SciPy's SuperLU; torch on CPU hands its (zero-copy)
+    components to the same SuperLU, with gradients for ``B`` and ``A``'s values; every other backend
+    runs the generic kernel, restarted GMRES with products through :func:`matmul`, which stops at a
+    relative residual of 100 machine epsilons and raises if it does not get there. No kernel forms a
+    dense copy of ``A``.
+
+    Parameters
+    ----------
+    A
+        ``(N, N)``, sparse (any layout; CSR and CSC are read in place) or strided, floating or complex.
+    B
+        Strided ``(N,)`` or ``(N, K)`` (``(N,)`` or ``(K, N)`` with ``left=False``).
+    left
+        Solve ``A X = B`` (default) or ``X A = B``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> a = xs.sparse_csr_array([0, 2, 3], [0, 1, 1], [2.0, 1.0, 4.0], (2, 2))
+    >>> xs.spsolve(a, np.asarray([3.0, 8.0]))
+    array([0.5, 2. ])
+    """
+    op = "spsolve"
+    backend, xp = _prepare(op, A=A, B=B)
+    if isinstance(B, SparseArray):
+        raise TypeError(f"{op}: B must be strided (B layout={B.layout}). Pass xsparse.to_dense(B).")
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"{op}: A must be a square matrix (A.shape={_shape(A)}). Pass an (N, N) system.")
+    for name, x in (("A", A), ("B", B)):
+        if not xp.isdtype(x.dtype, ("real floating", "complex floating")):
+            raise TypeError(f"{op}: {name} must have a floating or complex dtype ({name}.dtype={x.dtype}). Convert it to a floating dtype first.")
+    n = A.shape[0]
+    along = 0 if left or B.ndim == 1 else 1
+    if B.ndim not in (1, 2) or B.shape[along] != n:
+        raise ValueError(
+            f"{op}: B must be ({n},) or {'(' + str(n) + ', K)' if left else '(K, ' + str(n) + ')'} for A of shape {_shape(A)} "
+            f"(B.shape={_shape(B)}). Pass a right-hand side of that shape."
+        )
+    if not left:
+        # X A = B  <=>  A.mT X.mT = B.mT
+        at = matrix_transpose(A)
+        bt = B if B.ndim == 1 else xp.matrix_transpose(B)
+        x = _call(op, (layout_of(at), strided), backend, xp, at, bt)
+        return convert_result(x if B.ndim == 1 else xp.matrix_transpose(x), layout)
+    return convert_result(_call(op, (layout_of(A), strided), backend, xp, A, B), layout)
+
+
+# -- decompositions through products with the operand -------------------------------------------------
+
+
+def _matrix_operand(op: str, A: Any) -> tuple[Backend, Any]:
+    backend, xp = _prepare(op, A=A)
+    if A.ndim != 2:
+        raise ValueError(f"{op}: A must be 2-D (A.shape={_shape(A)}). Decompose the matrices of a batch one at a time.")
+    if not xp.isdtype(A.dtype, ("real floating", "complex floating")):
+        raise TypeError(f"{op}: A must have a floating or complex dtype (A.dtype={A.dtype}). Convert it to a floating dtype first.")
+    return backend, xp
+
+
+def _convert_all(results: tuple[Any, ...], layout: Layout | None) -> tuple[Any, ...]:
+    return tuple(convert_result(r, layout) for r in results)
+
+
+def svd_lowrank(
+    A: Any, q: int | None = 6, niter: int = 2, M: Any = None, *, seed: Any = None, layout: Layout | None = None
+) -> tuple[Any, Any, Any]:
+    """Approximate truncated SVD, ``A - M ~ U diag(S) V^H``, by randomized subspace iteration (torch.svd_lowrank).
+
+    ``A`` enters through products only (``A @ X`` and ``A^H @ X`` through :func:`matmul`), so any layout
+    works and nothing is densified; the factors are strided.
+
+    Parameters
+    ----------
+    A
+        ``(M, N)``, sparse or strided, floating or complex.
+    q
+        The rank of the approximation (default 6), at most ``min(M, N)``.
+    niter
+        Subspace iterations (default 2).
+    M
+        A strided array broadcast to ``A``'s shape, subtracted implicitly (default none).
+    seed
+        Seeds the Gaussian test matrix (NumPy's ``default_rng``); the torch kernel seeds torch's
+        generator with it, in a forked RNG state.
+
+    Returns
+    -------
+    U, S, V
+        ``(M, q)``, ``(q,)``, ``(N, q)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> a = xs.to_sparse_csr(np.diag([5.0, 3.0, 0.0, 0.0]))
+    >>> U, S, V = xs.svd_lowrank(a, q=2, seed=0)
+    >>> np.round(S, 8).tolist()
+    [5.0, 3.0]
+    """
+    op = "svd_lowrank"
+    backend, xp = _matrix_operand(op, A)
+    q = 6 if q is None else q
+    if not 1 <= q <= min(A.shape):
+        raise ValueError(f"{op}: q must lie in [1, min(A.shape)] (q={q}, A.shape={_shape(A)}). Ask for a smaller rank.")
+    if M is not None:
+        _check_operand(op, "M", M)
+        if isinstance(M, SparseArray):
+            raise TypeError(f"{op}: M must be strided (M layout={M.layout}). Pass xsparse.to_dense(M).")
+        _broadcast(op, "shapes of A and M", _shape(A), _shape(M))
+    return cast(tuple[Any, Any, Any], _convert_all(_call(op, (layout_of(A),), backend, xp, A, q, niter, M, seed), layout))
+
+
+def pca_lowrank(
+    A: Any, q: int | None = None, center: bool = True, niter: int = 2, *, seed: Any = None, layout: Layout | None = None
+) -> tuple[Any, Any, Any]:
+    """Principal component analysis of a low-rank matrix (torch.pca_lowrank): ``svd_lowrank`` of ``A``
+    minus its column means, the centering kept implicit so that a sparse ``A`` stays sparse.
+
+    Parameters
+    ----------
+    A
+        ``(M, N)``, sparse or strided.
+    q
+        The rank (default ``min(6, M, N)``).
+    center
+        Subtract the column means (default True).
+    niter, seed
+        As for :func:`svd_lowrank`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> a = xs.to_sparse_coo(np.asarray([[2.0, 0.0], [0.0, 0.0], [0.0, 0.0], [-2.0, 0.0]]))
+    >>> U, S, V = xs.pca_lowrank(a, q=1, seed=0)
+    >>> np.round(S, 8).tolist(), np.round(np.abs(V), 8).tolist()
+    ([2.82842712], [[1.0], [0.0]])
+    """
+    op = "pca_lowrank"
+    backend, xp = _matrix_operand(op, A)
+    q = min(6, *A.shape) if q is None else q
+    if not 1 <= q <= min(A.shape):
+        raise ValueError(f"{op}: q must lie in [1, min(A.shape)] (q={q}, A.shape={_shape(A)}). Ask for a smaller rank.")
+    return cast(tuple[Any, Any, Any], _convert_all(_call(op, (layout_of(A),), backend, xp, A, q, bool(center), niter, seed), layout))
+
+
+def lobpcg(
+    A: Any,
+    k: int | None = None,
+    B: Any = None,
+    X: Any = None,
+    n: int | None = None,
+    iK: Any = None,
+    niter: int | None = None,
+    tol: float | None = None,
+    largest: bool | None = None,
+    *,
+    seed: Any = None,
+    layout: Layout | None = None,
+) -> tuple[Any, Any]:
+    """The ``k`` largest (or smallest) eigenpairs of ``A X = B X E`` for symmetric (Hermitian) ``A`` and
+    positive definite ``B``, by LOBPCG (torch.lobpcg's parameters but ``method``, ``tracker``, ``ortho_*``).
+
+    ``A``, ``B`` and the preconditioner ``iK`` enter through products only, so they may be sparse in any
+    layout. Eigenvalues come most extreme first.
+
+    Parameters
+    ----------
+    A
+        ``(m, m)``, sparse or strided, floating.
+    k
+        The number of eigenpairs (default: ``X``'s columns, or 1).
+    B, iK
+        The mass matrix and the preconditioner, ``(m, m)`` (default: identity).
+    X
+        Initial ``(m, n)`` approximation (default: Gaussian, from ``seed``).
+    n
+        The block size (default ``k``); ``m`` must be at least ``3 * n``.
+    niter
+        The most iterations (default 1000).
+    tol
+        The residual tolerance, relative to ``max(|eigenvalue|, 1)`` (default: the square root of the
+        dtype's epsilon).
+    largest
+        Largest (default) or smallest eigenpairs.
+
+    Returns
+    -------
+    E, X
+        ``(k,)`` eigenvalues and ``(m, k)`` B-orthonormal eigenvectors, strided.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> a = xs.to_sparse_csr(np.diag(np.arange(1.0, 10.0)))
+    >>> E, X = xs.lobpcg(a, k=2, seed=0)
+    >>> np.round(E, 6).tolist()
+    [9.0, 8.0]
+    """
+    op = "lobpcg"
+    backend, xp = _matrix_operand(op, A)
+    size = A.shape[0]
+    if A.shape[1] != size:
+        raise ValueError(f"{op}: A must be square (A.shape={_shape(A)}). Pass a symmetric matrix.")
+    for name, m in (("B", B), ("iK", iK)):
+        if m is not None:
+            _check_operand(op, name, m)
+            if _shape(m) != (size, size):
+                raise ValueError(f"{op}: {name} must have A's shape ({name}.shape={_shape(m)}, A.shape={_shape(A)}). Pass a ({size}, {size}) matrix.")
+    if X is not None:
+        _check_operand(op, "X", X)
+        if isinstance(X, SparseArray) or X.ndim != 2 or X.shape[0] != size:
+            raise ValueError(f"{op}: X must be a strided ({size}, n) array (X.shape={_shape(X)}). Pass one column per eigenvector sought.")
+    k = (X.shape[1] if X is not None else 1) if k is None else k
+    n = (X.shape[1] if X is not None else k) if n is None else n
+    if not 1 <= k <= n:
+        raise ValueError(f"{op}: k must lie in [1, n] (k={k}, n={n}). Ask for at most n eigenpairs.")
+    if size < 3 * n:
+        raise ValueError(
+            f"{op}: LOBPCG needs at least 3 * n rows (A.shape={_shape(A)}, n={n}). Ask for fewer eigenpairs, or use a dense "
+            "eigensolver on xsparse.to_dense(A)."
+        )
+    niter = 1000 if niter is None else niter
+    tol = float(xp.finfo(A.dtype).eps) ** 0.5 if tol is None else tol
+    largest = True if largest is None else largest
+    result = _call(op, (layout_of(A),), backend, xp, A, k, B, X, n, iK, niter, tol, bool(largest), seed)
+    return cast(tuple[Any, Any], _convert_all(result, layout))

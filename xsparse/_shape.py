@@ -1,0 +1,579 @@
+"""Shape manipulation and joining: the Array API's functions, plus torch's and NumPy's extra names.
+
+Every function takes strided and sparse arrays and dispatches on the operand's layout. A sparse
+operand keeps its layout where the layout can hold the result (a compressed array's batch and dense
+dimensions move on its components, its two sparse dimensions as a whole); elsewhere the declared
+rewrite through COO computes a COO result and warns (:class:`~xsparse.SparseEfficiencyWarning`).
+Nothing is densified: a dense dimension that has to move before a sparse one is *regrouped*, its
+stored sub-arrays split into one entry per element. ``layout=`` converts the result to another layout.
+
+``moveaxis`` is ``permute_dims``, ``unsqueeze`` is ``expand_dims``, and ``stack``, ``hstack``,
+``vstack`` and ``dstack`` are ``expand_dims`` and ``concat``, so they use those operations' kernels.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+from . import dispatch
+from ._common import backend_of, is_strided, scalar_for
+from ._conversion import layout_of, to_dense, to_sparse
+from ._elementwise import convert_result
+from ._errors import DensificationError
+from .backends import Backend, backend_of_array
+from .backends.array_api import shape as _generic_shape  # noqa: F401  (registers the kernels)
+from .formats import COOArray, CompressedArray, Layout, SparseArray, strided
+
+__all__ = [
+    "permute_dims",
+    "moveaxis",
+    "reshape",
+    "expand_dims",
+    "unsqueeze",
+    "squeeze",
+    "broadcast_to",
+    "flip",
+    "concat",
+    "stack",
+    "hstack",
+    "vstack",
+    "dstack",
+]
+
+
+# -- argument checks -------------------------------------------------------------------------------
+
+
+def _operand(op: str, x: Any) -> tuple[Backend, Layout, Any]:
+    """The backend, layout and namespace of one array operand."""
+    if isinstance(x, SparseArray):
+        return x._backend, x.layout, x._backend.load()
+    if is_strided(x):
+        backend = backend_of_array(x)
+        return backend, strided, backend.load()
+    raise TypeError(
+        f"{op}: expected an xsparse array or a backend array, got {type(x).__name__}. Create one first, e.g. with "
+        "xsparse.sparse_coo_array(...) or the backend's asarray."
+    )
+
+
+def _axis(op: str, axis: Any, ndim: int, *, name: str = "axis", new: bool = False) -> int:
+    """``axis`` as an index in ``[0, ndim)``, or in ``[0, ndim]`` for the position of a ``new`` dimension."""
+    if isinstance(axis, bool) or not hasattr(axis, "__index__"):
+        raise TypeError(f"{op}: {name} must be an integer, got {type(axis).__name__} ({name}={axis!r}). Pass an int.")
+    i = operator.index(axis)
+    n = ndim + 1 if new else ndim
+    if not -n <= i < n:
+        raise IndexError(
+            f"{op}: {name} is out of range for an array of {ndim} dimensions ({name}={i}, ndim={ndim}). Pass an axis "
+            f"in [{-n}, {n - 1}]." if n else f"{op}: a 0-d array has no axis ({name}={i}, ndim=0). Add a dimension first."
+        )
+    return i % n
+
+
+def _axes(op: str, axes: Any, ndim: int, *, name: str = "axis") -> tuple[int, ...]:
+    """``axes`` (an int or a sequence of ints) as distinct indices in ``[0, ndim)``."""
+    items = (axes,) if not isinstance(axes, (tuple, list)) else tuple(axes)
+    found = tuple(_axis(op, a, ndim, name=name) for a in items)
+    if len(set(found)) != len(found):
+        raise ValueError(f"{op}: {name} names a dimension twice ({name}={tuple(items)}, ndim={ndim}). Name each dimension once.")
+    return found
+
+
+def _shape_arg(op: str, shape: Any, *, name: str = "shape") -> tuple[int, ...]:
+    items = (shape,) if not isinstance(shape, (tuple, list)) else tuple(shape)
+    if any(isinstance(s, bool) or not hasattr(s, "__index__") for s in items):
+        raise TypeError(f"{op}: {name} must be a tuple of integers ({name}={shape!r}). Pass sizes as ints.")
+    return tuple(operator.index(s) for s in items)
+
+
+def _dispatch(op: str, x: Any, *args: Any, layout: Layout | None) -> Any:
+    backend, source, xp = _operand(op, x)
+    return convert_result(dispatch.call(op, (source,), backend.name, xp, x, *args), layout)
+
+
+# -- permutations ----------------------------------------------------------------------------------
+
+
+def permute_dims(x: Any, /, axes: Sequence[int], *, layout: Layout | None = None) -> Any:
+    """Permute the dimensions of an array.
+
+    Parameters
+    ----------
+    x
+        A strided (backend) array or an xsparse array.
+    axes
+        A permutation of ``range(x.ndim)`` (negative entries count from the end): dimension ``i`` of the
+        result is dimension ``axes[i]`` of ``x``.
+    layout
+        The layout of the result (default: ``x``'s where it can hold the result, else ``sparse_coo``).
+
+    Returns
+    -------
+    array
+        A COO array permutes its index rows and value axes; the result is marked uncoalesced when the index
+        rows move (as torch does). Dense dimensions moved before a sparse one become sparse: each stored
+        sub-array is split into one entry per element. A compressed array permutes its batch dimensions
+        (every component) and dense dimensions (the values), and swapping its two sparse dimensions is the
+        CSR <-> CSC (BSR <-> BSC) view; a permutation that moves a dimension between these groups goes
+        through COO, returns a COO array and warns with :class:`~xsparse.SparseEfficiencyWarning`.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_coo_array([[0, 1], [2, 0]], [1.0, 2.0], (2, 3), dtype="float64")
+    >>> t = xs.permute_dims(a, (1, 0))
+    >>> t.shape, t.layout
+    ((3, 2), xsparse.sparse_coo)
+    >>> xs.to_dense(t).tolist()
+    [[0.0, 2.0], [0.0, 0.0], [1.0, 0.0]]
+    >>> c = xs.to_sparse_csr(xs.to_dense(xs.stack([a, a])))
+    >>> xs.permute_dims(c, (0, 2, 1)).layout
+    xsparse.sparse_csc
+    """
+    op = "permute_dims"
+    _operand(op, x)
+    norm = _axes(op, axes, x.ndim, name="axes")
+    if len(norm) != x.ndim:
+        raise ValueError(
+            f"{op}: axes must name each of the {x.ndim} dimensions once (axes={tuple(axes)}, ndim={x.ndim}). Pass a "
+            "permutation of range(ndim)."
+        )
+    return _dispatch(op, x, norm, layout=layout)
+
+
+def moveaxis(
+    x: Any, source: int | Sequence[int], destination: int | Sequence[int], /, *, layout: Layout | None = None
+) -> Any:
+    """Move dimensions of an array to new positions, keeping the order of the others.
+
+    ``moveaxis`` is :func:`permute_dims` with the permutation that moves ``source`` to ``destination``;
+    see there for how each layout permutes.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_coo_array([[0, 1], [2, 0], [1, 1]], [1, 2], (2, 3, 2))
+    >>> xs.moveaxis(a, 0, -1).shape
+    (3, 2, 2)
+    >>> xs.to_dense(xs.moveaxis(a, 0, -1))[2, 1].tolist()
+    [1, 0]
+    """
+    op = "moveaxis"
+    _operand(op, x)
+    src = _axes(op, source, x.ndim, name="source")
+    dst = _axes(op, destination, x.ndim, name="destination")
+    if len(src) != len(dst):
+        raise ValueError(
+            f"{op}: source and destination must name as many dimensions (source={source!r}, destination={destination!r}). "
+            "Pass one destination per source."
+        )
+    order = [d for d in range(x.ndim) if d not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute_dims(x, tuple(order), layout=layout)
+
+
+def swap_dims(x: Any, dim0: int, dim1: int, /, *, layout: Layout | None = None) -> Any:
+    """Swap two dimensions (torch's ``transpose(dim0, dim1)``, the method ``SparseArray.transpose``).
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_coo_array([[0, 1], [2, 0], [1, 1]], [1, 2], (2, 3, 2))
+    >>> a.transpose(0, 2).shape
+    (2, 3, 2)
+    >>> xs.to_dense(a.transpose(-1, 1)).shape
+    (2, 2, 3)
+    """
+    op = "transpose"
+    _operand(op, x)
+    order = list(range(x.ndim))
+    i, j = _axis(op, dim0, x.ndim, name="dim0"), _axis(op, dim1, x.ndim, name="dim1")
+    order[i], order[j] = order[j], order[i]
+    return permute_dims(x, tuple(order), layout=layout)
+
+
+# -- reshaping -------------------------------------------------------------------------------------
+
+
+def _resolve_shape(op: str, shape: tuple[int, ...], old: tuple[int, ...]) -> tuple[int, ...]:
+    size = math.prod(old)
+    unknown = [i for i, s in enumerate(shape) if s == -1]
+    if len(unknown) > 1 or any(s < -1 for s in shape):
+        raise ValueError(f"{op}: shape may hold one -1 and otherwise non-negative sizes (shape={shape}). Fix the sizes.")
+    known = math.prod(s for s in shape if s != -1)
+    if unknown:
+        if known == 0:
+            raise ValueError(f"{op}: -1 is ambiguous in a shape with a zero size (shape={shape}, size={size}). Give every size.")
+        if size % known:
+            raise ValueError(f"{op}: cannot reshape an array of shape {old} into shape {shape} (size={size}). Keep the number of elements.")
+        return tuple(size // known if s == -1 else s for s in shape)
+    if known != size:
+        raise ValueError(f"{op}: cannot reshape an array of shape {old} into shape {shape} (size={size}). Keep the number of elements.")
+    return shape
+
+
+def reshape(x: Any, /, shape: Sequence[int], *, copy: bool | None = None, layout: Layout | None = None) -> Any:
+    """Give an array a new shape with the same elements in row-major order.
+
+    Parameters
+    ----------
+    x
+        A strided (backend) array or an xsparse array.
+    shape
+        The new shape; one entry may be -1.
+    copy
+        ``True`` never shares components with ``x``; ``False`` shares them or raises ``ValueError``;
+        ``None`` (default) shares them where it can.
+    layout
+        The layout of the result (default: ``x``'s where it can hold the result, else ``sparse_coo``).
+
+    Returns
+    -------
+    array
+        A COO array reshapes its sparse dimensions by linearising the indices and its dense dimensions
+        among themselves (dense dimensions the reshape merges with sparse ones become sparse; the dense
+        shape is kept where the new shape ends with it). A compressed array reshapes its batch and dense dimensions in place (a view); a new
+        shape that changes its two sparse dimensions goes through COO, returns a COO array and warns with
+        :class:`~xsparse.SparseEfficiencyWarning`.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_coo_array([[0, 1], [2, 0]], [1, 2], (2, 3), is_coalesced=True)
+    >>> r = xs.reshape(a, (3, 2))
+    >>> r.indices().tolist()
+    [[1, 1], [0, 1]]
+    >>> xs.to_dense(r).tolist()
+    [[0, 0], [1, 2], [0, 0]]
+    """
+    op = "reshape"
+    _operand(op, x)
+    if copy is not None and not isinstance(copy, bool):
+        raise TypeError(f"{op}: copy must be True, False or None (copy={copy!r}). Pass a bool or None.")
+    new = _resolve_shape(op, _shape_arg(op, shape), tuple(x.shape))
+    return _dispatch(op, x, new, copy, layout=layout)
+
+
+def expand_dims(x: Any, /, axis: int = 0, *, layout: Layout | None = None) -> Any:
+    """Insert a dimension of size 1 at ``axis`` (in ``[-x.ndim - 1, x.ndim]``).
+
+    A COO array gets a new sparse dimension when ``axis <= sparse_dim()`` (an index row of zeros, as
+    torch's ``unsqueeze``) and a new dense dimension otherwise. A compressed array gets a new batch
+    dimension up to its sparse dimensions and a new dense dimension after them; a new dimension between
+    its two sparse dimensions goes through COO, returns a COO array and warns.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_csr_array([0, 1, 2], [1, 0], [1.0, 2.0], dtype="float64")
+    >>> e = xs.expand_dims(a, axis=0)
+    >>> e.shape, e.layout, e.crow_indices().tolist()
+    ((1, 2, 2), xsparse.sparse_csr, [[0, 1, 2]])
+    """
+    op = "expand_dims"
+    _operand(op, x)
+    norm = _axis(op, axis, x.ndim, new=True)
+    return _dispatch(op, x, norm, layout=layout)
+
+
+def unsqueeze(x: Any, /, dim: int, *, layout: Layout | None = None) -> Any:
+    """torch's name for :func:`expand_dims`: insert a dimension of size 1 at ``dim``.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_coo_array([[0, 2]], [1, 2], (3,))
+    >>> xs.unsqueeze(a, 1).shape, xs.unsqueeze(a, 1).sparse_dim()
+    ((3, 1), 2)
+    """
+    return expand_dims(x, axis=dim, layout=layout)
+
+
+def squeeze(x: Any, /, axis: int | Sequence[int] | None = None, *, layout: Layout | None = None) -> Any:
+    """Remove dimensions of size 1 (``axis``; all of them when ``axis`` is None, as in torch).
+
+    A COO array drops index rows (all zero) and value axes. A compressed array drops batch dimensions
+    and dense dimensions; removing one of its two sparse dimensions goes through COO, returns a COO array
+    and warns.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_coo_array([[0, 0], [0, 2]], [1, 2], (1, 3))
+    >>> s = xs.squeeze(a, axis=0)
+    >>> s.shape, xs.to_dense(s).tolist()
+    ((3,), [1, 0, 2])
+    """
+    op = "squeeze"
+    _operand(op, x)
+    shape = tuple(x.shape)
+    axes = tuple(d for d, s in enumerate(shape) if s == 1) if axis is None else _axes(op, axis, x.ndim)
+    for d in axes:
+        if shape[d] != 1:
+            raise ValueError(f"{op}: dimension {d} has size {shape[d]}, not 1 (axis={axis!r}, shape={shape}). Squeeze only dimensions of size 1.")
+    return _dispatch(op, x, tuple(sorted(axes)), layout=layout)
+
+
+def broadcast_to(x: Any, /, shape: Sequence[int], *, layout: Layout | None = None) -> Any:
+    """Broadcast an array to ``shape`` (the Array API's rules).
+
+    A COO array repeats its entries along new leading and size-1 sparse dimensions and broadcasts its
+    values along size-1 dense dimensions; a compressed array copies its components along new and size-1
+    batch dimensions, broadcasts its values along size-1 dense dimensions, and repeats its elements along
+    a size-1 sparse dimension. The result holds every repeated element: it is as large as the broadcast
+    array's specified part, with the layout (and fill value) of ``x``.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_coo_array([[1]], [5], (3,))
+    >>> b = xs.broadcast_to(a, (2, 3))
+    >>> b.nnz, xs.to_dense(b).tolist()
+    (2, [[0, 5, 0], [0, 5, 0]])
+    """
+    op = "broadcast_to"
+    _operand(op, x)
+    new = _shape_arg(op, shape)
+    old = tuple(x.shape)
+    lead = len(new) - len(old)
+    if lead < 0 or any(s < 0 for s in new) or any(o not in (1, n) for o, n in zip(old, new[lead:])):
+        raise ValueError(
+            f"{op}: an array of shape {old} does not broadcast to shape {new} (shape={new}). Every dimension must equal "
+            "the new one or be 1, and the new shape may only add leading dimensions."
+        )
+    return _dispatch(op, x, new, layout=layout)
+
+
+def flip(x: Any, /, *, axis: int | Sequence[int] | None = None, layout: Layout | None = None) -> Any:
+    """Reverse the order of the elements along ``axis`` (every axis when None).
+
+    A COO array mirrors its index rows and flips its value axes (the result is marked uncoalesced unless
+    no sparse dimension or every sparse dimension is flipped). A compressed array flips its batch and
+    dense axes and, along a sparse dimension, reverses its compressed counts and reorders its elements
+    so that every slice stays sorted; blocks are flipped inside too. The layout is kept.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_csr_array([0, 1, 3], [2, 0, 1], [1, 2, 3], shape=(2, 3))
+    >>> f = xs.flip(a, axis=1)
+    >>> f.col_indices().tolist(), f.values().tolist()
+    ([0, 1, 2], [1, 3, 2])
+    """
+    op = "flip"
+    _operand(op, x)
+    axes = tuple(range(x.ndim)) if axis is None else _axes(op, axis, x.ndim)
+    return _dispatch(op, x, tuple(sorted(axes)), layout=layout)
+
+
+# -- joining ---------------------------------------------------------------------------------------
+
+
+def _arrays(op: str, arrays: Any) -> list[Any]:
+    if isinstance(arrays, SparseArray) or is_strided(arrays) or not isinstance(arrays, (list, tuple)):
+        raise TypeError(f"{op}: expected a list or tuple of arrays, got {type(arrays).__name__}. Pass [a, b, ...].")
+    if not arrays:
+        raise ValueError(f"{op}: needs at least one array (arrays=[]). Pass a non-empty list of arrays.")
+    for a in arrays:
+        _operand(op, a)
+    return list(arrays)
+
+
+def _same_fill(a: Any, b: Any) -> bool:
+    return bool(a == b) or (a != a and b != b)
+
+
+def _join_operands(op: str, xp: Any, arrays: list[Any], target: Layout) -> list[Any]:
+    """The operands in ``target`` layout, with one dtype and one fill value (or an error saying why not)."""
+    sparse = [a for a in arrays if isinstance(a, SparseArray)]
+    fills = [a.fill_value for a in sparse]
+    if not all(_same_fill(f, fills[0]) for f in fills):
+        raise DensificationError(
+            f"{op}: the sparse operands have different fill values (fill_values={fills}), which one sparse result cannot "
+            "hold without storing every unspecified element of all but one. Give them one fill value (to_dense() and "
+            "to_sparse(..., fill_value=...)), or pass layout=xsparse.strided for a dense result."
+        )
+    dtype = xp.result_type(*(a.dtype for a in arrays))
+    fill = scalar_for(xp, dtype, fills[0])
+    blocked = [a for a in sparse if isinstance(a, CompressedArray) and a.layout.is_blocked]
+    if target.is_blocked and not blocked:
+        layouts = [str(layout_of(a)) for a in arrays]
+        raise ValueError(
+            f"{op}: layout={target} needs a block shape, and no operand has one (layouts={layouts}). Convert an operand "
+            f"with xsparse.to_{target}(a, blocksize=(rows, columns)) first."
+        )
+    blocksize = blocked[0].blocksize if target.is_blocked else None
+    converted = {id(a): to_sparse(a, layout=target, blocksize=blocksize) for a in sparse}
+    dense_dim = min(c.dense_dim() for c in converted.values())
+    index_dtype = next(c.index_dtype for c in converted.values() if isinstance(c, (COOArray, CompressedArray)))
+    out = []
+    for a in arrays:
+        if isinstance(a, SparseArray):
+            c = converted[id(a)]
+            if c.dtype != dtype or type(c.fill_value) is not type(fill):
+                c = c._with_values(xp.astype(c._vals, dtype), fill)
+        else:
+            c = to_sparse(
+                a if a.dtype == dtype else xp.astype(a, dtype), layout=target, dense_dim=min(dense_dim, a.ndim), blocksize=blocksize,
+                index_dtype=index_dtype, fill_value=fill,
+            )  # fmt: skip
+        out.append(c)
+    return out
+
+
+def concat(arrays: Sequence[Any], /, *, axis: int | None = 0, layout: Layout | None = None) -> Any:
+    """Join arrays along an existing dimension (every layout, batched and hybrid included).
+
+    Parameters
+    ----------
+    arrays
+        Arrays of one number of dimensions whose shapes agree except along ``axis``; strided and sparse
+        arrays of any layouts may be mixed.
+    axis
+        The dimension to join along; ``None`` flattens every array first (as ``reshape(a, (-1,))``).
+    layout
+        The layout of the result, in which the operands are joined. By default the first operand's: the
+        other operands are converted to it (a strided one keeps the elements that differ from the fill
+        value). A strided first operand with sparse others is an error unless ``layout`` says which.
+
+    Returns
+    -------
+    array
+        The dtype is the operands' promoted one; the sparse operands must share their fill value, which
+        the result keeps (different fill values would densify: an error says what to do). COO joins
+        along a sparse dimension by offsetting the indices and along a dense one by aligning the entries.
+        CSR/BSR join along rows (CSC/BSC along columns) by concatenating the compressed slices, along the
+        other sparse dimension by merging every slice, along a batch dimension by concatenating the
+        components (every batch must then hold one number of elements, as for every batched compressed
+        array: join COO arrays otherwise), along a dense dimension on the union of the specified blocks.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_csr_array([0, 1, 2], [1, 0], [1, 2])
+    >>> b = xs.sparse_csr_array([0, 1, 1], [0], [3], shape=(2, 2))
+    >>> xs.to_dense(xs.concat([a, b], axis=1)).tolist()
+    [[0, 1, 3, 0], [2, 0, 0, 0]]
+    >>> r = xs.concat([a, b], axis=0)
+    >>> r.layout, r.crow_indices().tolist()
+    (xsparse.sparse_csr, [0, 1, 2, 3, 3])
+    """
+    op = "concat"
+    items = _arrays(op, arrays)
+    backend = backend_of(*items, op=op)
+    xp = backend.load()
+    if axis is None:
+        items = [reshape(a, (-1,)) for a in items]
+        axis = 0
+    ndim = items[0].ndim
+    if any(a.ndim != ndim for a in items):
+        raise ValueError(
+            f"{op}: the arrays must have one number of dimensions (ndims={[a.ndim for a in items]}). Add dimensions with "
+            "expand_dims first, or use stack to join along a new one."
+        )
+    ax = _axis(op, axis, ndim)
+    rest = {tuple(s for d, s in enumerate(a.shape) if d != ax) for a in items}
+    if len(rest) > 1:
+        raise ValueError(
+            f"{op}: the shapes must agree except along axis {ax} (shapes={[tuple(a.shape) for a in items]}, axis={axis}). "
+            "Make the other sizes equal."
+        )
+    sparse = [a for a in items if isinstance(a, SparseArray)]
+    if layout is strided:
+        # asked for: densify every operand explicitly
+        items, sparse = [to_dense(a) for a in items], []
+    if not sparse:
+        return convert_result(dispatch.call(op, (strided,), backend.name, xp, items, ax), layout)
+    if layout is None and not isinstance(items[0], SparseArray):
+        raise DensificationError(
+            f"{op}: the first operand is strided and another is {sparse[0].layout}, so a result in the first's layout "
+            f"would densify it (layouts={[str(layout_of(a)) for a in items]}). Pass layout=xsparse.strided to densify "
+            f"explicitly, or a sparse layout such as layout=xsparse.{sparse[0].layout}."
+        )
+    target = layout if layout is not None else items[0].layout
+    operands = _join_operands(op, xp, items, target)
+    return convert_result(dispatch.call(op, (target,), backend.name, xp, operands, ax), layout)
+
+
+def stack(arrays: Sequence[Any], /, *, axis: int = 0, layout: Layout | None = None) -> Any:
+    """Join arrays of one shape along a new dimension ``axis`` (in ``[-ndim - 1, ndim]``).
+
+    ``stack`` is :func:`expand_dims` of every array followed by :func:`concat`: 2-D CSR arrays stacked
+    along axis 0 give a batched CSR array (whose batches must hold one number of elements), along the
+    last axis a hybrid one with a dense dimension.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_csr_array([0, 1, 2], [1, 0], [1, 2])
+    >>> b = xs.sparse_csr_array([0, 1, 2], [0, 0], [3, 4], shape=(2, 2))
+    >>> s = xs.stack([a, b])
+    >>> s.shape, s.layout, s.crow_indices().tolist()
+    ((2, 2, 2), xsparse.sparse_csr, [[0, 1, 2], [0, 1, 2]])
+    """
+    op = "stack"
+    items = _arrays(op, arrays)
+    shapes = {tuple(a.shape) for a in items}
+    if len(shapes) > 1:
+        raise ValueError(f"{op}: the arrays must have one shape (shapes={[tuple(a.shape) for a in items]}). Make the shapes equal.")
+    ax = _axis(op, axis, items[0].ndim, new=True)
+    return concat([expand_dims(a, axis=ax) for a in items], axis=ax, layout=layout)
+
+
+def _at_least(op: str, arrays: Any, ndim: int, where: tuple[int, ...]) -> list[Any]:
+    """Every array with size-1 dimensions added at ``where`` until it has ``ndim`` dimensions (NumPy's atleast_nd)."""
+    out = []
+    for a in _arrays(op, arrays):
+        for axis in where[a.ndim :][: max(ndim - a.ndim, 0)]:
+            a = expand_dims(a, axis=axis)
+        out.append(a)
+    return out
+
+
+def hstack(arrays: Sequence[Any], /, *, layout: Layout | None = None) -> Any:
+    """Join arrays column-wise: along axis 1, or axis 0 for 1-D arrays (NumPy's and torch's ``hstack``).
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_csr_array([0, 1, 2], [1, 0], [1, 2])
+    >>> xs.to_dense(xs.hstack([a, a])).tolist()
+    [[0, 1, 0, 1], [2, 0, 2, 0]]
+    """
+    items = _at_least("hstack", arrays, 1, (0,))
+    return concat(items, axis=0 if items[0].ndim == 1 else 1, layout=layout)
+
+
+def vstack(arrays: Sequence[Any], /, *, layout: Layout | None = None) -> Any:
+    """Join arrays row-wise, along axis 0, 1-D arrays as rows (NumPy's and torch's ``vstack``).
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_coo_array([[1]], [7], (3,))
+    >>> xs.to_dense(xs.vstack([a, a])).tolist()
+    [[0, 7, 0], [0, 7, 0]]
+    """
+    # (3,) -> (1, 3); a 0-d array -> (1,) -> (1, 1)
+    return concat(_at_least("vstack", arrays, 2, (0, 0)), axis=0, layout=layout)
+
+
+def dstack(arrays: Sequence[Any], /, *, layout: Layout | None = None) -> Any:
+    """Join arrays depth-wise, along axis 2 (NumPy's and torch's ``dstack``): ``(N,)`` counts as
+    ``(1, N, 1)`` and ``(M, N)`` as ``(M, N, 1)``. 2-D CSR arrays give a hybrid CSR array.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_csr_array([0, 1, 2], [1, 0], [1, 2])
+    >>> d = xs.dstack([a, a])
+    >>> d.shape, d.layout, d.dense_dim()
+    ((2, 2, 2), xsparse.sparse_csr, 1)
+    """
+    # () -> (1,) -> (1, 1) -> (1, 1, 1); (N,) -> (1, N) -> (1, N, 1); (M, N) -> (M, N, 1)
+    return concat(_at_least("dstack", arrays, 3, (0, 0, 2)), axis=2, layout=layout)

@@ -1,0 +1,620 @@
+"""Generic kernels of indexing, selection and construction (Array API only).
+
+``getitem``, ``take``, ``sparse_mask``, ``where``, ``nonzero``, ``astype``, ``clone`` and ``spdiags``. COO is indexed in place: an integer or a slice of a sparse dimension filters the entries and
+rewrites one index row (``(i - start) // step`` where the entry lies on the progression), a dimension
+of ``None`` is a row of zeros, and the dense dimensions are indexed on the values. A compressed array is
+indexed on its components where that keeps the format (batch and dense dimensions, which every component
+shares); otherwise through its element COO, and compressed again when the result keeps both sparse
+dimensions. A batched result whose batches would hold different numbers of specified elements (which
+invariant 3.9 forbids) is padded with explicit elements holding the fill value, so indexing never fails
+on the data. Lookups of elements at given positions (``sparse_mask``, ``where``) use ``searchsorted`` on
+the sorted linear keys of a coalesced COO, as the conversions do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+import array_api_compat
+
+from ..._errors import LayoutError
+from ..._index_key import Int, Item, NewAxis, Slice
+from ...dispatch import register
+from ...formats import COMPRESSED, INDEXED, COOArray, CompressedArray, Layout, SparseArray, sparse_coo, strided
+from ...formats._layout import LayoutFamily
+from ...formats._ops import contiguous, lexsort_indices, prod
+from ...formats._spec import Target
+from .conversion import (
+    _linearize,
+    _unravel,
+    block_coo_to_compressed,
+    block_coo_to_coo,
+    coalesce_coo,
+    compressed_to_block_coo,
+    compressed_to_coo,
+    coo_to_block_coo,
+)
+from .elementwise import broadcast_coo, broadcast_shapes, python_scalar
+
+__all__ = [
+    "apply_items",
+    "index_coo",
+    "compress_like",
+    "pad_batches",
+    "lookup",
+    "lookup_at",
+    "element_coo",
+    "SCALAR",
+    "OPERAND",
+]
+
+# A Python scalar operand of ``where`` (the elementwise functions name it the same way).
+SCALAR = "scalar"
+# Any operand of ``where``: a strided or indexed sparse array, or a Python scalar.
+OPERAND = LayoutFamily("OPERAND", cast(Any, (strided, *INDEXED, SCALAR)))
+STRIDED_OR_INDEXED = LayoutFamily("STRIDED_OR_INDEXED", (strided, *INDEXED))
+INDEXED_OR_SCALAR = LayoutFamily("INDEXED_OR_SCALAR", cast(Any, (*INDEXED, SCALAR)))
+
+
+def _device(x: Any) -> Any:
+    return array_api_compat.device(x)
+
+
+def _fill_scalar(xp: Any, dtype: Any, fill: Any) -> Any:
+    from ..._common import scalar_for
+
+    return scalar_for(xp, dtype, fill)
+
+
+def element_coo(xp: Any, a: SparseArray) -> COOArray:
+    """The coalesced element COO of an indexed sparse array (a compressed array's batch dimensions become
+    sparse ones, its blocks single elements)."""
+    if isinstance(a, COOArray):
+        return coalesce_coo(xp, a)
+    return compressed_to_coo(xp, cast(CompressedArray, a))
+
+
+# -- applying index items --------------------------------------------------------------------------
+
+
+def apply_items(xp: Any, x: Any, items: Sequence[Item], axis: int = 0) -> Any:
+    """Apply index items to the consecutive axes of a strided array from ``axis`` on; O(size of result).
+
+    Slices gather with ``take`` (a copy, whatever the step: torch has no negative-step views), integers
+    take one index and drop the axis, ``NewAxis`` inserts an axis of size 1.
+    """
+    for it in items:
+        if isinstance(it, Int):
+            x = xp.take(x, xp.asarray([it.index], dtype=xp.int64, device=_device(x)), axis=axis)
+            x = xp.reshape(x, tuple(x.shape[:axis]) + tuple(x.shape[axis + 1 :]))
+        elif isinstance(it, Slice):
+            if not it.is_identity(x.shape[axis]):
+                positions = xp.arange(it.start, it.stop, it.step, dtype=xp.int64, device=_device(x))
+                x = xp.take(x, positions, axis=axis)
+            axis += 1
+        else:
+            x = xp.expand_dims(x, axis=axis)
+            axis += 1
+    return x
+
+
+def _is_identity(items: Sequence[Item], shape: Sequence[int]) -> bool:
+    sizes = iter(shape)
+    return all(isinstance(it, Slice) and it.is_identity(next(sizes)) for it in items)
+
+
+def index_coo(xp: Any, a: COOArray, sparse_items: Sequence[Item], dense_items: Sequence[Item]) -> COOArray:
+    """``a`` indexed by items covering its sparse dimensions, then its dense ones, in order; O(nnz * sparse_dim).
+
+    An entry is kept when every integer equals its index and every slice's progression holds it; its new
+    index is its position on the progression. The result stays coalesced unless a slice of a sparse
+    dimension has a negative step (which reverses the order); one with no sparse dimension left is summed.
+    """
+    idx, vals = a._idx, a._vals
+    nnz = idx.shape[1]
+    rows: list[Any] = []
+    keep = None
+    reverses = False
+    shape: list[int] = []
+    d = 0
+    for it in sparse_items:
+        if isinstance(it, NewAxis):
+            rows.append(xp.zeros((nnz,), dtype=idx.dtype, device=_device(idx)))
+            shape.append(1)
+            continue
+        row = idx[d, :]
+        size = a.shape[d]
+        d += 1
+        if isinstance(it, Int):
+            hit = row == it.index
+        elif it.is_identity(size):
+            rows.append(row)
+            shape.append(size)
+            continue
+        else:
+            diff = row - it.start
+            q = diff // it.step
+            hit = (diff % it.step == 0) & (q >= 0) & (q < it.length)
+            rows.append(q)
+            shape.append(it.length)
+            reverses = reverses or it.step < 0
+        keep = hit if keep is None else keep & hit
+    if rows:
+        new_idx = xp.stack(rows)
+    else:
+        new_idx = xp.zeros((0, nnz), dtype=idx.dtype, device=_device(idx))
+    if keep is not None:
+        where = xp.nonzero(keep)[0]
+        new_idx = xp.take(new_idx, where, axis=1)
+        vals = xp.take(vals, where, axis=0)
+    vals = apply_items(xp, vals, dense_items, axis=1)
+    out = COOArray(
+        new_idx, vals, (*shape, *vals.shape[1:]), backend=a._backend, xp=xp,
+        coalesced=a.is_coalesced() and not reverses, fill_value=a.fill_value,
+    )  # fmt: skip
+    if not rows and out.nnz > 1:
+        out = coalesce_coo(xp, out)
+    return out
+
+
+def _split_at_dense(items: Sequence[Item], sparse_dim: int) -> tuple[Sequence[Item], Sequence[Item]]:
+    """The items of the sparse dimensions and those of the dense ones. A ``NewAxis`` between them is a new
+    sparse dimension, as torch's ``unsqueeze`` makes one at ``dim <= sparse_dim``."""
+    for k, it in enumerate(items):
+        if not isinstance(it, NewAxis) and it.dim >= sparse_dim:
+            return items[:k], items[k:]
+    return items, ()
+
+
+# -- back to a compressed layout ---------------------------------------------------------------------
+
+
+def pad_batches(xp: Any, c: COOArray, nb_dims: int) -> COOArray:
+    """A coalesced block COO whose batches (its first ``nb_dims`` sparse dimensions) all hold as many
+    entries as the fullest one: the others get explicit entries holding the fill value, at the first
+    positions of the grid that they leave unspecified. O(batch * most log nnz).
+
+    Among the first ``most`` grid positions of a batch with ``count`` entries at least ``most - count`` are
+    unspecified, so the candidates need not go beyond them.
+    """
+    batch = tuple(c.shape[:nb_dims])
+    nbat = prod(batch)
+    if not nb_dims or nbat == 0 or c.nnz == 0:
+        return c
+    dev = c.device
+    idx = c._idx
+    b_lin = _linearize(xp, idx[:nb_dims, :], batch)
+    bounds = xp.searchsorted(b_lin, xp.arange(nbat + 1, dtype=xp.int64, device=dev))
+    counts = bounds[1:] - bounds[:-1]
+    most = int(xp.max(counts))
+    need = most - counts
+    if not bool(xp.any(need > 0)):
+        return c
+    gm, gn = c.shape[nb_dims], c.shape[nb_dims + 1]
+    cells = gm * gn
+    keys = b_lin * cells + xp.astype(idx[nb_dims, :], xp.int64) * gn + xp.astype(idx[nb_dims + 1, :], xp.int64)
+    batches = xp.arange(nbat, dtype=xp.int64, device=dev)[:, None]
+    candidates = xp.reshape(batches * cells + xp.arange(most, dtype=xp.int64, device=dev)[None, :], (-1,))
+    at = xp.clip(xp.searchsorted(keys, candidates), 0, c.nnz - 1)
+    absent = xp.reshape(xp.take(keys, at) != candidates, (nbat, most))
+    rank = xp.cumulative_sum(xp.astype(absent, xp.int64), axis=1)
+    chosen = xp.nonzero(xp.reshape(absent & (rank <= need[:, None]), (-1,)))[0]
+    cell = chosen % most
+    idt = idx.dtype
+    new_idx = xp.stack([*_unravel(xp, chosen // most, batch, idt), xp.astype(cell // gn, idt), xp.astype(cell % gn, idt)])
+    fill = _fill_scalar(xp, c.dtype, c.fill_value)
+    new_vals = xp.full((chosen.shape[0], *c._vals.shape[1:]), fill, dtype=c.dtype, device=dev)
+    all_idx = xp.concat([idx, new_idx], axis=1)
+    perm = lexsort_indices(xp, all_idx)
+    return COOArray(
+        xp.take(all_idx, perm, axis=1), xp.take(xp.concat([c._vals, new_vals], axis=0), perm, axis=0), c.shape,
+        backend=c._backend, xp=xp, coalesced=True, fill_value=c.fill_value,
+    )  # fmt: skip
+
+
+def compress_like(xp: Any, c: COOArray, layout: Layout, blocksize: tuple[int, int], index_dtype: Any, op: str) -> CompressedArray:
+    """The element COO ``c`` (sparse dimensions: batch..., rows, columns) in a compressed ``layout``; batches
+    are padded to equal counts (:func:`pad_batches`). O(nnz log nnz)."""
+    nb_dims = c.sparse_dim() - 2
+    shape = tuple(c.shape)
+    bm, bn = blocksize
+    if shape[nb_dims] % bm or shape[nb_dims + 1] % bn:
+        raise LayoutError(
+            f"{op}: the result's sparse dimensions {shape[nb_dims : nb_dims + 2]} are not a whole number of blocks "
+            f"(blocksize={blocksize}, shape={shape}). Index in whole blocks, or convert first with xsparse.to_sparse_csr(x) "
+            "or xsparse.to_sparse_coo(x)."
+        )
+    blocks = coo_to_block_coo(xp, c, nb_dims, blocksize) if layout.is_blocked else coalesce_coo(xp, c)
+    blocks = pad_batches(xp, blocks, nb_dims)
+    target = Target(layout, c._backend, xp, shape, 2, len(shape) - nb_dims - 2, blocksize, index_dtype, c.fill_value)
+    return block_coo_to_compressed(xp, blocks, target)
+
+
+# -- getitem -----------------------------------------------------------------------------------------
+
+
+@register("getitem", (strided,))
+def _getitem_strided(xp: Any, x: Any, items: Sequence[Item]) -> Any:
+    """x[key] of a strided array: take per sliced axis (any step, on every backend); O(size of result)."""
+    return apply_items(xp, x, items)
+
+
+@register("getitem", (sparse_coo,))
+def _getitem_coo(xp: Any, a: COOArray, items: Sequence[Item]) -> COOArray:
+    """x[key] of COO: filter and re-index the entries, index the values; O(nnz * ndim)."""
+    return index_coo(xp, a, *_split_at_dense(items, a.sparse_dim()))
+
+
+@register("getitem", (COMPRESSED,))
+def _getitem_compressed(xp: Any, a: CompressedArray, items: Sequence[Item]) -> SparseArray:
+    """x[key] of CSR/CSC/BSR/BSC: components for batch and dense dims, element COO for sparse ones; O(nnz log nnz)."""
+    nb = a.batch_dim()
+    r, c = (k for k, it in enumerate(items) if not isinstance(it, NewAxis) and it.dim in (nb, nb + 1))
+    row, col = items[r], items[c]
+    if not (isinstance(row, Slice) and isinstance(col, Slice) and c == r + 1):
+        # a sparse dimension is selected away, or split by a new one: the result is COO
+        return index_coo(xp, compressed_to_coo(xp, a), *_split_at_dense(items, nb + 2))
+    batch_items, dense_items = items[:r], items[c + 1 :]
+    b = a
+    if not _is_identity(batch_items, a.shape[:nb]):
+        ci, pi, vals = (contiguous(a._backend, xp, apply_items(xp, comp, batch_items)) for comp in (a._compressed, a._plain, a._vals))
+        b = CompressedArray(
+            ci, pi, vals, (*ci.shape[:-1], *a.shape[nb:]), layout=a.layout, backend=a._backend, xp=xp,
+            fill_value=a.fill_value, check=False,
+        )  # fmt: skip
+    nb2 = b.batch_dim()
+    if not (row.is_identity(a.shape[nb]) and col.is_identity(a.shape[nb + 1])):
+        keep_batch = [Slice(d, 0, 1, b.shape[d]) for d in range(nb2)]
+        e = index_coo(xp, compressed_to_coo(xp, b), [*keep_batch, row, col], ())
+        b = compress_like(xp, e, a.layout, a.blocksize, a.index_dtype, "getitem")
+    if dense_items:
+        axis = nb2 + 1 + (2 if a.layout.is_blocked else 0)
+        b = b._with_values(contiguous(a._backend, xp, apply_items(xp, b._vals, dense_items, axis)), a.fill_value)
+    return b
+
+
+# -- take --------------------------------------------------------------------------------------------
+
+
+@register("take", (strided,))
+def _take_strided(xp: Any, x: Any, indices: Any, axis: int) -> Any:
+    """take(strided) -> strided: the backend's take; O(size of result)."""
+    return xp.take(x, indices, axis=axis)
+
+
+def take_coo(xp: Any, a: COOArray, indices: Any, axis: int) -> COOArray:
+    """``take`` of a COO array along ``axis``: along a sparse dimension each entry is repeated once per
+    position of ``indices`` that names its index (found by ``searchsorted`` on the sorted indices)."""
+    sd = a.sparse_dim()
+    if axis >= sd:
+        return COOArray(
+            a._idx, xp.take(a._vals, indices, axis=1 + axis - sd), (*a.shape[:axis], indices.shape[0], *a.shape[axis + 1 :]),
+            backend=a._backend, xp=xp, coalesced=a.is_coalesced(), fill_value=a.fill_value,
+        )  # fmt: skip
+    dev = a.device
+    idx = a._idx
+    order = xp.argsort(indices, stable=True)
+    ordered = xp.take(indices, order)
+    row = xp.astype(idx[axis, :], xp.int64)
+    lo = xp.searchsorted(ordered, row, side="left")
+    counts = xp.searchsorted(ordered, row, side="right") - lo
+    ends = xp.cumulative_sum(counts)
+    total = int(ends[-1]) if a.nnz else 0
+    k = xp.arange(total, dtype=xp.int64, device=dev)
+    entry = xp.searchsorted(ends, k, side="right")
+    rank = k - (xp.take(ends, entry) - xp.take(counts, entry))
+    position = xp.take(order, xp.take(lo, entry) + rank)
+    new_idx = xp.take(idx, entry, axis=1)
+    new_idx = xp.concat([new_idx[:axis, :], xp.astype(position, idx.dtype)[None, :], new_idx[axis + 1 :, :]], axis=0)
+    vals = xp.take(a._vals, entry, axis=0)
+    coalesced = a.is_coalesced()
+    if coalesced and total > 1:
+        perm = lexsort_indices(xp, new_idx)
+        new_idx, vals = xp.take(new_idx, perm, axis=1), xp.take(vals, perm, axis=0)
+    shape = (*a.shape[:axis], indices.shape[0], *a.shape[axis + 1 :])
+    return COOArray(new_idx, vals, shape, backend=a._backend, xp=xp, coalesced=coalesced, fill_value=a.fill_value)
+
+
+@register("take", (sparse_coo,))
+def _take_coo(xp: Any, a: COOArray, indices: Any, axis: int) -> COOArray:
+    """take(COO): repeat the matching entries (sparse axis) or take on the values (dense axis); O(nnz log n)."""
+    return take_coo(xp, a, indices, axis)
+
+
+@register("take", (COMPRESSED,))
+def _take_compressed(xp: Any, a: CompressedArray, indices: Any, axis: int) -> CompressedArray:
+    """take(compressed): on the components (batch and dense axes) or through the element COO; O(nnz log nnz)."""
+    nb = a.batch_dim()
+    if nb <= axis < nb + 2:
+        e = take_coo(xp, compressed_to_coo(xp, a), indices, axis)
+        return compress_like(xp, e, a.layout, a.blocksize, a.index_dtype, "take")
+    if axis < nb:
+        ci, pi, vals = (xp.take(comp, indices, axis=axis) for comp in (a._compressed, a._plain, a._vals))
+        shape = (*a.shape[:axis], indices.shape[0], *a.shape[axis + 1 :])
+        return CompressedArray(ci, pi, vals, shape, layout=a.layout, backend=a._backend, xp=xp, fill_value=a.fill_value, check=False)
+    value_axis = nb + 1 + (2 if a.layout.is_blocked else 0) + axis - nb - 2
+    return a._with_values(xp.take(a._vals, indices, axis=value_axis), a.fill_value)
+
+
+# -- lookups -----------------------------------------------------------------------------------------
+
+
+def lookup(xp: Any, c: COOArray, positions: Any) -> Any:
+    """The elements of the coalesced COO ``c`` at ``positions`` ``(sparse_dim, n)``: ``(n, *dense)``, the
+    fill value where ``c`` specifies nothing. O(n log nnz)."""
+    sd = c.sparse_dim()
+    dense = tuple(c.shape[sd:])
+    n = positions.shape[1]
+    fill = _fill_scalar(xp, c.dtype, c.fill_value)
+    if c.nnz == 0 or n == 0:
+        return xp.full((n, *dense), fill, dtype=c.dtype, device=c.device)
+    keys = _linearize(xp, c._idx, tuple(c.shape[:sd]))
+    wanted = _linearize(xp, positions, tuple(c.shape[:sd]))
+    at = xp.clip(xp.searchsorted(keys, wanted), 0, c.nnz - 1)
+    found = xp.reshape(xp.take(keys, at) == wanted, (n, *(1,) * len(dense)))
+    return xp.where(found, xp.take(c._vals, at, axis=0), fill)
+
+
+def lookup_at(xp: Any, c: COOArray, positions: Any) -> Any:
+    """The sub-arrays of the coalesced COO ``c`` at ``positions`` ``(k, n)`` over its first ``k`` dimensions,
+    whatever its sparse_dim: ``(n, *c.shape[k:])``. O(n * prod(c.shape[k:sparse_dim]) log nnz)."""
+    sd = c.sparse_dim()
+    k, n = positions.shape
+    dev = c.device
+    if k == sd:
+        return lookup(xp, c, positions)
+    if k < sd:
+        inner = tuple(c.shape[k:sd])
+        size = prod(inner)
+        if size == 0 or n == 0:
+            fill = _fill_scalar(xp, c.dtype, c.fill_value)
+            return xp.full((n, *c.shape[k:]), fill, dtype=c.dtype, device=dev)
+        outer = xp.reshape(xp.broadcast_to(xp.astype(positions, xp.int64)[:, :, None], (k, n, size)), (k, n * size))
+        sub = xp.reshape(xp.broadcast_to(xp.arange(size, dtype=xp.int64, device=dev)[None, :], (n, size)), (-1,))
+        full = xp.concat([outer, xp.stack(_unravel(xp, sub, inner, xp.int64))], axis=0)
+        return xp.reshape(lookup(xp, c, full), (n, *c.shape[k:]))
+    rows = lookup(xp, c, positions[:sd, :])
+    inner = tuple(c.shape[sd:k])
+    size = prod(inner)
+    if n == 0:
+        return xp.reshape(rows, (0, *c.shape[k:]))
+    flat = xp.reshape(rows, (n * size, *c.shape[k:]))
+    sub = _linearize(xp, positions[sd:k, :], inner)
+    return xp.take(flat, xp.arange(n, dtype=xp.int64, device=dev) * size + sub, axis=0)
+
+
+def _gather_dense(xp: Any, x: Any, positions: Any) -> Any:
+    """The sub-arrays of strided ``x`` at ``positions`` ``(k, n)`` over its first ``k`` dimensions."""
+    k = positions.shape[0]
+    flat = xp.reshape(x, (prod(tuple(x.shape[:k])), *x.shape[k:]))
+    return xp.take(flat, _linearize(xp, positions, tuple(x.shape[:k])), axis=0)
+
+
+# -- sparse_mask -------------------------------------------------------------------------------------
+
+
+def _mask_coo(xp: Any, mask: COOArray, gather: Callable[[Any], Any], fill: Any) -> COOArray:
+    m = coalesce_coo(xp, mask)
+    return COOArray(m._idx, gather(m._idx), m.shape, backend=m._backend, xp=xp, coalesced=True, fill_value=fill)
+
+
+def _mask_compressed(xp: Any, mask: CompressedArray, gather: Callable[[Any], Any], fill: Any) -> CompressedArray:
+    nb = mask.batch_dim()
+    blocks = compressed_to_block_coo(xp, mask)  # in the order of the mask's values
+    if mask.layout.is_blocked:
+        elements = block_coo_to_coo(xp, blocks, nb, mask.shape)
+        values = gather(elements._idx)
+        values = xp.reshape(values, (blocks.nnz, *mask.blocksize, *values.shape[1:]))
+    else:
+        values = gather(blocks._idx)
+    values = xp.reshape(values, (*mask.shape[:nb], mask.nnz, *values.shape[1:]))
+    return CompressedArray(
+        mask._compressed, mask._plain, values, mask.shape, layout=mask.layout, backend=mask._backend, xp=xp,
+        fill_value=fill, check=False,
+    )  # fmt: skip
+
+
+@register("sparse_mask", (strided, sparse_coo))
+def _sparse_mask_strided_coo(xp: Any, x: Any, mask: COOArray) -> COOArray:
+    """sparse_mask(strided, COO) -> COO: gather x at the mask's coalesced indices; O(nnz * dense size)."""
+    return _mask_coo(xp, mask, lambda p: _gather_dense(xp, x, p), _fill_scalar(xp, x.dtype, 0))
+
+
+@register("sparse_mask", (strided, COMPRESSED))
+def _sparse_mask_strided_compressed(xp: Any, x: Any, mask: CompressedArray) -> CompressedArray:
+    """sparse_mask(strided, compressed) -> compressed: gather x at every stored element; O(nnz * block * dense size)."""
+    return _mask_compressed(xp, mask, lambda p: _gather_dense(xp, x, p), _fill_scalar(xp, x.dtype, 0))
+
+
+@register("sparse_mask", (INDEXED, sparse_coo))
+def _sparse_mask_indexed_coo(xp: Any, x: SparseArray, mask: COOArray) -> COOArray:
+    """sparse_mask(sparse, COO) -> COO: look x's elements up at the mask's indices; O(nnz log nnz)."""
+    c = element_coo(xp, x)
+    return _mask_coo(xp, mask, lambda p: lookup_at(xp, c, p), x.fill_value)
+
+
+@register("sparse_mask", (INDEXED, COMPRESSED))
+def _sparse_mask_indexed_compressed(xp: Any, x: SparseArray, mask: CompressedArray) -> CompressedArray:
+    """sparse_mask(sparse, compressed) -> compressed: look x's elements up at every stored element; O(nnz log nnz)."""
+    c = element_coo(xp, x)
+    return _mask_compressed(xp, mask, lambda p: lookup_at(xp, c, p), x.fill_value)
+
+
+# -- where -------------------------------------------------------------------------------------------
+
+
+def where_dtype(xp: Any, x1: Any, x2: Any) -> Any:
+    """The result dtype of ``where(c, x1, x2)``: the arrays' promoted dtype; a Python scalar takes the other
+    operand's dtype (the public layer has checked that its kind fits), two scalars the backend's default."""
+    arrays = [v for v in (x1, x2) if not isinstance(v, (bool, int, float, complex))]
+    if arrays:
+        return xp.result_type(*(v.dtype for v in arrays))
+    return xp.result_type(xp.asarray(x1), xp.asarray(x2))
+
+
+def _operand(xp: Any, v: Any, dtype: Any, device: Any) -> Any:
+    if isinstance(v, (bool, int, float, complex)):
+        return xp.asarray(v, dtype=dtype, device=device)
+    return xp.astype(v, dtype) if v.dtype != dtype else v
+
+
+@register("where", (STRIDED_OR_INDEXED, OPERAND, OPERAND), supports=lambda xp, c, x1, x2: _dense_where_reason(c, x1, x2))
+def _where_any_any_any(xp: Any, c: Any, x1: Any, x2: Any) -> Any:
+    """where(...) -> strided when an operand is strided: the backend's where on dense operands; O(numel)."""
+    from ..._conversion import to_dense
+
+    dtype = where_dtype(xp, x1, x2)
+    cd = to_dense(c)
+    dev = _device(cd)
+    return xp.where(cd, _operand(xp, to_dense(x1) if isinstance(x1, SparseArray) else x1, dtype, dev),
+                    _operand(xp, to_dense(x2) if isinstance(x2, SparseArray) else x2, dtype, dev))  # fmt: skip
+
+
+def _dense_where_reason(c: Any, x1: Any, x2: Any) -> str | None:
+    if any(not isinstance(v, (SparseArray, bool, int, float, complex)) for v in (c, x1, x2)):
+        return None
+    return "no operand is strided, so the result is sparse and densifying the operands is not allowed"
+
+
+def where_coo(xp: Any, c: SparseArray, x1: Any, x2: Any) -> COOArray:
+    """``where`` of a sparse condition with sparse or scalar operands, as a coalesced COO over the union of
+    the condition's pattern and the pattern of the operand its fill value chooses."""
+    arrays = [v for v in (c, x1, x2) if isinstance(v, SparseArray)]
+    shape = broadcast_shapes("where", *(tuple(v.shape) for v in arrays))
+    coos = {id(v): coalesce_coo(xp, broadcast_coo(xp, element_coo(xp, v), shape)) for v in arrays}
+    sparse_dims = {coos[id(v)].sparse_dim() for v in arrays}
+    if len(sparse_dims) > 1:
+        raise LayoutError(
+            f"where: the sparse operands have different numbers of sparse dimensions (sparse_dims={sorted(sparse_dims)}) "
+            "after broadcasting. Convert them to COO arrays with one sparse_dim, e.g. through to_dense() and "
+            "to_sparse_coo(sparse_dim=...)."
+        )
+    dtype = where_dtype(xp, x1, x2)
+    cc = coos[id(c)]
+    chosen = x1 if c.fill_value else x2
+    sources = [cc] + ([coos[id(chosen)]] if isinstance(chosen, SparseArray) else [])
+    idx = xp.concat([xp.astype(s._idx, xp.int64) for s in sources], axis=1)
+    if len(sources) > 1 and idx.shape[1] > 1:
+        idx = xp.take(idx, lexsort_indices(xp, idx), axis=1)
+        first = xp.ones((1,), dtype=xp.bool, device=cc.device)
+        differs = xp.any(idx[:, 1:] != idx[:, :-1], axis=0) if idx.shape[0] else xp.zeros((idx.shape[1] - 1,), dtype=xp.bool, device=cc.device)
+        idx = xp.take(idx, xp.nonzero(xp.concat([first, differs]))[0], axis=1)
+
+    def values_of(v: Any) -> Any:
+        if isinstance(v, SparseArray):
+            return xp.astype(lookup(xp, coos[id(v)], idx), dtype)
+        return xp.asarray(v, dtype=dtype, device=cc.device)
+
+    values = xp.where(lookup(xp, cc, idx), values_of(x1), values_of(x2))
+    fill_of = chosen.fill_value if isinstance(chosen, SparseArray) else chosen
+    fill = python_scalar(xp, xp.asarray(fill_of, dtype=dtype, device=cc.device))
+    index_dtype = getattr(c, "index_dtype", xp.int64)
+    return COOArray(xp.astype(idx, index_dtype), values, shape, backend=c._backend, xp=xp, coalesced=True, fill_value=fill)
+
+
+@register("where", (sparse_coo, INDEXED_OR_SCALAR, INDEXED_OR_SCALAR))
+def _where_coo_indexed_indexed(xp: Any, c: COOArray, x1: Any, x2: Any) -> COOArray:
+    """where(COO, sparse|scalar, sparse|scalar) -> COO; fill chosen by the condition's fill; O(nnz log nnz)."""
+    return where_coo(xp, c, x1, x2)
+
+
+@register("where", (COMPRESSED, INDEXED_OR_SCALAR, INDEXED_OR_SCALAR))
+def _where_compressed_indexed_indexed(xp: Any, c: CompressedArray, x1: Any, x2: Any) -> SparseArray:
+    """where(compressed, sparse|scalar, sparse|scalar) -> the condition's layout (COO if broadcast); O(nnz log nnz)."""
+    out = where_coo(xp, c, x1, x2)
+    if tuple(out.shape) != tuple(c.shape):
+        return out
+    return compress_like(xp, out, c.layout, c.blocksize, c.index_dtype, "where")
+
+
+# -- nonzero -----------------------------------------------------------------------------------------
+
+
+@register("nonzero", (strided,))
+def _nonzero_strided(xp: Any, x: Any) -> tuple[Any, ...]:
+    """nonzero(strided): the backend's nonzero; O(numel)."""
+    return tuple(xp.nonzero(x))
+
+
+def nonzero_coo(xp: Any, c: COOArray) -> tuple[Any, ...]:
+    """The row-major coordinates of the non-zero elements of a coalesced COO with fill value 0."""
+    sd = c.sparse_dim()
+    dense = tuple(c.shape[sd:])
+    flat = xp.reshape(c._vals, (c.nnz, prod(dense)))
+    nonzero = flat if xp.isdtype(flat.dtype, "bool") else flat != 0
+    entry, sub = xp.nonzero(nonzero)
+    coords = [xp.astype(xp.take(c._idx[d, :], entry), xp.int64) for d in range(sd)]
+    if dense:
+        coords += _unravel(xp, xp.astype(sub, xp.int64), dense, xp.int64)
+    return tuple(coords)
+
+
+@register("nonzero", (sparse_coo,))
+def _nonzero_coo(xp: Any, a: COOArray) -> tuple[Any, ...]:
+    """nonzero(COO): coalesce, then the non-zero entries and dense elements in row-major order; O(nnz log nnz)."""
+    return nonzero_coo(xp, coalesce_coo(xp, a))
+
+
+@register("nonzero", (COMPRESSED,))
+def _nonzero_compressed(xp: Any, a: CompressedArray) -> tuple[Any, ...]:
+    """nonzero(compressed): through the coalesced element COO; O(nnz log nnz)."""
+    return nonzero_coo(xp, compressed_to_coo(xp, a))
+
+
+# -- astype and clone --------------------------------------------------------------------------------
+
+
+@register("astype", (strided,))
+def _astype_strided(xp: Any, x: Any, dtype: Any, copy: bool) -> Any:
+    """astype(strided): the backend's astype; O(numel)."""
+    return xp.astype(x, dtype, copy=copy)
+
+
+@register("astype", (INDEXED,))
+def _astype_indexed(xp: Any, a: SparseArray, dtype: Any, copy: bool) -> SparseArray:
+    """astype(sparse): cast values and fill (COO coalesced first), indices kept (copied with copy=True); O(nnz)."""
+    if isinstance(a, COOArray):
+        # a cast does not commute with the sum of duplicates (True + True, 0.5 + 0.5 to int, int8 overflow)
+        a = coalesce_coo(xp, a)
+    values = xp.astype(a._vals, dtype, copy=True)
+    fill = python_scalar(xp, xp.astype(xp.asarray(a.fill_value, dtype=a.dtype, device=a.device), dtype))
+    out = a._with_values(values, fill)
+    if not copy:
+        return out
+    return out._map_components(lambda comp: comp if comp is values else xp.asarray(comp, copy=True), a._backend, xp)
+
+
+@register("clone", (strided,))
+def _clone_strided(xp: Any, x: Any) -> Any:
+    """clone(strided): a copy; O(numel)."""
+    return xp.asarray(x, copy=True)
+
+
+@register("clone", (INDEXED,))
+def _clone_indexed(xp: Any, a: SparseArray) -> SparseArray:
+    """clone(sparse): a copy of every component, metadata kept; O(nnz)."""
+    return a._map_components(lambda comp: xp.asarray(comp, copy=True), a._backend, xp)
+
+
+# -- spdiags -----------------------------------------------------------------------------------------
+
+
+@register("spdiags", (strided, strided))
+def _spdiags_strided_strided(xp: Any, diagonals: Any, offsets: Any, shape: tuple[int, int], backend: Any) -> COOArray:
+    """spdiags(diagonals, offsets) -> COO: diagonals[k, j] at (j - offsets[k], j), sorted; O(n_diag * n log)."""
+    m, n = shape
+    dev = _device(diagonals)
+    width = min(int(diagonals.shape[1]), n)
+    n_diag = int(diagonals.shape[0])
+    cols = xp.broadcast_to(xp.arange(width, dtype=xp.int64, device=dev)[None, :], (n_diag, width))
+    rows = cols - xp.astype(offsets, xp.int64)[:, None]
+    inside = xp.reshape((rows >= 0) & (rows < m), (-1,))
+    keep = xp.nonzero(inside)[0]
+    idx = xp.stack([xp.take(xp.reshape(rows, (-1,)), keep), xp.take(xp.reshape(cols, (-1,)), keep)])
+    values = xp.take(xp.reshape(diagonals[:, :width], (-1,)), keep)
+    perm = lexsort_indices(xp, idx)
+    fill = _fill_scalar(xp, diagonals.dtype, 0)
+    return COOArray(
+        xp.take(idx, perm, axis=1), xp.take(values, perm), (m, n), backend=backend, xp=xp, coalesced=True, fill_value=fill
+    )

@@ -1,0 +1,1042 @@
+"""Generic linear-algebra kernels (Array API only): products of sparse and strided arrays, and solvers.
+
+Shapes follow the Array API's ``matmul``: ``(..., M, K) @ (..., K, N)``, a 1-D operand being a vector,
+batch dimensions broadcast. Every sparse operand is read as its *element COO*: one entry per specified
+element, every dimension before the dense ones sparse (the batch dimensions of a compressed array
+included, the elements of a BSR/BSC block each an entry). The kernels then only gather, multiply,
+sort and add:
+
+* sparse @ strided gathers the rows of ``b`` at the entries' plain indices, multiplies them by the
+  values and adds up each output row's products with a segmented scan (``_segment_scan``), exact and
+  backend-neutral (no scatter, which the standard lacks), then gathers the rows into the result;
+* strided @ sparse is ``(b.mT @ a.mT).mT``, the transposed sparse operand being an index swap;
+* sparse @ sparse (SpGEMM) expands, for each entry ``(i, k)`` of ``a``, the entries of row ``k`` of
+  ``b`` (located with ``searchsorted``), and coalesces the products;
+* SDDMM (``sampled_addmm``) gathers rows of ``a`` and columns of ``b`` at the mask's elements.
+
+A non-zero fill value ``f`` of a sparse factor is handled exactly where the product stays what it
+should be: ``A = S + f * (J - P)`` (``P`` the pattern), so ``A @ B = S' @ B + f * colsum(B)`` with
+``S'`` holding ``values - f``. Where the result would not be sparse (sparse @ sparse) the kernel
+declines. On torch every kernel is built from differentiable operations, so gradients reach the
+values and the strided operands.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, cast
+
+import array_api_compat
+
+from ... import dispatch
+from ...dispatch import register
+from ...formats import ANY, INDEXED, COOArray, CompressedArray, Layout, SparseArray, sparse_coo, strided
+from ...formats._ops import prod
+from ...formats._spec import Target
+from .conversion import (
+    _linearize,
+    _unravel,
+    block_coo_to_compressed,
+    coalesce_coo,
+    compressed_to_block_coo,
+    compressed_to_coo,
+    coo_to_block_coo,
+)
+from .elementwise import broadcast_coo
+
+__all__ = [
+    "element_coo",
+    "sample_product",
+    "spmm",
+    "sparse_times_strided",
+    "strided_times_sparse",
+    "spgemm",
+    "transpose_coo",
+]
+
+REDUCTIONS = ("sum", "mean", "amax", "amin")
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+
+def _dev(x: Any) -> Any:
+    return array_api_compat.device(x)
+
+
+def _backend_name(x: Any) -> str:
+    from .. import backend_of_array
+
+    return x._backend.name if isinstance(x, SparseArray) else backend_of_array(x).name
+
+
+def _layout(x: Any) -> Layout:
+    return x.layout if isinstance(x, SparseArray) else strided
+
+
+def _is_zero(fill: Any) -> bool:
+    return bool(fill == 0)
+
+
+def _is_finite(fill: Any) -> bool:
+    value = complex(fill)
+    return math.isfinite(value.real) and math.isfinite(value.imag)
+
+
+def _broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The broadcast of shapes the public layer has checked to be compatible."""
+    ndim = max((len(s) for s in shapes), default=0)
+    padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
+    return tuple(max(dims) if 0 not in dims else 0 for dims in zip(*padded))
+
+
+def element_coo(xp: Any, a: SparseArray) -> COOArray:
+    """``a`` as a COO array with one entry per specified element (batch dimensions become sparse ones)."""
+    if isinstance(a, COOArray):
+        return a
+    return compressed_to_coo(xp, cast(CompressedArray, a))
+
+
+def _shifted(xp: Any, c: COOArray) -> tuple[COOArray, Any]:
+    """``(c', f)``: ``c`` is ``c'`` (fill value 0) plus ``f`` at every unspecified element."""
+    fill = c.fill_value
+    if _is_zero(fill):
+        return c, 0
+    c = coalesce_coo(xp, c)
+    return COOArray(c._idx, c._vals - fill, c.shape, backend=c._backend, xp=xp, coalesced=True, fill_value=0), fill
+
+
+def _insert_unit(xp: Any, c: COOArray, position: int) -> COOArray:
+    """A new size-1 sparse dimension at ``position`` (an index row of zeros)."""
+    zeros = xp.zeros((1, c.nnz), dtype=c._idx.dtype, device=c.device)
+    idx = xp.concat([c._idx[:position, :], zeros, c._idx[position:, :]], axis=0)
+    shape = c.shape[:position] + (1,) + c.shape[position:]
+    return COOArray(idx, c._vals, shape, backend=c._backend, xp=xp, coalesced=c.is_coalesced(), fill_value=c.fill_value)
+
+
+def _drop_units(xp: Any, c: COOArray, positions: tuple[int, ...]) -> COOArray:
+    """Remove size-1 sparse dimensions (their index rows are all zero)."""
+    keep = [d for d in range(c.sparse_dim()) if d not in positions]
+    idx = xp.take(c._idx, xp.asarray(keep, dtype=xp.int64, device=c.device), axis=0) if keep else c._idx[:0, :]
+    shape = tuple(s for d, s in enumerate(c.shape) if d not in positions)
+    return COOArray(idx, c._vals, shape, backend=c._backend, xp=xp, coalesced=c.is_coalesced(), fill_value=c.fill_value)
+
+
+def permute_coo(xp: Any, c: COOArray, order: tuple[int, ...]) -> COOArray:
+    """The sparse dimensions of ``c`` (no dense dimensions) in the order ``order``; an index-row permutation."""
+    idx = xp.take(c._idx, xp.asarray(order, dtype=xp.int64, device=c.device), axis=0) if order else c._idx
+    shape = tuple(c.shape[d] for d in order)
+    sorted_ = c.is_coalesced() and tuple(order) == tuple(range(len(order)))
+    return COOArray(idx, c._vals, shape, backend=c._backend, xp=xp, coalesced=sorted_, fill_value=c.fill_value)
+
+
+def transpose_coo(xp: Any, c: COOArray) -> COOArray:
+    """The transpose of the last two (sparse) dimensions of an element COO; O(nnz), no sort."""
+    n = c.sparse_dim()
+    return permute_coo(xp, c, tuple(range(n - 2)) + (n - 1, n - 2))
+
+
+def reshape_coo(xp: Any, c: COOArray, groups: tuple[tuple[int, ...], ...]) -> COOArray:
+    """Merge each group of consecutive sparse dimensions into one (row-major), e.g. for tensordot."""
+    rows, shape, start = [], [], 0
+    dev = c.device
+    for size in groups:
+        dims = tuple(size)
+        n = len(dims)
+        key = _linearize(xp, c._idx[start : start + n, :], dims) if n else xp.zeros((c.nnz,), dtype=xp.int64, device=dev)
+        rows.append(key)
+        shape.append(prod(dims))
+        start += n
+    idx = xp.stack(rows) if rows else xp.zeros((0, c.nnz), dtype=xp.int64, device=dev)
+    return COOArray(idx, c._vals, tuple(shape), backend=c._backend, xp=xp, coalesced=c.is_coalesced(), fill_value=c.fill_value)
+
+
+def unreshape_coo(xp: Any, c: COOArray, shapes: tuple[tuple[int, ...], ...], index_dtype: Any) -> COOArray:
+    """Split each sparse dimension of ``c`` into the dimensions of ``shapes`` (row-major): undoes reshape_coo."""
+    rows: list[Any] = []
+    for d, dims in enumerate(shapes):
+        rows.extend(_unravel(xp, xp.astype(c._idx[d, :], xp.int64), tuple(dims), index_dtype) if dims else [])
+    shape = tuple(s for dims in shapes for s in dims)
+    idx = xp.stack(rows) if rows else xp.zeros((0, c.nnz), dtype=index_dtype, device=c.device)
+    return COOArray(idx, c._vals, shape, backend=c._backend, xp=xp, coalesced=c.is_coalesced(), fill_value=c.fill_value)
+
+
+# -- segmented reductions --------------------------------------------------------------------------
+
+
+def _segment_scan(xp: Any, is_start: Any, values: Any, combine: Callable[[Any, Any], Any]) -> Any:
+    """Reduce runs of equal keys (``values`` sorted by key, ``is_start`` marking each run's first element).
+
+    A segmented inclusive scan by doubling (Hillis-Steele): ceil(log2(longest run)) data-parallel
+    passes, after which each run's last element holds its reduction.
+    """
+    n = values.shape[0]
+    starts = xp.nonzero(is_start)[0]
+    seg = xp.cumulative_sum(xp.astype(is_start, xp.int64)) - 1
+    bounds = xp.concat([starts, xp.asarray([n], dtype=starts.dtype, device=_dev(starts))])
+    longest = int(xp.max(bounds[1:] - bounds[:-1]))
+    tail = (1,) * (values.ndim - 1)
+    v, step = values, 1
+    while step < longest:
+        same = xp.reshape(seg[step:] == seg[:-step], (n - step, *tail))
+        v = xp.concat([v[:step, ...], xp.where(same, combine(v[step:, ...], v[:-step, ...]), v[step:, ...])], axis=0)
+        step *= 2
+    return xp.take(v, bounds[1:] - 1, axis=0)
+
+
+def reduce_segments(xp: Any, key: Any, values: Any, reduce: str = "sum") -> tuple[Any, Any]:
+    """``(unique keys, reductions)`` of ``values`` grouped by the sorted, non-empty ``key``."""
+    first = xp.ones((1,), dtype=xp.bool, device=_dev(key))
+    is_start = xp.concat([first, key[1:] != key[:-1]])
+    starts = xp.nonzero(is_start)[0]
+    combine = {"sum": xp.add, "mean": xp.add, "amax": xp.maximum, "amin": xp.minimum}[reduce]
+    out = _segment_scan(xp, is_start, values, combine)
+    if reduce == "mean":
+        bounds = xp.concat([starts, xp.asarray([key.shape[0]], dtype=starts.dtype, device=_dev(key))])
+        counts = xp.astype(bounds[1:] - bounds[:-1], out.dtype)
+        out = out / xp.reshape(counts, (-1, *((1,) * (out.ndim - 1))))
+    return xp.take(key, starts), out
+
+
+def rows_to_dense(xp: Any, ukeys: Any, rows: Any, nrows: int) -> Any:
+    """The ``(nrows, *row_shape)`` array whose row ``ukeys[i]`` is ``rows[i]`` and every other row 0."""
+    positions = xp.arange(nrows, dtype=xp.int64, device=_dev(ukeys))
+    pos = xp.clip(xp.searchsorted(ukeys, positions), 0, ukeys.shape[0] - 1)
+    found = xp.take(ukeys, pos) == positions
+    tail = (1,) * (rows.ndim - 1)
+    return xp.where(xp.reshape(found, (-1, *tail)), xp.take(rows, pos, axis=0), xp.zeros((), dtype=rows.dtype, device=_dev(rows)))
+
+
+# -- sparse @ strided ------------------------------------------------------------------------------
+
+
+def row_products(xp: Any, c: COOArray, b: Any) -> tuple[Any, Any]:
+    """``(key, products)`` sorted by key: for every entry (batch ``l``, row ``m``, column ``k``) of ``c``
+    ``(*B, M, K)``, the output row ``l * M + m`` and ``value * b[l, k, :]``; ``b`` is ``(*B, K, N)``."""
+    nbd = c.ndim - 2
+    batch = tuple(c.shape[:nbd])
+    m, k = c.shape[nbd], c.shape[nbd + 1]
+    n = b.shape[-1]
+    nnz = c.nnz
+    dtype = xp.result_type(c.dtype, b.dtype)
+    idx = c._idx
+    bl = _linearize(xp, idx[:nbd, :], batch) if nbd else xp.zeros((nnz,), dtype=xp.int64, device=c.device)
+    rows, cols = xp.astype(idx[nbd, :], xp.int64), xp.astype(idx[nbd + 1, :], xp.int64)
+    bflat = xp.reshape(xp.astype(b, dtype, copy=False), (prod(batch) * k, n))
+    products = xp.reshape(xp.astype(c._vals, dtype, copy=False), (nnz, 1)) * xp.take(bflat, bl * k + cols, axis=0)
+    key = bl * m + rows
+    if not c.is_coalesced():
+        perm = xp.argsort(key, stable=True)
+        key, products = xp.take(key, perm), xp.take(products, perm, axis=0)
+    return key, products
+
+
+def spmm(xp: Any, c: COOArray, b: Any, reduce: str = "sum") -> Any:
+    """``c @ b`` for an element COO ``c`` ``(*B, M, K)`` (fill value 0) and a strided ``b`` ``(*B, K, N)``;
+    ``reduce`` combines each output element's products (torch.sparse.mm's ``reduce=``; empty rows are 0)."""
+    nbd = c.ndim - 2
+    batch = tuple(c.shape[:nbd])
+    m, n = c.shape[nbd], b.shape[-1]
+    dtype = xp.result_type(c.dtype, b.dtype)
+    if c.nnz == 0 or prod(batch) * m * n == 0:
+        return xp.zeros(batch + (m, n), dtype=dtype, device=_dev(b))
+    key, products = row_products(xp, c, b)
+    ukeys, sums = reduce_segments(xp, key, products, reduce)
+    return xp.reshape(rows_to_dense(xp, ukeys, sums, prod(batch) * m), batch + (m, n))
+
+
+def _vector_as_row(xp: Any, c: COOArray) -> COOArray:
+    return _insert_unit(xp, c, 0)
+
+
+def sparse_times_strided(xp: Any, c: COOArray, b: Any, *, row_vector: bool = False, reduce: str = "sum") -> Any:
+    """``c @ b`` with Array API matmul shapes: ``c`` an element COO ``(..., M, K)`` (``row_vector``: a
+    1-D operand already lifted to ``(1, K)``), ``b`` strided ``(K,)`` or ``(..., K, N)``."""
+    c, fill = _shifted(xp, c)
+    bb = b[:, None] if b.ndim == 1 else b
+    batch = _broadcast_shapes(tuple(c.shape[:-2]), tuple(bb.shape[:-2]))
+    c = broadcast_coo(xp, c, batch + tuple(c.shape[-2:]))
+    dtype = xp.result_type(c.dtype, bb.dtype)
+    bb = xp.broadcast_to(xp.astype(bb, dtype, copy=False), batch + tuple(bb.shape[-2:]))
+    out = spmm(xp, c, bb, reduce)
+    if not _is_zero(fill):
+        out = out + fill * xp.sum(bb, axis=-2, keepdims=True)
+    shape = batch + (() if row_vector else (c.shape[-2],)) + (() if b.ndim == 1 else (b.shape[-1],))
+    return xp.reshape(out, shape)
+
+
+def strided_times_sparse(xp: Any, a: Any, c: COOArray) -> Any:
+    """``a @ c`` for a strided ``a`` and an element COO ``c`` (no dense dimensions): ``(c.mT @ a.mT).mT``."""
+    if c.ndim == 1:
+        # a @ v == (v as a row) @ a.mT, a vector result
+        a_t = a if a.ndim == 1 else xp.matrix_transpose(a)
+        return sparse_times_strided(xp, _vector_as_row(xp, c), a_t, row_vector=True)
+    c_t = transpose_coo(xp, c)
+    if a.ndim == 1:
+        return sparse_times_strided(xp, c_t, a)
+    return xp.matrix_transpose(sparse_times_strided(xp, c_t, xp.matrix_transpose(a)))
+
+
+def _supports_matmul_sparse_strided(xp: Any, a: SparseArray, b: Any) -> str | None:
+    if a.dense_dim():
+        if not _is_zero(a.fill_value):
+            return f"a product over a dense dimension needs fill value 0, got {a.fill_value!r}"
+        if b.ndim > 2:
+            return "a batched strided operand against a sparse array contracted over a dense dimension is not supported"
+        return None
+    if not _is_finite(a.fill_value):
+        return f"a non-finite fill value ({a.fill_value!r}) makes the unspecified products undefined"
+    return None
+
+
+@register("matmul", (INDEXED, strided), supports=_supports_matmul_sparse_strided)
+def _matmul_indexed_strided(xp: Any, a: SparseArray, b: Any) -> Any:
+    """matmul(sparse, strided) -> strided: gather rows of b, segmented sum per output row; O(nnz * N log nnz)."""
+    if a.dense_dim():
+        # the contracted dimension is dense: every stored element is multiplied, the structure stays
+        return a._with_values(xp.matmul(a._vals, b), 0)
+    c = element_coo(xp, a)
+    if a.ndim == 1:
+        return sparse_times_strided(xp, _vector_as_row(xp, c), b, row_vector=True)
+    return sparse_times_strided(xp, c, b)
+
+
+def _supports_matmul_strided_sparse(xp: Any, a: Any, b: SparseArray) -> str | None:
+    dense_dim = b.dense_dim()
+    if dense_dim and not _is_zero(b.fill_value):
+        return f"a product with a hybrid operand needs fill value 0, got {b.fill_value!r}"
+    if dense_dim >= 2 and a.ndim > 2:
+        return "a batched strided operand against a sparse array contracted over a dense dimension is not supported"
+    if dense_dim == 1 and not (isinstance(b, COOArray) and b.ndim == 2):
+        return "of the hybrid operands contracted over a sparse dimension, only a 2-D COO array with one sparse dimension is supported"
+    if not dense_dim and not _is_finite(b.fill_value):
+        return f"a non-finite fill value ({b.fill_value!r}) makes the unspecified products undefined"
+    return None
+
+
+@register("matmul", (strided, INDEXED), supports=_supports_matmul_strided_sparse)
+def _matmul_strided_indexed(xp: Any, a: Any, b: SparseArray) -> Any:
+    """matmul(strided, sparse) -> strided: (b.mT @ a.mT).mT with the index rows swapped; O(nnz * M log nnz)."""
+    if b.dense_dim() >= 2:
+        return b._with_values(xp.matmul(a, b._vals), 0)
+    if b.dense_dim() == 1:
+        # rows of b are sparse, its columns dense: gather a's columns at the stored rows
+        c = cast(COOArray, b)
+        rows = xp.astype(c._idx[0, :], xp.int64)
+        dtype = xp.result_type(a.dtype, b.dtype)
+        return xp.matmul(xp.astype(xp.take(a, rows, axis=-1), dtype, copy=False), xp.astype(c._vals, dtype, copy=False))
+    return strided_times_sparse(xp, a, element_coo(xp, b))
+
+
+@register("matmul", (strided, strided))
+def _matmul_strided_strided(xp: Any, a: Any, b: Any) -> Any:
+    """matmul(strided, strided) -> strided: the backend's matmul; O(M * K * N)."""
+    return xp.matmul(a, b)
+
+
+# -- sparse @ sparse -------------------------------------------------------------------------------
+
+
+def spgemm(xp: Any, ca: COOArray, cb: COOArray, index_dtype: Any) -> COOArray:
+    """``ca @ cb`` for element COO arrays ``(*B, M, K)`` and ``(*B, K, N)`` (fill value 0, one batch shape):
+    each entry of ``ca`` meets the entries of its column's row in ``cb``; the products are coalesced."""
+    nbd = ca.ndim - 2
+    batch = tuple(ca.shape[:nbd])
+    m, k, n = ca.shape[nbd], ca.shape[nbd + 1], cb.shape[nbd + 1]
+    dtype = xp.result_type(ca.dtype, cb.dtype)
+    dev = ca.device
+    shape = batch + (m, n)
+
+    def empty() -> COOArray:
+        return COOArray(
+            xp.zeros((nbd + 2, 0), dtype=index_dtype, device=dev), xp.zeros((0,), dtype=dtype, device=dev), shape,
+            backend=ca._backend, xp=xp, coalesced=True, fill_value=0,
+        )  # fmt: skip
+
+    if ca.nnz == 0 or cb.nnz == 0:
+        return empty()
+    ai, bi = ca._idx, cb._idx
+    zeros_a = xp.zeros((ca.nnz,), dtype=xp.int64, device=dev)
+    zeros_b = xp.zeros((cb.nnz,), dtype=xp.int64, device=dev)
+    a_bl = _linearize(xp, ai[:nbd, :], batch) if nbd else zeros_a
+    b_bl = _linearize(xp, bi[:nbd, :], batch) if nbd else zeros_b
+    a_m, a_k = xp.astype(ai[nbd, :], xp.int64), xp.astype(ai[nbd + 1, :], xp.int64)
+    b_k, b_n = xp.astype(bi[nbd, :], xp.int64), xp.astype(bi[nbd + 1, :], xp.int64)
+    va, vb = xp.astype(ca._vals, dtype, copy=False), xp.astype(cb._vals, dtype, copy=False)
+    bkey = b_bl * k + b_k
+    if not cb.is_coalesced():
+        perm = xp.argsort(bkey, stable=True)
+        bkey, b_n, vb = xp.take(bkey, perm), xp.take(b_n, perm), xp.take(vb, perm)
+    akey = a_bl * k + a_k
+    start = xp.searchsorted(bkey, akey, side="left")
+    counts = xp.searchsorted(bkey, akey, side="right") - start
+    offsets = xp.cumulative_sum(counts)
+    total = int(offsets[-1])
+    if total == 0:
+        return empty()
+    t = xp.arange(total, dtype=xp.int64, device=dev)
+    owner = xp.searchsorted(offsets, t, side="right")
+    bpos = xp.take(start, owner) + (t - (xp.take(offsets, owner) - xp.take(counts, owner)))
+    values = xp.take(va, owner) * xp.take(vb, bpos)
+    out_bl = xp.take(a_bl, owner)
+    indices = xp.stack([
+        *_unravel(xp, out_bl, batch, index_dtype),
+        xp.astype(xp.take(a_m, owner), index_dtype),
+        xp.astype(xp.take(b_n, bpos), index_dtype),
+    ])  # fmt: skip
+    return coalesce_coo(xp, COOArray(indices, values, shape, backend=ca._backend, xp=xp, coalesced=False, fill_value=0))
+
+
+def compress_union(xp: Any, c: COOArray, layout: Layout, blocksize: tuple[int, int], index_dtype: Any) -> CompressedArray:
+    """A coalesced element COO ``(*B, M, N)`` as a compressed array; batches share the union of their
+    patterns (explicit zeros where a batch lacks an element), so that every batch holds as many."""
+    nbd = c.ndim - 2
+    batch = tuple(c.shape[:nbd])
+    bc = coo_to_block_coo(xp, c, nbd, blocksize) if layout.is_blocked else c
+    nb = prod(batch)
+    if nbd and nb > 1 and bc.nnz:
+        g0, g1 = bc.shape[nbd], bc.shape[nbd + 1]
+        idx = bc._idx
+        cell = xp.astype(idx[nbd, :], xp.int64) * g1 + xp.astype(idx[nbd + 1, :], xp.int64)
+        s = xp.sort(cell)
+        first = xp.ones((1,), dtype=xp.bool, device=c.device)
+        ucell = xp.take(s, xp.nonzero(xp.concat([first, s[1:] != s[:-1]]))[0])
+        nu = ucell.shape[0]
+        key = _linearize(xp, idx[:nbd, :], batch) * (g0 * g1) + cell
+        lin = xp.arange(nb, dtype=xp.int64, device=c.device)[:, None]
+        wanted = xp.reshape(lin * (g0 * g1) + ucell[None, :], (-1,))
+        pos = xp.clip(xp.searchsorted(key, wanted), 0, bc.nnz - 1)
+        found = xp.take(key, pos) == wanted
+        tail = (1,) * (bc._vals.ndim - 1)
+        values = xp.where(xp.reshape(found, (-1, *tail)), xp.take(bc._vals, pos, axis=0), xp.zeros((), dtype=bc.dtype, device=c.device))
+        b_lin = xp.reshape(xp.broadcast_to(lin, (nb, nu)), (-1,))
+        cells = xp.reshape(xp.broadcast_to(ucell[None, :], (nb, nu)), (-1,))
+        indices = xp.stack([*_unravel(xp, b_lin, batch, idx.dtype), xp.astype(cells // g1, idx.dtype), xp.astype(cells % g1, idx.dtype)])
+        bc = COOArray(indices, values, bc.shape, backend=c._backend, xp=xp, coalesced=True, fill_value=0)
+    target = Target(layout, c._backend, xp, tuple(c.shape), 2, 0, blocksize, index_dtype, 0)
+    return block_coo_to_compressed(xp, bc, target)
+
+
+def _index_dtype(xp: Any, a: SparseArray) -> Any:
+    return getattr(a, "index_dtype", xp.int64)
+
+
+def sparse_result(xp: Any, c: COOArray, like: SparseArray, other: SparseArray | None = None) -> SparseArray:
+    """The coalesced COO ``c`` in ``like``'s layout: blocks of ``like``'s block rows and ``other``'s block
+    columns (1 where ``other`` is not blocked); a 1-D result stays COO."""
+    if like.layout is sparse_coo or c.ndim < 2:
+        return c
+    blocksize = (1, 1)
+    if like.layout.is_blocked:
+        bn = cast(CompressedArray, other).blocksize[1] if other is not None and other.layout.is_blocked else 1
+        blocksize = (cast(CompressedArray, like).blocksize[0], bn)
+    return compress_union(xp, c, like.layout, blocksize, _index_dtype(xp, like))
+
+
+def _supports_matmul_sparse_sparse(xp: Any, a: SparseArray, b: SparseArray) -> str | None:
+    if not (_is_zero(a.fill_value) and _is_zero(b.fill_value)):
+        return f"a product of two sparse arrays is sparse only with fill values 0, got {a.fill_value!r} and {b.fill_value!r}"
+    if a.dense_dim() or b.dense_dim():
+        return "sparse @ sparse is supported without dense dimensions only"
+    return None
+
+
+@register("matmul", (INDEXED, INDEXED), supports=_supports_matmul_sparse_sparse)
+def _matmul_indexed_indexed(xp: Any, a: SparseArray, b: SparseArray) -> SparseArray:
+    """matmul(sparse, sparse) -> sparse in a's layout: row expansion and coalescing; O(flops log flops)."""
+    ca, cb = element_coo(xp, a), element_coo(xp, b)
+    squeeze: list[int] = []
+    if a.ndim == 1:
+        ca = _vector_as_row(xp, ca)
+    if b.ndim == 1:
+        cb = _insert_unit(xp, cb, 1)
+    batch = _broadcast_shapes(tuple(ca.shape[:-2]), tuple(cb.shape[:-2]))
+    ca = broadcast_coo(xp, ca, batch + tuple(ca.shape[-2:]))
+    cb = broadcast_coo(xp, cb, batch + tuple(cb.shape[-2:]))
+    c = spgemm(xp, ca, cb, _index_dtype(xp, a))
+    nbd = len(batch)
+    if a.ndim == 1:
+        squeeze.append(nbd)
+    if b.ndim == 1:
+        squeeze.append(nbd + 1)
+    if squeeze:
+        return _drop_units(xp, c, tuple(squeeze))
+    return sparse_result(xp, c, a, b)
+
+
+# -- addmm -----------------------------------------------------------------------------------------
+
+
+def _scaled(x: Any, factor: Any) -> Any:
+    from ..._elementwise import multiply
+
+    return x if factor == 1 else multiply(x, factor)
+
+
+def addmm_combine(xp: Any, input: Any, product: Any, beta: Any, alpha: Any) -> Any:
+    """``beta * input + alpha * product``; ``beta == 0`` ignores ``input`` (NaN included), as torch does."""
+    from ..._elementwise import add
+
+    scaled = _scaled(product, alpha)
+    if beta == 0:
+        return scaled
+    return add(_scaled(input, beta), scaled)
+
+
+@register("addmm", (strided, strided, strided))
+@register("addmm", (strided, INDEXED, strided))
+@register("addmm", (strided, strided, INDEXED))
+@register("addmm", (strided, INDEXED, INDEXED))
+def _addmm_strided_any_any(xp: Any, input: Any, a: Any, b: Any, beta: Any, alpha: Any) -> Any:
+    """addmm(strided, ., .) -> strided: the product through dispatch, then beta * input + alpha * product."""
+    product = dispatch.call("matmul", (_layout(a), _layout(b)), _backend_name(input), xp, a, b)
+    result = addmm_combine(xp, input, product, beta, alpha)
+    from ..._conversion import to_dense
+
+    return to_dense(result)
+
+
+# -- sampled products (SDDMM) ----------------------------------------------------------------------
+
+
+def element_positions(xp: Any, s: SparseArray) -> tuple[Any, Any, Any, tuple[int, ...]]:
+    """``(batch, row, col, values_shape)`` of every stored element of ``s`` (no dense dimensions), in the
+    order and shape of its values (a block's elements in the block's row-major order)."""
+    if isinstance(s, COOArray):
+        nbd = s.sparse_dim() - 2
+        idx = s._idx
+        bl = _linearize(xp, idx[:nbd, :], tuple(s.shape[:nbd])) if nbd else xp.zeros((s.nnz,), dtype=xp.int64, device=s.device)
+        return bl, xp.astype(idx[nbd, :], xp.int64), xp.astype(idx[nbd + 1, :], xp.int64), tuple(s._vals.shape)
+    a = cast(CompressedArray, s)
+    nbd = a.batch_dim()
+    block = compressed_to_block_coo(xp, a)
+    idx = block._idx
+    bl = _linearize(xp, idx[:nbd, :], tuple(a.shape[:nbd])) if nbd else xp.zeros((idx.shape[1],), dtype=xp.int64, device=a.device)
+    bm, bn = a.blocksize
+    dev = a.device
+    r = xp.arange(bm, dtype=xp.int64, device=dev)[None, :, None]
+    q = xp.arange(bn, dtype=xp.int64, device=dev)[None, None, :]
+    full = (idx.shape[1], bm, bn)
+    rows = xp.reshape(xp.broadcast_to(xp.astype(idx[nbd, :], xp.int64)[:, None, None] * bm + r, full), (-1,))
+    cols = xp.reshape(xp.broadcast_to(xp.astype(idx[nbd + 1, :], xp.int64)[:, None, None] * bn + q, full), (-1,))
+    bl = xp.reshape(xp.broadcast_to(bl[:, None, None], full), (-1,))
+    return bl, rows, cols, tuple(a._vals.shape)
+
+
+def sample_product(xp: Any, s: SparseArray, x: Any, y: Any) -> Any:
+    """``(x @ y)`` at the stored elements of ``s`` ``(*B, M, N)``, shaped like ``s``'s values; ``x``
+    ``(*B, M, P)`` and ``y`` ``(*B, P, N)`` broadcast to ``s``'s batch. O(elements * P)."""
+    batch = tuple(s.shape[:-2])
+    m, n = s.shape[-2], s.shape[-1]
+    p = x.shape[-1]
+    dtype = xp.result_type(x.dtype, y.dtype)
+    bl, rows, cols, values_shape = element_positions(xp, s)
+    nb = prod(batch)
+    xf = xp.reshape(xp.broadcast_to(xp.astype(x, dtype, copy=False), batch + (m, p)), (nb * m, p))
+    yt = xp.reshape(xp.broadcast_to(xp.matrix_transpose(xp.astype(y, dtype, copy=False)), batch + (n, p)), (nb * n, p))
+    if rows.shape[0] == 0:
+        return xp.zeros(values_shape, dtype=dtype, device=_dev(x))
+    products = xp.sum(xp.take(xf, bl * m + rows, axis=0) * xp.take(yt, bl * n + cols, axis=0), axis=-1)
+    return xp.reshape(products, values_shape)
+
+
+def _supports_sampled(xp: Any, input: SparseArray, a: Any, b: Any, beta: Any, alpha: Any) -> str | None:
+    if input.dense_dim():
+        return "the mask of a sampled product has no dense dimensions"
+    return None
+
+
+@register("sampled_addmm", (INDEXED, strided, strided), supports=_supports_sampled)
+def _sampled_addmm_indexed_strided_strided(xp: Any, input: SparseArray, a: Any, b: Any, beta: Any, alpha: Any) -> SparseArray:
+    """sampled_addmm(sparse, strided, strided) -> sparse: gather rows of a and columns of b at the mask; O(nnz * K)."""
+    if isinstance(input, COOArray):
+        input = coalesce_coo(xp, input)
+    sampled = sample_product(xp, input, a, b)
+    dtype = xp.result_type(input.dtype, sampled.dtype)
+    values = xp.astype(sampled, dtype, copy=False)
+    if alpha != 1:
+        values = alpha * values
+    from ..._common import scalar_for
+
+    fill = scalar_for(xp, dtype, 0 if beta == 0 else beta * input.fill_value)
+    if beta != 0:
+        own = xp.astype(input._vals, dtype, copy=False)
+        values = (own if beta == 1 else beta * own) + values
+    return input._with_values(values, fill)
+
+
+# -- torch.sparse.mm(reduce=), smm, hspmm, sspaddmm --------------------------------------------------
+
+
+def _supports_fill0_plain(op: str) -> Callable[..., str | None]:
+    def supports(xp: Any, a: SparseArray, *args: Any) -> str | None:
+        if not _is_zero(a.fill_value):
+            return f"{op} reads the unspecified elements as 0, and the fill value is {a.fill_value!r}"
+        if a.dense_dim():
+            return f"{op} is supported without dense dimensions only"
+        return None
+
+    return supports
+
+
+def _supports_reduce(xp: Any, a: SparseArray, b: Any, reduce: str) -> str | None:
+    reason = _supports_fill0_plain("reduce=")(xp, a)
+    if reason is None and reduce == "mean" and not xp.isdtype(xp.result_type(a.dtype, b.dtype), ("real floating", "complex floating")):
+        return "reduce='mean' needs a floating dtype"
+    if reason is None and reduce in ("amax", "amin") and xp.isdtype(xp.result_type(a.dtype, b.dtype), "complex floating"):
+        return f"reduce={reduce!r} needs a real dtype"
+    return reason
+
+
+@register("matmul_reduce", (INDEXED, strided), supports=_supports_reduce)
+def _matmul_reduce_indexed_strided(xp: Any, a: SparseArray, b: Any, reduce: str) -> Any:
+    """matmul_reduce(sparse, strided) -> strided: products of each row reduced by sum/mean/amax/amin; O(nnz * N log nnz)."""
+    c = element_coo(xp, a)
+    if reduce != "sum":
+        c = coalesce_coo(xp, c)
+    return sparse_times_strided(xp, c, b, reduce=reduce)
+
+
+def _hspmm(xp: Any, a: SparseArray, b: Any) -> COOArray:
+    c = element_coo(xp, a)
+    nbd = c.ndim - 2
+    batch = tuple(c.shape[:nbd])
+    m, n = c.shape[nbd], b.shape[-1]
+    dtype = xp.result_type(c.dtype, b.dtype)
+    bb = xp.broadcast_to(b, batch + tuple(b.shape[-2:]))
+    idt = _index_dtype(xp, a)
+    if c.nnz == 0:
+        rows = xp.zeros((0, n), dtype=dtype, device=c.device)
+        ukeys = xp.zeros((0,), dtype=xp.int64, device=c.device)
+    else:
+        key, products = row_products(xp, c, bb)
+        ukeys, rows = reduce_segments(xp, key, products)
+    indices = xp.stack(_unravel(xp, ukeys, batch + (m,), idt))
+    return COOArray(indices, rows, batch + (m, n), backend=c._backend, xp=xp, coalesced=True, fill_value=0)
+
+
+@register("hspmm", (INDEXED, strided), supports=_supports_fill0_plain("hspmm"))
+def _hspmm_indexed_strided(xp: Any, a: SparseArray, b: Any) -> COOArray:
+    """hspmm(sparse, strided) -> hybrid COO: the rows of a @ b where a has entries, dense along N; O(nnz * N log nnz)."""
+    return _hspmm(xp, a, b)
+
+
+def hybrid_rows_to_coo(xp: Any, h: COOArray) -> COOArray:
+    """A hybrid COO with one dense (last) dimension as a COO with every element of each stored row."""
+    nnz, n = h._vals.shape
+    idx = h._idx
+    dev = h.device
+    rep = xp.reshape(xp.broadcast_to(idx[:, :, None], (idx.shape[0], nnz, n)), (idx.shape[0], nnz * n))
+    cols = xp.reshape(xp.broadcast_to(xp.arange(n, dtype=idx.dtype, device=dev)[None, :], (nnz, n)), (1, nnz * n))
+    return COOArray(
+        xp.concat([rep, cols], axis=0), xp.reshape(h._vals, (nnz * n,)), h.shape, backend=h._backend, xp=xp,
+        coalesced=h.is_coalesced(), fill_value=0,
+    )  # fmt: skip
+
+
+@register("smm", (INDEXED, strided), supports=_supports_fill0_plain("smm"))
+def _smm_indexed_strided(xp: Any, a: SparseArray, b: Any) -> COOArray:
+    """smm(sparse, strided) -> COO: every element of each row of a @ b where a has entries; O(nnz * N log nnz)."""
+    return hybrid_rows_to_coo(xp, _hspmm(xp, a, b))
+
+
+def _supports_sspaddmm(xp: Any, input: SparseArray, a: SparseArray, b: Any, beta: Any, alpha: Any) -> str | None:
+    reason = _supports_fill0_plain("sspaddmm")(xp, a)
+    if reason is None:
+        reason = _supports_fill0_plain("sspaddmm")(xp, input)
+    return reason
+
+
+@register("sspaddmm", (INDEXED, INDEXED, strided), supports=_supports_sspaddmm)
+def _sspaddmm_indexed_indexed_strided(xp: Any, input: SparseArray, a: SparseArray, b: Any, beta: Any, alpha: Any) -> COOArray:
+    """sspaddmm(sparse, sparse, strided) -> uncoalesced COO: beta * input's entries, then alpha * smm(a, b)'s."""
+    product = hybrid_rows_to_coo(xp, _hspmm(xp, a, b))
+    own = element_coo(xp, input)
+    dtype = xp.result_type(own.dtype, product.dtype)
+    left = xp.astype(own._vals, dtype, copy=False)
+    right = xp.astype(product._vals, dtype, copy=False)
+    values = xp.concat([left if beta == 1 else beta * left, right if alpha == 1 else alpha * right])
+    indices = xp.concat([own._idx, xp.astype(product._idx, own._idx.dtype)], axis=1)
+    return COOArray(indices, values, product.shape, backend=own._backend, xp=xp, coalesced=False, fill_value=0)
+
+
+# -- tensordot and vecdot --------------------------------------------------------------------------
+
+
+def _supports_no_dense(op: str) -> Callable[..., str | None]:
+    def supports(xp: Any, x1: Any, x2: Any, *args: Any) -> str | None:
+        for x in (x1, x2):
+            if isinstance(x, SparseArray) and x.dense_dim():
+                return f"{op} is supported for sparse arrays without dense dimensions only"
+        return None
+
+    return supports
+
+
+def _as_matrix(xp: Any, x: Any, rows: tuple[int, ...], cols: tuple[int, ...]) -> Any:
+    """``x`` with the dimensions ``rows`` merged into one and ``cols`` into another (strided or COO)."""
+    shape = tuple(x.shape)
+    r, c = prod([shape[d] for d in rows]), prod([shape[d] for d in cols])
+    if not isinstance(x, SparseArray):
+        return xp.reshape(xp.permute_dims(x, rows + cols), (r, c))
+    coo = permute_coo(xp, element_coo(xp, x), rows + cols)
+    return reshape_coo(xp, coo, (tuple(shape[d] for d in rows), tuple(shape[d] for d in cols)))
+
+
+@register("tensordot", (INDEXED, strided), supports=_supports_no_dense("tensordot"))
+@register("tensordot", (strided, INDEXED), supports=_supports_no_dense("tensordot"))
+@register("tensordot", (INDEXED, INDEXED), supports=_supports_no_dense("tensordot"))
+def _tensordot_indexed(xp: Any, x1: Any, x2: Any, axes1: tuple[int, ...], axes2: tuple[int, ...]) -> Any:
+    """tensordot with a sparse operand: both as matrices (free x contracted), one matmul through dispatch; O(matmul)."""
+    free1 = tuple(d for d in range(x1.ndim) if d not in axes1)
+    free2 = tuple(d for d in range(x2.ndim) if d not in axes2)
+    m1, m2 = _as_matrix(xp, x1, free1, axes1), _as_matrix(xp, x2, axes2, free2)
+    product = dispatch.call("matmul", (_layout(m1), _layout(m2)), _backend_name(x1), xp, m1, m2)
+    shape1, shape2 = tuple(x1.shape[d] for d in free1), tuple(x2.shape[d] for d in free2)
+    if isinstance(product, SparseArray):
+        idt = _index_dtype(xp, x1 if isinstance(x1, SparseArray) else x2)
+        return unreshape_coo(xp, cast(COOArray, product), (shape1, shape2), idt)
+    return xp.reshape(product, shape1 + shape2)
+
+
+@register("tensordot", (strided, strided))
+def _tensordot_strided_strided(xp: Any, x1: Any, x2: Any, axes1: tuple[int, ...], axes2: tuple[int, ...]) -> Any:
+    """tensordot(strided, strided) -> strided: the backend's tensordot; O(product of the shapes)."""
+    return xp.tensordot(x1, x2, axes=(list(axes1), list(axes2)))
+
+
+def _conj_sparse(xp: Any, c: COOArray) -> COOArray:
+    if not xp.isdtype(c.dtype, "complex floating"):
+        return c
+    fill = complex(c.fill_value).conjugate()
+    return COOArray(c._idx, xp.conj(c._vals), c.shape, backend=c._backend, xp=xp, coalesced=c.is_coalesced(), fill_value=fill)
+
+
+def _vector_operand(xp: Any, x: Any, axis: int, first: bool) -> Any:
+    """``x`` with ``axis`` moved last, then as ``(..., 1, K)`` (first operand, conjugated) or ``(..., K, 1)``."""
+    ndim = x.ndim
+    axis = axis % ndim
+    order = tuple(d for d in range(ndim) if d != axis) + (axis,)
+    if isinstance(x, SparseArray):
+        c = permute_coo(xp, element_coo(xp, x), order)
+        if first:
+            return _insert_unit(xp, _conj_sparse(xp, c), ndim - 1)
+        return _insert_unit(xp, c, ndim)
+    y = xp.permute_dims(x, order)
+    if first:
+        y = xp.conj(y) if xp.isdtype(y.dtype, "complex floating") else y
+        return y[..., None, :]
+    return y[..., None]
+
+
+@register("vecdot", (INDEXED, strided), supports=_supports_no_dense("vecdot"))
+@register("vecdot", (strided, INDEXED), supports=_supports_no_dense("vecdot"))
+@register("vecdot", (INDEXED, INDEXED), supports=_supports_no_dense("vecdot"))
+def _vecdot_indexed(xp: Any, x1: Any, x2: Any, axis: int) -> Any:
+    """vecdot with a sparse operand: (..., 1, K) @ (..., K, 1) through dispatch; O(nnz log nnz)."""
+    v1, v2 = _vector_operand(xp, x1, axis, True), _vector_operand(xp, x2, axis, False)
+    product = dispatch.call("matmul", (_layout(v1), _layout(v2)), _backend_name(x1), xp, v1, v2)
+    if isinstance(product, SparseArray):
+        c = cast(COOArray, product)
+        return _drop_units(xp, c, (c.ndim - 2, c.ndim - 1))
+    return xp.reshape(product, tuple(product.shape[:-2]))
+
+
+@register("vecdot", (strided, strided))
+def _vecdot_strided_strided(xp: Any, x1: Any, x2: Any, axis: int) -> Any:
+    """vecdot(strided, strided) -> strided: the backend's vecdot; O(numel)."""
+    return xp.vecdot(x1, x2, axis=axis)
+
+
+# -- spsolve: restarted GMRES ------------------------------------------------------------------------
+
+
+def _dot(xp: Any, u: Any, v: Any) -> complex:
+    return complex(xp.sum(xp.conj(u) * v)) if xp.isdtype(u.dtype, "complex floating") else float(xp.sum(u * v))
+
+
+def _norm(xp: Any, v: Any) -> float:
+    return math.sqrt(abs(_dot(xp, v, v)))
+
+
+def solver_tolerance(xp: Any, dtype: Any) -> float:
+    """The relative residual the iterative solver reaches: 100 machine epsilons of the dtype."""
+    return 100.0 * float(xp.finfo(dtype).eps)
+
+
+def gmres(xp: Any, matvec: Callable[[Any], Any], b: Any, *, rtol: float, restart: int, maxiter: int) -> tuple[Any, float, int]:
+    """Solve ``A x = b`` (``b`` 1-D) by GMRES(restart) with modified Gram-Schmidt Arnoldi; the small
+    Hessenberg least-squares problems run on the host (``(restart + 1) x restart`` numbers).
+
+    Returns ``(x, relative residual, iterations)``.
+    """
+    import numpy as np
+
+    complex_ = xp.isdtype(b.dtype, "complex floating")
+    x = xp.zeros_like(b)
+    bnorm = _norm(xp, b)
+    if bnorm == 0:
+        return x, 0.0, 0
+    iterations = 0
+    while True:
+        r = b - matvec(x)
+        residual = _norm(xp, r) / bnorm
+        if residual <= rtol or iterations >= maxiter:
+            return x, residual, iterations
+        basis = [r / (residual * bnorm)]
+        h = np.zeros((restart + 1, restart), dtype=np.complex128 if complex_ else np.float64)
+        e1 = np.zeros(restart + 1, dtype=h.dtype)
+        e1[0] = residual * bnorm
+        y = np.zeros(0, dtype=h.dtype)
+        for j in range(restart):
+            w = matvec(basis[j])
+            for i in range(j + 1):
+                coef = _dot(xp, basis[i], w)
+                h[i, j] = coef
+                w = w - coef * basis[i]
+            norm = _norm(xp, w)
+            h[j + 1, j] = norm
+            iterations += 1
+            y = np.linalg.lstsq(h[: j + 2, : j + 1], e1[: j + 2], rcond=None)[0]
+            estimate = float(np.linalg.norm(h[: j + 2, : j + 1] @ y - e1[: j + 2])) / bnorm
+            if estimate <= rtol or norm == 0 or iterations >= maxiter:
+                break
+            basis.append(w / norm)
+        for i in range(y.shape[0]):
+            x = x + (complex(y[i]) if complex_ else float(y[i].real)) * basis[i]
+
+
+def _supports_spsolve(xp: Any, a: SparseArray, b: Any) -> str | None:
+    if not _is_zero(a.fill_value):
+        return f"the solvers read the unspecified elements as 0, and the fill value is {a.fill_value!r}"
+    if a.dense_dim():
+        return "a system matrix has no dense dimensions"
+    return None
+
+
+@register("spsolve", (INDEXED, strided), supports=_supports_spsolve)
+def _spsolve_indexed_strided(xp: Any, a: SparseArray, b: Any) -> Any:
+    """spsolve(sparse, strided) -> strided: restarted GMRES through matmul, to 100 eps; O(iterations * nnz)."""
+    n = a.shape[0]
+    backend = a._backend.name
+    dtype = xp.result_type(a.dtype, b.dtype)
+    rhs = xp.astype(b, dtype, copy=False)
+
+    def matvec(v: Any) -> Any:
+        return dispatch.call("matmul", (a.layout, strided), backend, xp, a, v)
+
+    rtol = solver_tolerance(xp, dtype)
+    columns = [rhs] if rhs.ndim == 1 else [rhs[:, j] for j in range(rhs.shape[1])]
+    solutions = []
+    for column in columns:
+        x, residual, iterations = gmres(xp, matvec, column, rtol=rtol, restart=min(max(n, 1), 50), maxiter=max(20 * n, 100))
+        if not residual <= rtol:
+            raise ValueError(
+                f"spsolve: the iterative solver did not converge (relative residual={residual:.3g}, rtol={rtol:.3g}, "
+                f"iterations={iterations}, shape={tuple(a.shape)}). The matrix is singular or ill-conditioned for GMRES; "
+                "solve it on the NumPy backend (xsparse.to_backend(A, 'numpy')), whose kernel is SciPy's direct solver."
+            )
+        solutions.append(x)
+    return solutions[0] if rhs.ndim == 1 else xp.stack(solutions, axis=1)
+
+
+@register("spsolve", (strided, strided))
+def _spsolve_strided_strided(xp: Any, a: Any, b: Any) -> Any:
+    """spsolve(strided, strided) -> strided: the backend's dense solve; O(N^3)."""
+    if b.ndim == 1:
+        return xp.linalg.solve(a, b[:, None])[:, 0]
+    return xp.linalg.solve(a, b)
+
+
+# -- low-rank decompositions and LOBPCG (products with the operand only) ---------------------------
+
+
+def _random_normal(xp: Any, shape: tuple[int, ...], dtype: Any, device: Any, seed: Any) -> Any:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal(shape)
+    if xp.isdtype(dtype, "complex floating"):
+        host = host + 1j * rng.standard_normal(shape)
+    return xp.asarray(host, dtype=dtype, device=device)
+
+
+class _Operator:
+    """Products with ``A - M`` and its conjugate transpose, ``A`` of any layout (through dispatch); ``M``
+    broadcasts to ``A``'s shape and stays as small as given (a row of column means, say)."""
+
+    def __init__(self, xp: Any, a: Any, m: Any) -> None:
+        from ..._conversion import matrix_transpose
+        from ..._elementwise import conj
+
+        self.xp, self.a = xp, a
+        self.backend = _backend_name(a)
+        complex_ = xp.isdtype(a.dtype, "complex floating")
+        self.a_h = matrix_transpose(conj(a) if complex_ else a)
+        if m is not None and m.ndim < 2:
+            m = xp.reshape(m, (1,) * (2 - m.ndim) + tuple(m.shape))
+        self.m = m
+        self.m_h = None if m is None else xp.matrix_transpose(xp.conj(m) if complex_ else m)
+
+    def _mul(self, op: Any, op_m: Any, x: Any) -> Any:
+        out = dispatch.call("matmul", (_layout(op), strided), self.backend, self.xp, op, x)
+        if op_m is None:
+            return out
+        if op_m.shape[-1] != x.shape[-2]:
+            # op_m's columns broadcast: op_m @ (ones @ x) == op_m @ (column sums of x)
+            x = self.xp.sum(x, axis=-2, keepdims=True)
+        return out - self.xp.matmul(op_m, x)
+
+    def matmul(self, x: Any) -> Any:
+        return self._mul(self.a, self.m, x)
+
+    def rmatmul(self, x: Any) -> Any:
+        return self._mul(self.a_h, self.m_h, x)
+
+
+def _qr_q(xp: Any, y: Any) -> Any:
+    return xp.linalg.qr(y).Q
+
+
+def _mh(xp: Any, x: Any) -> Any:
+    t = xp.matrix_transpose(x)
+    return xp.conj(t) if xp.isdtype(x.dtype, "complex floating") else t
+
+
+def svd_lowrank_generic(xp: Any, a: Any, q: int, niter: int, m: Any, seed: Any) -> tuple[Any, Any, Any]:
+    """Halko-Martinsson-Tropp randomized SVD of ``a - m``: ``(U, S, V)`` with ``a - m ~ U diag(S) V^H``."""
+    cols = a.shape[-1]
+    op = _Operator(xp, a, m)
+    dtype = a.dtype
+    device = array_api_compat.device(a._vals if isinstance(a, SparseArray) else a)
+    g = _random_normal(xp, (cols, q), dtype, device, seed)
+    basis = _qr_q(xp, op.matmul(g))
+    for _ in range(niter):
+        basis = _qr_q(xp, op.matmul(_qr_q(xp, op.rmatmul(basis))))
+    b_h = op.rmatmul(basis)  # (cols, q) == (Q^H (A - M))^H
+    u_b, s, vh_b = xp.linalg.svd(b_h, full_matrices=False)
+    return xp.matmul(basis, _mh(xp, vh_b)), s, u_b
+
+
+def _supports_lowrank(xp: Any, a: Any, *args: Any) -> str | None:
+    if isinstance(a, SparseArray) and a.dense_dim():
+        return "a matrix operand has no dense dimensions"
+    return None
+
+
+@register("svd_lowrank", (ANY,), supports=_supports_lowrank)
+def _svd_lowrank_any(xp: Any, a: Any, q: int, niter: int, m: Any, seed: Any) -> tuple[Any, Any, Any]:
+    """svd_lowrank(any) -> (U, S, V): randomized range finder with matmul only; O((niter + 1) * q * nnz)."""
+    return svd_lowrank_generic(xp, a, q, niter, m, seed)
+
+
+def column_means(xp: Any, a: Any) -> Any:
+    """The ``(1, N)`` means of the columns of a ``(M, N)`` array of any layout (ones @ a, through dispatch)."""
+    rows = a.shape[-2]
+    device = array_api_compat.device(a._vals if isinstance(a, SparseArray) else a)
+    ones = xp.ones((1, rows), dtype=a.dtype, device=device)
+    total = dispatch.call("matmul", (strided, _layout(a)), _backend_name(a), xp, ones, a)
+    return total / rows
+
+
+@register("pca_lowrank", (ANY,), supports=_supports_lowrank)
+def _pca_lowrank_any(xp: Any, a: Any, q: int, center: bool, niter: int, seed: Any) -> tuple[Any, Any, Any]:
+    """pca_lowrank(any) -> (U, S, V): svd_lowrank of a minus its column means, kept implicit; O(svd_lowrank)."""
+    m = column_means(xp, a) if center else None
+    return svd_lowrank_generic(xp, a, q, niter, m, seed)
+
+
+def _b_orthonormalize(xp: Any, y: Any, by: Any, tol: float) -> tuple[Any, Any]:
+    """``(Y', BY')`` spanning ``Y`` with ``Y'^H B Y' = I``; directions whose B-norm is below ``tol`` are dropped."""
+    gram = xp.matmul(_mh(xp, y), by)
+    gram = (gram + _mh(xp, gram)) / 2
+    w, v = xp.linalg.eigh(gram)
+    top = float(xp.max(xp.abs(w))) if w.shape[0] else 0.0
+    keep = xp.nonzero(w > tol * max(top, 1e-300))[0]
+    v = xp.take(v, keep, axis=1) / xp.astype(xp.sqrt(xp.take(w, keep)), v.dtype)[None, :]
+    return xp.matmul(y, v), xp.matmul(by, v)
+
+
+def lobpcg_generic(
+    xp: Any, a: Any, k: int, b: Any, x: Any, n: int, ik: Any, niter: int, tol: float, largest: bool, seed: Any
+) -> tuple[Any, Any]:
+    """Knyazev's LOBPCG with Rayleigh-Ritz on ``[X, W, P]``, B-orthonormalized by eigenvalue decomposition of
+    the small Gram matrices; ``A``, ``B`` and ``iK`` enter through products only."""
+    size = a.shape[-1]
+    backend = _backend_name(a)
+    dtype = a.dtype
+    device = array_api_compat.device(a._vals if isinstance(a, SparseArray) else a)
+
+    def times(op: Any, v: Any) -> Any:
+        if op is None:
+            return v
+        return dispatch.call("matmul", (_layout(op), strided), backend, xp, op, v)
+
+    if x is None:
+        x = _random_normal(xp, (size, n), dtype, device, seed)
+    eps = float(xp.finfo(dtype).eps)
+    drop = 100 * eps
+    x, bx = _b_orthonormalize(xp, x, times(b, x), drop)
+    ax = times(a, x)
+    p = bp = ap = None
+    theta = None
+    for _ in range(max(niter, 1)):
+        basis = [x] + ([p] if p is not None else [])
+        b_basis = [bx] + ([bp] if bp is not None else [])
+        a_basis = [ax] + ([ap] if ap is not None else [])
+        h = xp.matmul(_mh(xp, x), ax)
+        theta_all, c = xp.linalg.eigh((h + _mh(xp, h)) / 2)
+        order = xp.flip(xp.arange(theta_all.shape[0], device=device)) if largest else xp.arange(theta_all.shape[0], device=device)
+        theta_all, c = xp.take(theta_all, order), xp.take(c, order, axis=1)
+        x, ax, bx = xp.matmul(x, c), xp.matmul(ax, c), xp.matmul(bx, c)
+        theta = theta_all
+        r = ax - bx * xp.astype(theta, dtype)[None, :]
+        rnorm = xp.sqrt(xp.sum(xp.abs(r) ** 2, axis=0))
+        scale = xp.maximum(xp.abs(theta), xp.asarray(1.0, dtype=theta.dtype, device=device))
+        if bool(xp.all((rnorm / scale)[:k] <= tol)):
+            break
+        w = times(ik, r)
+        # W and P B-orthogonal to X, then B-orthonormal among themselves
+        rest = [w] + basis[1:]
+        b_rest = [times(b, w)] + b_basis[1:]
+        a_rest = [times(a, w)] + a_basis[1:]
+        s = xp.concat(rest, axis=1)
+        bs = xp.concat(b_rest, axis=1)
+        as_ = xp.concat(a_rest, axis=1)
+        for _pass in range(2):
+            # unit columns first: W shrinks as X converges, and its Gram matrix would underflow
+            norms = xp.sqrt(xp.sum(xp.abs(s) ** 2, axis=0))
+            norms = xp.astype(xp.where(norms == 0, xp.ones_like(norms), norms), s.dtype)[None, :]
+            s, bs, as_ = s / norms, bs / norms, as_ / norms
+            coef = xp.matmul(_mh(xp, x), bs)
+            s, bs, as_ = s - xp.matmul(x, coef), bs - xp.matmul(bx, coef), as_ - xp.matmul(ax, coef)
+            gram = xp.matmul(_mh(xp, s), bs)
+            gram = (gram + _mh(xp, gram)) / 2
+            wv, v = xp.linalg.eigh(gram)
+            top = float(xp.max(xp.abs(wv))) if wv.shape[0] else 0.0
+            keep = xp.nonzero(wv > drop * max(top, 1e-300))[0]
+            v = xp.take(v, keep, axis=1) / xp.astype(xp.sqrt(xp.take(wv, keep)), v.dtype)[None, :]
+            s, bs, as_ = xp.matmul(s, v), xp.matmul(bs, v), xp.matmul(as_, v)
+        q = xp.concat([x, s], axis=1)
+        aq = xp.concat([ax, as_], axis=1)
+        bq = xp.concat([bx, bs], axis=1)
+        h = xp.matmul(_mh(xp, q), aq)
+        vals, vecs = xp.linalg.eigh((h + _mh(xp, h)) / 2)
+        order = xp.flip(xp.arange(vals.shape[0], device=device)) if largest else xp.arange(vals.shape[0], device=device)
+        vecs = xp.take(vecs, order[:n], axis=1)
+        nx = x.shape[1]
+        c_rest = vecs[nx:, :]
+        p, ap, bp = xp.matmul(s, c_rest), xp.matmul(as_, c_rest), xp.matmul(bs, c_rest)
+        x, ax, bx = xp.matmul(q, vecs), xp.matmul(aq, vecs), xp.matmul(bq, vecs)
+    assert theta is not None
+    return theta[:k], x[:, :k]
+
+
+@register("lobpcg", (ANY,), supports=_supports_lowrank)
+def _lobpcg_any(
+    xp: Any, a: Any, k: int, b: Any, x: Any, n: int, ik: Any, niter: int, tol: float, largest: bool, seed: Any
+) -> tuple[Any, Any]:
+    """lobpcg(any) -> (E, X): LOBPCG with products of A, B and iK only; O(niter * (nnz * n + size * n^2))."""
+    return lobpcg_generic(xp, a, k, b, x, n, ik, niter, tol, largest, seed)
+

@@ -1,0 +1,375 @@
+"""Native linear-algebra kernels of the NumPy backend: the compiled SpMV, SpMM, SpGEMM and SDDMM of ``_cpu``.
+
+A product of a CSR or CSC matrix with a strided one runs in one of two compiled forms, chosen so that
+the sparse operand is read as it is stored (a CSC matrix is the CSR matrix of its transpose; nothing is
+converted, copied or re-indexed, whatever the index dtype):
+
+=================  ============================================  =======
+product            computed as (S: the stored CSR matrix)        form
+=================  ============================================  =======
+``CSR @ X``        ``S @ X``                                     gather
+``CSC @ X``        ``S.T @ X``                                   scatter
+``X @ CSR``        ``(S.T @ X.T).T``                             scatter
+``X @ CSC``        ``(S @ X.T).T``                               gather
+=================  ============================================  =======
+
+The gather form is parallel over the sparse matrix's rows; the scatter form over the result's columns
+(or batches, or, for a single column, over the sparse rows into per-thread copies that are summed).
+The ``X @ sparse`` results are the transposes of C-contiguous arrays (Fortran-ordered for 2-D results):
+a copy into C order would cost as much as a SpMV. Sparse-sparse products (SpGEMM) return the left
+operand's layout: ``CSR @ CSR`` directly, ``CSC @ CSC`` as ``(S_b @ S_a)`` of the stored matrices.
+
+Operands arrive as the user gave them (Array API matmul semantics): a 1-D strided operand is a vector,
+batch dimensions broadcast, where the sparse operand's batch is either its own or shared by every batch.
+Mixed dtypes are promoted (the operand of the other dtype is cast). The kernels decline, with a reason,
+a fill value other than 0, dense dimensions, dtypes other than float32, float64, complex64 and
+complex128, and batch shapes they cannot broadcast.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ...dispatch import register
+from ...formats import CompressedArray, sparse_csc, sparse_csr, strided
+from .. import _cpu
+
+__all__: list[str] = []
+
+_LINALG_DTYPES = _cpu._LINALG_DTYPES
+
+
+# -- declining ---------------------------------------------------------------------------------------------
+
+
+def _sparse_reason(a: CompressedArray) -> str | None:
+    reason = _cpu.unavailable_reason()
+    if reason is not None:
+        return reason
+    if a._fill_value != 0:
+        return "the compiled kernels handle fill value 0 only"
+    if a._vals.ndim != a._compressed.ndim:  # (*batch, nse) values: no dense dimensions
+        return "the compiled kernels handle sparse operands without dense dimensions"
+    return None
+
+
+def _dtype_reason(*dtypes: Any) -> str | None:
+    dtype = dtypes[0] if len(set(dtypes)) == 1 else np.result_type(*dtypes)
+    if dtype not in _LINALG_DTYPES:
+        return f"the compiled kernels handle float32, float64, complex64 and complex128 values, not {dtype}"
+    return None
+
+
+def _strided_reason(x: Any, what: str) -> str | None:
+    if not isinstance(x, np.ndarray):
+        return f"the compiled kernels take NumPy arrays, the {what} is a {type(x).__name__}"
+    if x.ndim == 0:
+        return f"the {what} is 0-dimensional; matmul needs at least one dimension"
+    return None
+
+
+def _batch_reason(sparse_batch: tuple[int, ...], other_batch: tuple[int, ...]) -> str | None:
+    if sparse_batch == other_batch or not sparse_batch:
+        return None
+    try:
+        batch = np.broadcast_shapes(sparse_batch, other_batch)
+    except ValueError:
+        return f"the batch shapes {sparse_batch} and {other_batch} do not broadcast"
+    if sparse_batch != batch and math.prod(sparse_batch) != 1:
+        return "broadcasting the sparse operand's batch dimensions is left to the generic kernel"
+    return None
+
+
+def _input_reason(c: Any) -> str | None:
+    if not isinstance(c, np.ndarray):
+        return f"the compiled kernels take NumPy arrays, the input is a {type(c).__name__}"
+    return None
+
+
+def _scalar_reason(dtype: Any, *scalars: Any) -> str | None:
+    if np.dtype(dtype).kind != "c" and any(isinstance(s, complex) or np.iscomplexobj(s) for s in scalars):
+        return "complex alpha or beta with real arrays is left to the generic kernel"
+    return None
+
+
+# -- operands as the kernels take them ---------------------------------------------------------------------
+
+
+def _csr_components(a: CompressedArray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The stored compressed matrix as (nb, n) arrays (nb = 1 without batch dimensions), values as dtype."""
+    ci, pi, vals = a._compressed, a._plain, a._vals
+    if ci.ndim == 1:
+        ci, pi, vals = ci[None], pi[None], vals[None]
+    elif ci.ndim > 2:
+        nb = math.prod(ci.shape[:-1])
+        ci = ci.reshape(nb, ci.shape[-1])
+        pi = pi.reshape(nb, pi.shape[-1])
+        vals = vals.reshape(nb, vals.shape[-1])
+    if vals.dtype != dtype:
+        vals = vals.astype(dtype)
+    return ci, pi, vals
+
+
+def _as_batch3(x: np.ndarray, batch: tuple[int, ...], nb: int, dtype: np.dtype) -> np.ndarray:
+    """A (*xbatch, r, c) array as (nb, r, c), broadcast over the batch (a view where NumPy can make one)."""
+    if x.dtype != dtype:
+        x = x.astype(dtype)
+    if x.ndim == 2:
+        return np.broadcast_to(x, (nb, *x.shape)) if nb != 1 else x[None]
+    if x.shape[:-2] != batch:
+        x = np.broadcast_to(x, (*batch, *x.shape[-2:]))
+    return x.reshape(nb, *x.shape[-2:])
+
+
+# -- sparse @ strided --------------------------------------------------------------------------------------
+
+
+def _sparse_strided_reason(a: CompressedArray, b: Any) -> str | None:
+    reason = _sparse_reason(a) or _strided_reason(b, "right operand") or _dtype_reason(a._vals.dtype, b.dtype)
+    if reason is not None:
+        return reason
+    return _batch_reason(a._shape[:-2], b.shape[:-2]) if b.ndim > 2 else None
+
+
+def _sparse_times_strided(a: CompressedArray, b: np.ndarray, c: Any = None, alpha: Any = 1.0, beta: Any = 0.0) -> np.ndarray:
+    """alpha * a @ b + beta * c for compressed a (CSR or CSC) and strided b."""
+    vals = a._vals
+    csc = a._layout is sparse_csc
+    if c is None and b.ndim <= 2 and vals.ndim == 1 and b.dtype == vals.dtype and (not csc or b.ndim == 1):
+        # A matrix times a vector or matrix of its dtype: no reshaping, broadcasting or casting to do,
+        # which is what makes a small product cost little more than the compiled kernel.
+        m, n = a._shape
+        return _cpu.csr_matmul(a._compressed, a._plain, vals, m if csc else n, b, transpose=csc)
+    dtype = vals.dtype if vals.dtype == b.dtype else np.result_type(vals.dtype, b.dtype)
+    m, n = a._shape[-2], a._shape[-1]
+    a_batch = a._shape[:-2]
+    if b.ndim == 1:
+        batch, k = a_batch, 1
+        if b.dtype != dtype:
+            b = b.astype(dtype)
+        nb = math.prod(batch)
+        d = b.reshape(1, n, 1)
+        if nb != 1:
+            d = np.broadcast_to(d, (nb, n, 1))
+        shape: tuple[int, ...] = (*batch, m)
+    else:
+        batch = a_batch if b.ndim == 2 else np.broadcast_shapes(a_batch, b.shape[:-2])
+        k = b.shape[-1]
+        nb = math.prod(batch)
+        d = _as_batch3(b, batch, nb, dtype)
+        shape = (*batch, m, k)
+    ci, pi, vals = _csr_components(a, dtype)
+    if csc and k > 1 and d.strides[2] != d.itemsize:
+        d = np.ascontiguousarray(d)  # the scatter form reads rows of d as vectors
+    c3 = None
+    if c is not None and beta != 0:
+        c3 = np.broadcast_to(np.asarray(c, dtype=dtype), shape).reshape(nb, m, k)
+    # CSR: S = A (m x n); CSC: S = A.T (n x m), A @ X = S.T @ X.
+    out = _cpu.csr_matmul(ci, pi, vals, m if csc else n, d, transpose=csc, c=c3, alpha=alpha, beta=beta)
+    return out.reshape(shape)
+
+
+def _supports_sparse_strided(xp: Any, a: CompressedArray, b: Any) -> str | None:
+    return _sparse_strided_reason(a, b)
+
+
+@register("matmul", (sparse_csr, strided), backend="numpy", supports=_supports_sparse_strided)
+def _matmul_csr_strided_numpy(xp: Any, a: CompressedArray, b: Any) -> Any:
+    """CSR @ strided: compiled SpMV / SpMM (row gather, register tiles); O(nnz * K), all cores."""
+    return _sparse_times_strided(a, b)
+
+
+@register("matmul", (sparse_csc, strided), backend="numpy", supports=_supports_sparse_strided)
+def _matmul_csc_strided_numpy(xp: Any, a: CompressedArray, b: Any) -> Any:
+    """CSC @ strided: compiled scatter over the stored columns; O(nnz * K + M * K), all cores."""
+    return _sparse_times_strided(a, b)
+
+
+# -- strided @ sparse --------------------------------------------------------------------------------------
+
+
+def _strided_sparse_reason(x: Any, a: CompressedArray) -> str | None:
+    reason = _sparse_reason(a) or _strided_reason(x, "left operand") or _dtype_reason(x.dtype, a._vals.dtype)
+    if reason is not None:
+        return reason
+    return _batch_reason(a._shape[:-2], x.shape[:-2]) if x.ndim > 2 else None
+
+
+def _strided_times_sparse(x: np.ndarray, a: CompressedArray, c: Any = None, alpha: Any = 1.0, beta: Any = 0.0) -> np.ndarray:
+    """alpha * x @ a + beta * c for strided x and compressed a (CSR or CSC), as (a.T @ x.T).T."""
+    dtype = a._vals.dtype if a._vals.dtype == x.dtype else np.result_type(a._vals.dtype, x.dtype)
+    kk, n = a._shape[-2], a._shape[-1]
+    a_batch = a._shape[:-2]
+    if x.ndim == 1:
+        batch, p = a_batch, 1
+        nb = math.prod(batch)
+        if x.dtype != dtype:
+            x = x.astype(dtype)
+        d = x.reshape(1, kk, 1)
+        if nb != 1:
+            d = np.broadcast_to(d, (nb, kk, 1))
+        shape: tuple[int, ...] = (*batch, n)
+    else:
+        batch = a_batch if x.ndim == 2 else np.broadcast_shapes(a_batch, x.shape[:-2])
+        p = x.shape[-2]
+        nb = math.prod(batch)
+        d = _as_batch3(x, batch, nb, dtype).swapaxes(1, 2)  # x.T, (nb, kk, p)
+        shape = (*batch, p, n)
+    ci, pi, vals = _csr_components(a, dtype)
+    csr = a._layout is sparse_csr
+    if csr and p > 1 and d.strides[2] != d.itemsize:
+        d = np.ascontiguousarray(d)  # the scatter form reads rows of d (columns of x) as vectors
+    c3 = None
+    if c is not None and beta != 0:
+        cb = np.broadcast_to(np.asarray(c, dtype=dtype), shape)
+        c3 = cb.reshape(nb, n, 1) if x.ndim == 1 else cb.reshape(nb, p, n).swapaxes(1, 2)
+    # CSR: S = A (kk x n), result.T = S.T @ x.T; CSC: S = A.T (n x kk), result.T = S @ x.T.
+    out = _cpu.csr_matmul(ci, pi, vals, n if csr else kk, d, transpose=csr, c=c3, alpha=alpha, beta=beta)
+    if x.ndim == 1:
+        return out.reshape(shape)
+    return out.swapaxes(1, 2).reshape(shape)
+
+
+def _supports_strided_sparse(xp: Any, x: Any, a: CompressedArray) -> str | None:
+    return _strided_sparse_reason(x, a)
+
+
+@register("matmul", (strided, sparse_csr), backend="numpy", supports=_supports_strided_sparse)
+def _matmul_strided_csr_numpy(xp: Any, x: Any, a: CompressedArray) -> Any:
+    """strided @ CSR as (CSR.T @ x.T).T: compiled scatter; O(nnz * P + N * P), all cores."""
+    return _strided_times_sparse(x, a)
+
+
+@register("matmul", (strided, sparse_csc), backend="numpy", supports=_supports_strided_sparse)
+def _matmul_strided_csc_numpy(xp: Any, x: Any, a: CompressedArray) -> Any:
+    """strided @ CSC as (S @ x.T).T, S the stored CSR: compiled row gather; O(nnz * P), all cores."""
+    return _strided_times_sparse(x, a)
+
+
+# -- sparse @ sparse ---------------------------------------------------------------------------------------
+
+
+def _supports_sparse_sparse(xp: Any, a: CompressedArray, b: CompressedArray) -> str | None:
+    reason = _sparse_reason(a) or _sparse_reason(b) or _dtype_reason(a._vals.dtype, b._vals.dtype)
+    if reason is not None:
+        return reason
+    if a._compressed.ndim != 1 or b._compressed.ndim != 1:
+        return "the compiled SpGEMM handles 2-D operands without batch dimensions"
+    return None
+
+
+def _spgemm(a: CompressedArray, b: CompressedArray) -> CompressedArray:
+    dtype = a._vals.dtype if a._vals.dtype == b._vals.dtype else np.result_type(a._vals.dtype, b._vals.dtype)
+    m, n = a._shape[0], b._shape[1]
+    if a._layout is sparse_csr:
+        left, right, n_cols = a, b, n
+    else:  # (A @ B).T = B.T @ A.T, and the stored CSR matrices are B.T and A.T
+        left, right, n_cols = b, a, m
+    parts = [(s._compressed, s._plain, s._vals if s._vals.dtype == dtype else s._vals.astype(dtype)) for s in (left, right)]
+    indptr, indices, data = _cpu.csr_spgemm(parts[0], parts[1], n_cols)
+    return CompressedArray(indptr, indices, data, (m, n), layout=a._layout, backend=a._backend, xp=a._xp)
+
+
+@register("matmul", (sparse_csr, sparse_csr), backend="numpy", supports=_supports_sparse_sparse)
+def _matmul_csr_csr_numpy(xp: Any, a: CompressedArray, b: CompressedArray) -> CompressedArray:
+    """CSR @ CSR -> CSR: compiled two-pass Gustavson SpGEMM, sorted result; O(flops), all cores."""
+    return _spgemm(a, b)
+
+
+@register("matmul", (sparse_csc, sparse_csc), backend="numpy", supports=_supports_sparse_sparse)
+def _matmul_csc_csc_numpy(xp: Any, a: CompressedArray, b: CompressedArray) -> CompressedArray:
+    """CSC @ CSC -> CSC as the CSR product B.T @ A.T of the stored matrices; O(flops), all cores."""
+    return _spgemm(a, b)
+
+
+# -- addmm: beta * input + alpha * (a @ b), input strided --------------------------------------------------
+
+
+def _supports_addmm_sparse_strided(xp: Any, c: Any, a: CompressedArray, b: Any, beta: Any, alpha: Any) -> str | None:
+    reason = _sparse_strided_reason(a, b) or _input_reason(c)
+    if reason is not None:
+        return reason
+    return _dtype_reason(c.dtype, a._vals.dtype, b.dtype) or _scalar_reason(np.result_type(c, a._vals, b), beta, alpha)
+
+
+def _supports_addmm_strided_sparse(xp: Any, c: Any, x: Any, a: CompressedArray, beta: Any, alpha: Any) -> str | None:
+    reason = _strided_sparse_reason(x, a) or _input_reason(c)
+    if reason is not None:
+        return reason
+    return _dtype_reason(c.dtype, a._vals.dtype, x.dtype) or _scalar_reason(np.result_type(c, a._vals, x), beta, alpha)
+
+
+def _addmm_dtype_cast(c: Any, dtype: np.dtype) -> Any:
+    return c if c.dtype == dtype else c.astype(dtype)
+
+
+@register("addmm", (strided, sparse_csr, strided), backend="numpy", supports=_supports_addmm_sparse_strided)
+def _addmm_strided_csr_strided_numpy(xp: Any, c: Any, a: CompressedArray, b: Any, beta: Any, alpha: Any) -> Any:
+    """beta * input + alpha * CSR @ strided, in the SpMM's single pass over its output; O(nnz * K)."""
+    return _sparse_times_strided(a, _addmm_dtype_cast(b, np.result_type(c, a._vals, b)), c, alpha, beta)
+
+
+@register("addmm", (strided, sparse_csc, strided), backend="numpy", supports=_supports_addmm_sparse_strided)
+def _addmm_strided_csc_strided_numpy(xp: Any, c: Any, a: CompressedArray, b: Any, beta: Any, alpha: Any) -> Any:
+    """beta * input + alpha * CSC @ strided: the output starts as beta * input, then the scatter; O(nnz * K)."""
+    return _sparse_times_strided(a, _addmm_dtype_cast(b, np.result_type(c, a._vals, b)), c, alpha, beta)
+
+
+@register("addmm", (strided, strided, sparse_csr), backend="numpy", supports=_supports_addmm_strided_sparse)
+def _addmm_strided_strided_csr_numpy(xp: Any, c: Any, x: Any, a: CompressedArray, beta: Any, alpha: Any) -> Any:
+    """beta * input + alpha * strided @ CSR: the output starts as beta * input, then the scatter; O(nnz * P)."""
+    return _strided_times_sparse(_addmm_dtype_cast(x, np.result_type(c, a._vals, x)), a, c, alpha, beta)
+
+
+@register("addmm", (strided, strided, sparse_csc), backend="numpy", supports=_supports_addmm_strided_sparse)
+def _addmm_strided_strided_csc_numpy(xp: Any, c: Any, x: Any, a: CompressedArray, beta: Any, alpha: Any) -> Any:
+    """beta * input + alpha * strided @ CSC, in the row gather's single pass over its output; O(nnz * P)."""
+    return _strided_times_sparse(_addmm_dtype_cast(x, np.result_type(c, a._vals, x)), a, c, alpha, beta)
+
+
+# -- sampled_addmm (SDDMM): beta * input + alpha * (a @ b) at input's pattern ------------------------------
+
+
+def _supports_sampled_addmm(xp: Any, c: CompressedArray, a: Any, b: Any, beta: Any, alpha: Any) -> str | None:
+    reason = (
+        _sparse_reason(c) or _strided_reason(a, "left factor") or _strided_reason(b, "right factor")
+        or _dtype_reason(c._vals.dtype, a.dtype, b.dtype)
+    )  # fmt: skip
+    if reason is not None:
+        return reason
+    if a.ndim < 2 or b.ndim < 2:
+        return "sampled_addmm needs 2-D (or batched) factors"
+    batch = c._shape[:-2]
+    try:
+        full = np.broadcast_shapes(batch, a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        return f"the batch shapes {batch}, {a.shape[:-2]} and {b.shape[:-2]} do not broadcast"
+    if full != batch:
+        return "the compiled SDDMM broadcasts the factors over the input's batch, not the input over theirs"
+    if a.shape[-2] != c._shape[-2] or b.shape[-1] != c._shape[-1] or a.shape[-1] != b.shape[-2]:
+        return f"the shapes {c._shape}, {a.shape} and {b.shape} do not match"
+    return _scalar_reason(np.result_type(c._vals, a, b), beta, alpha)
+
+
+@register("sampled_addmm", (sparse_csr, strided, strided), backend="numpy", supports=_supports_sampled_addmm)
+def _sampled_addmm_csr_strided_strided_numpy(
+    xp: Any, c: CompressedArray, a: Any, b: Any, beta: Any, alpha: Any
+) -> CompressedArray:
+    """SDDMM: beta * input + alpha * (a @ b) at input's CSR pattern; compiled, O(nnz * K), all cores."""
+    dtype = np.result_type(c._vals, a, b)
+    batch = c._shape[:-2]
+    nb = math.prod(batch)
+    a3 = _as_batch3(a, batch, nb, dtype)
+    bt = _as_batch3(b, batch, nb, dtype).swapaxes(1, 2)  # (nb, n, K)
+    if bt.shape[2] > 1 and bt.strides[2] != bt.itemsize:
+        # Rows of b.T are read as vectors: one transposed copy of b costs less than a strided read per entry.
+        bt = np.ascontiguousarray(bt)
+    ci, pi, vals = _csr_components(c, dtype)
+    out = _cpu.csr_sddmm(ci, pi, vals if beta != 0 else None, a3, bt, alpha=alpha, beta=beta)
+    return CompressedArray(
+        c._compressed, c._plain, out.reshape(c._plain.shape), c._shape, layout=sparse_csr, backend=c._backend,
+        xp=c._xp, check=False,
+    )  # fmt: skip

@@ -1,0 +1,131 @@
+"""Native reduction kernels of the NumPy backend: CSR and CSC reduced along one sparse dimension.
+
+Along the plain dimension (a CSR array's rows summed over their columns) every compressed slice is one
+contiguous run of values, which ``ufunc.reduceat`` reduces in one pass; along the compressed
+dimension the values scatter into their plain index with ``ufunc.at`` (SciPy's compiled product with
+a vector of ones for sums). Both are O(nnz + n), as SciPy's ``sum(axis=...)``, and handle every fill
+value: each slice is combined with ``fill`` once per unspecified element, by the generic kernels'
+helpers. With ``layout=xs.strided`` (SciPy's form of the result) the kernels write every slice's result
+at once; the default COO result also finds the slices that hold values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...dispatch import register
+from ...formats import COMPRESSED, CompressedArray, strided
+from ..array_api.reduction import MONOIDS, ReduceSpec, assemble, fill_array, fill_of, is_neutral, reduced_shape, with_fill
+
+__all__: list[str] = []
+
+_UFUNCS = {
+    "sum": np.add,
+    "prod": np.multiply,
+    "max": np.maximum,
+    "min": np.minimum,
+    "any": np.logical_or,
+    "all": np.logical_and,
+    "count_nonzero": np.add,
+}
+
+
+def _supports_axis(xp: Any, a: CompressedArray, spec: ReduceSpec) -> str | None:
+    if a.layout.is_blocked:
+        return "the NumPy kernels reduce CSR and CSC arrays, not blocks"
+    if a.batch_dim():
+        return f"the NumPy kernels reduce unbatched arrays, this one has batch_dim={a.batch_dim()}"
+    if len(spec.axes) != 1 or spec.axes[0] > 1:
+        return f"the NumPy kernels reduce one of the two sparse dimensions, not axes={spec.axes}"
+    return None
+
+
+def _start(ufunc: Any, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """An array that ``ufunc.at`` can reduce into: the ufunc's identity, or the dtype's extreme value."""
+    if ufunc.identity is not None:
+        return np.full(shape, ufunc.identity, dtype=dtype)
+    extreme: Any
+    if np.issubdtype(dtype, np.floating):
+        extreme = -np.inf if ufunc is np.maximum else np.inf
+    else:
+        info = np.iinfo(dtype)
+        extreme = info.min if ufunc is np.maximum else info.max
+    return np.full(shape, extreme, dtype=dtype)
+
+
+def _plain_groups(ufunc: Any, a: CompressedArray, data: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Reduce within each compressed slice (a contiguous run of values): every slice's result (the
+    ``start`` value where it is empty) and its number of values."""
+    indptr = np.asarray(a._compressed)
+    counts = np.diff(indptr)
+    present = np.flatnonzero(counts)
+    if present.size:
+        # reduceat reads an empty run as the value at its start, hence the empty slices are left out
+        start[present] = ufunc.reduceat(data, indptr[:-1][present], axis=0)
+    return start, counts
+
+
+def _compressed_groups(ufunc: Any, a: CompressedArray, data: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Reduce each plain index across the slices: every index's result (``start`` where it has none)."""
+    indices = np.asarray(a._plain)
+    n = start.shape[0]
+    if ufunc is np.add and data.ndim == 1:
+        # SciPy's compiled product of a row of ones with the matrix: the sums of every plain index
+        from scipy import sparse
+
+        major = np.asarray(a._compressed)
+        m = sparse.csr_array((data, indices, major), shape=(major.shape[0] - 1, n), copy=False)
+        return np.reshape(np.ones((1, major.shape[0] - 1), dtype=data.dtype) @ m, (n,))
+    ufunc.at(start, indices, data)
+    return start
+
+
+def _seen(indices: np.ndarray, n: int) -> np.ndarray:
+    """The sorted distinct values of ``indices`` (in ``0..n-1``), without counting them."""
+    mask = np.zeros(n, dtype=bool)
+    mask[indices] = True
+    return np.flatnonzero(mask)
+
+
+def _axis_kernel(name: str) -> Any:
+    monoid = MONOIDS[name]
+    ufunc = _UFUNCS[name]
+
+    def kernel(xp: Any, a: CompressedArray, spec: ReduceSpec) -> Any:
+        (d,) = spec.axes
+        cd = a.layout.compressed_dim
+        data = np.asarray(monoid.premap(xp, a._vals, spec.dtype))
+        f = monoid.premap(xp, fill_array(xp, a), spec.dtype)
+        neutral = is_neutral(xp, monoid, f)
+        dense_result = spec.layout is strided
+        n_groups = a.shape[cd] if d != cd else a.shape[1 - cd]
+        start = _start(ufunc, (n_groups, *data.shape[1:]), data.dtype)
+        counts: np.ndarray | None
+        if d != cd:
+            g, counts = _plain_groups(ufunc, a, data, start)
+        else:
+            g = _compressed_groups(ufunc, a, data, start)
+            # a neutral fill value (0 for a sum) needs no count of the unspecified elements
+            counts = None if neutral else np.bincount(np.asarray(a._plain), minlength=n_groups)
+        n = a.shape[d]
+        if dense_result:
+            # every group at once, as the strided result the caller asked for (SciPy's form)
+            if counts is not None and not neutral:
+                g = with_fill(xp, monoid, xp.asarray(g), f, xp.asarray(n - counts))
+            return xp.asarray(np.reshape(g, reduced_shape(a.shape, spec.axes, spec.keepdims)))
+        present = np.flatnonzero(counts) if counts is not None else _seen(np.asarray(a._plain), n_groups)
+        g = g[present]
+        if counts is not None and not neutral:
+            g = with_fill(xp, monoid, xp.asarray(g), f, xp.asarray(n - counts[present]))
+        keys = xp.asarray(present.astype(np.asarray(a._plain).dtype)[None, :])
+        return assemble(xp, a._backend, a.shape, 2, spec, keys, xp.asarray(g), fill_of(xp, monoid, f, n))
+
+    kernel.__name__ = kernel.__qualname__ = f"_{name}_compressed_numpy"
+    kernel.__doc__ = f"{name}(CSR/CSC) along one sparse dimension -> COO (or strided if asked): ufunc.reduceat or ufunc.at; O(nnz + n)."
+    return kernel
+
+
+for _name in _UFUNCS:
+    register(_name, (COMPRESSED,), backend="numpy", supports=_supports_axis)(_axis_kernel(_name))

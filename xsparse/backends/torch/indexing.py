@@ -1,0 +1,63 @@
+"""Native indexing kernels of the torch backend: torch.sparse's ``index_select`` and ``sparse_mask``, zero-copy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..._common import scalar_for
+from ...dispatch import register
+from ...formats import INDEXED, COOArray, CompressedArray, SparseArray, sparse_coo, strided
+from ...formats._spec import Target
+from .conversion import _UNSUPPORTED_DTYPES, _quiet, from_torch, to_torch
+
+__all__: list[str] = []
+
+
+def _target(a: SparseArray, xp: Any) -> Target:
+    return Target(a.layout, a._backend, xp, a.shape, 0, 0, (1, 1), getattr(a, "index_dtype"), a.fill_value)
+
+
+def _supports_take(xp: Any, a: COOArray, indices: Any, axis: int) -> str | None:
+    if a.dtype in _UNSUPPORTED_DTYPES:
+        return f"torch.sparse has no kernels for {a.dtype}"
+    if a.sparse_dim() == 0:
+        return "torch's COO tensors need at least one sparse dimension"
+    return None
+
+
+@register("take", (sparse_coo,), backend="torch", supports=_supports_take)
+def _take_coo_torch(xp: Any, a: COOArray, indices: torch.Tensor, axis: int) -> COOArray:
+    """take(COO) through torch.index_select on the sparse tensor; O(nnz + len(indices)) in C++."""
+    t = torch.index_select(to_torch(a), axis, indices)
+    return COOArray(
+        t._indices().to(a.index_dtype).contiguous(), t._values().contiguous(), tuple(t.shape), backend=a._backend,
+        xp=xp, coalesced=t.is_coalesced(), fill_value=a.fill_value,
+    )  # fmt: skip
+
+
+def _supports_sparse_mask(xp: Any, x: torch.Tensor, mask: SparseArray) -> str | None:
+    if x.dtype in _UNSUPPORTED_DTYPES:
+        return f"torch.sparse has no kernels for {x.dtype}"
+    if not mask.is_coalesced():
+        return "torch's sparse_mask repeats x's value for every duplicate of an uncoalesced mask"
+    if isinstance(mask, COOArray) and mask.sparse_dim() == 0:
+        return "torch's COO tensors need at least one sparse dimension"
+    return None
+
+
+@register("sparse_mask", (strided, INDEXED), backend="torch", supports=_supports_sparse_mask)
+def _sparse_mask_strided_indexed_torch(xp: Any, x: torch.Tensor, mask: SparseArray) -> SparseArray:
+    """sparse_mask(strided, sparse) through torch's Tensor.sparse_mask; O(nnz * block * dense size) in C++."""
+    if mask.dtype != x.dtype:
+        # torch casts the mask's (ignored) values to x's dtype, and warns when that drops an imaginary part
+        mask = mask._with_values(torch.zeros_like(mask._vals, dtype=x.dtype), scalar_for(xp, x.dtype, 0))
+    with _quiet():
+        t = x.sparse_mask(to_torch(mask))
+    out = from_torch(t, _target(mask, xp), scalar_for(xp, x.dtype, 0))
+    if isinstance(out, CompressedArray):
+        # a compressed tensor's values() aliases the tensor, and views of it (torch.real, ...) then fail
+        # ("Sparse CSR tensors do not have strides"); a copy is a plain tensor, and keeps autograd
+        out = out._with_values(out._vals.clone(), out.fill_value)
+    return out

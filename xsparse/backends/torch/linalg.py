@@ -1,0 +1,552 @@
+"""Native linear-algebra kernels of the torch backend: torch.sparse's products, zero-copy.
+
+Each kernel wraps the operands' components in a torch sparse tensor (:func:`to_torch`, no copy), calls
+torch's kernel (MKL on CPU, cuSPARSE on CUDA) and unwraps the result; torch's gaps are declined with a
+reason and the generic kernels take over. Autograd flows through the values: torch differentiates its
+COO, CSR and CSC products itself; where it has no backward (BSR and BSC products) the kernel runs
+through :class:`_SparseProduct`, an ``autograd.Function`` whose backward computes the strided
+operand's gradient with another product (through dispatch) and the values' gradient by sampling the
+dense gradient at the sparse operand's elements (SDDMM), shaped like the values.
+
+torch has no batched compressed product: a batch of compressed matrices is folded into one
+block-diagonal matrix (each batch's indices offset), multiplied once, and unfolded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+from typing import Any, cast
+
+import torch
+
+from ... import dispatch
+from ...dispatch import register
+from ...formats import (
+    COMPRESSED,
+    INDEXED,
+    COOArray,
+    CompressedArray,
+    Layout,
+    SparseArray,
+    sparse_bsc,
+    sparse_bsr,
+    sparse_coo,
+    sparse_csc,
+    sparse_csr,
+    strided,
+)
+from ...formats._spec import Target
+from ..array_api import linalg as generic
+from .conversion import _TORCH_LAYOUT, _quiet, from_torch, to_torch
+
+__all__: list[str] = []
+
+_FLOATING = (torch.float32, torch.float64, torch.complex64, torch.complex128)
+_REAL_FLOATING = (torch.float32, torch.float64)
+_NO_KERNELS = (torch.bool, torch.uint16, torch.uint32, torch.uint64)
+_INT32_MAX = 2**31 - 1
+
+
+# -- reasons to decline -----------------------------------------------------------------------------
+
+
+def _sparse_reason(a: SparseArray) -> str | None:
+    if a.fill_value != 0:
+        return f"torch's products read the unspecified elements as 0, and the fill value is {a.fill_value!r}"
+    if a.dense_dim():
+        return "torch multiplies sparse matrices without dense dimensions only"
+    if a.dtype in _NO_KERNELS:
+        return f"torch.sparse has no product kernels for {a.dtype}"
+    if a.layout.is_compressed and a.dtype not in _FLOATING:
+        return f"torch's compressed products (MKL) have no {a.dtype} kernel"
+    if a.layout.is_blocked and _cpu(a) and len(set(cast(CompressedArray, a).blocksize)) > 1:
+        return f"torch's CPU (MKL) block products need square blocks, got blocksize={cast(CompressedArray, a).blocksize}"
+    return None
+
+
+def _dtype_reason(*arrays: Any) -> str | None:
+    dtypes = {x.dtype for x in arrays}
+    if len(dtypes) > 1:
+        return f"torch multiplies operands of one dtype, got {', '.join(sorted(str(d) for d in dtypes))}"
+    return None
+
+
+def _cpu(a: SparseArray) -> bool:
+    return bool(a._vals.device.type == "cpu")
+
+
+def _grad_needed(*tensors: Any) -> bool:
+    return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
+
+
+def _scalar_reason(dtype: Any, **scalars: Any) -> str | None:
+    if dtype.is_floating_point or dtype.is_complex:
+        return None
+    for name, value in scalars.items():
+        if not isinstance(value, int):
+            return f"torch needs an integer {name} for integer operands, got {value!r}"
+    return None
+
+
+# -- helpers -----------------------------------------------------------------------------------------
+
+
+def _tensor(compressed: torch.Tensor, plain: torch.Tensor, values: torch.Tensor, shape: tuple[int, ...], layout: Layout) -> torch.Tensor:
+    with _quiet():
+        return torch.sparse_compressed_tensor(
+            compressed, plain, values.contiguous(), shape, layout=_TORCH_LAYOUT[layout], check_invariants=False
+        )
+
+
+def _fold(a: CompressedArray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, tuple[int, int]]:
+    """The components of the block-diagonal 2-D matrix of a batched compressed array, and its shape."""
+    nbd = a.batch_dim()
+    batch = tuple(a.shape[:nbd])
+    nb, nse = math.prod(batch), a.nnz
+    m, k = a.shape[nbd], a.shape[nbd + 1]
+    bm, bn = a.blocksize
+    n_plain = (k // bn) if a.layout.compressed_dim == 0 else (m // bm)
+    idt = a._compressed.dtype
+    if nb * max(nse, m, k) > _INT32_MAX:
+        idt = torch.int64
+    comp = a._compressed.reshape(nb, -1).to(idt)
+    lin = torch.arange(nb, dtype=idt, device=comp.device)[:, None]
+    compressed = torch.cat([(comp[:, :-1] + lin * nse).reshape(-1), torch.tensor([nb * nse], dtype=idt, device=comp.device)])
+    plain = (a._plain.reshape(nb, nse).to(idt) + lin * n_plain).reshape(-1)
+    values = a._vals.reshape(nb * nse, *a._vals.shape[nbd + 1 :])
+    return compressed, plain, values, (nb * m, nb * k)
+
+
+def _conj(x: torch.Tensor) -> torch.Tensor:
+    return x.conj() if x.is_complex() else x
+
+
+class _SparseProduct(torch.autograd.Function):
+    """``sparse @ dense`` (``sparse_left``) or ``dense @ sparse`` for a 2-D compressed sparse operand given
+    by its components, with the backward torch lacks for BSR and BSC:
+
+    * the dense operand's gradient is another product with the sparse operand's conjugate transpose,
+      computed through dispatch (so by whichever kernel handles that layout);
+    * the values' gradient is the dense gradient product sampled at the sparse elements (SDDMM),
+      ``G @ D^H`` for ``S @ D`` and ``D^H @ G`` for ``D @ S``.
+    """
+
+    @staticmethod
+    def forward(
+        ctx: Any,
+        values: torch.Tensor,
+        dense: torch.Tensor,
+        compressed: torch.Tensor,
+        plain: torch.Tensor,
+        shape: tuple[int, int],
+        layout: Layout,
+        sparse_left: bool,
+    ) -> torch.Tensor:
+        with _quiet():
+            t = _tensor(compressed, plain, values, shape, layout)
+            out = torch.mm(t, dense) if sparse_left else torch.mm(dense, t)
+        ctx.save_for_backward(values, dense, compressed, plain)
+        ctx.shape, ctx.layout, ctx.sparse_left = shape, layout, sparse_left
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
+        from ... import backends
+
+        values, dense, compressed, plain = ctx.saved_tensors
+        backend = backends.get_backend("torch")
+        xp = backend.namespace()
+        a = CompressedArray(compressed, plain, values, ctx.shape, layout=ctx.layout, backend=backend, xp=xp, check=False)
+        grad_values = grad_dense = None
+        if ctx.needs_input_grad[0]:
+            if ctx.sparse_left:
+                grad_values = generic.sample_product(xp, a, grad, _conj(dense.mT))
+            else:
+                grad_values = generic.sample_product(xp, a, _conj(dense.mT), grad)
+        if ctx.needs_input_grad[1]:
+            a_h = a.transpose_sparse()
+            a_h = a_h._with_values(_conj(a_h._vals), 0)
+            if ctx.sparse_left:
+                grad_dense = dispatch.call("matmul", (a_h.layout, strided), "torch", xp, a_h, grad)
+            else:
+                grad_dense = dispatch.call("matmul", (strided, a_h.layout), "torch", xp, grad, a_h)
+        return grad_values, grad_dense, None, None, None, None, None
+
+
+def _product_2d(
+    layout: Layout, compressed: torch.Tensor, plain: torch.Tensor, values: torch.Tensor, shape: tuple[int, int],
+    dense: torch.Tensor, sparse_left: bool,
+) -> torch.Tensor:  # fmt: skip
+    """A 2-D compressed operand times a 2-D dense one, through torch.mm, or _SparseProduct where torch lacks a backward."""
+    if (layout.is_blocked or values.is_complex()) and _grad_needed(values, dense):
+        return cast(torch.Tensor, _SparseProduct.apply(values, dense, compressed, plain, shape, layout, sparse_left))  # type: ignore[no-untyped-call]
+    with _quiet():
+        t = _tensor(compressed, plain, values, shape, layout)
+        return torch.mm(t, dense) if sparse_left else torch.mm(dense, t)
+
+
+# -- sparse @ strided ---------------------------------------------------------------------------------
+
+
+def _supports_coo_strided(xp: Any, a: COOArray, b: torch.Tensor) -> str | None:
+    reason = _sparse_reason(a) or _dtype_reason(a, b)
+    if reason is not None:
+        return reason
+    if (a.ndim == 2 and b.ndim in (1, 2)) or (a.ndim == 3 and b.ndim == 3 and a.shape[0] == b.shape[0]):
+        return None
+    return "torch multiplies 2-D COO arrays by vectors and matrices, and 3-D ones by batches of one size (bmm), only"
+
+
+@register("matmul", (sparse_coo, strided), backend="torch", supports=_supports_coo_strided)
+def _matmul_coo_strided_torch(xp: Any, a: COOArray, b: torch.Tensor) -> torch.Tensor:
+    """matmul(COO, strided) -> strided: torch.mv, torch.mm or torch.bmm (torch.sparse's SpMM)."""
+    with _quiet():
+        t = to_torch(a)
+        if b.ndim == 1:
+            return torch.mv(t, b)
+        return torch.mm(t, b) if a.ndim == 2 else torch.bmm(t, b)
+
+
+def _supports_compressed_strided(xp: Any, a: CompressedArray, b: torch.Tensor) -> str | None:
+    reason = _sparse_reason(a) or _dtype_reason(a, b)
+    if reason is not None:
+        return reason
+    if a.layout is sparse_bsc and _cpu(a):
+        return "torch has no CPU kernel for BSC @ strided"
+    batch = tuple(a.shape[: a.batch_dim()])
+    if b.ndim > 2 and (b.ndim - 2 > len(batch) or generic._broadcast_shapes(batch, tuple(b.shape[:-2])) != batch):
+        return "the strided operand's batch dimensions must broadcast to the sparse array's"
+    return None
+
+
+@register("matmul", (COMPRESSED, strided), backend="torch", supports=_supports_compressed_strided)
+def _matmul_compressed_strided_torch(xp: Any, a: CompressedArray, b: torch.Tensor) -> torch.Tensor:
+    """matmul(CSR/CSC/BSR, strided) -> strided: torch.mm (MKL), batches folded block-diagonally."""
+    nbd = a.batch_dim()
+    vector = b.ndim == 1
+    b2 = b[:, None] if vector else b
+    if nbd == 0:
+        out = _product_2d(a.layout, a._compressed, a._plain, a._vals, cast(tuple[int, int], tuple(a.shape)), b2, True)
+    else:
+        batch = tuple(a.shape[:nbd])
+        k, n = b2.shape[-2], b2.shape[-1]
+        compressed, plain, values, shape = _fold(a)
+        dense = b2.broadcast_to(*batch, k, n).reshape(math.prod(batch) * k, n)
+        out = _product_2d(a.layout, compressed, plain, values, shape, dense, True).reshape(*batch, a.shape[nbd], n)
+    return out[..., 0] if vector else out
+
+
+# -- strided @ sparse ---------------------------------------------------------------------------------
+
+
+def _supports_strided_coo(xp: Any, a: torch.Tensor, b: COOArray) -> str | None:
+    reason = _sparse_reason(b) or _dtype_reason(a, b)
+    if reason is None and not (b.ndim == 2 and a.ndim in (1, 2)):
+        return "torch multiplies by 2-D COO arrays only, from a vector or a matrix"
+    return reason
+
+
+@register("matmul", (strided, sparse_coo), backend="torch", supports=_supports_strided_coo)
+def _matmul_strided_coo_torch(xp: Any, a: torch.Tensor, b: COOArray) -> torch.Tensor:
+    """matmul(strided, COO) -> strided: (b.T @ a.T).T through torch.mm, which lacks strided @ COO."""
+    with _quiet():
+        t = to_torch(b).t()
+        if a.ndim == 1:
+            return torch.mv(t, a)
+        return torch.mm(t, a.mT).mT
+
+
+def _supports_strided_compressed(xp: Any, a: torch.Tensor, b: CompressedArray) -> str | None:
+    reason = _sparse_reason(b) or _dtype_reason(a, b)
+    if reason is not None:
+        return reason
+    if b.layout is sparse_bsr and _cpu(b):
+        return "torch has no CPU kernel for strided @ BSR"
+    if b.ndim != 2 or a.ndim > 2:
+        return "torch multiplies by 2-D compressed arrays only, from a vector or a matrix"
+    return None
+
+
+@register("matmul", (strided, COMPRESSED), backend="torch", supports=_supports_strided_compressed)
+def _matmul_strided_compressed_torch(xp: Any, a: torch.Tensor, b: CompressedArray) -> torch.Tensor:
+    """matmul(strided, CSR/CSC/BSC) -> strided: torch.mm (MKL)."""
+    a2 = a[None, :] if a.ndim == 1 else a
+    out = _product_2d(b.layout, b._compressed, b._plain, b._vals, cast(tuple[int, int], tuple(b.shape)), a2, False)
+    return out[0] if a.ndim == 1 else out
+
+
+# -- sparse @ sparse ----------------------------------------------------------------------------------
+
+
+def _supports_sparse_sparse(xp: Any, a: SparseArray, b: SparseArray) -> str | None:
+    reason = _sparse_reason(a) or _sparse_reason(b) or _dtype_reason(a, b)
+    if reason is None and not (a.ndim == 2 and b.ndim == 2):
+        return "torch multiplies 2-D sparse arrays only"
+    if reason is None and a.dtype not in _FLOATING:
+        return f"torch's sparse @ sparse has no {a.dtype} kernel"
+    if reason is None and _grad_needed(a._vals, b._vals):
+        return "torch's sparse @ sparse result does not carry gradients to the values (the generic kernel does)"
+    return reason
+
+
+@register("matmul", (sparse_coo, sparse_coo), backend="torch", supports=_supports_sparse_sparse)
+def _matmul_coo_coo_torch(xp: Any, a: COOArray, b: COOArray) -> COOArray:
+    """matmul(COO, COO) -> COO: torch.sparse.mm (SpGEMM)."""
+    with _quiet():
+        r = torch.sparse.mm(to_torch(a), to_torch(b))
+    shape = (a.shape[0], b.shape[1])
+    return cast(COOArray, from_torch(r, Target(sparse_coo, a._backend, xp, shape, 2, 0, (1, 1), a.index_dtype, 0)))
+
+
+def _sorted_csr(r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The components of a torch CSR tensor with the column indices of each row sorted (torch's SpGEMM
+    leaves them in any order; invariant 5.6 wants them increasing)."""
+    crow, col, values = r.crow_indices(), r.col_indices(), r.values()
+    rows = torch.repeat_interleave(torch.arange(r.shape[0], device=crow.device), (crow[1:] - crow[:-1]).to(torch.int64))
+    perm = torch.argsort(rows * r.shape[1] + col, stable=True)
+    return crow, col[perm], values[perm]
+
+
+@register("matmul", (sparse_csr, sparse_csr), backend="torch", supports=_supports_sparse_sparse)
+@register("matmul", (sparse_csr, sparse_csc), backend="torch", supports=_supports_sparse_sparse)
+@register("matmul", (sparse_csc, sparse_csr), backend="torch", supports=_supports_sparse_sparse)
+@register("matmul", (sparse_csc, sparse_csc), backend="torch", supports=_supports_sparse_sparse)
+def _matmul_compressed_compressed_torch(xp: Any, a: CompressedArray, b: CompressedArray) -> CompressedArray:
+    """matmul(CSR/CSC, CSR/CSC) -> a's layout: torch.mm (SpGEMM), CSC as the transpose of a CSR product."""
+    m, n = a.shape[0], b.shape[1]
+    with _quiet():
+        if a.layout is sparse_csr:
+            crow, col, values = _sorted_csr(torch.mm(to_torch(a), to_torch(b)))
+            shape = (m, n)
+        else:
+            # a CSC, so a.T is CSR: (a @ b).T == b.T @ a.T, whose CSR components are a @ b's CSC ones
+            crow, col, values = _sorted_csr(torch.mm(to_torch(b.transpose_sparse()), to_torch(a.transpose_sparse())))
+            shape = (m, n)
+    idt = a.index_dtype
+    return CompressedArray(
+        crow.to(idt).contiguous(), col.to(idt).contiguous(), values.contiguous(), shape, layout=a.layout,
+        backend=a._backend, xp=xp,
+    )  # fmt: skip
+
+
+# -- addmm, sampled_addmm, reduce, smm, hspmm, sspaddmm -------------------------------------------
+
+
+def _supports_addmm(xp: Any, input: torch.Tensor, a: SparseArray, b: torch.Tensor, beta: Any, alpha: Any) -> str | None:
+    reason = _sparse_reason(a) or _dtype_reason(input, a, b) or _scalar_reason(a.dtype, beta=beta, alpha=alpha)
+    if reason is not None:
+        return reason
+    if a.ndim != 2:
+        return "torch's addmm takes 2-D arrays only"
+    if a.layout is sparse_bsc and _cpu(a):
+        return "torch has no CPU kernel for BSC @ strided"
+    if (a.layout.is_blocked or (a.layout.is_compressed and a.dtype.is_complex)) and _grad_needed(a._vals, b, input):
+        return "torch's addmm has no backward for blocked or complex compressed operands (the generic addmm's product has one)"
+    return None
+
+
+@register("addmm", (strided, sparse_coo, strided), backend="torch", supports=_supports_addmm)
+@register("addmm", (strided, COMPRESSED, strided), backend="torch", supports=_supports_addmm)
+def _addmm_strided_indexed_strided_torch(xp: Any, input: torch.Tensor, a: SparseArray, b: torch.Tensor, beta: Any, alpha: Any) -> torch.Tensor:
+    """addmm(strided, COO/CSR/CSC/BSR, strided) -> strided: torch.addmm."""
+    with _quiet():
+        return torch.addmm(input, to_torch(a), b, beta=beta, alpha=alpha)
+
+
+def _supports_sampled(xp: Any, input: CompressedArray, a: torch.Tensor, b: torch.Tensor, beta: Any, alpha: Any) -> str | None:
+    # a non-zero fill value is no obstacle: the result's is beta * fill, exactly
+    if input.dense_dim():
+        return "torch's sampled_addmm takes a mask without dense dimensions"
+    if input.dtype not in _FLOATING:
+        return f"torch's sampled_addmm has no {input.dtype} kernel"
+    if input.dtype.is_complex and _grad_needed(input._vals, a, b):
+        return "torch has no backward for complex compressed arrays"
+    reason = _dtype_reason(input, a, b)
+    if reason is None:
+        batch = tuple(input.shape[:-2])
+        if tuple(a.shape[:-2]) != batch or tuple(b.shape[:-2]) != batch:
+            return "torch's sampled_addmm needs mat1 and mat2 with the mask's batch dimensions"
+    return reason
+
+
+@register("sampled_addmm", (sparse_csr, strided, strided), backend="torch", supports=_supports_sampled)
+def _sampled_addmm_csr_strided_strided_torch(
+    xp: Any, input: CompressedArray, a: torch.Tensor, b: torch.Tensor, beta: Any, alpha: Any
+) -> CompressedArray:
+    """sampled_addmm(CSR, strided, strided) -> CSR: torch.sparse.sampled_addmm (SDDMM), batched."""
+    with _quiet():
+        t = _tensor(input._compressed, input._plain, input._vals, tuple(input.shape), sparse_csr)
+        r = torch.sparse.sampled_addmm(t, a, b, beta=beta, alpha=alpha)
+    from ..._common import scalar_for
+
+    fill = scalar_for(xp, input.dtype, 0 if beta == 0 else beta * input.fill_value)
+    # torch's values() of a CSR result is an alias of the sparse tensor on which view operations fail;
+    # a copy (which autograd follows) is a plain tensor. The pattern is the mask's: its indices are reused.
+    return input._with_values(r.values().clone(), fill)
+
+
+def _supports_reduce(xp: Any, a: CompressedArray, b: torch.Tensor, reduce: str) -> str | None:
+    reason = _sparse_reason(a) or _dtype_reason(a, b)
+    if reason is None and a.dtype not in _REAL_FLOATING:
+        return f"torch's reduction kernel has no {a.dtype} kernel"
+    if reason is None and not (a.ndim == 2 and b.ndim == 2):
+        return "torch.sparse.mm(reduce=) takes 2-D arrays only"
+    return reason
+
+
+@register("matmul_reduce", (sparse_csr, strided), backend="torch", supports=_supports_reduce)
+def _matmul_reduce_csr_strided_torch(xp: Any, a: CompressedArray, b: torch.Tensor, reduce: str) -> torch.Tensor:
+    """matmul_reduce(CSR, strided) -> strided: torch.sparse.mm(reduce=)."""
+    with _quiet():
+        return cast(torch.Tensor, torch.sparse.mm(to_torch(a), b, reduce))
+
+
+def _supports_coo_product(xp: Any, a: COOArray, b: torch.Tensor, *rest: Any) -> str | None:
+    reason = _sparse_reason(a) or _dtype_reason(a, b)
+    if reason is None and not (a.ndim == 2 and b.ndim == 2):
+        return "torch's smm, hspmm and sspaddmm take 2-D arrays only"
+    if reason is None and _grad_needed(a._vals, b, *(x._vals for x in rest if isinstance(x, SparseArray))):
+        return "torch's COO results do not carry gradients to the values (the generic kernel does)"
+    return reason
+
+
+def _coo_result(r: torch.Tensor, like: COOArray, xp: Any) -> COOArray:
+    target = Target(sparse_coo, like._backend, xp, tuple(r.shape), r.sparse_dim(), r.dense_dim(), (1, 1), like.index_dtype, 0)
+    return cast(COOArray, from_torch(r, target))
+
+
+@register("smm", (sparse_coo, strided), backend="torch", supports=_supports_coo_product)
+def _smm_coo_strided_torch(xp: Any, a: COOArray, b: torch.Tensor) -> COOArray:
+    """smm(COO, strided) -> COO: torch.smm."""
+    with _quiet():
+        return _coo_result(torch.smm(to_torch(a), b), a, xp)
+
+
+@register("hspmm", (sparse_coo, strided), backend="torch", supports=_supports_coo_product)
+def _hspmm_coo_strided_torch(xp: Any, a: COOArray, b: torch.Tensor) -> COOArray:
+    """hspmm(COO, strided) -> hybrid COO: torch.hspmm."""
+    with _quiet():
+        return _coo_result(torch.hspmm(to_torch(a), b), a, xp)
+
+
+def _supports_sspaddmm(xp: Any, input: COOArray, a: COOArray, b: torch.Tensor, beta: Any, alpha: Any) -> str | None:
+    reason = _supports_coo_product(xp, a, b, input) or _sparse_reason(input) or _dtype_reason(input, a)
+    return reason or _scalar_reason(a.dtype, beta=beta, alpha=alpha)
+
+
+@register("sspaddmm", (sparse_coo, sparse_coo, strided), backend="torch", supports=_supports_sspaddmm)
+def _sspaddmm_coo_coo_strided_torch(xp: Any, input: COOArray, a: COOArray, b: torch.Tensor, beta: Any, alpha: Any) -> COOArray:
+    """sspaddmm(COO, COO, strided) -> uncoalesced COO: torch.sspaddmm."""
+    with _quiet():
+        return _coo_result(torch.sspaddmm(to_torch(input), to_torch(a), b, beta=beta, alpha=alpha), input, xp)
+
+
+# -- spsolve ------------------------------------------------------------------------------------------
+
+
+class _SuperLUSolve(torch.autograd.Function):
+    """``A^-1 b`` by SciPy's SuperLU on the CPU components (shared with NumPy, not copied), with the
+    adjoint solve for ``b``'s gradient and ``-(A^-H g) x^H`` sampled at ``A``'s elements for the values'."""
+
+    @staticmethod
+    def forward(ctx: Any, values: torch.Tensor, b: torch.Tensor, a: SparseArray, dtype: torch.dtype) -> torch.Tensor:
+        from ..._conversion import to_backend
+        from .._superlu import factorize
+
+        numpy_dtype = torch.empty((), dtype=dtype).numpy().dtype
+        lu = factorize("spsolve", to_backend(a, "numpy"), numpy_dtype)
+        x = torch.from_numpy(lu.solve(b.detach().resolve_conj().to(dtype).numpy()))
+        ctx.lu, ctx.a, ctx.dtype, ctx.b_dtype = lu, a, dtype, b.dtype
+        ctx.save_for_backward(x)
+        return x
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
+        (x,) = ctx.saved_tensors
+        g = torch.from_numpy(ctx.lu.solve_adjoint(grad.resolve_conj().to(ctx.dtype).numpy()))
+        grad_values = None
+        if ctx.needs_input_grad[0]:
+            a = ctx.a
+            g2, x2 = (g[:, None], x[:, None]) if x.ndim == 1 else (g, x)
+            grad_values = (-generic.sample_product(a._xp, a, g2, _conj(x2.mT))).to(a._vals.dtype)
+        return grad_values, g.to(ctx.b_dtype) if ctx.needs_input_grad[1] else None, None, None
+
+
+def _supports_spsolve(xp: Any, a: SparseArray, b: torch.Tensor) -> str | None:
+    if a.fill_value != 0:
+        return f"SuperLU reads the unspecified elements as 0, and the fill value is {a.fill_value!r}"
+    if a.dense_dim():
+        return "a system matrix has no dense dimensions"
+    if not _cpu(a) or b.device.type != "cpu":
+        return "torch has no sparse solver on this device, and SciPy's reads CPU memory only"
+    return None
+
+
+@register("spsolve", (INDEXED, strided), backend="torch", supports=_supports_spsolve)
+def _spsolve_indexed_strided_torch(xp: Any, a: SparseArray, b: torch.Tensor) -> torch.Tensor:
+    """spsolve(sparse, strided) -> strided: SciPy's SuperLU on the shared CPU components (torch has no CPU solver)."""
+    dtype = torch.promote_types(a.dtype, b.dtype)
+    if a.shape[0] == 0:
+        return torch.zeros(b.shape, dtype=dtype)
+    return cast(torch.Tensor, _SuperLUSolve.apply(a._vals, b, a, dtype))  # type: ignore[no-untyped-call]
+
+
+# -- torch's own decompositions of COO matrices ------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _seeded(seed: Any) -> Iterator[None]:
+    # torch's algorithms draw from the global generator: seed a forked copy so the caller's stays untouched
+    # torch's pca_lowrank builds a COO tensor with the invariant checks left implicit, which warns; its
+    # inputs are valid by construction, so the checks are switched off explicitly
+    with torch.random.fork_rng(devices=[]), torch.sparse.check_sparse_tensor_invariants(enable=False):  # type: ignore[no-untyped-call]
+        if seed is not None:
+            torch.manual_seed(int(seed))
+        yield
+
+
+def _supports_decomposition(xp: Any, a: COOArray, *args: Any) -> str | None:
+    reason = _sparse_reason(a)
+    if reason is None and a.dtype not in _REAL_FLOATING:
+        return f"torch's low-rank decompositions of sparse matrices are real-valued, got {a.dtype}"
+    seed = args[-1]
+    if reason is None and seed is not None and not isinstance(seed, int):
+        return "the torch kernel takes an integer seed (for torch.manual_seed)"
+    for operand in args[:-1]:
+        if isinstance(operand, SparseArray) and operand.layout is not sparse_coo:
+            return "torch's lobpcg multiplies by COO or strided matrices only"
+    return reason
+
+
+@register("svd_lowrank", (sparse_coo,), backend="torch", supports=_supports_decomposition)
+def _svd_lowrank_coo_torch(xp: Any, a: COOArray, q: int, niter: int, m: Any, seed: Any) -> tuple[Any, Any, Any]:
+    """svd_lowrank(COO) -> (U, S, V): torch.svd_lowrank."""
+    with _seeded(seed), _quiet():
+        return cast(tuple[Any, Any, Any], torch.svd_lowrank(to_torch(a), q=q, niter=niter, M=m))
+
+
+@register("pca_lowrank", (sparse_coo,), backend="torch", supports=_supports_decomposition)
+def _pca_lowrank_coo_torch(xp: Any, a: COOArray, q: int, center: bool, niter: int, seed: Any) -> tuple[Any, Any, Any]:
+    """pca_lowrank(COO) -> (U, S, V): torch.pca_lowrank."""
+    with _seeded(seed), _quiet():
+        return cast(tuple[Any, Any, Any], torch.pca_lowrank(to_torch(a), q=q, center=center, niter=niter))
+
+
+@register("lobpcg", (sparse_coo,), backend="torch", supports=_supports_decomposition)
+def _lobpcg_coo_torch(
+    xp: Any, a: COOArray, k: int, b: Any, x: Any, n: int, ik: Any, niter: int, tol: float, largest: bool, seed: Any
+) -> tuple[Any, Any]:
+    """lobpcg(COO) -> (E, X): torch.lobpcg."""
+
+    def as_torch(m: Any) -> Any:
+        return to_torch(m) if isinstance(m, SparseArray) else m
+
+    with _seeded(seed), _quiet():
+        return cast(
+            tuple[Any, Any],
+            torch.lobpcg(to_torch(a), k=k, B=as_torch(b), X=x, n=n, iK=as_torch(ik), niter=niter, tol=tol, largest=largest),
+        )

@@ -1,0 +1,129 @@
+"""Native reduction kernels of the torch backend: torch.sparse.sum and torch.sparse.softmax on COO
+arrays, and ``scatter_reduce`` for CSR and CSC arrays reduced along one sparse dimension.
+
+torch's sparse kernels know no fill value: the COO kernels decline a non-zero fill for ``sum``
+(``softmax`` reads the unspecified elements as -inf whatever they hold, which the public function
+has checked), and ``torch.sparse.sum`` has no ``keepdim``, so it declines that too. The compressed
+kernels combine each slice with the fill value through the generic kernels' helpers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ...dispatch import register
+from ...formats import COMPRESSED, COOArray, CompressedArray, sparse_coo
+from ...formats._spec import Target
+from ..array_api.elementwise import python_scalar
+from ..array_api.reduction import MONOIDS, ReduceSpec, assemble, fill_array, fill_of, result_kind, with_fill
+from .conversion import from_torch, to_torch
+
+__all__: list[str] = []
+
+_UNSUPPORTED = (torch.uint16, torch.uint32, torch.uint64)
+
+
+def _zero(xp: Any, dtype: Any) -> Any:
+    return python_scalar(xp, xp.zeros((), dtype=dtype))
+
+
+def _supports_sum_coo(xp: Any, a: COOArray, spec: ReduceSpec) -> str | None:
+    if a.fill_value != 0:
+        return f"torch.sparse.sum assumes fill value 0, not {a.fill_value!r}"
+    if spec.keepdims:
+        return "torch.sparse.sum has no keepdim"
+    if a.dtype in _UNSUPPORTED or spec.dtype in _UNSUPPORTED:
+        return f"torch.sparse.sum does not handle dtype {a.dtype}"
+    if a.sparse_dim() == 0 or result_kind(a.ndim, a.sparse_dim(), spec.axes) == "structure":
+        return "no sparse dimension is reduced (the generic kernel keeps the structure in O(nnz))"
+    return None
+
+
+@register("sum", (sparse_coo,), backend="torch", supports=_supports_sum_coo)
+def _sum_coo_torch(xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
+    """sum(COO) over sparse dimensions -> COO or strided through torch.sparse.sum; O(nnz log nnz)."""
+    r = torch.sparse.sum(to_torch(a), dim=list(spec.axes), dtype=spec.dtype)
+    if r.layout is torch.strided:
+        return r
+    target = Target(sparse_coo, a._backend, xp, tuple(r.shape), r.sparse_dim(), r.dense_dim(), (1, 1), a.index_dtype, 0)
+    return from_torch(r, target, _zero(xp, spec.dtype))
+
+
+def _supports_softmax_coo(xp: Any, a: COOArray, spec: ReduceSpec) -> str | None:
+    if spec.dtype not in (torch.float32, torch.float64):
+        return f"torch.sparse.softmax is used for float32 and float64 only, not {spec.dtype}"
+    if a.sparse_dim() == 0:
+        return "torch.sparse.softmax needs a sparse dimension"
+    return None
+
+
+def _softmax_kernel(name: str, log: bool) -> Any:
+    torch_fn = torch.sparse.log_softmax if log else torch.sparse.softmax
+
+    def kernel(xp: Any, a: COOArray, spec: ReduceSpec) -> COOArray:
+        values = a._vals.to(spec.dtype)
+        t = to_torch(a._with_values(values, a.fill_value) if values is not a._vals else a)
+        r = torch_fn(t, spec.axes[0])
+        target = Target(sparse_coo, a._backend, xp, a.shape, a.sparse_dim(), a.dense_dim(), (1, 1), a.index_dtype, 0)
+        return from_torch(r, target, float("-inf") if log else 0.0)  # type: ignore[return-value]
+
+    kernel.__name__ = kernel.__qualname__ = f"_{name}_coo_torch"
+    kernel.__doc__ = f"{name}(COO) -> COO through torch.sparse.{name} (unspecified = -inf); O(nnz log nnz)."
+    return kernel
+
+
+register("softmax", (sparse_coo,), backend="torch", supports=_supports_softmax_coo)(_softmax_kernel("softmax", False))
+register("log_softmax", (sparse_coo,), backend="torch", supports=_supports_softmax_coo)(_softmax_kernel("log_softmax", True))
+
+
+_SCATTER = {"sum": "sum", "prod": "prod", "max": "amax", "min": "amin"}
+
+
+def _supports_axis(xp: Any, a: CompressedArray, spec: ReduceSpec) -> str | None:
+    if a.layout.is_blocked:
+        return "the torch kernels reduce CSR and CSC arrays, not blocks"
+    if a.batch_dim():
+        return f"the torch kernels reduce unbatched arrays, this one has batch_dim={a.batch_dim()}"
+    if len(spec.axes) != 1 or spec.axes[0] > 1:
+        return f"the torch kernels reduce one of the two sparse dimensions, not axes={spec.axes}"
+    if spec.dtype in _UNSUPPORTED or spec.dtype is torch.bool:
+        return f"torch's scatter_reduce does not handle dtype {spec.dtype}"
+    return None
+
+
+def _axis_kernel(name: str) -> Any:
+    monoid = MONOIDS[name]
+
+    def kernel(xp: Any, a: CompressedArray, spec: ReduceSpec) -> Any:
+        (d,) = spec.axes
+        data = monoid.premap(xp, a._vals, spec.dtype)
+        compressed, plain = a._compressed.to(torch.int64), a._plain.to(torch.int64)
+        if d != a.layout.compressed_dim:
+            # reduce within each compressed slice
+            n_groups = compressed.shape[0] - 1
+            counts = compressed[1:] - compressed[:-1]
+            group = torch.repeat_interleave(torch.arange(n_groups, device=data.device), counts)
+        else:
+            # reduce each plain index across the slices
+            n_groups = a.shape[1 - a.layout.compressed_dim]
+            counts = torch.bincount(plain, minlength=n_groups)
+            group = plain
+        index = group.reshape(-1, *(1,) * (data.ndim - 1)).expand_as(data)
+        out = torch.zeros((n_groups, *data.shape[1:]), dtype=data.dtype, device=data.device)
+        out = out.scatter_reduce(0, index, data, _SCATTER[name], include_self=False)
+        present = torch.nonzero(counts).reshape(-1)
+        f = monoid.premap(xp, fill_array(xp, a), spec.dtype)
+        n = a.shape[d]
+        g = with_fill(xp, monoid, out[present], f, n - counts[present])
+        keys = present.to(a.index_dtype).reshape(1, -1)
+        return assemble(xp, a._backend, a.shape, 2, spec, keys, g, fill_of(xp, monoid, f, n))
+
+    kernel.__name__ = kernel.__qualname__ = f"_{name}_compressed_torch"
+    kernel.__doc__ = f"{name}(CSR/CSC) along one sparse dimension -> COO: scatter_reduce per slice; O(nnz + n)."
+    return kernel
+
+
+for _name in _SCATTER:
+    register(_name, (COMPRESSED,), backend="torch", supports=_supports_axis)(_axis_kernel(_name))
