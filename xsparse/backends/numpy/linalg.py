@@ -359,17 +359,18 @@ def _sampled_addmm_csr_strided_strided_numpy(
     xp: Any, c: CompressedArray, a: Any, b: Any, beta: Any, alpha: Any
 ) -> CompressedArray:
     """SDDMM: beta * input + alpha * (a @ b) at input's CSR pattern; compiled, O(nnz * K), all cores."""
+    from ..._common import scalar_for
+
     dtype = np.result_type(c._vals, a, b)
     batch = c._shape[:-2]
     nb = math.prod(batch)
     a3 = _as_batch3(a, batch, nb, dtype)
-    bt = _as_batch3(b, batch, nb, dtype).swapaxes(1, 2)  # (nb, n, K)
-    if bt.shape[2] > 1 and bt.strides[2] != bt.itemsize:
-        # Rows of b.T are read as vectors: one transposed copy of b costs less than a strided read per entry.
-        bt = np.ascontiguousarray(bt)
+    b_t = np.swapaxes(b, -1, -2)  # (..., n, K): rows of b.T are read as vectors
+    if b_t.shape[-1] > 1 and b_t.strides[-1] != b_t.itemsize:
+        # One transposed copy of b (before it is broadcast over the batch) costs less than a strided
+        # read per entry; b.T of a C-ordered array (``a @ x.T``) needs none.
+        b_t = np.ascontiguousarray(b_t)
+    bt = _as_batch3(b_t, batch, nb, dtype)
     ci, pi, vals = _csr_components(c, dtype)
     out = _cpu.csr_sddmm(ci, pi, vals if beta != 0 else None, a3, bt, alpha=alpha, beta=beta)
-    return CompressedArray(
-        c._compressed, c._plain, out.reshape(c._plain.shape), c._shape, layout=sparse_csr, backend=c._backend,
-        xp=c._xp, check=False,
-    )  # fmt: skip
+    return c._with_values(out.reshape(c._plain.shape), scalar_for(xp, dtype, 0))
