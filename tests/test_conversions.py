@@ -24,6 +24,7 @@ import xsparse as xs
 from xsparse import dispatch
 from xsparse._common import dtype_name as _dtype_name
 from xsparse._conversion import _target, layout_of
+from xsparse.backends.array_api.conversion import same_fill
 from xsparse.formats._spec import Target
 from xsparse.testing import assert_sparse_equal, to_numpy
 
@@ -79,7 +80,21 @@ def assert_same_components(actual: Any, expected: Any) -> None:
         a, e = to_numpy(got[name]), to_numpy(want[name])
         assert a.dtype == e.dtype, f"{name}: dtype {a.dtype} != {e.dtype}"
         assert a.shape == e.shape, f"{name}: shape {a.shape} != {e.shape}"
-        np.testing.assert_array_equal(a, e, err_msg=name)
+        assert_identical(a, e, err_msg=name)
+
+
+def _zero_signs(a: np.ndarray) -> list[np.ndarray]:
+    """Per real component of ``a``: the sign bit where the component is a zero (False elsewhere)."""
+    if a.dtype.kind not in "fc":
+        return []
+    return [np.signbit(part) & (part == 0) for part in ((a.real, a.imag) if a.dtype.kind == "c" else (a,))]
+
+
+def assert_identical(a: np.ndarray, e: np.ndarray, err_msg: str = "") -> None:
+    """Equal elements (NaNs equal) whose zeros have the same signs: -0.0 and +0.0 are different elements."""
+    np.testing.assert_array_equal(a, e, err_msg=err_msg)
+    for got, want in zip(_zero_signs(a), _zero_signs(e)):
+        np.testing.assert_array_equal(got, want, err_msg=f"{err_msg}: signs of zeros")
 
 
 def assert_format(
@@ -527,6 +542,198 @@ def test_zero_only_kernels_decline_a_fill_value(backend: str, xp: Any, layout: x
                 declined += 1
     if backend in ("numpy", "torch") and layout.is_compressed:
         assert declined, "the compiled and torch kernels convert fill value 0 only"
+
+
+# -- 5b. signed zeros: -0.0 is not the fill value +0.0 (docs/decisions.md, "Fill values") ------------
+
+_FLOATING = ["float32", "float64", "complex64", "complex128"]
+_PARTS = [0.0, -0.0, math.nan, math.inf, -math.inf, 1.5]
+
+
+def _fill_mask(host: np.ndarray, fill: Any) -> np.ndarray:
+    """Where ``host`` is the fill value: equal with the same sign bits per component, or NaN for a NaN fill."""
+    if _is_nan(fill):
+        return np.asarray(np.isnan(host))
+    f = np.asarray(fill, dtype=host.dtype)
+    same = host == f
+    for part, fpart in ((host.real, f.real), (host.imag, f.imag)) if host.dtype.kind == "c" else ((host, f),):
+        same &= np.signbit(part) == np.signbit(fpart)
+    return np.asarray(same)
+
+
+@st.composite
+def signed_zero_cases(draw: st.DrawFn, xp: Any, layout: xs.Layout) -> tuple[np.ndarray, Any, dict[str, Any], int]:
+    """``(host, fill_value, to_sparse kwargs, expected nnz)``: a floating or complex array made of signed
+    zeros, NaN, infinities and 1.5 (per component), with fill value +0.0, -0.0 or NaN; 2-D plus up to
+    one dense dimension for the compressed layouts (a batch dimension when every batch holds the same
+    count), and COO of any split into sparse and dense dimensions."""
+    dtype = draw(st.sampled_from([d for d in _FLOATING if hasattr(xp, d)]), label="dtype")
+    fill = draw(st.sampled_from([0.0, -0.0, math.nan]), label="fill")
+    if dtype.startswith("complex"):
+        fill = complex(fill, draw(st.sampled_from([0.0, -0.0]), label="fill imag")) if not _is_nan(fill) else complex(fill)
+    kw: dict[str, Any] = {"layout": layout, "index_dtype": draw(st.sampled_from(["int32", "int64"]), label="index_dtype")}
+    if layout is xs.sparse_coo:
+        shape = tuple(draw(st.lists(S.sizes(4), max_size=3), label="shape"))
+        sparse_dim = draw(st.integers(0, len(shape)), label="sparse_dim")
+        kw["sparse_dim"] = sparse_dim
+        block: tuple[int, int] = (1, 1)
+        batch: tuple[int, ...] = ()
+    else:
+        block = draw(st.sampled_from([(1, 1), (1, 2), (2, 1), (2, 2)]), label="block") if layout.is_blocked else (1, 1)
+        batch = tuple(draw(st.lists(S.sizes(2), max_size=1), label="batch"))
+        dense = tuple(draw(st.lists(S.sizes(2), max_size=1), label="dense"))
+        grid = (draw(S.sizes(3), label="rows"), draw(S.sizes(3), label="columns"))
+        shape = (*batch, grid[0] * block[0], grid[1] * block[1], *dense)
+        kw["dense_dim"] = len(dense)
+        if layout.is_blocked:
+            kw["blocksize"] = block
+        sparse_dim = len(batch) + 2
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1), label="seed"))
+    real = np.dtype(dtype).type(0).real.dtype
+    host = np.empty(shape, dtype=dtype)
+    host.real = rng.choice(np.asarray(_PARTS, dtype=real), size=shape)
+    if dtype.startswith("complex"):
+        host.imag = rng.choice(np.asarray(_PARTS, dtype=real), size=shape)
+    # mostly the fill value, so that entries are left out
+    host[rng.random(shape) < 0.5] = fill
+    if _is_nan(fill):
+        # every NaN is the fill value NaN (-0.0 + NaN*j included) and reads back as the fill value itself
+        host[np.isnan(host)] = fill
+    ndim = len(shape)
+    if layout is xs.sparse_coo:
+        return host, fill, kw, int(np.count_nonzero(np.any(~_fill_mask(host, fill), axis=tuple(range(sparse_dim, ndim)))))
+    nb = len(batch)
+    if batch and batch[0] > 1:
+        host[1:] = host[:1]  # every batch holds the same count (invariant 3.9)
+    m, n = shape[nb], shape[nb + 1]
+    blocked = (~_fill_mask(host, fill)).reshape(*batch, m // block[0], block[0], n // block[1], block[1], *shape[nb + 2 :])
+    per_entry = np.any(blocked, axis=(nb + 1, nb + 3, *range(nb + 4, blocked.ndim)))
+    nnz = int(np.count_nonzero(per_entry[0] if batch else per_entry)) if per_entry.size else 0
+    return host, fill, kw, nnz
+
+
+def _check_signed(s: Any, host: np.ndarray, fill: Any, nnz: int) -> None:
+    assert isinstance(s, xs.SparseArray)
+    assert s.nnz == nnz, (s.nnz, nnz)
+    assert same_fill(s.fill_value, fill), (s.fill_value, fill)
+    assert_identical(to_numpy(xs.to_dense(s)), host)
+
+
+@pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)
+@SOME
+@given(data=st.data())
+def test_signed_zero_is_not_the_fill_value(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
+    """dense -> layout leaves out exactly the elements that are the fill value with its sign (-0.0 is
+    specified with fill value +0.0 and the reverse; NaN only with a NaN fill value), through the
+    dispatcher and through every kernel registered for the conversion that accepts the input; to_dense
+    gives the zeros back with their signs, from every kernel too."""
+    host, fill, kw, nnz = data.draw(signed_zero_cases(xp, layout), label="case")
+    x = xp.asarray(host)
+    s = xs.to_sparse(x, fill_value=fill, **kw)
+    _check_signed(s, host, fill, nnz)
+    target = conversion_target(x, layout, fill_value=fill, **{k: v for k, v in kw.items() if k != "layout"})
+    for kernel in dispatch.resolve("convert", (xs.strided, layout), backend):
+        reason, out = _call_kernel(kernel, xp, x, target)
+        if reason is None:
+            _check_signed(out, host, fill, nnz)
+    back = conversion_target(s, xs.strided)
+    for kernel in dispatch.resolve("convert", (layout, xs.strided), backend):
+        reason, out = _call_kernel(kernel, xp, s, back)
+        if reason is None:
+            assert_identical(to_numpy(out), host, err_msg=kernel.describe())
+
+
+@pytest.mark.parametrize(("src", "dst"), [(a, b) for a in SPARSE_LAYOUTS for b in SPARSE_LAYOUTS if a is not b], ids=str)
+@FEW
+@given(data=st.data())
+def test_signed_zeros_survive_sparse_conversions(backend: str, xp: Any, src: xs.Layout, dst: xs.Layout, data: st.DataObject) -> None:
+    """A stored zero of the other sign stays stored, with its sign, through conversions between sparse
+    layouts (every accepting kernel); 2-D, so that every pair of layouts applies."""
+    host, fill, kw, _ = data.draw(signed_zero_cases(xp, xs.sparse_csr), label="case")
+    flat = host.reshape(-1)
+    host = flat[: flat.size - flat.size % 2].reshape(-1, 2)  # rows of two: the blocksize (1, 2) divides them
+    x = xp.asarray(host)
+    bs = (1, 2)
+    a = xs.to_sparse(x, layout=src, fill_value=fill, blocksize=bs if src.is_blocked else None)
+    out = xs.to_sparse(a, layout=dst, blocksize=bs if dst.is_blocked else None)
+    assert_identical(to_numpy(xs.to_dense(out)), host)
+    target = conversion_target(a, dst, blocksize=bs if dst.is_blocked else None)
+    for kernel in dispatch.resolve("convert", (src, dst), backend):
+        reason, res = _call_kernel(kernel, xp, a, target)
+        if reason is None:
+            assert_identical(to_numpy(xs.to_dense(res)), host, err_msg=kernel.describe())
+
+
+def test_negative_zero_is_specified(backend: str, xp: Any) -> None:
+    """The docs' example: -0.0 is stored with fill value +0.0 and comes back with its sign; +0.0 is
+    stored with fill value -0.0; a conversion does not trade one signed zero fill value for the other."""
+    x = xp.asarray(np.asarray([-0.0, 0.0, 1.0]))
+    s = xs.to_sparse(x)
+    assert s.nnz == 2
+    assert [math.copysign(1.0, v) for v in to_numpy(xs.to_dense(s)).tolist()] == [-1.0, 1.0, 1.0]
+    n = xs.to_sparse(x, fill_value=-0.0)
+    assert n.nnz == 2 and to_numpy(n.values()).tolist() == [0.0, 1.0]
+    assert [math.copysign(1.0, v) for v in to_numpy(xs.to_dense(n)).tolist()] == [-1.0, 1.0, 1.0]
+    with pytest.raises(ValueError, match=r"a conversion keeps the fill value \(array fill_value=0.0, requested -0.0\)"):
+        xs.to_sparse_csr(xs.to_sparse(xp.asarray(np.zeros((2, 2)))), fill_value=-0.0)
+
+
+@pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)
+@pytest.mark.parametrize("dtype", _FLOATING)
+def test_every_kernel_keeps_negative_zeros(backend: str, xp: Any, layout: xs.Layout, dtype: str) -> None:
+    """A plain 2-D input with fill value +0.0 (the case every native kernel takes): each registered
+    dense -> layout kernel that accepts it stores the -0.0 elements (a -0.0 part of a complex value
+    too), and each layout -> dense kernel gives them back with their signs."""
+    if not hasattr(xp, dtype):
+        pytest.skip(f"{backend} has no {dtype}")
+    inf = math.inf
+    if dtype.startswith("complex"):
+        host = np.zeros((2, 4), dtype=dtype)
+        host.real = [[0.0, -0.0, -0.0, 0.0], [-0.0, 0.0, 1.0, 0.0]]
+        host.imag = [[0.0, 0.0, -inf, -0.0], [-0.0, 0.0, -0.0, 0.0]]
+        nnz = {xs.sparse_coo: 5, xs.sparse_csr: 5, xs.sparse_csc: 5, xs.sparse_bsr: 4, xs.sparse_bsc: 4}[layout]
+    else:
+        host = np.asarray([[0.0, -0.0, -0.0, 0.0], [-0.0, 0.0, 1.0, 0.0]], dtype=dtype)
+        nnz = {xs.sparse_coo: 4, xs.sparse_csr: 4, xs.sparse_csc: 4, xs.sparse_bsr: 4, xs.sparse_bsc: 4}[layout]
+    x = xp.asarray(host)
+    kw = {"blocksize": (1, 2)} if layout.is_blocked else {}
+    ran = 0
+    for kernel in dispatch.resolve("convert", (xs.strided, layout), backend):
+        reason, out = _call_kernel(kernel, xp, x, conversion_target(x, layout, **kw))
+        if reason is None:
+            assert out.nnz == nnz, kernel.describe()
+            assert_identical(to_numpy(xs.to_dense(out)), host, err_msg=kernel.describe())
+            ran += 1
+    s = xs.to_sparse(x, layout=layout, **kw)
+    for kernel in dispatch.resolve("convert", (layout, xs.strided), backend):
+        reason, out = _call_kernel(kernel, xp, s, conversion_target(s, xs.strided))
+        if reason is None:
+            assert_identical(to_numpy(out), host, err_msg=kernel.describe())
+            ran += 1
+    assert ran >= 2
+
+
+@pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)
+def test_zero_only_kernels_decline_negative_zero_fill(backend: str, xp: Any, layout: xs.Layout) -> None:
+    """A native kernel that assumes fill value 0 (it leaves out what equals 0, or writes zeros) takes
+    +0.0 but declines -0.0, naming the fill value, and the dispatcher's result keeps every sign."""
+    host = np.asarray([[0.0, -0.0, 0.0, 2.0], [0.0, 0.0, -0.0, 0.0]])
+    x = xp.asarray(host)
+    kw = {"blocksize": (1, 2)} if layout.is_blocked else {}
+    s = xs.to_sparse(x, layout=layout, fill_value=-0.0, **kw)
+    assert s.nnz == (4 if layout.is_blocked else 6)
+    assert_identical(to_numpy(xs.to_dense(s)), host)
+    declined = 0
+    for src, dst, arg in ((xs.strided, layout, x), (layout, xs.strided, s)):
+        t = conversion_target(arg, dst, fill_value=-0.0, **kw) if dst is layout else conversion_target(arg, dst)
+        for kernel in dispatch.resolve("convert", (src, dst), backend):
+            if kernel.backend is None:
+                continue
+            reason = accepts(kernel, xp, arg, t)
+            if reason is not None and "fill value" in reason:
+                declined += 1
+    if backend in ("numpy", "torch") and layout.is_compressed:
+        assert declined, "the compiled and torch kernels convert fill value +0.0 only"
 
 
 # -- 6. transposes as views -------------------------------------------------------------------------

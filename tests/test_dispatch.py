@@ -125,6 +125,35 @@ def test_specificity_is_per_element(registry: dict[str, list[dispatch.Kernel]]) 
     assert _names("frob", (CSR, CSR), "numpy") == []
 
 
+def test_resolution_memo_follows_the_registry(registry: dict[str, list[dispatch.Kernel]]) -> None:
+    dispatch.register("frob", (COMPRESSED,), backend="numpy")(_kernel("family"))
+    assert dispatch.call("frob", (CSR,), "numpy", XP) == "family"
+    # a registration after the order was memoised is seen at once
+    dispatch.register("frob", (CSR,), backend="numpy")(_kernel("exact"))
+    assert dispatch.call("frob", (CSR,), "numpy", XP) == "exact"
+    assert dispatch.call("frob", [CSR], "numpy", XP) == "exact", "layouts as a list resolve the same"
+    # kernels removed from the list in place (as tests that forget their kernels do), then one
+    # registered that brings it back to a length seen before: neither reuses a stale order
+    registry["frob"][:] = registry["frob"][:1]
+    assert dispatch.call("frob", (CSR,), "numpy", XP) == "family"
+    registry["frob"].pop()
+    dispatch.register("frob", (CSR,), backend="numpy")(_kernel("again"))
+    assert dispatch.call("frob", (CSR,), "numpy", XP) == "again"
+
+
+def test_resolution_memo_follows_a_replaced_registry(monkeypatch: pytest.MonkeyPatch, registry: dict[str, list[dispatch.Kernel]]) -> None:
+    dispatch.register("frob", (CSR,), backend="numpy")(_kernel("first"))
+    assert dispatch.call("frob", (CSR,), "numpy", XP) == "first"
+    other: dict[str, list[dispatch.Kernel]] = {}
+    monkeypatch.setattr(dispatch, "_REGISTRY", other)
+    with pytest.raises(xs.NoKernelError, match=r"^frob: no kernel for layouts \(sparse_csr\) on backend 'numpy'\. Registered: none\."):
+        dispatch.call("frob", (CSR,), "numpy", XP)
+    dispatch.register("frob", (CSR,), backend="numpy")(_kernel("second"))
+    assert dispatch.call("frob", (CSR,), "numpy", XP) == "second"
+    monkeypatch.setattr(dispatch, "_REGISTRY", registry)
+    assert dispatch.call("frob", (CSR,), "numpy", XP) == "first"
+
+
 def test_priority_orders_kernels_of_one_signature(registry: dict[str, list[dispatch.Kernel]]) -> None:
     dispatch.register("frob", (CSR,), backend="numpy")(_kernel("low"))
     dispatch.register("frob", (CSR,), backend="numpy", priority=5)(_kernel("high"))

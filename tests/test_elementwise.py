@@ -36,6 +36,9 @@ from xsparse import dispatch
 from xsparse._common import dtype_name
 from xsparse.backends.array_api import elementwise as generic
 from xsparse.testing import assert_sparse_equal, generic_to_dense, to_numpy
+# The dtypes each function is tested with are the conformance suite's: those for which NumPy, torch
+# and array_api_strict all define it (the Array API's, where a library is stricter than the standard).
+from xsparse.conformance.cases import BINARY_DTYPES, BOOL, COMPLEX, FLOATS, INTS, SIGNED, UNARY_DTYPES
 
 for _b in xs.registered_backends():
     if _b.kernels is not None and backend_skip_reason(_b.name) is None:
@@ -49,48 +52,9 @@ FEW = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck
 SOME = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 MESSAGE_SHAPE = re.compile(r"[^\s:][^:\n]*: \S.*?[^.\s]\. [A-Z].*\.", re.S)
 
-FLOATS = ("float32", "float64")
-COMPLEX = ("complex64", "complex128")
-INTS = ("int8", "int16", "int32", "int64", "uint8")
-SIGNED = ("int8", "int16", "int32", "int64")
-BOOL = ("bool",)
-
-# The dtypes each function is tested with: those for which NumPy, torch and array_api_strict all
-# define it (the Array API's, where a library is stricter than the standard the narrower set).
-UNARY_DTYPES: dict[str, tuple[str, ...]] = {
-    **{name: FLOATS + COMPLEX for name in (
-        "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "exp", "log", "log2", "log10", "sin",
-        "sinh", "sqrt", "tan", "tanh", "reciprocal", "sgn", "angle",
-    )},
-    **{name: FLOATS for name in (
-        "ceil", "floor", "trunc", "round", "signbit", "isposinf", "isneginf", "deg2rad", "rad2deg", "erf",
-        "erfinv", "expm1", "log1p",
-    )},
-    **{name: SIGNED + FLOATS + COMPLEX for name in ("abs", "negative", "positive", "sign", "square")},
-    **{name: COMPLEX for name in ("conj", "conj_physical", "real", "imag")},
-    **{name: INTS + FLOATS + COMPLEX for name in ("isfinite", "isinf", "isnan")},
-    "bitwise_invert": BOOL + INTS,
-    "logical_not": BOOL,
-    "clip": SIGNED + FLOATS,
-}  # fmt: skip
-BINARY_DTYPES: dict[str, tuple[str, ...]] = {
-    "add": BOOL + INTS + FLOATS + COMPLEX,
-    "multiply": BOOL + INTS + FLOATS + COMPLEX,
-    "subtract": INTS + FLOATS + COMPLEX,
-    "divide": FLOATS + COMPLEX,
-    "floor_divide": INTS + FLOATS,
-    "remainder": INTS + FLOATS,
-    "pow": SIGNED + FLOATS,
-    "equal": BOOL + INTS + FLOATS + COMPLEX,
-    "not_equal": BOOL + INTS + FLOATS + COMPLEX,
-    **{name: INTS + FLOATS for name in ("less", "less_equal", "greater", "greater_equal", "maximum", "minimum")},
-    **{name: FLOATS for name in ("atan2", "copysign", "hypot", "logaddexp", "nextafter")},
-    **{name: BOOL + INTS for name in ("bitwise_and", "bitwise_or", "bitwise_xor")},
-    **{name: SIGNED for name in ("bitwise_left_shift", "bitwise_right_shift")},
-    **{name: BOOL for name in ("logical_and", "logical_or", "logical_xor")},
-}  # fmt: skip
-# torch raises ZeroDivisionError for an integer divided by 0, which the fill values 0 provoke
-TORCH_NO_INT = frozenset({"floor_divide", "remainder"})
+# torch raises ZeroDivisionError for an integer divided by 0; xsparse gives NumPy's 0 there, so NumPy
+# computes the dense reference of these on torch (see _reference)
+INTEGER_DIVISION = frozenset({"floor_divide", "remainder"})
 # the second operand must not be negative (shift amounts, integer exponents)
 NON_NEGATIVE_SECOND = frozenset({"bitwise_left_shift", "bitwise_right_shift", "pow"})
 
@@ -109,8 +73,6 @@ def quiet() -> Iterator[None]:
 
 def _dtypes_for(table: dict[str, tuple[str, ...]], op: str, backend: str, xp: Any) -> list[str]:
     names = [d for d in table[op] if hasattr(xp, d)]
-    if backend == "torch" and op in TORCH_NO_INT:
-        names = [d for d in names if d in FLOATS]
     if backend == "array_api_strict" and op in ("add", "multiply"):
         names = [d for d in names if d != "bool"]  # the standard's arithmetic is numeric only
     return names
@@ -281,11 +243,23 @@ def _expected_layout(op: str, x: Any, y: Any) -> xs.Layout:
     return xs.strided
 
 
+def _reference(xp: Any, op: str, x: Any, y: Any) -> Any:
+    """``xp.<op>`` of the dense operands; for torch's integer division (which raises for a 0 divisor) NumPy's."""
+    dx, dy = _dense(x), _dense(y)
+    integer = all(isinstance(v, int) or not isinstance(v, (float, complex)) and xp.isdtype(v.dtype, "integral") for v in (dx, dy))
+    if "torch" not in xp.__name__ or op not in INTEGER_DIVISION or not integer:
+        return getattr(xp, op)(dx, dy)
+    import torch
+
+    out = getattr(np, op)(*(v if isinstance(v, int) else to_numpy(v) for v in (dx, dy)))
+    return torch.from_numpy(np.asarray(out))
+
+
 def check_binary(xp: Any, op: str, x: Any, y: Any) -> Any:
     """``xs.<op>(x, y)`` against ``xp.<op>`` of the dense operands, with the expected result layout."""
     with quiet():
         result = getattr(xs, op)(x, y)
-        expected = getattr(xp, op)(_dense(x), _dense(y))
+        expected = _reference(xp, op, x, y)
     # NumPy's functions give NumPy scalars for 0-d operands
     result, expected = (np.asarray(r) if isinstance(r, np.generic) else r for r in (result, expected))
     assert_sparse_equal(result, expected, check_layout=_expected_layout(op, x, y), **_tolerance(expected))
@@ -372,8 +346,7 @@ def test_torch_names_match_torch(op: str) -> None:
 
 @pytest.mark.parametrize("op", ["angle", "sign", "deg2rad", "rad2deg", "isposinf", "isneginf", "conj_physical", "signbit"])
 def test_torch_names_match_numpy(op: str) -> None:
-    # -0.0 is left out: it equals the fill value 0, so a sparse array does not keep its sign, and
-    # torch's angle (which xsparse follows) is 0 there where NumPy's is pi
+    # -0.0 is not among the values: torch's angle (which xsparse follows) is 0 there where NumPy's is pi
     values = np.asarray([0.0, 1.5, -2.0, 0.25, math.inf, -math.inf, math.nan])
     reference = {"conj_physical": np.conj}.get(op, getattr(np, op, None))
     assert reference is not None
@@ -618,6 +591,30 @@ def test_scalar_promotion(backend: str, xp: Any) -> None:
     assert (b & True).dtype == xp.bool and type((b | True).fill_value) is bool
 
 
+@pytest.mark.parametrize("op", sorted(INTEGER_DIVISION))
+def test_integer_division_by_zero_gives_zero(backend: str, xp: Any, layout: xs.Layout, op: str) -> None:
+    """The standard leaves x // 0 and x % 0 unspecified for integers; xsparse gives NumPy's 0 on every
+    backend (torch raises for them): on the values, on the fill values 0 // 0, with a scalar 0."""
+    h1 = np.asarray([[7, 0, -7, 0], [0, 5, 0, -3]], dtype=np.int32)
+    h2 = np.asarray([[0, 0, 2, 0], [3, 0, 0, 2]], dtype=np.int32)
+    blocksize = (1, 2) if layout.is_blocked else None
+    x = xs.to_sparse(xp.asarray(h1), layout=layout, blocksize=blocksize)
+    y = xs.to_sparse(xp.asarray(h2), layout=layout, blocksize=blocksize)
+    want = {"floor_divide": [[0, 0, -4, 0], [0, 0, 0, -2]], "remainder": [[0, 0, 1, 0], [0, 0, 0, 1]]}[op]
+    f = getattr(xs, op)
+    with quiet():  # array_api_strict computes with NumPy, which warns
+        assert to_numpy(xs.to_dense(f(x, y))).tolist() == want
+        assert f(x, y).fill_value == 0 and type(f(x, y).fill_value) is int
+        assert to_numpy(f(xs.to_dense(x), y)).tolist() == want
+        assert to_numpy(f(xs.to_dense(x), xs.to_dense(y))).tolist() == want
+        assert to_numpy(xs.to_dense(f(x, 0))).tolist() == [[0] * 4] * 2
+        assert to_numpy(xs.to_dense(f(7, y))).tolist() == np.where(h2 == 0, 0, getattr(np, op)(7, np.where(h2 == 0, 1, h2))).tolist()
+    # a floating division by zero is IEEE 754's, untouched
+    with quiet():
+        r = to_numpy(xs.floor_divide(xp.asarray([1.0, -1.0]), 0.0)).tolist()
+    assert r == [math.inf, -math.inf]
+
+
 def test_result_fill_values(backend: str, xp: Any) -> None:
     a = xs.sparse_coo_array(xp.asarray([[0]]), xp.asarray([1.0], dtype=xp.float64), (3,), fill_value=2.0)
     b = xs.sparse_coo_array(xp.asarray([[2]]), xp.asarray([4.0], dtype=xp.float64), (3,), fill_value=-1.0)
@@ -749,13 +746,17 @@ def test_torch_kernels_decline_where_torch_is_wrong() -> None:
     assert "pytorch/pytorch#188900" in reason("multiply", row, torch.ones(2, 3))[0]
     inf = xs.to_sparse_coo(torch.tensor([[math.inf, 0.0, 2.0]]))
     assert "IEEE 754 gives NaN" in reason("multiply", inf, row)[0]
-    assert "fill value 0" in reason("add", xs.to_sparse_csr(torch.eye(2), fill_value=1.0), xs.to_sparse_csr(torch.eye(2)))[0]
+    assert "fill value +0" in reason("add", xs.to_sparse_csr(torch.eye(2), fill_value=1.0), xs.to_sparse_csr(torch.eye(2)))[0]
     assert "one floating or complex dtype" in reason("add", xs.to_sparse_csr(torch.eye(2, dtype=torch.int32)), xs.to_sparse_csr(torch.eye(2, dtype=torch.int32)))[0]
     assert "2-D arrays without dense dimensions" in reason("multiply", xs.to_sparse_csr(torch.ones(2, 2, 2)), xs.to_sparse_csr(torch.ones(2, 2, 2)))[0]
     assert "bool" in reason("multiply", xs.to_sparse_coo(torch.eye(2, dtype=torch.bool)), xs.to_sparse_coo(torch.eye(2, dtype=torch.bool)))[0]
     assert "subtraction of booleans" in reason("subtract", torch.eye(2, dtype=torch.bool), xs.to_sparse_coo(torch.eye(2, dtype=torch.bool)))[0]
     assert "same sparse_dim" in reason("multiply", xs.to_sparse_coo(torch.ones(2, 2), sparse_dim=1), xs.to_sparse_coo(torch.ones(2, 2)))[0]
     assert "bool" in reason("multiply", xs.to_sparse_csr(torch.eye(2, dtype=torch.bool)), torch.eye(2, dtype=torch.bool))[0]
+    # torch multiplies 0-d COO tensors wrongly where one has no entry (it reads uninitialised memory)
+    full, empty = xs.to_sparse_coo(torch.tensor([127], dtype=torch.int32))[0], xs.to_sparse_coo(torch.tensor([0, 3]))[0]
+    assert "without sparse dimensions" in reason("multiply", full, empty)[0]
+    assert [int(xs.to_dense(full * empty)) for _ in range(3)] == [0, 0, 0]
     # and the result is still right
     check_binary(xs.get_backend("torch").load(), "multiply", inf, row)
 
@@ -768,7 +769,7 @@ def test_scipy_kernels_decline_with_reasons() -> None:
     csr = xs.to_sparse_csr(np.eye(3))
     assert "two CSR or two CSC" in reason("add", csr, xs.to_sparse_csc(np.eye(3)))[0]
     assert "2-D arrays of one shape" in reason("add", csr, xs.to_sparse_csr(np.eye(3)[:1]))[0]
-    assert "fill value 0" in reason("multiply", csr, xs.to_sparse_csr(np.eye(3), fill_value=2.0))[0]
+    assert "fill value +0" in reason("multiply", csr, xs.to_sparse_csr(np.eye(3), fill_value=2.0))[0]
     assert "2-D arrays of one shape" in reason("add", xs.to_sparse_csr(np.ones((2, 2, 2)), dense_dim=1), xs.to_sparse_csr(np.ones((2, 2, 2)), dense_dim=1))[0]
     assert "subtraction of booleans" in reason("subtract", xs.to_sparse_csr(np.eye(2, dtype=bool)), xs.to_sparse_csr(np.eye(2, dtype=bool)))[0]
     assert "do not handle the dtypes float16" in reason("add", xs.to_sparse_csr(np.eye(2, dtype=np.float16)), xs.to_sparse_csr(np.eye(2, dtype=np.float16)))[0]

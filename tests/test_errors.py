@@ -185,8 +185,9 @@ CASES: list[Any] = [  # (id, call, exception, match, shape xfail reason) tuples,
      r"^invariant coo\.coalesced violated: values\(\) needs a coalesced array, .* with _values\(\)", None),
     ("formats-T-not-2d", lambda: xs.zeros((2, 2, 2), layout=xs.sparse_coo).T, ValueError,
      r"^T: the array must be 2-D, got ndim=3\. Use mT to transpose the last two dimensions", None),
-    ("formats-dlpack-device", lambda: _csr().__dlpack_device__(), xs.DensificationError,
-     r"^__dlpack_device__: a sparse_csr array has no DLPack representation\. Call to_dense\(\) first", None),
+    ("formats-setitem-immutable", lambda: _csr().__setitem__((0, 0), 1.0), xs.LayoutError,
+     r"^__setitem__: xsparse sparse arrays are immutable and cannot be assigned to \(layout=sparse_csr, shape=\(2, 2\)\)\. "
+     r"Build the result as a new array instead, e\.g\. xsparse\.where\(mask, value, x\)", None),
 ]
 
 

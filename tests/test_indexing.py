@@ -19,6 +19,7 @@ import pytest
 from conftest import backend_skip_reason
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import strategies as S
 import xsparse as xs
@@ -292,8 +293,24 @@ def test_getitem_errors(xp: Any) -> None:
         s[0.5:]
     with pytest.raises(TypeError, match=r"getitem: a boolean index is not supported \(index=True\)\. Use an integer"):
         s[True]
-    with pytest.raises(TypeError, match=r"getitem: an array index is not supported \(shape=\(2,\)\)\. .*xsparse\.take"):
-        s[xp.asarray([0, 1])]
+    with pytest.raises(IndexError, match=r"^getitem: integer arrays combine only with integers in one key \(key part 1=slice\(None, None, None\)\)\. Index with the arrays first"):
+        s[xp.asarray([0, 1]), :]
+    with pytest.raises(IndexError, match=r"^getitem: the index arrays do not broadcast together \(shapes=\[\(2,\), \(3,\)\]\)\. Pass arrays of broadcast-compatible shapes\.$"):
+        s[xp.asarray([0, 1]), xp.asarray([0, 1, 0])]
+    with pytest.raises(IndexError, match=r"^getitem: an index array must have an integer or boolean dtype \(dtype=float64, dim=0\)\. Cast it"):
+        s[xp.asarray([0.0], dtype=xp.float64)]
+    with pytest.raises(IndexError, match=r"^getitem: index 2 is out of bounds for axis 1 of size 2 \(index=2, axis=1, size=2\)\. Use indices in \[-2, 2\)\.$"):
+        s[0, xp.asarray([2])]
+    with pytest.raises(IndexError, match=r"^getitem: too many indices for an array of 2 dimensions \(indices=3, shape=\(2, 2\)\)\."):
+        s[0, 0, xp.asarray([0])]
+    with pytest.raises(IndexError, match=r"^getitem: a boolean array must be the sole index \(key has 2 parts, mask\.shape=\(2,\)\)\. Index the other"):
+        s[xp.asarray([True, False]), 0]
+    with pytest.raises(IndexError, match=r"^getitem: the boolean mask does not fit the leading dimensions of the array \(mask\.shape=\(3,\), shape=\(2, 2\)\)\. Pass a mask"):
+        s[xp.asarray([True, False, True])]
+    with pytest.raises(IndexError, match=r"^getitem: the boolean mask does not fit .*mask\.shape=\(2, 2, 1\)"):
+        s[xp.zeros((2, 2, 1), dtype=xp.bool)]
+    with pytest.raises(TypeError, match=r"^select: an array index is not supported here \(shape=\(1,\)\)\. Pass an integer"):
+        xs.select(s, 0, xp.asarray([1]))
     with pytest.raises(TypeError, match=r"getitem: a list is not a valid index .*xsparse\.take"):
         s[[0, 1]]
     with pytest.raises(TypeError, match=r"getitem: only integers, slices, None and Ellipsis are valid indices \(index='a', type=str\)\. Gather"):
@@ -311,6 +328,102 @@ def test_getitem_errors(xp: Any) -> None:
         xs.narrow(s, 0, 1, 2)
     with pytest.raises(TypeError, match=r"select: x must be an xsparse array or a backend array, got list\. Create one first"):
         xs.select([1, 2], 0, 0)
+
+
+# -- integer array indexing and boolean masks -------------------------------------------------------
+
+
+def _index_array(xp: Any, values: list[int], shape: tuple[int, ...], dtype: str, sparse: bool) -> Any:
+    arr = xp.reshape(xp.asarray(values, dtype=getattr(xp, dtype)), shape)
+    return xs.to_sparse_coo(arr) if sparse else arr
+
+
+@pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)
+@SOME
+@given(data=st.data())
+def test_getitem_integer_arrays(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
+    """x[i, j, ...] with integers and integer arrays (int32/int64, negative, empty, strided or sparse, broadcast
+    together) against the backend's dense indexing with the wrapped positions (NumPy's for a partial key on
+    array-api-strict, which takes none)."""
+    x, host = data.draw(sparse_inputs(xp, layout), label="x")
+    if x.ndim == 0:
+        return
+    dense = host_array(xp, host)
+    k = data.draw(st.integers(1, x.ndim), label="k")
+    if any(x.shape[d] == 0 for d in range(k)):
+        k = 1
+    shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=k, max_dims=2, max_side=3), label="shapes").input_shapes
+    is_array = [data.draw(st.booleans(), label=f"array{d}") for d in range(k)]
+    if not any(is_array) or x.shape[0] == 0:
+        is_array[0] = True
+    if x.shape[0] == 0:
+        shapes = ((0,),) + shapes[1:]
+    dtype = data.draw(st.sampled_from(["int32", "int64"]), label="dtype")
+    key: list[Any] = []
+    ref: list[Any] = []
+    for d in range(k):
+        size = x.shape[d]
+        if not is_array[d]:
+            i = data.draw(st.integers(-size, size - 1), label=f"int{d}")
+            key.append(i)
+            ref.append(i % size)
+            continue
+        shape = shapes[d] if shapes[d] else (1,)
+        n = math.prod(shape)
+        picks = data.draw(st.lists(st.integers(-size, size - 1), min_size=n, max_size=n), label=f"picks{d}") if size else []
+        key.append(_index_array(xp, picks, shape, dtype, data.draw(st.booleans(), label=f"sparse{d}")))
+        ref.append(np.reshape(np.asarray([p % size for p in picks], dtype=np.int64), shape))
+    if k < x.ndim and backend == "array_api_strict":
+        # array-api-strict takes integer arrays only in a key of one index per dimension: NumPy's indexing
+        expected = host_array(xp, np.asarray(host[tuple(ref)]))
+    else:
+        expected = xp.asarray(dense[tuple(r if isinstance(r, int) else host_array(xp, r) for r in ref)])
+    r = x[tuple(key)]
+    nb = x.batch_dim() if isinstance(x, xs.CompressedArray) else 0
+    keeps = layout is not xs.sparse_coo and k <= nb
+    assert_sparse_equal(r, expected, check_layout=layout if keeps else xs.sparse_coo)
+    assert _same_fill(r.fill_value, x.fill_value)
+    assert_sparse_equal(xs.getitem(dense, tuple(key)), expected, check_layout=xs.strided)
+
+
+@pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)
+@SOME
+@given(data=st.data())
+def test_getitem_boolean_mask(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
+    """x[mask] with a mask (strided or sparse, 0-d too) over the leading dimensions, sizes 0 included, against
+    the backend's dense masking."""
+    x, host = data.draw(sparse_inputs(xp, layout), label="x")
+    dense = host_array(xp, host)
+    m = data.draw(st.integers(0, x.ndim), label="m")
+    mshape = tuple(0 if data.draw(st.integers(0, 5), label=f"zero{d}") == 0 else x.shape[d] for d in range(m))
+    bits = data.draw(st.lists(st.booleans(), min_size=math.prod(mshape), max_size=math.prod(mshape)), label="bits")
+    mask = xp.reshape(xp.asarray(bits, dtype=xp.bool), mshape)
+    key = xs.to_sparse_coo(mask) if data.draw(st.booleans(), label="sparse") else mask
+    if m == 0:
+        expected = xp.expand_dims(dense, axis=0)[: 1 if bits[0] else 0, ...]
+    elif math.prod(mshape) == 0:
+        expected = xp.zeros((0, *x.shape[m:]), dtype=dense.dtype)
+    else:
+        expected = xp.asarray(dense[mask])
+    r = x[key]
+    assert_sparse_equal(r, expected)
+    assert _same_fill(r.fill_value, x.fill_value)
+    assert_sparse_equal(xs.getitem(dense, key), expected, check_layout=xs.strided)
+
+
+def test_getitem_array_examples(xp: Any) -> None:
+    """Edges: an empty index array, a 0-d integer array as an integer, a trailing Ellipsis, an nnz = 0 array."""
+    d = xp.asarray([[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]], dtype=xp.float64)
+    s = xs.to_sparse_coo(d)
+    empty = xp.asarray([], dtype=xp.int64)
+    assert_sparse_equal(s[empty], xp.zeros((0, 3), dtype=xp.float64), check_layout=xs.sparse_coo)
+    assert_sparse_equal(s[xp.asarray([1, -1]), ...], xp.stack([d[1, :], d[1, :]]))
+    assert_sparse_equal(s[xs.to_sparse_coo(xp.asarray(1)), xp.asarray([2, 0])], xp.asarray([3.0, 2.0], dtype=xp.float64))
+    zero = xs.sparse_coo_array(xp.zeros((2, 0), dtype=xp.int32), xp.zeros((0,), dtype=xp.float64), (2, 3), fill_value=-1.0)
+    r = zero[xp.asarray([[1], [0]], dtype=xp.int32), xp.asarray([0, 2], dtype=xp.int32)]
+    assert r.nnz == 0 and r.fill_value == -1.0
+    assert_sparse_equal(r, xp.full((2, 2), -1.0, dtype=xp.float64))
+    assert_sparse_equal(zero[xp.asarray([True, False])], xp.full((1, 3), -1.0, dtype=xp.float64))
 
 
 # -- take / index_select ----------------------------------------------------------------------------
@@ -361,10 +474,53 @@ def test_take_strided_and_errors(xp: Any) -> None:
         xs.take(s, [[0]], axis=1)
     with pytest.raises(TypeError, match=r"take: indices must be a 1-D integer array \(shape=\(1,\), dtype=float(32|64)\)"):
         xs.take(s, [0.5], axis=1)
-    with pytest.raises(xs.LayoutError, match=r"take: indices must be a strided array, got a sparse_coo array\. Pass xsparse\.to_dense\(indices\)\."):
-        xs.take(s, xs.to_sparse(xp.asarray([1], dtype=xp.int64)), axis=1)
+    # a sparse index array is read as the positions it holds (its unspecified elements are index 0)
+    sparse_ind = xs.to_sparse(xp.asarray([2, 0, -1], dtype=xp.int32))
+    assert_sparse_equal(xs.take(s, sparse_ind, axis=1), xp.take(d, xp.asarray([2, 0, 2]), axis=1))
     with pytest.raises(IndexError, match=r"take: axis 2 is out of range for an array of 2 dimensions"):
         xs.take(s, [0], axis=2)
+
+
+def test_public_getitem_takes_layout(xp: Any, layout: xs.Layout) -> None:
+    """``xs.getitem(x, key, layout=)`` is ``x[key]``, then ``layout=`` converts; strided arrays too."""
+    d = xp.asarray([[0, 1, 0, 2], [3, 0, 0, 4], [0, 0, 5, 0], [6, 0, 0, 7]], dtype=xp.float64)
+    x = xs.to_sparse(d, layout=layout, blocksize=(2, 2) if layout.is_blocked else None)
+    for key in [(slice(0, 2), slice(None)), (1,), (slice(None, None, -1), 3), (None, Ellipsis)]:
+        expected = host_array(xp, np.asarray(to_numpy(d)[key]))  # torch has no negative steps
+        assert_sparse_equal(xs.getitem(x, key), x[key])
+        assert_sparse_equal(xs.getitem(x, key), expected)
+        r = xs.getitem(x, key, layout=xs.sparse_coo)
+        assert r.layout is xs.sparse_coo
+        assert_sparse_equal(r, expected)
+        assert_sparse_equal(xs.getitem(x, key, layout=xs.strided), expected, check_layout=xs.strided)
+    assert_sparse_equal(xs.getitem(d, (slice(1, 3), 0)), d[1:3, 0], check_layout=xs.strided)
+    assert xs.getitem(d, (slice(1, 3),), layout=xs.sparse_csr).layout is xs.sparse_csr
+    with pytest.raises(TypeError, match=r"^getitem: layout must be an xsparse layout or None \(layout='coo'\)"):
+        xs.getitem(x, 0, layout="coo")
+
+
+def test_take_along_axis_examples_and_errors(xp: Any) -> None:
+    d = xp.asarray([[0.0, 1.0, 0.0, 2.0], [3.0, 0.0, 0.0, 4.0]], dtype=xp.float64)
+    s = xs.to_sparse_coo(d, fill_value=0.0)
+    ind = xp.asarray([[3, -1, 0], [1, 0, -4]])
+    wrapped = xp.asarray([[3, 3, 0], [1, 0, 0]])
+    r = xs.take_along_axis(s, ind, axis=1)
+    assert r.layout is xs.sparse_coo and r.is_coalesced() and r.nnz == 4
+    assert_sparse_equal(r, xp.take_along_axis(d, wrapped, axis=1))
+    assert_sparse_equal(xs.take_along_axis(d, ind, axis=-1), xp.take_along_axis(d, wrapped, axis=1))
+    col = xp.asarray([[1], [0]])
+    assert_sparse_equal(xs.take_along_axis(xs.to_sparse_csr(d), col, axis=0), xp.take_along_axis(d, col, axis=0), check_layout=xs.sparse_csr)
+    with pytest.raises(IndexError, match=r"^take_along_axis: index 4 is out of bounds for axis 1 of size 4 \(index=4, axis=1, size=4\)\. Use indices in \[-4, 4\)\.$"):
+        xs.take_along_axis(s, xp.asarray([[4]]), axis=1)
+    with pytest.raises(ValueError, match=r"^take_along_axis: indices must be an integer array with as many dimensions as x \(x\.ndim=2, indices\.ndim=1, dtype=int64\)"):
+        xs.take_along_axis(s, xp.asarray([0]), axis=1)
+    with pytest.raises(ValueError, match=r"^take_along_axis: the shapes of x and indices do not broadcast outside axis 1 \(shape=\(2, 4\), indices\.shape=\(3, 1\)\)\. Make"):
+        xs.take_along_axis(s, xp.asarray([[0], [1], [2]]), axis=1)
+    assert_sparse_equal(xs.take_along_axis(s, xs.to_sparse(ind), axis=1), xp.take_along_axis(d, wrapped, axis=1))
+    with pytest.raises(TypeError, match=r"^take_along_axis: indices must be a backend integer array, got list\. Create it with the backend's asarray\.$"):
+        xs.take_along_axis(s, [[0]], axis=1)
+    with pytest.raises(IndexError, match=r"^take_along_axis: axis 2 is out of range for an array of 2 dimensions"):
+        xs.take_along_axis(s, xp.asarray([[0]]), axis=2)
 
 
 # -- sparse_mask ------------------------------------------------------------------------------------
@@ -496,7 +652,7 @@ def test_where_examples_and_errors(xp: Any) -> None:
         xs.where(x, 1.0, 0.0)
     with pytest.raises(TypeError, match=r"where: condition must be an array, got bool\. Pass a boolean array\."):
         xs.where(True, x, 0.0)
-    with pytest.raises(TypeError, match=r"where: x1 must be an array or a Python scalar, got list\. Wrap lists"):
+    with pytest.raises(TypeError, match=r"where: expected an xsparse array, a backend array or a Python scalar, got list \(x1=\[1\.0\]\)\. Wrap lists"):
         xs.where(c, [1.0], 0.0)
     with pytest.raises(TypeError, match=r"where: the Python scalar x2=1\.5 does not mix with the dtype int64\. Pass a scalar of the array's kind"):
         xs.where(c, xs.astype(x, "int64"), 1.5)

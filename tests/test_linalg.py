@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 import strategies as S
 import xsparse as xs
 from xsparse import dispatch
+from xsparse.backends.array_api.linalg import ORTHO_BPARAMS, ORTHO_FPARAMS, ORTHO_IPARAMS, LobpcgOptions, LobpcgState
 from xsparse.formats import INDEXED
 from xsparse.testing import assert_sparse_equal, check_invariants, to_numpy
 
@@ -711,11 +712,15 @@ def test_lobpcg_kernels(kernel: dispatch.Kernel, backend: str, largest: bool) ->
     host = (q * np.arange(1.0, 21.0)) @ q.T
     layout = xs.sparse_coo if kernel.backend is not None else xs.sparse_csr
     a = xs.to_sparse(xp.asarray(host), layout=layout)
-    e, x = (to_numpy(r) for r in run_kernel(kernel, xp, a, 2, None, None, 2, None, 500, 1e-10, largest, 0))
+    options = LobpcgOptions("ortho", None, ORTHO_DEFAULTS[0], dict.fromkeys(ORTHO_DEFAULTS[1], 1e-10), ORTHO_DEFAULTS[2])
+    e, x = (to_numpy(r) for r in run_kernel(kernel, xp, a, 2, None, None, 2, None, 500, 1e-10, largest, options, 0))
     expected = np.linalg.eigvalsh(host)
     expected = expected[::-1][:2] if largest else expected[:2]
     np.testing.assert_allclose(e, expected, rtol=1e-7)
     np.testing.assert_allclose(host @ x, x * e, atol=1e-5)
+
+
+ORTHO_DEFAULTS = (ORTHO_IPARAMS, ORTHO_FPARAMS, ORTHO_BPARAMS)
 
 
 def test_lobpcg_generalized_problem() -> None:
@@ -728,6 +733,227 @@ def test_lobpcg_generalized_problem() -> None:
 
     np.testing.assert_allclose(e, scipy.linalg.eigh(host, mass, eigvals_only=True)[:2], rtol=1e-7)
     np.testing.assert_allclose(x.T @ mass @ x, np.eye(2), atol=1e-8)
+
+
+@pytest.mark.parametrize("layout", [xs.sparse_csr, xs.sparse_csc], ids=str)
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_numpy_small_product_fast_path(layout: Any, index_dtype: Any) -> None:
+    """The direct call into the extension: vectors and matrices of any strides, and its fallback."""
+    rng = np.random.default_rng(0)
+    dense = rng.random((7, 5)) * (rng.random((7, 5)) < 0.5)
+    a = xs.to_sparse(dense, layout=layout)
+    compressed, plain = (c.astype(index_dtype) for c in list(a._components().values())[:2])
+    a = xs.sparse_compressed_array(compressed, plain, a._vals, a.shape, layout=layout)
+    assert a._plain.dtype == index_dtype
+    base = rng.random((10, 6))
+    for b in (base[::2, 0], base[:5, :3], np.asfortranarray(base[:5, :4]), base[:5, :0]):
+        np.testing.assert_allclose(a @ b, dense @ b, rtol=1e-12, atol=1e-12)
+
+
+def test_matmul_checks_after_the_operand_types_are_known() -> None:
+    """The memo of backends by type shortens the checks of known operands; the errors stay the same."""
+    if (reason := backend_skip_reason("torch")) is not None:
+        pytest.skip(reason)
+    xp = namespace("torch")
+    a, t = xs.to_sparse_csr(np.eye(2)), xp.ones(2, dtype=xp.float64)
+    np.testing.assert_allclose(a @ np.ones(2), [1.0, 1.0])
+    np.testing.assert_allclose(to_numpy(xs.to_sparse_csr(xp.eye(2, dtype=xp.float64)) @ t), [1.0, 1.0])
+    with pytest.raises(xs.BackendMismatchError, match=r"^matmul: the operands live on different backends \('numpy', 'torch'\)\. Move"):
+        a @ t
+    with pytest.raises(TypeError, match=r"^matmul: x2 has a boolean dtype \(x2\.dtype=bool\); products are defined"):
+        a @ np.ones(2, dtype=bool)
+    with pytest.raises(TypeError, match=r"^matmul: x1 must be an xsparse array or a backend array, got float\. Wrap"):
+        xs.matmul(1.0, a)
+
+
+def test_numpy_small_product_falls_back_to_the_wrapper(monkeypatch: pytest.MonkeyPatch) -> None:
+    from xsparse.backends import _cpu
+
+    class Declines:
+        def csr_mm(self, *args: Any) -> Any:
+            return NotImplemented
+
+    calls: list[int] = []
+    real = _cpu.csr_matmul
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        monkeypatch.setattr(_cpu, "_NATIVE", saved)
+        return real(*args, **kwargs)
+
+    saved = list(_cpu._NATIVE) or [_cpu._native_module()]
+    monkeypatch.setattr(_cpu, "_NATIVE", [Declines()])
+    monkeypatch.setattr(_cpu, "csr_matmul", wrapper)
+    dense = np.array([[0.0, 2.0], [3.0, 0.0]])
+    np.testing.assert_allclose(xs.to_sparse_csr(dense) @ np.array([1.0, 10.0]), [20.0, 3.0])
+    assert calls == [1]
+
+
+def _spectrum_matrix(size: int, seed: int, dtype: Any = np.float64) -> np.ndarray:
+    """A symmetric (Hermitian) matrix with eigenvalues 1..size and random eigenvectors."""
+    rng = np.random.default_rng(seed)
+    g = rng.standard_normal((size, size))
+    if np.dtype(dtype).kind == "c":
+        g = g + 1j * rng.standard_normal((size, size))
+    q, _ = np.linalg.qr(g)
+    return np.asarray((q * np.arange(1.0, size + 1.0)) @ q.conj().T, dtype=dtype)
+
+
+LOBPCG_LAYOUTS = [xs.sparse_coo, xs.sparse_csr, xs.sparse_csc, xs.sparse_bsr]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "array_api_strict"])
+@pytest.mark.parametrize("layout", LOBPCG_LAYOUTS, ids=str)
+@pytest.mark.parametrize("method", ["basic", "ortho"])
+@pytest.mark.parametrize("largest", [True, False])
+def test_lobpcg_methods_against_eigh(backend: str, layout: Any, method: str, largest: bool) -> None:
+    if (reason := backend_skip_reason(backend)) is not None:
+        pytest.skip(reason)
+    xp = namespace(backend)
+    host = _spectrum_matrix(24, 3)
+    a = xs.to_sparse(xp.asarray(host), layout=layout, blocksize=(2, 2) if layout.is_blocked else None)
+    e, x = xs.lobpcg(a, k=3, largest=largest, method=method, seed=4)
+    e, x = to_numpy(e), to_numpy(x)
+    expected = np.linalg.eigvalsh(host)
+    expected = expected[::-1][:3] if largest else expected[:3]
+    np.testing.assert_allclose(e, expected, rtol=1e-7)
+    np.testing.assert_allclose(host @ x, x * e, atol=1e-5 * 24)
+    np.testing.assert_allclose(x.T @ x, np.eye(3), atol=1e-8)
+
+
+@pytest.mark.parametrize("method", ["basic", "ortho"])
+def test_lobpcg_complex_hermitian(method: str) -> None:
+    host = _spectrum_matrix(21, 6, np.complex128)
+    e, x = xs.lobpcg(xs.to_sparse_csr(host), k=2, largest=False, method=method, seed=2)
+    np.testing.assert_allclose(e, np.linalg.eigvalsh(host)[:2], rtol=1e-7)
+    np.testing.assert_allclose(x.conj().T @ x, np.eye(2), atol=1e-8)
+
+
+@pytest.mark.parametrize("method", ["basic", "ortho"])
+@pytest.mark.parametrize("largest", [True, False])
+def test_lobpcg_agrees_with_torch(method: str, largest: bool) -> None:
+    if (reason := backend_skip_reason("torch")) is not None:
+        pytest.skip(reason)
+    import torch
+
+    host = _spectrum_matrix(30, 8)
+    x0 = np.random.default_rng(9).standard_normal((30, 3))
+    e_torch, _ = torch.lobpcg(torch.asarray(host).to_sparse(), k=3, X=torch.asarray(x0), largest=largest, method=method)
+    for backend in ("numpy", "torch"):
+        xp = namespace(backend)
+        e, _ = xs.lobpcg(xs.to_sparse_csr(xp.asarray(host)), k=3, X=xp.asarray(x0), largest=largest, method=method)
+        np.testing.assert_allclose(to_numpy(e), e_torch.numpy(), rtol=1e-7)
+    # the same problem through the native kernel (COO on torch), method and ortho parameters passed on
+    xp = namespace("torch")
+    e, _ = xs.lobpcg(xs.to_sparse_coo(xp.asarray(host)), k=3, X=xp.asarray(x0), largest=largest, method=method,
+                     ortho_iparams={"ortho_i_max": 2} if method == "ortho" else None)  # fmt: skip
+    np.testing.assert_allclose(to_numpy(e), e_torch.numpy(), rtol=1e-7)
+
+
+@pytest.mark.parametrize("method", ["basic", "ortho"])
+def test_lobpcg_tracker_sees_every_step(method: str) -> None:
+    host = _spectrum_matrix(24, 1)
+    seen: list[tuple[int, int, Any, Any]] = []
+
+    def tracker(state: LobpcgState) -> None:
+        assert state.method == method and state.iparams["k"] == 2 and state.fparams["tol"] == 1e-9
+        assert state.E.shape == (2,) and state.X.shape == (24, 2) and state.R.shape == (24, 2)
+        assert state.S.shape[0] == 24 and 2 <= state.S.shape[1] <= 6
+        assert state.tvars["rerr"].shape == (2,) and {"A_norm", "B_norm", "X_norm"} <= set(state.fvars)
+        seen.append((state.istep, state.converged_count, state.E, state.X))
+
+    e, x = xs.lobpcg(xs.to_sparse_csr(host), k=2, tol=1e-9, method=method, tracker=tracker, seed=0)
+    steps = [s[0] for s in seen]
+    assert steps == list(range(1, len(seen) + 1)) and len(seen) > 3
+    assert [s[1] for s in seen][-1] == 2 and seen[0][1] < 2
+    # the arrays a tracker keeps are not modified by later steps: the first estimate is still worse
+    assert np.abs(seen[0][2] - np.array([24.0, 23.0])).max() > np.abs(e - np.array([24.0, 23.0])).max()
+    np.testing.assert_array_equal(seen[-1][3], x)
+
+
+def test_lobpcg_tracker_can_stop_the_iteration() -> None:
+    host = _spectrum_matrix(24, 1)
+    seen: list[int] = []
+
+    def tracker(state: LobpcgState) -> None:
+        seen.append(state.istep)
+        if state.istep == 3:
+            state.bvars["force_stop"] = True
+
+    xs.lobpcg(xs.to_sparse_csr(host), k=2, tracker=tracker, seed=0)
+    assert seen == [1, 2, 3]
+    seen.clear()
+    xs.lobpcg(xs.to_sparse_csr(host), k=2, tracker=lambda s: (seen.append(s.istep), s.istep == 2 and s.stop()), seed=0)
+    assert seen == [1, 2]
+    assert "istep=" in repr(LobpcgState(None, None, None, "ortho", {"niter": 1, "n": 1}, {}, {}))
+
+
+def test_lobpcg_tracker_on_torch_runs_the_generic_kernel() -> None:
+    if (reason := backend_skip_reason("torch")) is not None:
+        pytest.skip(reason)
+    xp = namespace("torch")
+    states: list[Any] = []
+    e, _ = xs.lobpcg(xs.to_sparse_coo(xp.asarray(_spectrum_matrix(24, 1))), k=1, tracker=states.append, seed=0)
+    assert states and all(isinstance(s, LobpcgState) for s in states)
+    np.testing.assert_allclose(to_numpy(e), [24.0], rtol=1e-7)
+
+
+def test_lobpcg_torch_kernel_declines_what_it_would_mean_differently() -> None:
+    if (reason := backend_skip_reason("torch")) is not None:
+        pytest.skip(reason)
+    xp = namespace("torch")
+    (kernel,) = [k for k in xs.kernels("lobpcg") if k.backend == "torch"]
+    assert kernel.supports is not None
+    a = xs.to_sparse_coo(xp.asarray(_spectrum_matrix(12, 1)))
+    ik = xp.eye(12, dtype=xp.float64)
+    plain = LobpcgOptions("ortho", None, ORTHO_IPARAMS, dict.fromkeys(ORTHO_FPARAMS, 1e-8), ORTHO_BPARAMS)
+    args = (1, None, None, 1, None, 10, 1e-8, True)
+    assert kernel.supports(xp, a, *args, plain, 0) is None
+    assert "tracker" in kernel.supports(xp, a, *args, LobpcgOptions("basic", print), 0)
+    assert "iK" in kernel.supports(xp, a, 1, None, None, 1, ik, 10, 1e-8, True, plain, 0)
+    assert kernel.supports(xp, a, 1, None, None, 1, ik, 10, 1e-8, True, LobpcgOptions("basic"), 0) is None
+    drop = LobpcgOptions("ortho", None, ORTHO_IPARAMS, dict.fromkeys(ORTHO_FPARAMS, 1e-8), {"ortho_use_drop": True})
+    assert "ortho_use_drop" in kernel.supports(xp, a, *args, drop, 0)
+
+
+@pytest.mark.parametrize(
+    ("iparams", "fparams", "bparams"),
+    [
+        ({"ortho_i_max": 1, "ortho_j_max": 1}, None, None),
+        (None, {"ortho_tol": 1e-12, "ortho_tol_drop": 1e-10, "ortho_tol_replace": 1e-10}, {"ortho_use_drop": True}),
+        ({"ortho_j_max": 5}, {"ortho_tol": 1e-6}, {"ortho_use_drop": False}),
+    ],
+)
+def test_lobpcg_ortho_parameters(iparams: Any, fparams: Any, bparams: Any) -> None:
+    host = _spectrum_matrix(30, 2)
+    ik = np.diag(1 / np.diag(host))  # a Jacobi preconditioner, applied by both methods
+    states: list[dict[str, Any]] = []
+
+    def tracker(state: LobpcgState) -> None:
+        states.append({"i": dict(state.iparams), "f": dict(state.fparams), "b": dict(state.bparams), "fvars": dict(state.fvars), "ivars": dict(state.ivars)})
+
+    e, x = xs.lobpcg(xs.to_sparse_csr(host), k=2, iK=xs.to_sparse_csr(ik), largest=False, tracker=tracker, seed=3,
+                     ortho_iparams=iparams, ortho_fparams=fparams, ortho_bparams=bparams)  # fmt: skip
+    np.testing.assert_allclose(e, [1.0, 2.0], rtol=1e-7)
+    last = states[-1]
+    for given, got in ((iparams, last["i"]), (fparams, last["f"]), (bparams, last["b"])):
+        assert given is None or given.items() <= got.items()
+    assert last["i"]["ortho_i_max"] == (iparams or {}).get("ortho_i_max", 3)
+    assert last["f"]["ortho_tol_replace"] == (fparams or {}).get("ortho_tol_replace", np.finfo(np.float64).eps ** 0.5)
+    assert any(key.startswith("ortho_VBU_rerr") for key in states[1]["fvars"])
+    assert states[1]["ivars"]["ortho_i"] < last["i"]["ortho_i_max"] and states[1]["ivars"]["ortho_j"] < last["i"]["ortho_j_max"]
+
+
+def test_lobpcg_methods_with_mass_matrix_and_preconditioner() -> None:
+    import scipy.linalg
+
+    host = _spectrum_matrix(27, 5)
+    mass = np.diag(np.linspace(1.0, 3.0, 27))
+    expected = scipy.linalg.eigh(host, mass, eigvals_only=True)
+    for method in ("basic", "ortho"):
+        e, x = xs.lobpcg(xs.to_sparse_csc(host), k=2, B=xs.to_sparse_coo(mass), iK=np.eye(27), method=method, seed=7)
+        np.testing.assert_allclose(e, expected[::-1][:2], rtol=1e-7)
+        np.testing.assert_allclose(x.T @ mass @ x, np.eye(2), atol=1e-8)
 
 
 def test_decompositions_public() -> None:
@@ -748,6 +974,7 @@ def test_decompositions_public() -> None:
 
 _A = xs.sparse_csr_array([0, 1, 2], [0, 1], [1.0, 2.0], (2, 2))
 _D = np.ones((2, 2))
+_E6 = xs.to_sparse_csr(np.diag(np.arange(1.0, 7.0)))
 ERRORS: list[tuple[Any, type[BaseException], str]] = [
     (lambda: xs.matmul(_A, [1.0, 2.0]), TypeError, r"^matmul: x2 must be an xsparse array or a backend array, got list\. Wrap"),
     (lambda: xs.matmul(_A, np.ones(3)), ValueError, r"^matmul: the contracted dimensions differ \(x1\.shape=\(2, 2\), x2\.shape=\(3,\): 2 != 3\)\. Give x1's"),
@@ -799,6 +1026,16 @@ ERRORS: list[tuple[Any, type[BaseException], str]] = [
     (lambda: xs.lobpcg(xs.to_sparse_csr(np.eye(6)), k=3, n=2), ValueError, r"^lobpcg: k must lie in \[1, n\] \(k=3, n=2\)\. Ask for at most n eigenpairs\."),
     (lambda: xs.lobpcg(xs.to_sparse_csr(np.eye(6)), B=np.eye(5)), ValueError, r"^lobpcg: B must have A's shape \(B\.shape=\(5, 5\), A\.shape=\(6, 6\)\)\. Pass a \(6, 6\) matrix\."),
     (lambda: xs.lobpcg(xs.to_sparse_csr(np.eye(6)), X=np.ones((5, 1))), ValueError, r"^lobpcg: X must be a strided \(6, n\) array \(X\.shape=\(5, 1\)\)\. Pass one column"),
+    (lambda: xs.lobpcg(_E6, method="lanczos"), ValueError, r"^lobpcg: method must be 'basic', 'ortho' or None \(method='lanczos'\)\. Pick one"),
+    (lambda: xs.lobpcg(_E6, tracker=3), TypeError, r"^lobpcg: tracker must be callable or None \(tracker=3\)\. Pass a function"),
+    (lambda: xs.lobpcg(_E6, ortho_iparams=[1]), TypeError, r"^lobpcg: ortho_iparams must be a dict or None \(ortho_iparams=\[1\]\)\. Pass a dict"),
+    (lambda: xs.lobpcg(_E6, method="basic", ortho_fparams={"ortho_tol": 1e-3}), ValueError, r"^lobpcg: ortho_fparams apply to method='ortho' only \(method='basic'\)\. Leave them out"),
+    (lambda: xs.lobpcg(_E6, ortho_iparams={"niter": 3}), ValueError, r"^lobpcg: ortho_iparams has an unknown key \('niter'\)\. Use 'ortho_i_max', 'ortho_j_max'\."),
+    (lambda: xs.lobpcg(_E6, ortho_iparams={"ortho_i_max": 0}), ValueError, r"^lobpcg: ortho_iparams\['ortho_i_max'\] must be a positive integer \(ortho_i_max=0\)\. Pass"),
+    (lambda: xs.lobpcg(_E6, ortho_fparams={"ortho_tol": -1.0}), ValueError, r"^lobpcg: ortho_fparams\['ortho_tol'\] must be a positive finite number \(ortho_tol=-1\.0\)\."),
+    (lambda: xs.lobpcg(_E6, ortho_bparams={"ortho_use_drop": 1}), ValueError, r"^lobpcg: ortho_bparams\['ortho_use_drop'\] must be a bool \(ortho_use_drop=1\)\."),
+    (lambda: xs.lobpcg(_E6, X=np.ones((6, 2)), method="basic"), ValueError, r"^lobpcg: method='basic' broke down at step 1: the Gram matrix of the search basis is not positive definite \(.*\)\. Use method='ortho'"),
+    (lambda: xs.lobpcg(_E6, X=np.zeros((6, 2))), ValueError, r"^lobpcg: the initial X has a zero column \(X\.shape=\(6, 2\)\)\. Pass linearly independent"),
     (lambda: xs.matmul(xs.to_sparse_csr(np.ones((2, 2, 2)), dense_dim=1), np.ones((1, 2, 2))), xs.NoKernelError, r"^matmul: no kernel for layouts \(sparse_csr, strided\) on backend 'numpy'\..*a batched strided operand against a sparse array contracted over a dense dimension"),
 ]
 

@@ -6,6 +6,7 @@ import itertools
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -167,3 +168,91 @@ def test_main_prints_the_report(registry: dict[str, list[dispatch.Kernel]], caps
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"xsparse {xs.__version__}" and "Backends:" in out
     assert _parse_table(out)[1] == {"frob(sparse_coo)": {"generic": "yes"}}
+
+
+# -- python -m xsparse array-api-tests ------------------------------------------------------------
+
+# A stand-in for a data-apis/array-api-tests checkout: the options the runner passes, and two tests that
+# read the namespace from ARRAY_API_TESTS_MODULE in the suite's ``exec('...')`` form.
+FAKE_CONFTEST = """
+def pytest_addoption(parser):
+    parser.addoption("--max-examples")
+    parser.addoption("--hypothesis-disable-deadline", action="store_true")
+    parser.addoption("--xfails-file")
+"""
+FAKE_TESTS = """
+import os
+
+def _xp():
+    spec = os.environ["ARRAY_API_TESTS_MODULE"]
+    assert spec.startswith("exec('") and spec.endswith("')")
+    scope = {}
+    exec(spec[len("exec('"):-len("')")], scope)
+    return scope["xp"]
+
+def test_arrays_are_sparse():
+    import xsparse
+    x = _xp().asarray([1.0, 0.0, 2.0])
+    assert isinstance(x, xsparse.SparseArray) and x.layout is xsparse.sparse_coo and x.backend == "numpy"
+
+def test_setitem_fails():
+    _xp().zeros(3)[0] = 1.0
+"""
+
+
+def _fake_suite(path: Path) -> Path:
+    (path / "array_api_tests").mkdir(parents=True)
+    (path / "array_api_tests" / "__init__.py").write_text("")
+    (path / "array_api_tests" / "test_fake.py").write_text(FAKE_TESTS)
+    (path / "conftest.py").write_text(FAKE_CONFTEST)
+    (path / "array-api" / "spec").mkdir(parents=True)
+    return path
+
+
+def test_array_api_tests_runs_the_suite(tmp_path: Path) -> None:
+    suite = _fake_suite(tmp_path / "suite")
+    report = tmp_path / "report.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "xsparse", "array-api-tests", "--suite", str(suite), "--backend", "numpy",
+         "--max-examples", "3", "--allow-other-revision", "--no-xfails", "--report", str(report)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # pytest's status: a test failed
+    assert "not at the pinned revision" in proc.stderr  # the fake checkout is no git checkout: a warning
+    assert "array-api-tests on xsparse(backend=numpy, layout=sparse_coo), --max-examples 3: 1 passed, 1 failed" in proc.stdout
+    result = json.loads(report.read_text())
+    assert result["counts"]["passed"] == 1 and result["counts"]["failed"] == 1
+    assert result["failing"] == ["array_api_tests/test_fake.py::test_setitem_fails"]
+    assert "__setitem__: xsparse sparse arrays are immutable" in proc.stdout
+
+
+def test_array_api_tests_forwards_its_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the runner parses the sub-command's arguments itself: its errors and usage name the sub-command
+    assert cli.main(["array-api-tests", "--suite", str(tmp_path / "missing"), "--backend", "numpy"]) == 2
+    assert "array_api_tests: no array-api-tests checkout at the suite path" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["array-api-tests", "--backend", "numpy"])
+    assert capsys.readouterr().err.startswith("usage: python -m xsparse array-api-tests")
+    proc = subprocess.run([sys.executable, "-m", "xsparse", "--help"], capture_output=True, text=True, timeout=60)
+    assert "array-api-tests" in proc.stdout and "conformance" in proc.stdout and "bench" in proc.stdout
+
+
+# -- packaging: what `pip install` ships for these commands -----------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_pyproject_lists_every_package_and_the_conformance_data() -> None:
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "xsparse").rglob("__init__.py")}
+    found.add("xsparse.conformance")
+    assert set(config["packages"]) == found, "a package directory is missing from (or stale in) pyproject.toml"
+    assert config["package-dir"] == {"xsparse.conformance": "conformance"}
+    shipped = {
+        path.relative_to(ROOT / "conformance").as_posix()
+        for pattern in config["package-data"]["xsparse.conformance"]
+        for path in (ROOT / "conformance").glob(pattern)
+    }
+    # what conformance/array_api_tests.py reads next to itself
+    assert {"array_api_tests_rev.txt", "README.md", "xfails/numpy.txt", "xfails/torch.txt"} <= shipped

@@ -7,7 +7,7 @@ float sums compare exactly), and the 2-D float64 cases also with SciPy.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -97,9 +97,22 @@ def relayout(a: np.ndarray, layout: str) -> np.ndarray:
 
 
 def assert_same(actual: np.ndarray, expected: np.ndarray) -> None:
+    """Same dtype, shape and elements (NaNs equal), and the same signs of zeros (-0.0 is not +0.0)."""
     assert actual.dtype == expected.dtype
     assert actual.shape == expected.shape
     np.testing.assert_array_equal(actual, expected, strict=True)
+    if actual.dtype.kind in "fc":
+        for a, e in ((actual.real, expected.real), (actual.imag, expected.imag)):
+            np.testing.assert_array_equal(np.signbit(a) & (a == 0), np.signbit(e) & (e == 0), err_msg="signs of zeros")
+
+
+def not_plus_zero(dense: np.ndarray) -> np.ndarray:
+    """Where an element is not +0 (per part of a complex): the specified elements with fill value +0.0,
+    -0.0 and NaN included (docs/decisions.md, "Fill values")."""
+    if dense.dtype.kind not in "fc":
+        return np.asarray(dense != 0)
+    parts = (dense.real, dense.imag) if dense.dtype.kind == "c" else (dense,)
+    return np.asarray(np.any([(p != 0) | np.signbit(p) for p in parts], axis=0))
 
 
 # --- oracles --------------------------------------------------------------------------------------
@@ -128,7 +141,7 @@ def oracle_coo_to_compressed(
 
 
 def oracle_dense_to_compressed(dense: np.ndarray, index_dtype: np.dtype) -> Triple:
-    mask = dense != 0
+    mask = not_plus_zero(dense)
     if dense.ndim > 2:
         mask = mask.reshape(*dense.shape[:2], math.prod(dense.shape[2:])).any(axis=2)
     rows, cols = np.nonzero(mask)
@@ -142,8 +155,15 @@ def oracle_compressed_to_dense(
     out = np.zeros((n_major, n_minor, *data.shape[1:]), data.dtype)
     rows = np.repeat(np.arange(n_major), np.diff(indptr))
     ufunc = np.logical_or if data.dtype == bool else np.add
+    cols, vals = indices[indptr[0] : indptr[-1]], data[indptr[0] : indptr[-1]]
     with np.errstate(invalid="ignore", over="ignore"):
-        ufunc.at(out, (rows, indices[indptr[0] : indptr[-1]]), data[indptr[0] : indptr[-1]])
+        if data.dtype.kind not in "fc":
+            ufunc.at(out, (rows, cols), vals)
+            return out
+        # an element still +0 (all bits zero) takes the value as it is, so that a stored -0.0 keeps
+        # its sign (+0.0 + -0.0 is +0.0); after that the values add up in storage order
+        for r, c, v in zip(rows, cols, vals):
+            out[r, c] = np.where(not_plus_zero(out[r, c]), out[r, c] + v, v)
     return out
 
 
@@ -318,20 +338,44 @@ def test_dense_to_compressed_matches_scipy(layout: str) -> None:
     if layout == "transpose":
         dense = np.ascontiguousarray(dense.T).T
     indptr, indices, data = _cpu.dense_to_compressed(dense, np.int64)
-    ref = sp.csr_array(np.where(np.isnan(dense), 1.0, dense))  # SciPy keeps NaN; compare positions
+    # SciPy keeps NaN and leaves out -0.0 (which is specified): compare the positions of 1.0 in their place
+    ref = sp.csr_array(np.where(not_plus_zero(dense), 1.0, 0.0))
     np.testing.assert_array_equal(indptr, ref.indptr)
     np.testing.assert_array_equal(indices, ref.indices)
-    np.testing.assert_array_equal(data, dense[np.nonzero(dense != 0)])
+    assert_same(data, dense[np.nonzero(not_plus_zero(dense))])
 
 
 def test_dense_to_compressed_nan_and_negative_zero() -> None:
-    dense = np.array([[0.0, -0.0, np.nan]])
-    indptr, indices, data = _cpu.dense_to_compressed(dense, np.int32)
-    assert_same(indices, np.array([2], np.int32))
-    assert np.isnan(data[0])
-    dense_c = np.array([[0, complex(-0.0, -0.0), complex(0, np.nan), 1j]])
-    _, indices, _ = _cpu.dense_to_compressed(dense_c, np.int64)
-    assert_same(indices, np.array([2, 3], np.int64))
+    """With fill value +0.0, -0.0 (either part of a complex) and NaN are specified; only +0 is left out."""
+    for dtype in (np.float32, np.float64):
+        dense = np.array([[0.0, -0.0, np.nan, 0.0]], dtype=dtype)
+        indptr, indices, data = _cpu.dense_to_compressed(dense, np.int32)
+        assert_same(indices, np.array([1, 2], np.int32))
+        assert np.signbit(data[0]) and data[0] == 0 and np.isnan(data[1])
+    for cdtype in (np.complex64, np.complex128):
+        dense_c = np.zeros((1, 6), dtype=cdtype)
+        dense_c.real = [0.0, -0.0, 0.0, -0.0, 0.0, 0.0]
+        dense_c.imag = [0.0, 0.0, -0.0, -0.0, np.nan, 1.0]
+        _, indices, data = _cpu.dense_to_compressed(dense_c, np.int64)
+        assert_same(indices, np.array([1, 2, 3, 4, 5], np.int64))
+        assert_same(data[:3], dense_c[0, 1:4])
+    # a block (trailing dimension) with only a -0.0 is specified
+    _, indices, _ = _cpu.dense_to_compressed(np.array([[[0.0, 0.0], [0.0, -0.0]]]), np.int64)
+    assert_same(indices, np.array([1], np.int64))
+
+
+def test_compressed_to_dense_keeps_negative_zero() -> None:
+    """A stored -0.0 (either part of a complex) is written as -0.0, not added to +0.0; duplicates after it add up."""
+    indptr = np.array([0, 2, 4], np.int64)
+    indices = np.array([0, 1, 1, 1], np.int64)
+    data = np.array([-0.0, complex(-0.0, 1.0), complex(2.0, -0.0), complex(-0.0, -0.0)], np.complex128)
+    out = _cpu.compressed_to_dense(indptr, indices, data, 2, 2)
+    expected = np.zeros((2, 2), np.complex128)
+    expected.real = [[-0.0, -0.0], [0.0, 2.0]]
+    expected.imag = [[0.0, 1.0], [0.0, -0.0]]
+    assert_same(out, expected)
+    real = _cpu.compressed_to_dense(indptr, indices, np.array([-0.0, -0.0, 1.0, -1.0]), 2, 2)
+    assert_same(real, np.array([[-0.0, -0.0], [0.0, 0.0]]))
 
 
 # --- compressed_to_dense --------------------------------------------------------------------------
@@ -363,7 +407,7 @@ def test_compressed_to_dense_matches_oracle(case: CooCase, slack: bool, out_layo
     )
     if out is not None:
         assert result is out
-    np.testing.assert_array_equal(result, expected, strict=True)
+    assert_same(np.ascontiguousarray(result), expected)
 
 
 @examples
@@ -419,3 +463,261 @@ def test_supports_dtype() -> None:
 
 def test_unavailable_reason_is_none_when_built() -> None:
     assert _cpu.unavailable_reason() is None
+
+
+# --- elementwise merges and sums (``_cpu.csr_merge``, ``_cpu.csr_sums`` and their registered kernels) -----
+
+import xsparse as xs  # noqa: E402
+from xsparse import dispatch  # noqa: E402
+from xsparse.formats import CompressedArray  # noqa: E402
+
+XP = xs.get_backend("numpy").load()
+MERGE_OPS = ["add", "subtract", "multiply"]
+ARITH_DTYPES = [np.dtype(t) for t in (np.int32, np.int64, np.float32, np.float64, np.complex128)]
+merge_examples = settings(deadline=None, max_examples=100)
+
+
+def _kernel(op: str, name: str) -> Any:
+    (k,) = [k for k in dispatch.kernels(op) if k.name == name]
+    return k
+
+
+def _generic_binary(op: str) -> Any:
+    (k,) = [k for k in dispatch.kernels(op) if k.kind == "generic" and k.name == f"_{op}_indexed_indexed"]
+    return k
+
+
+def random_canonical(
+    rng: np.random.Generator, shape: tuple[int, int], density: float, dtype: np.dtype, index_dtype: np.dtype, layout: Any
+) -> CompressedArray:
+    """A canonical CSR or CSC array with random (and special: inf, NaN, -0.0, 0) values."""
+    mask = rng.random(shape) < density
+    if layout is xs.sparse_csc:
+        mask = mask.T
+    major, minor = np.nonzero(mask)
+    indptr = np.r_[0, np.cumsum(np.bincount(major, minlength=mask.shape[0]))].astype(index_dtype)
+    values = random_values(rng, (minor.size,), dtype, zeros=0.1)
+    return CompressedArray(indptr, minor.astype(index_dtype), values, shape, layout=layout, backend=xs.get_backend("numpy"), xp=XP)
+
+
+def assert_same_sparse(actual: Any, expected: Any) -> None:
+    """The same layout, shape, fill value and stored entries (indices, index dtype, values bit for bit,
+    but for complex values, whose products NumPy may compute with fused multiply-adds: to 1 ulp)."""
+    assert actual.layout is expected.layout and tuple(actual.shape) == tuple(expected.shape)
+    assert actual.fill_value == expected.fill_value and type(actual.fill_value) is type(expected.fill_value)
+    assert_same(np.asarray(actual.compressed_indices()), np.asarray(expected.compressed_indices()))
+    assert_same(np.asarray(actual.plain_indices()), np.asarray(expected.plain_indices()))
+    got, want = np.asarray(actual.values()), np.asarray(expected.values())
+    if want.dtype.kind == "c":
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=4 * np.finfo(want.dtype).eps, atol=0)
+    else:
+        assert_same(got, want)
+
+
+@st.composite
+def merge_cases(draw: st.DrawFn) -> tuple[CompressedArray, CompressedArray]:
+    m, n = draw(st.integers(0, 9)), draw(st.integers(0, 40))
+    dtype = draw(st.sampled_from(ARITH_DTYPES))
+    index_dtype = np.dtype(draw(st.sampled_from(INDEX_DTYPES)))
+    layout = draw(st.sampled_from([xs.sparse_csr, xs.sparse_csc]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    # density 0 gives nnz = 0; low densities give empty rows; high ones long rows (the merge, not the
+    # pairwise comparisons) and many indices in common
+    da, db = draw(st.sampled_from([0.0, 0.05, 0.3, 1.0])), draw(st.sampled_from([0.0, 0.05, 0.3, 1.0]))
+    a = random_canonical(rng, (m, n), da, dtype, index_dtype, layout)
+    b = random_canonical(rng, (m, n), db, dtype, index_dtype, layout)
+    if draw(st.booleans()):  # the same pattern on both sides: every entry in common (x - x gives zeros)
+        b = a._with_values(random_values(rng, a.values().shape, dtype), b.fill_value)
+    return a, b
+
+
+@merge_examples
+@given(case=merge_cases(), op=st.sampled_from(MERGE_OPS))
+def test_compiled_merge_matches_generic_kernel(case: tuple[CompressedArray, CompressedArray], op: str) -> None:
+    a, b = case
+    native = _kernel(op, f"_{op}_compiled_compressed_compressed_numpy")
+    assert native.supports(XP, a, b) is None
+    with np.errstate(all="ignore"):
+        expected = _generic_binary(op).func(XP, a, b)
+        actual = native.func(XP, a, b)
+    assert_same_sparse(actual, expected)
+    # and through the public function, which picks the compiled kernel
+    assert_same_sparse(getattr(xs, op)(a, b), expected)
+
+
+@pytest.mark.parametrize("op", MERGE_OPS)
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_compiled_merge_large_matches_generic_kernel(op: str, index_dtype: np.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Enough entries for the parallel chunks, rows short (pairwise) and long (merged), NaNs from inf * 0."""
+    monkeypatch.setattr(_cpu, "available_threads", lambda: 2)  # however busy the machine is
+    rng = np.random.default_rng(7)
+    a = random_canonical(rng, (3000, 400), 0.04, np.dtype(np.float64), index_dtype, xs.sparse_csr)
+    b = random_canonical(rng, (3000, 400), 0.04, np.dtype(np.float64), index_dtype, xs.sparse_csr)
+    dense_rows = random_canonical(rng, (3000, 400), 0.5, np.dtype(np.float64), index_dtype, xs.sparse_csr)
+    native = _kernel(op, f"_{op}_compiled_compressed_compressed_numpy")
+    for x, y in ((a, b), (a, dense_rows), (dense_rows, dense_rows)):
+        with np.errstate(all="ignore"):
+            assert_same_sparse(native.func(XP, x, y), _generic_binary(op).func(XP, x, y))
+
+
+def test_compiled_merge_keeps_what_the_generic_kernel_keeps() -> None:
+    """x - x keeps its (zero) entries; a product keeps the NaN of inf * 0 and drops 2 * 0."""
+    a = xs.sparse_csr_array([0, 2, 3], [0, 2, 1], [1.0, np.inf, 2.0], (2, 3))
+    b = xs.sparse_csr_array([0, 1, 2], [0, 2], [3.0, 5.0], (2, 3))
+    diff = xs.subtract(b, b)
+    assert diff.nnz == 2 and np.asarray(diff.values()).tolist() == [0.0, 0.0]
+    prod = xs.multiply(a, b)
+    assert np.asarray(prod.col_indices()).tolist() == [0, 2]
+    np.testing.assert_array_equal(np.asarray(prod.values()), [3.0, np.nan])
+
+
+def test_compiled_merge_declines_with_reasons() -> None:
+    rng = np.random.default_rng(0)
+    f64, i32 = np.dtype(np.float64), np.dtype(np.int32)
+    a = random_canonical(rng, (4, 5), 0.5, f64, i32, xs.sparse_csr)
+    supports = _kernel("add", "_add_compiled_compressed_compressed_numpy").supports
+    assert supports(XP, a, a) is None
+    with_fill = a._with_values(a.values(), 1.0)
+    assert "fill value +0" in supports(XP, a, with_fill)
+    assert "two CSR or two CSC" in supports(XP, a, xs.to_sparse_csc(a))
+    assert "two CSR or two CSC" in supports(XP, xs.to_sparse_bsr(a, blocksize=(1, 1)), xs.to_sparse_bsr(a, blocksize=(1, 1)))
+    batched = xs.to_sparse_csr(np.stack([xs.to_dense(a)] * 2))
+    assert "2-D arrays of one shape" in supports(XP, batched, batched)
+    hybrid = xs.to_sparse_csr(np.stack([xs.to_dense(a)] * 2, axis=-1), dense_dim=1)
+    assert "2-D arrays of one shape" in supports(XP, hybrid, hybrid)
+    booleans = xs.to_sparse_csr(xs.to_dense(a) > 0)
+    assert "not bool" in supports(XP, booleans, booleans)
+    wide = xs.to_sparse_csr(a, index_dtype="int64")
+    assert "one index dtype" in supports(XP, a, wide)
+    assert "compressed arrays only" in supports(XP, a, xs.to_sparse_coo(a))
+
+
+def test_compiled_merge_rejects_non_canonical_rows() -> None:
+    # built without the index checks: a row whose indices are not increasing (invariant 5.6)
+    bad = CompressedArray(np.array([0, 2], np.int64), np.array([2, 1], np.int64), np.array([1.0, 2.0]), (1, 3),
+                          layout=xs.sparse_csr, backend=xs.get_backend("numpy"), xp=XP, check=False)  # fmt: skip
+    good = xs.sparse_csr_array([0, 1], [0], [1.0], (1, 3))
+    with pytest.raises(ValueError, match="not strictly increasing"):
+        _cpu.csr_merge("add", (good.crow_indices(), good.col_indices(), good.values()),
+                       (bad.crow_indices(), bad.col_indices(), bad.values()), 3)  # fmt: skip
+    with pytest.raises(TypeError, match="one dtype"):
+        _cpu.csr_merge("add", (good.crow_indices(), good.col_indices(), good.values()),
+                       (good.crow_indices(), good.col_indices(), good.values().astype(np.float32)), 3)  # fmt: skip
+
+
+@st.composite
+def sum_cases(draw: st.DrawFn) -> CompressedArray:
+    m, n = draw(st.integers(0, 9)), draw(st.integers(0, 30))
+    dtype = draw(st.sampled_from([*ARITH_DTYPES, np.dtype(np.int16)]))
+    layout = draw(st.sampled_from([xs.sparse_csr, xs.sparse_csc]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    density = draw(st.sampled_from([0.0, 0.05, 0.3, 1.0]))
+    a = random_canonical(rng, (m, n), density, dtype, draw(st.sampled_from(INDEX_DTYPES)), layout)
+    if dtype.kind in "fc" and draw(st.booleans()):  # finite values only, so that sums compare closely
+        a = a._with_values(np.nan_to_num(np.asarray(a.values()), nan=1.0, posinf=2.0, neginf=-2.0), 0)
+    return a
+
+
+def _compare_reductions(actual: Any, expected: Any, strided_result: bool) -> None:
+    got: Any
+    want: Any
+    if strided_result:  # a hint: the caller converts whatever comes back
+        actual, expected = (xs.to_dense(x) if isinstance(x, xs.SparseArray) else x for x in (actual, expected))
+    if isinstance(expected, xs.SparseArray):
+        assert isinstance(actual, xs.SparseArray) and actual.layout is expected.layout
+        got, want = cast(Any, actual), cast(Any, expected)
+        assert_same(np.asarray(got.indices()), np.asarray(want.indices()))
+        assert actual.fill_value == expected.fill_value
+        actual, expected = got.values(), want.values()
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    if expected.dtype.kind in "fc":
+        atol = 1e-5 if expected.dtype in (np.float32, np.complex64) else 1e-12
+        # real and imaginary parts apart: assert_allclose compares complex infinities as unequal
+        np.testing.assert_allclose(actual.real, expected.real, rtol=1e-5, atol=atol)
+        np.testing.assert_allclose(actual.imag, expected.imag, rtol=1e-5, atol=atol)
+    else:
+        assert_same(actual, expected)
+
+
+@merge_examples
+@given(a=sum_cases(), axis=st.sampled_from([0, 1, None, (0, 1)]), strided_result=st.booleans(), keepdims=st.booleans())
+def test_compiled_sums_match_generic_kernel(a: CompressedArray, axis: Any, strided_result: bool, keepdims: bool) -> None:
+    from xsparse.backends.array_api.reduction import ReduceSpec
+
+    axes = (0, 1) if axis is None else ((axis,) if isinstance(axis, int) else axis)
+    layout = xs.strided if strided_result else None
+    native = _kernel("sum", "_sum_compressed_numpy")
+    generic = _kernel("sum", "_sum_compressed")
+    for name in ("sum", "count_nonzero", "max"):
+        if name == "max" and a.dtype.kind == "c":
+            continue
+        dtype = XP.int64 if name == "count_nonzero" else (np.dtype(np.int64) if a.dtype.kind == "i" and name == "sum" else a.dtype)
+        spec = ReduceSpec(axes, keepdims, dtype, layout=layout)
+        native = _kernel(name, f"_{name}_compressed_numpy")
+        generic = _kernel(name, f"_{name}_compressed")
+        assert native.supports(XP, a, spec) is None
+        with np.errstate(all="ignore"):
+            _compare_reductions(native.func(XP, a, spec), generic.func(XP, a, spec), strided_result)
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+@pytest.mark.parametrize("axis", [0, 1])
+def test_csr_sums_large_matches_scipy(index_dtype: np.dtype, axis: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Enough entries for the per-thread copies of the column sums, and the row chunks."""
+    monkeypatch.setattr(_cpu, "available_threads", lambda: 2)  # however busy the machine is
+    rng = np.random.default_rng(3)
+    a = random_canonical(rng, (2000, 300), 0.1, np.dtype(np.float64), index_dtype, xs.sparse_csr)
+    a = a._with_values(rng.standard_normal(a.nnz), 0)
+    m = sp.csr_array((np.asarray(a.values()), np.asarray(a.col_indices()), np.asarray(a.crow_indices())), shape=a.shape)
+    sums, seen = _cpu.csr_sums(np.asarray(a.crow_indices()), np.asarray(a.col_indices()), np.asarray(a.values()), 300, axis, seen=True)
+    np.testing.assert_allclose(sums, m.sum(axis=axis), rtol=1e-12, atol=1e-12)
+    if axis == 0:
+        assert seen is not None
+        assert_same(seen, np.bincount(np.asarray(a.col_indices()), minlength=300) > 0)
+        # a stored -0.0 (and an empty column): the columns are found without the signs of the sums
+        values = np.asarray(a.values()).copy()
+        values[0] = -0.0
+        cols = np.asarray(a.col_indices()).copy()
+        cols[cols == 299] = 298  # column 299 empty (csr_sums reads the rows unsorted as well)
+        sums, seen = _cpu.csr_sums(np.asarray(a.crow_indices()), cols, values, 300, 0, seen=True)
+        assert seen is not None and not seen[299] and np.signbit(sums[299]) == np.False_
+        assert_same(seen, np.bincount(cols, minlength=300) > 0)
+    # and the full sum, in pieces on several threads
+    np.testing.assert_allclose(float(xs.sum(a)), m.sum(), rtol=1e-12)
+
+
+def test_csr_sums_rejects_bad_input() -> None:
+    indptr, data = np.array([0, 2], np.int64), np.array([1.0, 2.0])
+    with pytest.raises(ValueError, match="index is out of range"):
+        _cpu.csr_sums(indptr, np.array([0, 5], np.int64), data, 3, 0)
+    with pytest.raises(ValueError, match="not non-decreasing"):
+        _cpu.csr_sums(np.array([0, 3], np.int64), np.array([0, 1], np.int64), data, 3, 1)
+    with pytest.raises(TypeError, match="does not support values of dtype bool"):
+        _cpu.csr_sums(indptr, np.array([0, 1], np.int64), data > 0, 3, 0)
+
+
+def test_available_threads() -> None:
+    assert 1 <= _cpu.available_threads() <= _cpu._cpu_count()
+
+
+def test_parallel_ufunc_matches_numpy_and_shares_the_indices(monkeypatch: pytest.MonkeyPatch) -> None:
+    from xsparse.backends.numpy import elementwise
+
+    monkeypatch.setattr(_cpu, "available_threads", lambda: 2)  # however busy the machine is
+
+    rng = np.random.default_rng(5)
+    n = elementwise._PARALLEL_MIN_ELEMENTS * 2 + 77
+    x = rng.standard_normal(n) * 10
+    x[::1000] = np.inf
+    for name in ("sin", "exp", "sqrt", "isnan"):
+        with np.errstate(all="ignore"):
+            assert_same(np.asarray(getattr(xs, name)(x)), getattr(np, name)(x))
+    ints = rng.integers(-100, 100, n).astype(np.int32)
+    assert_same(np.asarray(xs.sin(ints)), np.sin(ints))
+    a = xs.sparse_csr_array(np.array([0, n]), np.arange(n), x, (1, n))
+    s = xs.sin(a)
+    assert s.crow_indices() is a.crow_indices() and s.col_indices() is a.col_indices()
+    with np.errstate(all="ignore"):
+        assert_same(np.asarray(s.values()), np.sin(x))

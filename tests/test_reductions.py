@@ -25,13 +25,15 @@ from xsparse import dispatch
 from xsparse._common import dtype_name
 from xsparse._elementwise import convert_result
 from xsparse._reduction import _accumulation_dtype, _axes
+from xsparse.backends.array_api.conversion import signed_twin
 from xsparse.backends.array_api.reduction import ReduceSpec, result_kind
 from xsparse.testing import assert_sparse_equal, to_numpy
 
 SPARSE_LAYOUTS = [xs.sparse_coo, xs.sparse_csr, xs.sparse_csc, xs.sparse_bsr, xs.sparse_bsc]
 MONOIDS = ["sum", "prod", "max", "min", "any", "all", "count_nonzero"]
-OPS = [*MONOIDS, "mean", "var", "std", "argmax", "argmin", "cumulative_sum", "softmax", "log_softmax"]
-SINGLE_AXIS = {"argmax", "argmin", "cumulative_sum", "softmax", "log_softmax"}
+CUMULATIVE = ("cumulative_sum", "cumulative_prod")
+OPS = [*MONOIDS, "mean", "var", "std", "argmax", "argmin", *CUMULATIVE, "softmax", "log_softmax"]
+SINGLE_AXIS = {"argmax", "argmin", *CUMULATIVE, "softmax", "log_softmax"}
 
 # The fixtures and namespaces are immutable, so sharing them across examples is safe.
 FEW = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -55,7 +57,7 @@ def op_dtypes(op: str, xp: Any) -> list[str]:
     names = S.dtype_names(xp)
     if op in ("any", "all", "count_nonzero"):
         return names
-    if op in ("sum", "prod", "cumulative_sum"):
+    if op in ("sum", "prod", *CUMULATIVE):
         return [n for n in names if n != "bool"]
     if op == "mean":
         return [n for n in names if n.startswith(("float", "complex"))]
@@ -108,13 +110,16 @@ def make_spec(op: str, xp: Any, x: Any, axis: Any, keepdims: bool, correction: f
     """The spec the public function hands its kernels (built with the public layer's own helpers)."""
     if op in SINGLE_AXIS and axis is not None:
         axes: tuple[int, ...] = (axis % x.ndim,)
-    elif op in ("cumulative_sum", "softmax", "log_softmax"):
+    elif op in (*CUMULATIVE, "softmax", "log_softmax"):
         axes = (0,)
     else:
         axes = _axes(op, axis, x.ndim)
     info = xp.__array_namespace_info__().default_dtypes()
-    if op in ("sum", "prod", "cumulative_sum"):
+    if op in ("sum", "prod", *CUMULATIVE):
         dtype = _accumulation_dtype(op, xp, x, None)
+        if "torch" in xp.__name__ and signed_twin(xp, dtype) is not None:
+            # torch sums no uint16/32/64: the public layer hands its kernels the signed twin (and casts back)
+            dtype = signed_twin(xp, dtype)
     elif op in ("any", "all"):
         dtype = xp.bool
     elif op == "count_nonzero":
@@ -123,7 +128,7 @@ def make_spec(op: str, xp: Any, x: Any, axis: Any, keepdims: bool, correction: f
         dtype = info["indexing"]
     else:
         dtype = x.dtype
-    keep = keepdims and op not in ("cumulative_sum", "softmax", "log_softmax")
+    keep = keepdims and op not in (*CUMULATIVE, "softmax", "log_softmax")
     return ReduceSpec(axes, keep, dtype, correction=correction, include_initial=include_initial)
 
 
@@ -161,8 +166,8 @@ def reference(op: str, xp: Any, x: Any, dense: Any, axis: Any, spec: ReduceSpec)
             r = fn(xp.reshape(dense, (-1,)))
             return xp.reshape(xp.asarray(r), (1,) * dense.ndim if kd else ())
         return fn(dense, axis=axes[0], keepdims=kd)
-    if op == "cumulative_sum":
-        return xp.cumulative_sum(xp.astype(dense, spec.dtype), axis=axes[0], include_initial=spec.include_initial)
+    if op in CUMULATIVE:
+        return getattr(xp, op)(xp.astype(dense, spec.dtype), axis=axes[0], include_initial=spec.include_initial)
     log = op == "log_softmax"
     host = to_numpy(dense).astype(np.float64)
     if isinstance(x, xs.SparseArray):
@@ -191,8 +196,10 @@ def expected_layout(op: str, x: Any, spec: ReduceSpec) -> xs.Layout:
         return xs.strided
     if op in ("softmax", "log_softmax"):
         return x.layout
-    if op == "cumulative_sum":
-        return x.layout if spec.axes[0] >= x.ndim - x.dense_dim() and x.fill_value == 0 else xs.strided
+    if op in CUMULATIVE:
+        fill = x.fill_value
+        kept = fill == 0 if op == "cumulative_sum" else fill == 1 or (fill == 0 and not spec.include_initial)
+        return x.layout if spec.axes[0] >= x.ndim - x.dense_dim() and kept else xs.strided
     if op in ("argmax", "argmin") and len(spec.axes) != 1:
         return xs.strided
     kind = result_kind(x.ndim, _indexed_dim(x), spec.axes)
@@ -286,11 +293,11 @@ def test_generic_kernel_against_dense(kernel: dispatch.Kernel, backend: str, dat
     fill = False if op in ("softmax", "log_softmax") else None
     x, dense = data.draw(inputs(xp, layout, op_dtypes(op, xp), fill=fill), label="x")
     axis = data.draw(axis_args(x.ndim, op in SINGLE_AXIS), label="axis")
-    if op == "cumulative_sum" and axis is None and x.ndim != 1:
+    if op in CUMULATIVE and axis is None and x.ndim != 1:
         assume(x.ndim == 1)
     keepdims = data.draw(st.booleans(), label="keepdims")
     correction = data.draw(st.sampled_from([0.0, 1.0])) if op in ("var", "std") else 0.0
-    include_initial = data.draw(st.booleans()) if op == "cumulative_sum" else False
+    include_initial = data.draw(st.booleans()) if op in CUMULATIVE else False
     assume(x.ndim > 0 or op not in SINGLE_AXIS - {"argmax", "argmin"})
     spec = make_spec(op, xp, x, axis, keepdims, correction, include_initial)
     assume(admissible(op, x, spec))
@@ -327,6 +334,9 @@ def native_inputs(draw: Any, kernel: dispatch.Kernel, xp: Any) -> tuple[Any, Any
         x = case.sparse(layout)
         axis = draw(st.sampled_from([0, 1, -x.ndim, 1 - x.ndim]))
         keepdims = draw(st.booleans())
+    if kernel.name.endswith("_full_torch"):
+        # the reductions over every axis; torch.sparse.sum serves a COO sum with fill value 0 but for keepdims
+        axis, keepdims = None, draw(st.booleans()) or (op == "sum" and layout is xs.sparse_coo and x.fill_value == 0)
     spec = make_spec(op, xp, x, axis, keepdims)
     # the layout the caller asks for, which a native kernel may produce directly
     return x, case.array, axis, dataclasses.replace(spec, layout=draw(st.sampled_from([None, xs.strided])))
@@ -363,6 +373,35 @@ def test_native_kernels_are_registered() -> None:
     assert {"_sum_compressed_numpy", "_max_compressed_numpy", "_count_nonzero_compressed_numpy"} <= names
     if backend_skip_reason("torch") is None:
         assert {"_sum_coo_torch", "_softmax_coo_torch", "_log_softmax_coo_torch", "_sum_compressed_torch"} <= names
+        assert {f"_{op}_full_torch" for op in MONOIDS} <= names
+
+
+@pytest.mark.skipif(backend_skip_reason("torch") is not None, reason="torch is not installed")
+@SOME
+@given(data=st.data())
+def test_torch_sum_over_every_axis(data: st.DataObject) -> None:
+    """torch.sparse.sum without dim (no coalescing): a 0-d torch tensor of the spec's dtype, equal to the
+    generic kernel's, on uncoalesced COO arrays with dense dimensions, in the accumulation dtype and in
+    the input's own (integers wrap the same way, summed in any order)."""
+    import torch
+
+    xp = xs.get_backend("torch").load()
+    native = next(k for k in dispatch.resolve("sum", (xs.sparse_coo,), "torch") if k.name == "_sum_coo_torch")
+    generic = next(k for k in dispatch.resolve("sum", (xs.sparse_coo,), "torch") if k.backend is None)
+    dtype = data.draw(st.sampled_from([d for d in op_dtypes("sum", xp) if signed_twin(xp, getattr(xp, d)) is None]))
+    case = data.draw(S.dense_cases(xp, dtype=dtype, fill=False, max_batch_dims=1, max_dense_dims=1))
+    assume(case.array.ndim > 0)
+    x = case.sparse(xs.sparse_coo)
+    if x.nnz and data.draw(st.booleans()):
+        x = S.uncoalesced_like(xp, np.random.default_rng(data.draw(st.integers(0, 2**32 - 1))), x, case.index_dtype)
+    assume(x.sparse_dim() > 0)
+    spec = make_spec("sum", xp, x, None, False)
+    for spec in (spec, dataclasses.replace(spec, dtype=x.dtype)):
+        assert native.supports is not None and native.supports(xp, x, spec) is None
+        with np.errstate(over="ignore"):
+            got, want = native.func(xp, x, spec), generic.func(xp, x, spec)
+        assert type(got) is torch.Tensor and got.layout is torch.strided and got.shape == () and got.dtype == spec.dtype
+        torch.testing.assert_close(got, want, equal_nan=True, **tolerance("sum", spec.dtype))
 
 
 def test_dispatch_picks_the_native_kernel() -> None:
@@ -370,8 +409,10 @@ def test_dispatch_picks_the_native_kernel() -> None:
     kernels = dispatch.resolve("sum", (xs.sparse_csr,), "numpy")
     assert kernels[0].name == "_sum_compressed_numpy"
     assert kernels[0].supports is not None and kernels[0].supports(a._xp, a, ReduceSpec((1,), False, a.dtype)) is None
-    reason = kernels[0].supports(a._xp, a, ReduceSpec((0, 1), False, a.dtype))
-    assert reason is not None and "one of the two sparse dimensions" in reason
+    assert kernels[0].supports(a._xp, a, ReduceSpec((0, 1), False, a.dtype)) is None
+    h = xs.to_sparse_csr(np.ones((2, 3, 2)), dense_dim=1)
+    reason = kernels[0].supports(h._xp, h, ReduceSpec((2,), False, h.dtype))
+    assert reason is not None and "the two sparse dimensions" in reason
 
 
 # -- the public functions: semantics ---------------------------------------------------------------------
@@ -530,6 +571,26 @@ def test_cumulative_sum_keeps_the_structure_only_along_a_dense_dimension_with_fi
     assert xs.cumulative_sum(xs.to_sparse_csr(np.eye(3)), axis=1).tolist() == [[1, 1, 1], [0, 1, 1], [0, 0, 1]]
 
 
+@pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)
+def test_cumulative_prod_keeps_the_structure_where_the_fill_stays_constant(backend: str, xp: Any, layout: xs.Layout) -> None:
+    """Along a dense dimension: fill 1 (with or without the leading 1) and fill 0 without it keep the
+    structure and the fill value; fill 0 with include_initial, another fill or a sparse axis give strided."""
+    host = np.zeros((2, 4, 2), dtype=np.float64)
+    host[0, 1] = [2.0, 3.0]
+    host[1, 2] = [4.0, 5.0]
+    blocks = {"blocksize": (1, 2)} if layout.is_blocked else {}
+    for fill, initial, kept in [(0.0, False, True), (0.0, True, False), (1.0, False, True), (1.0, True, True), (2.0, False, False)]:
+        d = np.where(host == 0, fill, host)
+        a = xs.to_sparse(xp.asarray(d), layout=layout, dense_dim=1, fill_value=fill, **blocks)
+        r = xs.cumulative_prod(a, axis=2, include_initial=initial)
+        assert xs.layout_of(r) is (layout if kept else xs.strided), (fill, initial)
+        if kept:
+            assert r.fill_value == fill and r.shape == (2, 4, 3 if initial else 2)
+        expected = xp.cumulative_prod(xp.asarray(d), axis=2, include_initial=initial)
+        assert_sparse_equal(r, expected)
+        assert_sparse_equal(xs.cumulative_prod(a, axis=1), xp.cumulative_prod(xp.asarray(d), axis=1))
+
+
 def test_softmax_reads_unspecified_elements_as_minus_infinity(xp: Any) -> None:
     idx, vals = xp.asarray([[0, 0, 1], [0, 2, 1]]), xp.asarray([1.0, 3.0, 2.0])
     zero = xs.sparse_coo_array(idx, vals, (2, 3))
@@ -580,6 +641,70 @@ def test_dtype_argument_of_sums() -> None:
     assert xs.cumulative_sum(i, dtype="float64").dtype == np.float64
 
 
+_INT_DTYPES = ["int8", "int16", "int32", "uint8", "uint16", "uint32", "uint64"]
+
+
+@pytest.mark.parametrize("op", ["sum", "prod", "cumulative_sum", "cumulative_prod"])
+@FEW
+@given(data=st.data())
+def test_accumulations_honour_dtype_and_the_standard_default(backend: str, xp: Any, op: str, data: st.DataObject) -> None:
+    """sum, prod and the running ones give dtype= when passed, else the standard's default (signed -> the
+    default integer, unsigned -> the unsigned dtype of its width), with the values NumPy computes in that
+    dtype (wrapping modulo 2**bits). NumPy is the reference on every backend: torch has no sums of its
+    uint16/32/64 dtypes, which xsparse computes on the same-width signed ones."""
+    src = data.draw(st.sampled_from(_INT_DTYPES), label="src")
+    dst = data.draw(st.none() | st.sampled_from(_INT_DTYPES), label="dtype")
+    lo, hi = (-100, 100) if src.startswith("int") else (0, 200)
+    rows = data.draw(st.integers(0, 3), label="rows")
+    host = np.asarray(data.draw(st.lists(st.integers(lo, hi) | st.just(0), min_size=rows * 3, max_size=rows * 3), label="v"), dtype=src).reshape(rows, 3)
+    fill = data.draw(st.sampled_from([0, 1]), label="fill")
+    x = xs.to_sparse_coo(xp.asarray(host, dtype=getattr(xp, src)), fill_value=fill)
+    expected_dtype = dst or ("int64" if src.startswith("int") else "uint64")
+    kw: dict[str, Any] = {} if dst is None else {"dtype": getattr(xp, dst)}
+    if op.startswith("cumulative"):
+        include = data.draw(st.booleans(), label="include_initial")
+        r = getattr(xs, op)(x, axis=1, include_initial=include, **kw)
+        ref = (np.cumsum if op == "cumulative_sum" else np.cumprod)(host, axis=1, dtype=expected_dtype)
+        if include:
+            ref = np.concatenate([np.full((rows, 1), 0 if op == "cumulative_sum" else 1, dtype=expected_dtype), ref], axis=1)
+    else:
+        axis = data.draw(st.sampled_from([None, 0, 1]), label="axis")
+        r = getattr(xs, op)(x, axis=axis, **kw)
+        with np.errstate(over="ignore"):
+            ref = np.asarray((np.sum if op == "sum" else np.prod)(host, axis=axis, dtype=expected_dtype))
+    assert dtype_name(r.dtype) == expected_dtype, (op, src, dst, r.dtype)
+    assert np.array_equal(to_numpy(xs.to_dense(r) if isinstance(r, xs.SparseArray) else r), ref), (op, src, dst)
+
+
+def test_signed_twin_moves_unsigned_values_bit_for_bit() -> None:
+    """The value-moving kernels on torch's uint16/32/64 (which torch gathers, selects and adds for no such
+    dtype) go through the same-width signed dtype: to_sparse, to_dense, coalesce, getitem and take keep
+    every bit, the largest values included."""
+    pytest.importorskip("torch")
+    import torch
+
+    from xsparse.backends.array_api.conversion import take_values
+
+    xp = xs.get_backend("torch").namespace()
+    assert signed_twin(xp, torch.uint32) is torch.int32 and signed_twin(xp, torch.uint8) is None
+    assert signed_twin(xp, torch.float32) is None
+    for name, top in (("uint16", 2**16 - 1), ("uint32", 2**32 - 1), ("uint64", 2**64 - 1)):
+        dt = getattr(torch, name)
+        host = np.asarray([[0, top, 0], [7, 0, top - 5]], dtype=name)
+        d = torch.tensor(host.tolist(), dtype=dt)
+        s = xs.to_sparse_coo(d)
+        assert to_numpy(xs.to_dense(s)).tolist() == host.tolist()
+        assert to_numpy(xs.to_dense(s[1, ::-1])).tolist() == host[1, ::-1].tolist()
+        assert to_numpy(xs.to_dense(s[torch.tensor([1, 0]), torch.tensor([2, 1])])).tolist() == [top - 5, top]
+        assert to_numpy(xs.to_dense(xs.take(s, [2, 2], axis=1))).tolist() == host[:, [2, 2]].tolist()
+        assert to_numpy(take_values(xp, d, torch.tensor([1]), axis=0)).tolist() == [host[1].tolist()]
+        dup = xs.sparse_coo_array(torch.tensor([[0, 0, 1]]), torch.tensor([top, 2, 3], dtype=dt), (2,))
+        assert to_numpy(xs.to_dense(dup.coalesce())).tolist() == [1, 3]  # top + 2 wraps modulo 2**bits
+        assert xs.sum(dup).dtype == torch.uint64 and int(xs.sum(dup)) == (top + 5) % 2**64
+    with pytest.raises(NotImplementedError, match="UInt"):
+        torch.index_select(torch.zeros(2, dtype=torch.uint32), 0, torch.tensor([0]))  # what the twin works around
+
+
 # -- errors ------------------------------------------------------------------------------------------------
 
 
@@ -616,10 +741,16 @@ def test_errors() -> None:
         xs.max(xs.to_sparse_coo(np.ones((2, 0))), axis=1)
     with pytest.raises(ValueError, match=r"argmax: the reduction is over zero elements \(shape=\(0,\), axis=None\)"):
         xs.argmax(np.ones((0,)))
-    with pytest.raises(ValueError, match=r"cumulative_sum: a 0-d array has no axis to sum along \(shape=\(\)\)\. Reshape"):
+    with pytest.raises(ValueError, match=r"cumulative_sum: a 0-d array has no axis to accumulate along \(shape=\(\)\)\. Reshape"):
         xs.cumulative_sum(np.asarray(1))
     with pytest.raises(ValueError, match=r"cumulative_sum: axis is required for an array of more than one dimension \(shape=\(2, 2\), axis=None\)\. Pass axis="):
         xs.cumulative_sum(a)
+    with pytest.raises(ValueError, match=r"cumulative_prod: a 0-d array has no axis to accumulate along \(shape=\(\)\)\. Reshape"):
+        xs.cumulative_prod(np.asarray(1))
+    with pytest.raises(ValueError, match=r"cumulative_prod: axis is required for an array of more than one dimension \(shape=\(2, 2\), axis=None\)\. Pass axis="):
+        xs.cumulative_prod(a)
+    with pytest.raises(TypeError, match=r"cumulative_prod: the array must have a numeric dtype \(dtype=bool\)"):
+        xs.cumulative_prod(np.asarray([True, False]))
     with pytest.raises(TypeError, match=r"softmax: the array must have a real floating-point dtype \(dtype=int64\)\. Pass dtype='float64'"):
         xs.softmax(i, axis=0)
     with pytest.raises(TypeError, match=r"log_softmax: the array must have a real floating-point result dtype \(dtype=int64\)\. Pass dtype="):

@@ -32,7 +32,7 @@ from xsparse.testing import assert_sparse_equal, to_numpy
 SPARSE_LAYOUTS = [xs.sparse_coo, xs.sparse_csr, xs.sparse_csc, xs.sparse_bsr, xs.sparse_bsc]
 COMPRESSED_LAYOUTS = SPARSE_LAYOUTS[1:]
 TESTED_BACKENDS = ["numpy", "torch", "array_api_strict"]
-OPS = ["permute_dims", "reshape", "expand_dims", "squeeze", "broadcast_to", "flip", "concat"]
+OPS = ["permute_dims", "reshape", "expand_dims", "squeeze", "broadcast_to", "flip", "concat", "roll", "repeat", "tile", "take_along_axis"]
 
 FEW = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 SOME = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -150,7 +150,53 @@ def _flip_args(data: st.DataObject, xp: Any, x: Any) -> tuple[Any, ...]:
     return (_axes_subset(data, list(range(x.ndim)), "axes"),)
 
 
+def _roll_args(data: st.DataObject, xp: Any, x: Any) -> tuple[Any, ...]:
+    """``(shifts, axes)`` as the public layer hands them over: shifts in [1, size), sorted axes; or one
+    shift of the flattened array (``axes=None``)."""
+    if data.draw(st.booleans(), label="flat"):
+        size = math.prod(x.shape)
+        return ((data.draw(st.integers(0, max(size - 1, 0)), label="shift"),), None)
+    axes = [d for d in _axes_subset(data, list(range(x.ndim)), "axes") if x.shape[d] > 1]
+    return (tuple(data.draw(st.integers(1, x.shape[d] - 1), label=f"shift{d}") for d in axes), tuple(axes))
+
+
+def _roll_dense(xp: Any, d: Any, shift: tuple[int, ...], axes: tuple[int, ...] | None) -> Any:
+    if axes is None:
+        return xp.roll(d, shift=shift[0])
+    return xp.roll(d, shift=shift, axis=axes) if axes else d
+
+
+def _repeat_args(data: st.DataObject, xp: Any, x: Any) -> tuple[Any, ...]:
+    axis = data.draw(st.none() | st.integers(0, x.ndim - 1), label="axis") if x.ndim else None
+    n = math.prod(x.shape) if axis is None else x.shape[axis]
+    if data.draw(st.booleans(), label="int"):
+        return (data.draw(st.integers(0, 3), label="repeats"), axis)
+    counts = data.draw(st.lists(st.integers(0, 2), min_size=n, max_size=n), label="counts")
+    return (xp.asarray(counts, dtype=xp.int64), axis)
+
+
+def _tile_args(data: st.DataObject, xp: Any, x: Any) -> tuple[Any, ...]:
+    return (tuple(data.draw(st.lists(st.sampled_from([1, 1, 2, 3, 0]), min_size=x.ndim, max_size=x.ndim), label="reps")),)
+
+
+def _take_along_args(data: st.DataObject, xp: Any, x: Any) -> tuple[Any, ...]:
+    assume(x.ndim > 0)
+    axis = data.draw(st.integers(0, x.ndim - 1), label="axis")
+    n = x.shape[axis]
+    shape = [
+        (data.draw(st.integers(0, 3), label="k") if n else 0) if d == axis else data.draw(st.sampled_from([s, 1]), label=f"size{d}")
+        for d, s in enumerate(x.shape)
+    ]  # fmt: skip
+    size = math.prod(shape)
+    values = data.draw(st.lists(st.integers(0, max(n - 1, 0)), min_size=size, max_size=size), label="indices")
+    return (xp.reshape(xp.asarray(values, dtype=xp.int64), tuple(shape)), axis)
+
+
 OP_SPECS = {
+    "roll": Op(_roll_args, _roll_dense),
+    "repeat": Op(_repeat_args, lambda xp, d, repeats, axis: xp.repeat(d, repeats, axis=axis)),
+    "tile": Op(_tile_args, lambda xp, d, reps: xp.tile(d, reps)),
+    "take_along_axis": Op(_take_along_args, lambda xp, d, indices, axis: xp.take_along_axis(d, indices, axis=axis)),
     "permute_dims": Op(_permute_args, lambda xp, d, axes: xp.permute_dims(d, axes)),
     "reshape": Op(_reshape_args, lambda xp, d, shape, copy: xp.reshape(d, shape)),
     "expand_dims": Op(_expand_args, lambda xp, d, axis: xp.expand_dims(d, axis=axis)),
@@ -299,21 +345,23 @@ def test_native_concat_along_the_plain_dimension(kernel: dispatch.Kernel, data: 
 # -- 2. the public functions in every layout --------------------------------------------------------
 
 
+PUBLIC: dict[str, Callable[..., Any]] = {
+    "permute_dims": lambda x, axes, layout: xs.permute_dims(x, axes, layout=layout),
+    "reshape": lambda x, shape, copy, layout: xs.reshape(x, shape, layout=layout),
+    "expand_dims": lambda x, axis, layout: xs.expand_dims(x, axis=axis, layout=layout),
+    "squeeze": lambda x, axes, layout: xs.squeeze(x, axis=axes, layout=layout),
+    "broadcast_to": lambda x, shape, layout: xs.broadcast_to(x, shape, layout=layout),
+    "flip": lambda x, axes, layout: xs.flip(x, axis=axes, layout=layout),
+    "concat": lambda arrays, axis, layout: xs.concat(arrays, axis=axis, layout=layout),
+    "roll": lambda x, shift, axes, layout: xs.roll(x, shift[0] if axes is None else shift, axis=axes, layout=layout),
+    "repeat": lambda x, repeats, axis, layout: xs.repeat(x, repeats, axis=axis, layout=layout),
+    "tile": lambda x, reps, layout: xs.tile(x, reps, layout=layout),
+    "take_along_axis": lambda x, indices, axis, layout: xs.take_along_axis(x, indices, axis=axis, layout=layout),
+}
+
+
 def _call_public(op: str, args: tuple[Any, ...], layout: xs.Layout | None) -> Any:
-    kw = {"layout": layout}
-    if op == "permute_dims":
-        return xs.permute_dims(args[0], args[1], **kw)
-    if op == "reshape":
-        return xs.reshape(args[0], args[1], **kw)
-    if op == "expand_dims":
-        return xs.expand_dims(args[0], axis=args[1], **kw)
-    if op == "squeeze":
-        return xs.squeeze(args[0], axis=args[1], **kw)
-    if op == "broadcast_to":
-        return xs.broadcast_to(args[0], args[1], **kw)
-    if op == "flip":
-        return xs.flip(args[0], axis=args[1], **kw)
-    return xs.concat(args[0], axis=args[1], **kw)
+    return PUBLIC[op](*args, layout=layout)
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -337,6 +385,8 @@ def test_public_function(backend: str, xp: Any, op: str, layout: xs.Layout, data
     elif rewrites:
         assert got is xs.sparse_coo and layout.is_compressed
         assert f"{op}: no direct kernel for layouts ({layout})" in str(rewrites[0].message)
+    elif op == "repeat" and args[2] is None and layout is not xs.strided:
+        assert got is xs.sparse_coo  # a 1-D result: no compressed layout holds it
     else:
         assert got in (layout, layout.transposed)
     if isinstance(result, xs.SparseArray) and isinstance(x, xs.SparseArray):
@@ -484,6 +534,34 @@ def test_broadcast_a_sparse_dimension(backend: str, xp: Any, layout: xs.Layout) 
     b = xs.broadcast_to(a, (2, 3, 4))
     assert b.layout is layout and b.shape == (2, 3, 4)
     assert_sparse_equal(b, xp.broadcast_to(xp.asarray(row), (2, 3, 4)))
+
+
+@pytest.mark.parametrize("layout", [xs.sparse_coo, *COMPRESSED_LAYOUTS], ids=str)
+def test_broadcast_of_one_entry_gives_contiguous_values(backend: str, xp: Any, layout: xs.Layout) -> None:
+    """Regression (found by Hypothesis): one stored entry repeated along a size-1 sparse dimension; a
+    reshape of the broadcast values stayed a zero-stride view, which a compressed array must not hold."""
+    d = np.asarray([[True], [False]])
+    a = xs.to_sparse(xp.asarray(d), layout=layout, blocksize=(1, 1) if layout.is_blocked else None)
+    b = xs.broadcast_to(a, (2, 2))
+    assert b.layout is layout
+    assert_sparse_equal(b, xp.broadcast_to(xp.asarray(d), (2, 2)))
+
+
+@pytest.mark.parametrize("layout", [xs.sparse_csc, xs.sparse_bsc], ids=str)
+def test_column_major_result_with_empty_dense_dimension_to_coo(backend: str, xp: Any, layout: xs.Layout) -> None:
+    """Regression (found by Hypothesis): a CSC/BSC result whose dense dimension has size 0 (its values
+    hold no element) converted to COO in row-major order, marked coalesced only when sorted."""
+    d = np.zeros((4, 4, 1), dtype=bool)
+    d[2:, :2] = True
+    a = xs.to_sparse(xp.asarray(d), layout=layout, dense_dim=1, blocksize=(1, 1) if layout.is_blocked else None)
+    cases = [(xs.broadcast_to, (4, 4, 0), xp.broadcast_to(xp.asarray(d), (4, 4, 0))), (xs.tile, (1, 1, 0), xp.tile(xp.asarray(d), (1, 1, 0)))]
+    for func, arg, expected in cases:
+        kept = func(a, arg)
+        assert kept.layout is layout and kept.nnz == 4
+        c = func(a, arg, layout=xs.sparse_coo)
+        assert c.layout is xs.sparse_coo and c.is_coalesced()
+        assert to_numpy(c._indices()).tolist() == [[2, 2, 3, 3], [0, 1, 0, 1]]
+        assert_sparse_equal(c, expected)
 
 
 @pytest.mark.parametrize("layout", COMPRESSED_LAYOUTS, ids=str)
@@ -699,6 +777,92 @@ def test_strided_inputs_stay_strided(backend: str, xp: Any) -> None:
     assert xs.permute_dims(d, (0, 1, 2), layout=xs.sparse_coo).layout is xs.sparse_coo
 
 
+@pytest.mark.parametrize("layout", [xs.strided, *SPARSE_LAYOUTS], ids=str)
+@FEW
+@given(data=st.data())
+def test_unstack_diff_broadcast_arrays(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
+    """The compositions equal the backend's functions: ``unstack`` (getitem), ``diff`` (concat, getitem
+    and subtract; fill value ``fill - fill``) and ``broadcast_arrays`` (broadcast_to), layouts kept."""
+    x, dense = draw_array(data, xp, layout)
+    assume(x.ndim > 0)
+    axis = data.draw(st.integers(-x.ndim, x.ndim - 1), label="axis")
+    parts = xs.unstack(x, axis=axis)
+    expected = xp.unstack(dense, axis=axis)
+    assert len(parts) == len(expected)
+    for part, e in zip(parts, expected):
+        # array_api_compat's NumPy unstack gives NumPy scalars for a 1-D array, xsparse 0-d arrays
+        assert_sparse_equal(part, xp.asarray(e))
+        if isinstance(x, xs.SparseArray):
+            assert _same_fill(part.fill_value, x.fill_value)
+    if xp.isdtype(dense.dtype, "numeric"):
+        n = data.draw(st.integers(0, 2), label="n")
+        k = x.shape[axis]
+        pre = dense if data.draw(st.booleans(), label="prepend") else None
+        app = xp.flip(dense, axis=axis) if data.draw(st.booleans(), label="append") and k else None
+        with warnings.catch_warnings():
+            # an inf fill gives inf - inf = nan, as the dense difference does
+            warnings.simplefilter("ignore", RuntimeWarning)
+            r = xs.diff(x, axis=axis, n=n, prepend=pre, append=app)
+            # NumPy reads prepend=None as a value: pass only the arrays given
+            joined = {k: v for k, v in (("prepend", pre), ("append", app)) if v is not None}
+            e = xp.diff(dense, axis=axis, n=n, **joined)
+        assert_sparse_equal(r, e)
+        if isinstance(x, xs.SparseArray) and n:
+            assert xs.layout_of(r) in (layout, xs.sparse_coo)
+    shape = tuple(data.draw(st.sampled_from([s, 1]), label=f"size{d}") for d, s in enumerate(x.shape))
+    other = xp.zeros((2, *shape), dtype=dense.dtype)
+    a, b = xs.broadcast_arrays(x, other)
+    assert xs.layout_of(a) is layout and a.shape == (2, *x.shape) and b.shape == a.shape
+    assert_sparse_equal(a, xp.broadcast_to(dense, (2, *x.shape)))
+
+
+def test_new_shape_functions_keep_fill_values_and_index_dtypes(backend: str, xp: Any, layout: xs.Layout) -> None:
+    d = np.full((2, 4, 4), 5.0)
+    d[0, 1, 2], d[1, 3, 0] = 1.0, 2.0
+    kw = {"blocksize": (2, 2)} if layout.is_blocked else {}
+    a = xs.to_sparse(xp.asarray(d), layout=layout, index_dtype="int32", fill_value=5.0, **kw)
+    for r, e in [
+        (xs.roll(a, 2, axis=2), np.roll(d, 2, axis=2)), (xs.roll(a, (1, 2), axis=(0, 1)), np.roll(d, (1, 2), axis=(0, 1))),
+        (xs.roll(a, 3, axis=(1, 1)), np.roll(d, 6, axis=1)), (xs.tile(a, (1, 2, 1)), np.tile(d, (1, 2, 1))),
+        (xs.repeat(a, 2, axis=1), np.repeat(d, 2, axis=1)), (xs.repeat(a, 2, axis=0), np.repeat(d, 2, axis=0)),
+    ]:  # fmt: skip
+        assert r.layout is layout and r.fill_value == 5.0 and dtype_name(r.index_dtype) == "int32"
+        assert_sparse_equal(r, xp.asarray(e))
+    t = xs.tile(a, (2, 1, 1, 1))
+    assert t.layout is layout and t.shape == (2, 2, 4, 4)
+    assert_sparse_equal(t, xp.asarray(np.tile(d, (2, 1, 1, 1))))
+    assert_sparse_equal(xs.tile(a, (0, 1)), xp.asarray(np.tile(d, (0, 1))))
+    assert xs.diff(a, axis=0).fill_value == 0.0
+    assert xs.roll(a, 1, axis=0, layout=xs.sparse_coo).layout is xs.sparse_coo
+
+
+def test_rewrites_of_the_new_functions(backend: str, xp: Any) -> None:
+    """A BSR result that would split blocks, and the flattened roll of a hybrid compressed array, go
+    through COO with the warning; layout= still converts."""
+    d = np.zeros((4, 4, 2))
+    d[0, 1], d[3, 2] = [1.0, 2.0], [3.0, 0.0]
+    h = xs.to_sparse_csr(xp.asarray(d), dense_dim=1)
+    with pytest.warns(xs.SparseEfficiencyWarning, match=rf"^roll: no direct kernel for layouts \(sparse_csr\) on backend '{backend}'"):
+        r = xs.roll(h, 3)
+    assert r.layout is xs.sparse_coo and r.dense_dim() == 0
+    assert_sparse_equal(r, xp.roll(xp.asarray(d), 3))
+    b = xs.to_sparse_bsr(xp.asarray(d[:, :, 0]), blocksize=(2, 2))
+    with pytest.warns(xs.SparseEfficiencyWarning, match=r"^repeat: no direct kernel"):
+        r = xs.repeat(b, xp.asarray([1, 0, 2, 0]), axis=1)
+    assert r.layout is xs.sparse_coo
+    assert_sparse_equal(r, xp.repeat(xp.asarray(d[:, :, 0]), xp.asarray([1, 0, 2, 0]), axis=1))
+    with pytest.warns(xs.SparseEfficiencyWarning, match=r"^take_along_axis: no direct kernel"):
+        r = xs.take_along_axis(h, xp.asarray([[[0]], [[1]], [[2]], [[3]]]), axis=1, layout=xs.sparse_csr)
+    assert r.layout is xs.sparse_csr
+
+
+def test_broadcast_shapes() -> None:
+    assert xs.broadcast_shapes() == ()
+    assert xs.broadcast_shapes((3,), (2, 1), [1, 1, 1]) == (1, 2, 3)
+    assert xs.broadcast_shapes((0, 1), (1, 4)) == (0, 4)
+    assert xs.broadcast_arrays() == []
+
+
 # -- 8. errors -----------------------------------------------------------------------------------------
 
 
@@ -711,7 +875,7 @@ def _csr() -> Any:
 
 
 ERRORS: list[tuple[str, Callable[[], Any], type[BaseException], str]] = [
-    ("operand", lambda: xs.flip([[1.0]]), TypeError, r"^flip: expected an xsparse array or a backend array, got list\. Create one first"),
+    ("operand", lambda: xs.flip([[1.0]]), TypeError, r"^flip: expected an xsparse array or a backend array, got list \(x=\[\[1\.0\]\]\)\. Wrap Python scalars and lists"),
     ("axis-type", lambda: xs.flip(_coo(), axis=1.0), TypeError, r"^flip: axis must be an integer, got float \(axis=1\.0\)\. Pass an int\.$"),
     ("axis-range", lambda: xs.expand_dims(_coo(), axis=3), IndexError,
      r"^expand_dims: axis is out of range for an array of 2 dimensions \(axis=3, ndim=2\)\. Pass an axis in \[-3, 2\]\.$"),
@@ -764,6 +928,45 @@ ERRORS: list[tuple[str, Callable[[], Any], type[BaseException], str]] = [
     ("stack-shapes", lambda: xs.stack([_coo(), _csr()]), ValueError,
      r"^stack: the arrays must have one shape \(shapes=\[\(2, 3\), \(2, 2\)\]\)\. Make the shapes equal\.$"),
     ("hstack-not-list", lambda: xs.hstack(_coo()), TypeError, r"^hstack: expected a list or tuple of arrays"),
+    ("broadcast-shapes", lambda: xs.broadcast_shapes((2, 3), (4, 3)), ValueError,
+     r"^broadcast_shapes: the shapes \(2, 3\) and \(4, 3\) do not broadcast \(axis=-2, sizes=\[2, 4\]\)\. Make the sizes"),
+    ("broadcast-shapes-type", lambda: xs.broadcast_shapes((2.0,)), TypeError, r"^broadcast_shapes: shape must be a tuple of integers"),
+    ("broadcast-shapes-negative", lambda: xs.broadcast_shapes((-1,)), ValueError,
+     r"^broadcast_shapes: a shape has a negative size \(shape=\(-1,\)\)\. Pass non-negative sizes\.$"),
+    ("broadcast-arrays", lambda: xs.broadcast_arrays(_coo(), _csr()), ValueError, r"^broadcast_shapes: the shapes \(2, 3\) and \(2, 2\) do not broadcast"),
+    ("broadcast-arrays-item", lambda: xs.broadcast_arrays(_coo(), [1]), TypeError, r"^broadcast_arrays: expected an xsparse array or a backend array, got list"),
+    ("roll-shift-type", lambda: xs.roll(_coo(), 1.5, axis=0), TypeError, r"^roll: shift must be an integer \(shift=1\.5\)\. Pass an int\.$"),
+    ("roll-flat-tuple", lambda: xs.roll(_coo(), (1, 2)), TypeError,
+     r"^roll: shift must be one int when axis is None \(shift=\(1, 2\)\)\. Pass an int, or name the axes\.$"),
+    ("roll-lengths", lambda: xs.roll(_coo(), (1, 2), axis=0), ValueError,
+     r"^roll: shift and axis must have one entry per axis \(shift=\(1, 2\), axis=\(0,\)\)\. Pass as many shifts as axes"),
+    ("roll-axis", lambda: xs.roll(_coo(), 1, axis=2), IndexError, r"^roll: axis is out of range for an array of 2 dimensions"),
+    ("tile-type", lambda: xs.tile(_coo(), 2), TypeError, r"^tile: repetitions must be a tuple of integers \(repetitions=2\)\. Pass e\.g\. \(2, 1\)\.$"),
+    ("tile-negative", lambda: xs.tile(_coo(), (1, -1)), ValueError, r"^tile: repetitions must be non-negative \(repetitions=\(1, -1\)\)\. Pass counts >= 0\.$"),
+    ("repeat-negative", lambda: xs.repeat(_coo(), -1, axis=0), ValueError, r"^repeat: repeats must be non-negative \(repeats=-1\)\. Pass a count >= 0\.$"),
+    ("repeat-type", lambda: xs.repeat(_coo(), 1.0, axis=0), TypeError, r"^repeat: repeats must be an integer \(repeats=1\.0\)\. Pass an int\.$"),
+    ("repeat-array-shape", lambda: xs.repeat(_coo(), np.ones((2, 2), dtype=np.int64), axis=0), TypeError,
+     r"^repeat: repeats must be an int or a 1-D integer array \(shape=\(2, 2\), dtype=int64\)\. Pass one count"),
+    ("repeat-array-length", lambda: xs.repeat(_coo(), np.ones(3, dtype=np.int64), axis=0), ValueError,
+     r"^repeat: repeats must hold one count or one per element along the axis \(len\(repeats\)=3, size=2\)\. Pass 2 counts\.$"),
+    ("repeat-array-negative", lambda: xs.repeat(_coo(), np.asarray([1, -2]), axis=0), ValueError,
+     r"^repeat: repeats must be non-negative \(min=-2\)\. Pass counts >= 0\.$"),
+    ("repeat-sparse-shape", lambda: xs.repeat(_coo(), _csr(), axis=0), TypeError,
+     r"^repeat: repeats must be an int or a 1-D integer array \(shape=\(2, 2\), dtype=float64\)\. Pass one count"),
+    ("axis-array", lambda: xs.expand_dims(_coo(), axis=np.asarray([0])), TypeError,
+     r"^expand_dims: axis must be an integer, got ndarray \(axis=array\(\[0\]\)\)\. Pass an int\.$"),
+    ("repeat-one-element-array", lambda: xs.tile(_coo(), (np.asarray([2]), 1)), TypeError,
+     r"^tile: repetitions must be an integer"),
+    ("unstack-axis", lambda: xs.unstack(_coo(), axis=2), IndexError, r"^unstack: axis is out of range for an array of 2 dimensions"),
+    ("diff-0d", lambda: xs.diff(xs.sparse_coo_array(shape=())), ValueError,
+     r"^diff: a 0-d array has no axis to take differences along \(shape=\(\)\)\. Reshape it to one dimension first\.$"),
+    ("diff-bool", lambda: xs.diff(xs.sparse_coo_array([[0]], [True], (2,))), TypeError,
+     r"^diff: the array must have a numeric dtype \(dtype=bool\)\. Compare neighbours with xsparse\.not_equal"),
+    ("diff-n", lambda: xs.diff(_coo(), n=-1), ValueError, r"^diff: n must be non-negative \(n=-1\)\. Pass the number of differences"),
+    ("diff-n-type", lambda: xs.diff(_coo(), n=1.0), TypeError, r"^diff: n must be an integer \(n=1\.0\)\. Pass an int\.$"),
+    ("diff-prepend", lambda: xs.diff(_coo(), axis=0, prepend=np.zeros((1, 2))), ValueError, r"^concat: the shapes must agree except along axis 0"),
+    ("layout-type", lambda: xs.roll(_coo(), 1, axis=0, layout="csr"), TypeError,
+     r"^roll: layout must be an xsparse layout or None \(layout='csr'\)\. Pass e\.g\. xsparse\.sparse_csr"),
 ]
 
 
@@ -771,3 +974,27 @@ ERRORS: list[tuple[str, Callable[[], Any], type[BaseException], str]] = [
 def test_errors(call: Callable[[], Any], error: type[BaseException], match: str) -> None:
     with pytest.raises(error, match=match):
         call()
+
+
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+def test_repeat_reads_sparse_counts_as_counts(xp: Any, layout: xs.Layout, index_dtype: str) -> None:
+    """A sparse ``repeats`` is read as the counts it holds (zeros unspecified), as a strided one would be."""
+    dense = xp.asarray([[1.0, 0.0, 2.0, 0.0], [0.0, 3.0, 0.0, 0.0], [4.0, 0.0, 0.0, 5.0], [0.0, 0.0, 6.0, 0.0]], dtype=xp.float64)
+    x = xs.to_sparse(dense, layout=layout, blocksize=(2, 2) if layout.is_blocked else None)
+    counts = xp.asarray([2, 0, 1, 1], dtype=getattr(xp, index_dtype))
+    for sparse_counts in (xs.to_sparse_coo(counts), xs.sparse_coo_array(xp.zeros((1, 0), dtype=xp.int64), xp.zeros((0,), dtype=counts.dtype), (4,))):
+        expected = xp.repeat(dense, xs.to_dense(sparse_counts), axis=1)
+        assert_sparse_equal(xs.repeat(x, sparse_counts, axis=1, layout=xs.sparse_coo), expected)
+    # a 0-d sparse count is an integer
+    assert_sparse_equal(xs.repeat(x, xs.to_sparse_coo(xp.asarray(2)), axis=0, layout=xs.sparse_coo), xp.repeat(dense, 2, axis=0))
+
+
+@pytest.mark.parametrize("layout", [xs.sparse_coo, xs.sparse_csr, xs.sparse_bsr])
+def test_tile_of_one_entry_gives_contiguous_values(layout: xs.Layout) -> None:
+    # torch keeps the reshape of a broadcast single entry as a zero-stride view
+    import torch
+
+    d = torch.tensor([[True, True], [False, True]])
+    kwargs: dict[str, Any] = {"blocksize": (1, 1)} if layout is xs.sparse_bsr else {}
+    a = xs.to_sparse(d, layout=layout, fill_value=True, **kwargs)
+    assert_sparse_equal(xs.tile(a, (2, 1)), torch.tile(d, (2, 1)))

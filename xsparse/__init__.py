@@ -133,6 +133,7 @@ from ._errors import (
 from ._indexing import (
     astype,
     clone,
+    getitem,
     index_select,
     is_complex,
     is_floating_point,
@@ -144,6 +145,7 @@ from ._indexing import (
     select,
     sparse_mask,
     take,
+    take_along_axis,
     where,
 )
 from ._linalg import (
@@ -171,6 +173,7 @@ from ._reduction import (  # noqa: A004  (the Array API names shadow builtins, a
     argmax,
     argmin,
     count_nonzero,
+    cumulative_prod,
     cumulative_sum,
     log_softmax,
     max,
@@ -183,18 +186,25 @@ from ._reduction import (  # noqa: A004  (the Array API names shadow builtins, a
     var,
 )
 from ._shape import (
+    broadcast_arrays,
+    broadcast_shapes,
     broadcast_to,
     concat,
+    diff,
     dstack,
     expand_dims,
     flip,
     hstack,
     moveaxis,
     permute_dims,
+    repeat,
     reshape,
+    roll,
     squeeze,
     stack,
+    tile,
     unsqueeze,
+    unstack,
     vstack,
 )
 from .backends import (
@@ -221,6 +231,15 @@ from .formats import (
     strided,
 )
 from .formats._semi_structured import SemiStructuredArray
+from . import fft, linalg
+from ._creation import arange, asarray, from_dlpack, linspace, meshgrid, tril, triu
+from ._dtypes import __getattr__, can_cast, e, finfo, iinfo, inf, isdtype, nan, newaxis, pi, result_type
+from ._info import __array_namespace_info__
+from ._searching import searchsorted
+from ._set import isin, unique_all, unique_counts, unique_inverse, unique_values
+from ._sorting import argsort, sort
+
+__array_api_version__ = "2024.12"
 
 __version__ = "0.1.0"
 
@@ -378,6 +397,7 @@ __all__ = [
     "var",
     "count_nonzero",
     "cumulative_sum",
+    "cumulative_prod",
     "softmax",
     "log_softmax",
     # shape manipulation and joining
@@ -388,6 +408,13 @@ __all__ = [
     "unsqueeze",
     "squeeze",
     "broadcast_to",
+    "broadcast_arrays",
+    "broadcast_shapes",
+    "roll",
+    "tile",
+    "repeat",
+    "unstack",
+    "diff",
     "flip",
     "concat",
     "stack",
@@ -396,6 +423,8 @@ __all__ = [
     "dstack",
     # indexing, selection and data types
     "take",
+    "take_along_axis",
+    "getitem",
     "index_select",
     "select",
     "narrow",
@@ -409,6 +438,36 @@ __all__ = [
     "is_nonzero",
     "is_same_size",
     "is_signed",
+    # the rest of the Array API namespace (the dtypes are not listed: ``xs.float64`` etc. are the default
+    # backend's, looked up when read; see docs/namespace.md)
+    "asarray",
+    "arange",
+    "linspace",
+    "meshgrid",
+    "tril",
+    "triu",
+    "from_dlpack",
+    "sort",
+    "argsort",
+    "searchsorted",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
+    "isin",
+    "can_cast",
+    "finfo",
+    "iinfo",
+    "isdtype",
+    "result_type",
+    "e",
+    "pi",
+    "inf",
+    "nan",
+    "newaxis",
+    "linalg",
+    "fft",
+    "__array_namespace_info__",
     # backends
     "Backend",
     "to_backend",

@@ -1,6 +1,8 @@
 """``python -m xsparse``: the backends found here and the table of registered kernels.
 
-Sub-commands grow with the project; with none, the report is printed.
+Sub-commands: ``bench`` (the linear-algebra benchmarks), ``conformance`` (the sparse conformance suite
+on one backend) and ``array-api-tests`` (the Array API test suite on a sparse-by-default namespace); with
+none, the report is printed.
 """
 
 from __future__ import annotations
@@ -104,14 +106,99 @@ def bench(quick: bool) -> int:
     return int(module.main(["--quick"] if quick else []))
 
 
+def conformance(backend: str, max_examples: int, ops: str | None, seed: int | None) -> int:
+    """Run the sparse conformance suite on ``backend``; print progress, the table and the failures.
+
+    Returns 0 when no (operation, layout signature) fails, 1 otherwise, 2 when the suite cannot run.
+    """
+    try:
+        from xsparse.conformance import runner
+    except ImportError as exc:
+        print(
+            f"python -m xsparse conformance: the suite needs Hypothesis ({exc}). Install it with "
+            "`pip install xsparse[conformance]`.",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        selected = None if ops is None else [op.strip() for op in ops.split(",") if op.strip()]
+        unknown = [op for op in selected or [] if op not in xs.dispatch.operations()]
+        runner.load_backend(backend)
+    except (ValueError, ImportError) as exc:
+        print(f"python -m xsparse conformance: {exc}", file=sys.stderr)
+        return 2
+    if unknown:
+        print(
+            f"python -m xsparse conformance: unknown operation(s) (ops={','.join(unknown)}). "
+            f"Pick among: {', '.join(xs.dispatch.operations())}.",
+            file=sys.stderr,
+        )
+        return 2
+
+    def progress(outcome: runner.Outcome) -> None:
+        print(f"  {outcome.status:<12} {outcome.name}", flush=True)
+
+    print(f"xsparse {xs.__version__}: conformance of backend '{backend}' ({max_examples} examples per layout signature)")
+    outcomes = runner.run(backend, max_examples=max_examples, ops=selected, seed_value=seed, progress=progress)
+    print()
+    print("\n".join(runner.format_table(outcomes, backend)))
+    print("\n".join(runner.failures_report(outcomes)))
+    print()
+    print(f"{backend}: {runner.summary(outcomes)}")
+    return 1 if any(o.failed for o in outcomes) else 0
+
+
+ARRAY_API_TESTS = "array-api-tests"
+
+
+def array_api_tests(argv: Sequence[str]) -> int:
+    """Run the Array API test suite (a checkout of data-apis/array-api-tests) on a sparse-by-default namespace.
+
+    ``argv`` is the runner's command line (``--suite PATH --backend NAME [--max-examples N] [-- PYTEST ARGS]``,
+    see ``conformance/README.md``). Returns pytest's exit status, 2 when the suite cannot run.
+    """
+    try:
+        from xsparse.conformance import array_api_tests as suite_runner
+    except ImportError as exc:
+        print(
+            f"python -m xsparse {ARRAY_API_TESTS}: the runner needs pytest and Hypothesis ({exc}). Install them with "
+            "`pip install pytest hypothesis ndindex`.",
+            file=sys.stderr,
+        )
+        return 2
+    return int(suite_runner.main(list(argv), prog=f"python -m xsparse {ARRAY_API_TESTS}"))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == [ARRAY_API_TESTS]:
+        # the runner parses its own options (and passes what follows ``--`` to pytest unchanged)
+        return array_api_tests(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m xsparse", description=__doc__)
-    commands = parser.add_subparsers(dest="command", metavar="{bench}")
+    commands = parser.add_subparsers(dest="command", metavar="{bench,conformance,array-api-tests}")
     bench_parser = commands.add_parser("bench", help="benchmark the sparse linear algebra against SciPy, torch and pydata/sparse")
     bench_parser.add_argument("--quick", action="store_true", help="matrices about ten times smaller")
+    conf = commands.add_parser(
+        "conformance",
+        help="run the sparse conformance suite on a backend",
+        description="Every registered operation and layout signature of the backend on Hypothesis inputs, against "
+        "the backend's dense computation and the generic kernels; prints a table and exits 1 on any failure.",
+    )
+    conf.add_argument("--backend", required=True, help="the backend's registry name (numpy, torch, array_api_strict, a plug-in's)")
+    conf.add_argument("--max-examples", type=int, default=10, help="Hypothesis examples per layout signature (default 10)")
+    conf.add_argument("--ops", default=None, help="comma-separated operations to run (default: all registered)")
+    conf.add_argument("--seed", type=int, default=None, help="a Hypothesis seed (default: derandomized, the same every run)")
+    commands.add_parser(
+        ARRAY_API_TESTS,
+        add_help=False,
+        help="run the Array API test suite on a sparse-by-default namespace (--suite PATH --backend NAME "
+        "[--max-examples N]; see --help of the sub-command)",
+    )
     args = parser.parse_args(argv)
     if args.command == "bench":
         return bench(args.quick)
+    if args.command == "conformance":
+        return conformance(args.backend, args.max_examples, args.ops, args.seed)
     print(f"xsparse {xs.__version__}")
     print("\n".join(backends_report()))
     print()

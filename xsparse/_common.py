@@ -7,15 +7,68 @@ from typing import Any
 import array_api_compat
 
 from ._errors import BackendMismatchError
-from .backends import Backend, backend_of_array, get_backend, get_default_backend
+from .backends import _BUILTIN, Backend, backend_of_array, get_backend, get_default_backend
 from .formats import SparseArray
 
-__all__ = ["backend_of", "resolve_dtype", "scalar_for", "is_strided", "dtype_name"]
+__all__ = ["backend_of", "strided_backend", "known_backend", "namespace_of", "resolve_dtype", "scalar_for", "is_strided", "dtype_name"]
+
+# Which built-in backend owns a strided array depends on nothing but the array's type (array-api-compat
+# decides from the type too, and keeps its own per-type cache), while asking it costs microseconds: more
+# than a SpMV of a small matrix. So the answer is memoised per type, for the built-in backends only (a
+# plug-in or generic backend may be registered or replaced later; those are found afresh every time).
+# This is a memo of a pure function of the type, never of an array's state. The one exception
+# array-api-compat makes, a NumPy array of JAX's float0 dtype (JAX's placeholder for the gradient of an
+# integer array), is treated as a NumPy array once NumPy arrays are in the memo; no kernel handles that
+# dtype, so it fails with the NumPy backend's error instead of JAX's.
+_STRIDED_BACKENDS: dict[type, Backend] = {}
+# A built-in backend's namespace, once loaded (Backend.load imports a module on every call).
+_NAMESPACES: dict[Backend, Any] = {}
+
+
+def _is_builtin(backend: Backend) -> bool:
+    return _BUILTIN.get(backend.name) is backend
 
 
 def is_strided(x: Any) -> bool:
     """Whether ``x`` is an array of some backend (not an xsparse array, not a Python scalar or list)."""
+    if type(x) in _STRIDED_BACKENDS:
+        return True
     return not isinstance(x, (SparseArray, bool, int, float, complex, list, tuple)) and array_api_compat.is_array_api_obj(x)
+
+
+def strided_backend(x: Any) -> Backend | None:
+    """The backend that owns the strided array ``x``, or ``None`` when ``x`` is not a strided array."""
+    found = _STRIDED_BACKENDS.get(type(x))
+    if found is not None:
+        return found
+    if x is None or not is_strided(x):
+        return None
+    found = backend_of_array(x)
+    if _is_builtin(found):
+        _STRIDED_BACKENDS[type(x)] = found
+    return found
+
+
+def known_backend(x: Any) -> Backend | None:
+    """The backend of a sparse array, or of a strided array whose type is memoised; ``None`` otherwise.
+
+    A fast path that never inspects ``x`` further: ``None`` means "not known yet", not "not an array".
+    """
+    found = _STRIDED_BACKENDS.get(type(x))
+    if found is None and isinstance(x, SparseArray):
+        sparse_backend: Backend = x._backend
+        return sparse_backend
+    return found
+
+
+def namespace_of(backend: Backend) -> Any:
+    """``backend.load()``: the backend's namespace, its native kernels imported (memoised for built-ins)."""
+    xp = _NAMESPACES.get(backend)
+    if xp is None:
+        xp = backend.load()
+        if _is_builtin(backend):
+            _NAMESPACES[backend] = xp
+    return xp
 
 
 def backend_of(*objs: Any, op: str, backend: str | Backend | None = None) -> Backend:
@@ -28,10 +81,11 @@ def backend_of(*objs: Any, op: str, backend: str | Backend | None = None) -> Bac
     for obj in objs:
         if isinstance(obj, SparseArray):
             b = obj._backend
-        elif obj is not None and is_strided(obj):
-            b = backend_of_array(obj)
         else:
-            continue
+            found_b = strided_backend(obj)
+            if found_b is None:
+                continue
+            b = found_b
         found.setdefault(b.name, b)
     if backend is not None:
         wanted = get_backend(backend)

@@ -10,6 +10,7 @@ from . import dispatch
 from ._common import backend_of, dtype_name, is_strided, resolve_dtype, scalar_for
 from ._errors import LayoutError
 from .backends import Backend, backend_of_array, get_backend
+from .backends.array_api.conversion import same_fill
 from .formats import (
     COOArray,
     CompressedArray,
@@ -81,9 +82,8 @@ def _target(
         raise LayoutError(f"{op}: the sparse_semi_structured layout has its own conversion (layout={layout}). Call xsparse.to_sparse_semi_structured instead.")
     # fill value: a strided source picks it (default 0); a sparse source keeps its own
     if isinstance(x, SparseArray):
-        # NaN != NaN, yet a NaN fill value is kept by a NaN request
-        same_fill = fill_value == x.fill_value or (fill_value != fill_value and x.fill_value != x.fill_value)
-        if fill_value is not None and not same_fill:
+        # NaN != NaN, yet a NaN fill value is kept by a NaN request; -0.0 == 0.0, yet they are two fill values
+        if fill_value is not None and not same_fill(fill_value, x.fill_value):
             raise ValueError(
                 f"{op}: a conversion keeps the fill value (array fill_value={x.fill_value!r}, requested {fill_value!r}). "
                 "Convert to dense with to_dense() and back with the new fill_value to change it."

@@ -8,6 +8,7 @@ from typing import Any, cast
 import array_api_compat
 
 from . import dispatch
+from .backends.array_api import creation as _generic_creation  # noqa: F401  (registers the generic kernels)
 from ._common import backend_of, dtype_name, is_strided, resolve_dtype, scalar_for
 from ._errors import InvariantError, LayoutError
 from .backends import Backend
@@ -42,6 +43,13 @@ __all__ = [
     "full_like",
     "empty_like",
     "spdiags",
+    "asarray",
+    "arange",
+    "linspace",
+    "meshgrid",
+    "tril",
+    "triu",
+    "from_dlpack",
 ]
 
 
@@ -578,8 +586,10 @@ def eye(
     cols = rows if n_cols is None else int(n_cols)
     if rows < 0 or cols < 0:
         raise ValueError(f"{op}: the number of rows and columns must be non-negative (n_rows={rows}, n_cols={cols}). Pass sizes >= 0.")
+    # A diagonal past the last column or row is empty; clamping it keeps the offset inside int64.
+    k = max(-rows, min(int(k), cols))
     if layout is strided:
-        return xp.eye(rows, cols, k=int(k), dtype=dt, device=device)
+        return xp.eye(rows, cols, k=k, dtype=dt, device=device)
     if not isinstance(layout, Layout) or not (layout is sparse_coo or layout.is_compressed):
         raise LayoutError(
             f"{op}: layout must be strided or one of sparse_coo, sparse_csr, sparse_csc, sparse_bsr, sparse_bsc "
@@ -587,7 +597,7 @@ def eye(
         )
     vdt = dt if dt is not None else _default_float(xp)
     diagonal = xp.ones((1, cols), dtype=vdt, device=device)
-    return spdiags(diagonal, xp.asarray([int(k)], dtype=xp.int64, device=device), (rows, cols), layout, blocksize=blocksize)
+    return spdiags(diagonal, xp.asarray([k], dtype=xp.int64, device=device), (rows, cols), layout, blocksize=blocksize)
 
 
 def spdiags(
@@ -731,3 +741,363 @@ def empty_like(x: Any, /, *, dtype: Any = None, device: Any = None, layout: Layo
     0
     """
     return _like("empty_like", x, 0, dtype, device, layout, blocksize, True)
+
+
+# -- the Array API's other creation functions ----------------------------------------------------------
+
+
+def _to_layout(op: str, x: Any, layout: Layout | None, blocksize: Any, fill_value: Any = None) -> Any:
+    """A strided result in ``layout`` (None or strided: as it is)."""
+    if layout is None or layout is strided:
+        return x
+    if not isinstance(layout, Layout):
+        raise LayoutError(f"{op}: layout must be an xsparse layout (layout={layout!r}). Pass e.g. xsparse.sparse_coo or xsparse.strided.")
+    from ._conversion import to_sparse
+
+    kwargs: dict[str, Any] = {"layout": layout}
+    if blocksize is not None:
+        kwargs["blocksize"] = blocksize
+    if fill_value is not None:
+        kwargs["fill_value"] = fill_value
+    return to_sparse(x, **kwargs)
+
+
+def asarray(
+    obj: Any,
+    /,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    copy: bool | None = None,
+    layout: Layout | None = None,
+    backend: str | Backend | None = None,
+    blocksize: tuple[int, int] | None = None,
+    fill_value: Any = None,
+) -> Any:
+    """An array from ``obj``: an array (strided or sparse), a Python scalar, a nested sequence, or an
+    object with the buffer or DLPack protocol.
+
+    Parameters
+    ----------
+    obj
+        What to convert. A sparse array stays sparse (cast or moved as asked); anything else becomes a
+        strided array of the backend (the one of ``obj``, else ``backend``, else the default backend).
+    dtype, device, copy
+        As in the Array API. ``copy=False`` with a sparse ``obj`` that needs a cast raises (as it does
+        for strided arrays in the standard).
+    layout
+        The result layout; by default ``obj``'s (strided for anything that is not a sparse array).
+        ``xs.strided`` densifies a sparse ``obj`` explicitly.
+    backend
+        The backend for Python scalars and sequences.
+    blocksize, fill_value
+        Passed to :func:`xsparse.to_sparse` when a sparse ``layout`` converts a strided array.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> xs.asarray([[1.0, 0.0], [0.0, 2.0]], layout=xs.sparse_csr).col_indices().tolist()
+    [0, 1]
+    >>> a = xs.sparse_coo_array([[0]], [3], (2,))
+    >>> xs.asarray(a) is a, xs.asarray(a, dtype=xs.float32).dtype
+    (True, dtype('float32'))
+    >>> xs.asarray(a, layout=xs.strided).tolist()
+    [3, 0]
+    """
+    op = "asarray"
+    if isinstance(obj, SparseArray):
+        b = backend_of(obj, op=op, backend=backend)
+        xp = b.load()
+        result: Any = obj
+        needs_cast = dtype is not None and dtype_name(resolve_dtype(xp, dtype)) != dtype_name(obj.dtype)
+        needs_move = device is not None and device != obj.device
+        if copy is False and (needs_cast or needs_move):
+            raise ValueError(
+                f"{op}: copy=False but the array must be {'cast' if needs_cast else 'moved'} (dtype={dtype!r}, device={device!r}). "
+                "Pass copy=None to allow a copy."
+            )
+        if needs_cast or needs_move or copy:
+            from ._indexing import astype
+
+            result = astype(obj, resolve_dtype(xp, dtype) if dtype is not None else obj.dtype, copy=bool(copy) or needs_cast, device=device)
+        if layout is None or layout is obj.layout:
+            return result
+        from ._elementwise import convert_result
+
+        if layout is not strided and layout.is_blocked and blocksize is not None:
+            from ._conversion import to_sparse
+
+            return to_sparse(result, layout=layout, blocksize=blocksize)
+        return convert_result(result, layout, op)
+    if isinstance(obj, (list, tuple)) and any(isinstance(leaf, SparseArray) for leaf in _leaves(obj)):
+        return _to_layout(op, _nested_with_arrays(op, obj, dtype, device, copy, backend), layout, blocksize, fill_value)
+    b = backend_of(obj, op=op, backend=backend)
+    xp = b.load()
+    dt = resolve_dtype(xp, dtype)
+    kwargs: dict[str, Any] = {}
+    if dt is not None:
+        kwargs["dtype"] = dt
+    if device is not None:
+        kwargs["device"] = device
+    if copy is not None:
+        kwargs["copy"] = copy
+    return _to_layout(op, xp.asarray(obj, **kwargs), layout, blocksize, fill_value)
+
+
+def _leaves(obj: Any) -> Any:
+    """The elements of a nested list or tuple that are not lists or tuples themselves."""
+    for item in obj:
+        if isinstance(item, (list, tuple)):
+            yield from _leaves(item)
+        else:
+            yield item
+
+
+def _nested_with_arrays(op: str, obj: list[Any] | tuple[Any, ...], dtype: Any, device: Any, copy: bool | None, backend: str | Backend | None) -> Any:
+    """A nested sequence that holds xsparse arrays (``[[x[0, 0], x[0, 1]], ...]`` of 0-d arrays), as one
+    strided array: each array is read as its dense elements and the levels are stacked.
+
+    The backends' own ``asarray`` would ask each sparse element for ``__array__``, which xsparse refuses
+    (no implicit densification); here the elements are read explicitly, since the sequence asks for
+    every one of them. Without ``dtype``, the result's is the promotion of the arrays' dtypes and the
+    Python scalars' kinds (:func:`xsparse.result_type`).
+    """
+    from ._conversion import to_dense
+    from ._dtypes import result_type
+
+    leaves = list(_leaves(obj))
+    arrays = [leaf for leaf in leaves if isinstance(leaf, SparseArray) or is_strided(leaf)]
+    b = backend_of(*arrays, op=op, backend=backend)
+    xp = b.load()
+    if copy is False:
+        raise ValueError(
+            f"{op}: copy=False but a sequence of arrays is always copied into a new array (len(obj)={len(obj)}). "
+            "Pass copy=None or copy=True."
+        )
+    if dtype is not None:
+        dt = resolve_dtype(xp, dtype)
+    else:
+        scalars = [leaf for leaf in leaves if isinstance(leaf, (bool, int, float, complex))]
+        dt = result_type(*(a.dtype for a in arrays), *scalars)
+    if device is None:
+        device = arrays[0].device
+
+    def build(item: Any) -> Any:
+        if isinstance(item, (list, tuple)):
+            if not item:
+                return xp.asarray([], dtype=dt, device=device)
+            return xp.stack([build(i) for i in item])
+        if isinstance(item, SparseArray) or is_strided(item):
+            dense = to_dense(item)
+            if dense.dtype != dt:
+                dense = xp.astype(dense, dt)
+            return dense if dense.device == device else array_api_compat.to_device(dense, device)
+        return xp.asarray(item, dtype=dt, device=device)
+
+    return build(obj)
+
+
+def arange(
+    start: int | float,
+    /,
+    stop: int | float | None = None,
+    step: int | float = 1,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    layout: Layout = strided,
+    backend: str | Backend | None = None,
+) -> Any:
+    """Evenly spaced values in ``[start, stop)`` (``[0, start)`` without ``stop``), as the Array API's
+    ``arange``; a sparse ``layout`` converts the result (``sparse_coo``: a 1-D array has no compressed layout).
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> xs.arange(4).tolist()
+    [0, 1, 2, 3]
+    >>> r = xs.arange(0, 4, layout=xs.sparse_coo)
+    >>> r.nnz, r.indices().tolist()
+    (3, [[1, 2, 3]])
+    """
+    b = backend_of(op="arange", backend=backend)
+    xp = b.load()
+    kwargs: dict[str, Any] = {"step": step, "dtype": resolve_dtype(xp, dtype), "device": device}
+    if stop is not None:
+        kwargs["stop"] = stop
+    return _to_layout("arange", xp.arange(start, **kwargs), layout, None)
+
+
+def linspace(
+    start: int | float | complex,
+    stop: int | float | complex,
+    /,
+    num: int,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    endpoint: bool = True,
+    layout: Layout = strided,
+    backend: str | Backend | None = None,
+) -> Any:
+    """``num`` evenly spaced values from ``start`` to ``stop`` (the Array API's ``linspace``); a sparse
+    ``layout`` converts the result.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> xs.linspace(0.0, 1.0, 5).tolist()
+    [0.0, 0.25, 0.5, 0.75, 1.0]
+    """
+    b = backend_of(op="linspace", backend=backend)
+    xp = b.load()
+    result = xp.linspace(start, stop, num, dtype=resolve_dtype(xp, dtype), device=device, endpoint=bool(endpoint))
+    return _to_layout("linspace", result, layout, None)
+
+
+def meshgrid(*arrays: Any, indexing: str = "xy") -> list[Any]:
+    """Coordinate matrices from 1-D arrays (the Array API's ``meshgrid``).
+
+    Each output has the layout of its input: a sparse (COO) vector gives a sparse COO grid whose
+    specified elements are the vector's, repeated along the other dimensions.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> x = xs.sparse_coo_array([[1]], [5.0], (3,))
+    >>> gx, gy = xs.meshgrid(x, np.asarray([1.0, 2.0]))
+    >>> gx.layout, gx.to_dense().tolist(), gy.tolist()
+    (xsparse.sparse_coo, [[0.0, 5.0, 0.0], [0.0, 5.0, 0.0]], [[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]])
+    """
+    op = "meshgrid"
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"{op}: indexing must be 'xy' or 'ij' (indexing={indexing!r}). Pass one of them.")
+    for i, a in enumerate(arrays):
+        if not isinstance(a, SparseArray) and not is_strided(a):
+            raise TypeError(f"{op}: arrays[{i}] is not an array ({type(a).__name__}). Pass 1-D arrays.")
+        if a.ndim != 1:
+            raise ValueError(f"{op}: every array must be 1-D (arrays[{i}].shape={tuple(a.shape)}). Flatten it first.")
+    b = backend_of(*arrays, op=op)
+    xp = b.load()
+    if not any(isinstance(a, SparseArray) for a in arrays):
+        return list(xp.meshgrid(*arrays, indexing=indexing))
+    from ._shape import broadcast_to, reshape
+
+    n = len(arrays)
+    where = list(range(n))
+    if indexing == "xy" and n >= 2:
+        where[0], where[1] = 1, 0
+    shape = [0] * n
+    for a, w in zip(arrays, where):
+        shape[w] = int(a.shape[0])
+    out = []
+    for a, w in zip(arrays, where):
+        one = [1] * n
+        one[w] = shape[w]
+        out.append(broadcast_to(reshape(a, tuple(one)), tuple(shape)))
+    return out
+
+
+def _triangle(op: str, x: Any, k: int, layout: Layout | None) -> Any:
+    if not isinstance(x, SparseArray) and not is_strided(x):
+        raise TypeError(f"{op}: x must be an xsparse array or a backend array, got {type(x).__name__}. Pass an array.")
+    if x.ndim < 2:
+        raise ValueError(f"{op}: x must have at least 2 dimensions (x.shape={tuple(x.shape)}). Pass a matrix or a stack of them.")
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise TypeError(f"{op}: k must be an int (k={k!r}). Pass the diagonal's offset as an integer.")
+    b = backend_of(x, op=op)
+    xp = b.load()
+    from ._elementwise import convert_result
+
+    if not isinstance(x, SparseArray):
+        return convert_result((xp.tril if op == "tril" else xp.triu)(x, k=k), layout, op)
+    return convert_result(dispatch.call(op, (x.layout,), b.name, xp, x, k), layout, op)
+
+
+def tril(x: Any, /, *, k: int = 0, layout: Layout | None = None) -> Any:
+    """The lower triangle of the last two dimensions of ``x``: elements above the ``k``-th diagonal are 0.
+
+    A sparse ``x`` keeps its layout (blocksize and index dtype), dropping the elements above the
+    diagonal; it needs fill value 0 (otherwise the zeros and the unspecified elements below the
+    diagonal would differ, and :class:`~xsparse.NoKernelError` says so).
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.asarray([[1.0, 2.0], [3.0, 4.0]], layout=xs.sparse_csr)
+    >>> t = xs.tril(a)
+    >>> t.layout, t.nnz, t.to_dense().tolist()
+    (xsparse.sparse_csr, 3, [[1.0, 0.0], [3.0, 4.0]])
+    """
+    return _triangle("tril", x, k, layout)
+
+
+def triu(x: Any, /, *, k: int = 0, layout: Layout | None = None) -> Any:
+    """The upper triangle of the last two dimensions of ``x``: elements below the ``k``-th diagonal are 0.
+
+    See :func:`tril` for sparse arrays.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.asarray([[1.0, 2.0], [3.0, 4.0]], layout=xs.sparse_coo)
+    >>> xs.triu(a, k=1).to_dense().tolist()
+    [[0.0, 2.0], [0.0, 0.0]]
+    """
+    return _triangle("triu", x, k, layout)
+
+
+def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None, backend: str | Backend | None = None) -> Any:
+    """An array from an object with ``__dlpack__``: a strided array of the backend (default: the default
+    backend); an xsparse array is returned as it is.
+
+    A sparse array has no DLPack representation of its own (its components have one each), so
+    ``from_dlpack`` of an xsparse array does not go through DLPack: it returns the array, a copy with
+    ``copy=True`` (:func:`xsparse.clone`), the array on ``device`` with ``device=`` (its components moved),
+    or the array on ``backend`` when that names another backend (:func:`xsparse.to_backend`, zero-copy
+    through the components' DLPack where the libraries allow). ``copy=False`` with a move raises.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> xs.from_dlpack(np.asarray([1.0, 2.0])).tolist()
+    [1.0, 2.0]
+    >>> a = xs.sparse_coo_array([[0]], [3.0], (2,))
+    >>> xs.from_dlpack(a) is a, xs.from_dlpack(a, copy=True) is a
+    (True, False)
+    """
+    op = "from_dlpack"
+    if isinstance(x, SparseArray):
+        return _sparse_from_dlpack(op, x, device, copy, backend)
+    b = backend_of(op=op, backend=backend)
+    xp = b.load()
+    kwargs: dict[str, Any] = {}
+    if device is not None:
+        kwargs["device"] = device
+    if copy is not None:
+        kwargs["copy"] = copy
+    return xp.from_dlpack(x, **kwargs)
+
+
+def _sparse_from_dlpack(op: str, x: SparseArray, device: Any, copy: bool | None, backend: str | Backend | None) -> Any:
+    from ._conversion import to_backend
+    from ._indexing import clone
+    from .backends import get_backend
+
+    target = x._backend if backend is None else get_backend(backend)
+    moves = target.name != x._backend.name or (device is not None and device != x.device)
+    if copy is False and moves:
+        raise ValueError(
+            f"{op}: copy=False but the array must be moved (device={device!r}, backend={target.name!r}). "
+            "Pass copy=None to allow a copy."
+        )
+    result: Any = x
+    if target.name != x._backend.name:
+        result = to_backend(x, target, device=device)
+    elif device is not None and device != x.device:
+        result = x.to_device(device)
+    if copy and result is x:
+        result = clone(x)
+    return result

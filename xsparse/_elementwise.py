@@ -123,20 +123,21 @@ def convert_result(result: Any, layout: Layout | None, op: str = "convert_result
     return to_sparse(result, layout=layout)
 
 
-def _source(name: str, x: Any) -> tuple[Any, Layout]:
+def operand(op: str, x: Any) -> tuple[Any, Layout]:
+    """The backend and layout of an array operand of ``op``; a TypeError naming the fix for anything else."""
     if isinstance(x, SparseArray):
         return x._backend, x.layout
     if is_strided(x):
         return backend_of_array(x), strided
     raise TypeError(
-        f"{name}: expected an xsparse array or a backend array, got {type(x).__name__} (x={x!r}). Wrap Python "
+        f"{op}: expected an xsparse array or a backend array, got {type(x).__name__} (x={x!r}). Wrap Python "
         "scalars and lists with the backend's asarray first."
     )
 
 
 def apply_unary(name: str, x: Any, layout: Layout | None, **kwargs: Any) -> Any:
     """Dispatch the unary function ``name`` on ``x``'s layout and apply ``layout=``."""
-    backend, source = _source(name, x)
+    backend, source = operand(name, x)
     xp = backend.load()
     return convert_result(dispatch.call(name, (source,), backend.name, xp, x, **kwargs), layout, name)
 
@@ -178,7 +179,8 @@ def _unary(name: str, summary: str, example: str) -> Callable[..., Any]:
 _SCALARS = (bool, int, float, complex)
 
 
-def _operand_kind(name: str, x: Any) -> Any:
+def operand_kind(op: str, x: Any, name: str = "operand") -> Any:
+    """The layout of an operand of ``op`` that may also be a Python scalar (the kind ``"scalar"``)."""
     if isinstance(x, SparseArray):
         return x.layout
     if is_strided(x):
@@ -186,14 +188,14 @@ def _operand_kind(name: str, x: Any) -> Any:
     if isinstance(x, _SCALARS):
         return "scalar"
     raise TypeError(
-        f"{name}: expected an xsparse array, a backend array or a Python scalar, got {type(x).__name__} (operand={x!r}). "
+        f"{op}: expected an xsparse array, a backend array or a Python scalar, got {type(x).__name__} ({name}={x!r}). "
         "Wrap lists with the backend's asarray first."
     )
 
 
 def apply_binary(name: str, x1: Any, x2: Any, layout: Layout | None) -> Any:
     """Dispatch the binary function ``name`` on the operands' layouts and apply ``layout=``."""
-    kinds = (_operand_kind(name, x1), _operand_kind(name, x2))
+    kinds = (operand_kind(name, x1), operand_kind(name, x2))
     if kinds == ("scalar", "scalar"):
         raise TypeError(
             f"{name}: at least one operand must be an array, got two Python scalars (x1={x1!r}, x2={x2!r}). Wrap one "
@@ -268,7 +270,7 @@ def clip(x: Any, /, min: Any = None, max: Any = None, *, layout: Layout | None =
     """
     if (min is None or isinstance(min, _SCALARS)) and (max is None or isinstance(max, _SCALARS)):
         return apply_unary("clip", x, layout, min=min, max=max)
-    _source("clip", x)
+    operand("clip", x)
     out = x if min is None else maximum(x, min)
     out = out if max is None else minimum(out, max)
     return convert_result(out, layout, "clip")

@@ -15,7 +15,7 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Union
 
-__all__ = ["Int", "Slice", "NewAxis", "Item", "parse_key", "result_shape", "normalize_index"]
+__all__ = ["Int", "Slice", "NewAxis", "Item", "parse_key", "result_shape", "normalize_index", "is_array_index", "is_bool_dtype"]
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,11 @@ class Int:
 
     dim: int
     index: int
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """The sizes of the result dimensions this item makes: none."""
+        return ()
 
 
 @dataclass(frozen=True)
@@ -44,10 +49,20 @@ class Slice:
         """Whether the slice keeps a dimension of ``size`` unchanged."""
         return self.step == 1 and self.start == 0 and self.length == size
 
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """The sizes of the result dimensions this item makes: its length."""
+        return (self.length,)
+
 
 @dataclass(frozen=True)
 class NewAxis:
     """Insert a dimension of size 1 (``None`` in a key)."""
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """The sizes of the result dimensions this item makes: one of size 1."""
+        return (1,)
 
 
 Item = Union[Int, Slice, NewAxis]
@@ -64,16 +79,36 @@ def normalize_index(op: str, index: Any, size: int, dim: int) -> int:
     return i + size if i < 0 else i
 
 
+def is_bool_dtype(dtype: Any) -> bool:
+    """Whether ``dtype`` (of any backend) is the boolean dtype."""
+    return "bool" in str(dtype)
+
+
+def is_array_index(index: Any) -> bool:
+    """Whether a key part is an array index (integer array indexing or a boolean mask), not an integer.
+
+    Arrays (strided or sparse) of one or more dimensions, and boolean arrays of any; a 0-d integer array
+    is an integer (the standard makes ``A[i]`` and ``A[asarray(i)]`` equivalent). This test comes before
+    any integer test: a one-element array also converts with ``__index__``.
+    """
+    if isinstance(index, (bool, int, slice, list, tuple)) or index is None or index is Ellipsis:
+        return False
+    shape = getattr(index, "shape", None)
+    if shape is None or not hasattr(index, "dtype"):
+        return False
+    return len(tuple(shape)) > 0 or is_bool_dtype(index.dtype)
+
+
 def _as_int(op: str, index: Any) -> int:
-    if isinstance(index, bool) or "bool" in str(getattr(index, "dtype", "")):
+    if isinstance(index, bool) or is_bool_dtype(getattr(index, "dtype", "")):
         raise TypeError(
             f"{op}: a boolean index is not supported (index={index!r}). Use an integer, a slice, None or Ellipsis, "
-            "or select with a mask through xsparse.where."
+            "or a boolean array as the sole index of x[...] (a mask)."
         )
-    if getattr(index, "ndim", 0) not in (0, None):
+    if is_array_index(index):
         raise TypeError(
-            f"{op}: an array index is not supported (shape={tuple(index.shape)}). Index with integers, slices, None and "
-            "Ellipsis, or gather along one axis with xsparse.take(x, indices, axis=...)."
+            f"{op}: an array index is not supported here (shape={tuple(index.shape)}). Pass an integer, or gather along one "
+            "axis with xsparse.take(x, indices, axis=...)."
         )
     try:
         return operator.index(index)
@@ -137,10 +172,4 @@ def parse_key(op: str, shape: tuple[int, ...], key: Any) -> tuple[Item, ...]:
 
 def result_shape(shape: tuple[int, ...], items: tuple[Item, ...]) -> tuple[int, ...]:
     """The shape of ``x[key]`` for an array of ``shape`` and the resolved ``items``."""
-    out: list[int] = []
-    for it in items:
-        if isinstance(it, Slice):
-            out.append(it.length)
-        elif isinstance(it, NewAxis):
-            out.append(1)
-    return tuple(out)
+    return tuple(n for it in items for n in it.sizes)

@@ -18,15 +18,17 @@ import array_api_compat
 from . import dispatch
 from ._common import backend_of, dtype_name, is_strided, resolve_dtype
 from ._conversion import layout_of, to_dense
-from ._elementwise import convert_result
+from ._elementwise import convert_result, operand_kind
 from ._errors import DensificationError, LayoutError
-from ._index_key import normalize_index, parse_key
+from ._index_key import is_array_index, is_bool_dtype, normalize_index, parse_key
 from .backends.array_api import indexing as _generic_indexing  # noqa: F401  (registers the kernels)
-from .formats import Layout, SparseArray, strided
+from .backends.array_api.elementwise import broadcast_shapes
+from .formats import CompressedArray, Layout, SparseArray, sparse_coo, strided
 
 __all__ = [
     "getitem",
     "take",
+    "take_along_axis",
     "index_select",
     "select",
     "narrow",
@@ -73,15 +75,22 @@ def _axis(op: str, axis: Any, ndim: int, name: str = "axis") -> int:
 
 
 def getitem(x: Any, key: Any, /, *, layout: Layout | None = None) -> Any:
-    """``x[key]``: integers, slices of any step (negative too), ``None`` and ``Ellipsis``, on every dimension.
+    """``x[key]``: integers, slices of any step (negative too), ``None`` and ``Ellipsis`` on every dimension;
+    integer arrays; a boolean mask.
 
     Parameters
     ----------
     x
         An xsparse array or a backend array.
     key
-        An integer, a slice, ``None``, ``Ellipsis``, or a tuple of them. Array and list indices are not
-        supported (use :func:`take`).
+        An integer, a slice, ``None``, ``Ellipsis``, or a tuple of them (multi-axis indexing). Or a tuple of
+        integers and integer arrays, one per leading dimension (the standard's integer array indexing:
+        they broadcast together, and ``x[i, j]`` gathers ``x[i[k], j[k]]`` for every position ``k`` of the
+        broadcast shape; the dimensions after them are kept). Or a boolean array as the sole index (a
+        mask over the leading dimensions, each of the mask's sizes equal to ``x``'s or 0; the selected
+        elements in row-major order replace those dimensions). Index arrays may be strided or sparse: a
+        sparse one is read as the positions it holds (densified, as an index operand is consumed whole).
+        Lists are not valid indices (use :func:`take`).
     layout
         The layout of the result (default: see below).
 
@@ -92,9 +101,13 @@ def getitem(x: Any, key: Any, /, *, layout: Layout | None = None) -> Any:
         compressed array keeps its layout when both sparse dimensions are kept (sliced or not; for BSR and
         BSC the sliced sizes must be whole blocks), and becomes COO when one of them is selected by an
         integer or split by ``None``. A full integer index gives a 0-d COO array with ``sparse_dim`` 0.
+        Integer arrays and masks gather with :func:`take` along the leading dimensions merged into one
+        (O(nnz log n + size of the result) for ``n`` positions): a compressed array keeps its layout
+        when they index only batch dimensions, and gives COO when they reach a sparse one.
 
     Examples
     --------
+    >>> import numpy as np
     >>> import xsparse as xs
     >>> s = xs.sparse_coo_array([[0, 1, 1], [2, 0, 2]], [3, 4, 5], (2, 3))
     >>> s[1].to_dense().tolist()
@@ -108,11 +121,129 @@ def getitem(x: Any, key: Any, /, *, layout: Layout | None = None) -> Any:
     >>> csr = s.to_sparse_csr()
     >>> csr[::-1, 1:].layout, csr[0].layout
     (xsparse.sparse_csr, xsparse.sparse_coo)
+    >>> s[np.asarray([1, 0, 1]), np.asarray([2])].to_dense().tolist()
+    [5, 3, 5]
+    >>> s[np.asarray([[True, False, True], [False, False, True]])].to_dense().tolist()
+    [0, 3, 5]
     """
     op = "getitem"
     backend, xp = _array(op, x)
+    parts = key if isinstance(key, tuple) else (key,)
+    if any(is_array_index(p) for p in parts):
+        return convert_result(_getitem_arrays(op, xp, x, parts), layout, op)
     items = parse_key(op, tuple(x.shape), key)
-    return convert_result(dispatch.call(op, (layout_of(x),), backend.name, xp, x, items), layout)
+    return convert_result(dispatch.call(op, (layout_of(x),), backend.name, xp, x, items), layout, op)
+
+
+def _positions(op: str, x: Any, index: Any) -> Any:
+    """An index array (strided or sparse) of ``x``'s backend as a strided array; sparse ones are densified,
+    since an index array is consumed as the positions it holds, not as a sparse operand."""
+    backend_of(x, index, op=op)
+    return to_dense(index) if isinstance(index, SparseArray) else index
+
+
+def _getitem_arrays(op: str, xp: Any, x: Any, parts: tuple[Any, ...]) -> Any:
+    """``x[parts]`` where a part is an array: a boolean mask (the sole index) or integers and integer arrays."""
+    masks = [p for p in parts if is_array_index(p) and is_bool_dtype(p.dtype)]
+    if masks:
+        if len(parts) != 1:
+            raise IndexError(
+                f"{op}: a boolean array must be the sole index (key has {len(parts)} parts, mask.shape={tuple(masks[0].shape)}). "
+                "Index the other dimensions in a second step, or expand dimensions with xsparse.expand_dims."
+            )
+        return _getitem_mask(op, xp, x, parts[0])
+    if parts[-1] is Ellipsis:
+        parts = parts[:-1]  # the kept trailing dimensions, which they are anyway
+    if len(parts) > x.ndim:
+        raise IndexError(
+            f"{op}: too many indices for an array of {x.ndim} dimensions (indices={len(parts)}, shape={tuple(x.shape)}). "
+            "Give at most one index per dimension."
+        )
+    columns: list[Any] = []
+    for d, p in enumerate(parts):
+        size = x.shape[d]
+        if not is_array_index(p):
+            if isinstance(p, slice) or p is None or p is Ellipsis:
+                raise IndexError(
+                    f"{op}: integer arrays combine only with integers in one key (key part {d}={p!r}). Index with the "
+                    "arrays first and apply slices, None or Ellipsis to the result."
+                )
+            columns.append(xp.asarray(normalize_index(op, p, size, d), dtype=xp.int64, device=_device_of(x)))
+            continue
+        ind = _positions(op, x, p)
+        if not xp.isdtype(ind.dtype, "integral"):
+            raise IndexError(
+                f"{op}: an index array must have an integer or boolean dtype (dtype={dtype_name(ind.dtype)}, dim={d}). "
+                "Cast it with xsparse.astype(index, 'int64')."
+            )
+        columns.append(_in_bounds(op, xp, xp.astype(ind, xp.int64), size, d))
+    try:
+        shape = broadcast_shapes(op, *(tuple(c.shape) for c in columns))
+    except ValueError:
+        raise IndexError(
+            f"{op}: the index arrays do not broadcast together (shapes={[tuple(c.shape) for c in columns]}). Pass arrays "
+            "of broadcast-compatible shapes."
+        ) from None
+    flat = [xp.reshape(xp.broadcast_to(c, shape), (-1,)) for c in columns]
+    return _gather_points(x, flat, shape)
+
+
+def _getitem_mask(op: str, xp: Any, x: Any, mask: Any) -> Any:
+    """``x[mask]``: the mask's true positions (in row-major order) gathered from the leading dimensions."""
+    from ._shape import expand_dims
+
+    mshape, shape = tuple(mask.shape), tuple(x.shape)
+    if len(mshape) > len(shape) or any(m not in (s, 0) for m, s in zip(mshape, shape)):
+        raise IndexError(
+            f"{op}: the boolean mask does not fit the leading dimensions of the array (mask.shape={mshape}, shape={shape}). "
+            "Pass a mask whose sizes equal the array's first ones (or are 0)."
+        )
+    backend_of(x, mask, op=op)
+    if not mshape:
+        # a 0-d mask adds a leading dimension of size 1 (true) or 0 (false)
+        keep = 1 if bool(mask) else 0
+        return getitem(expand_dims(x, axis=0), slice(0, keep))
+    if math.prod(mshape) == 0:
+        empty = xp.zeros((0,), dtype=xp.int64, device=_device_of(x))
+        return _gather_points(x, [empty] * len(mshape), (0,))
+    if isinstance(mask, SparseArray) and not mask.fill_value:
+        coords = nonzero(mask)  # only the specified elements can be true
+    else:
+        coords = tuple(xp.nonzero(_positions(op, x, mask)))
+    return _gather_points(x, [xp.astype(c, xp.int64) for c in coords], (int(coords[0].shape[0]),))
+
+
+def _device_of(x: Any) -> Any:
+    return x.device if isinstance(x, SparseArray) else array_api_compat.device(x)
+
+
+def _gather_points(x: Any, positions: list[Any], shape: tuple[int, ...]) -> Any:
+    """The sub-arrays of ``x`` at ``positions`` (k 1-D int64 arrays, in bounds, over its first k dimensions),
+    with the leading result dimensions ``shape``: :func:`take` along the first k dimensions merged into one.
+
+    A compressed array whose batch dimensions hold the positions keeps its layout; one indexed on a sparse
+    dimension is converted to COO first (as an integer index makes it).
+    """
+    from ._conversion import to_sparse
+    from ._shape import reshape
+
+    k = len(positions)
+    lead, rest = tuple(x.shape[:k]), tuple(x.shape[k:])
+    if isinstance(x, CompressedArray) and k > x.batch_dim():
+        x = to_sparse(x, layout=sparse_coo)
+    if k > 1:
+        xp = backend_of(x, op="getitem").load()
+        stride, lin = 1, None
+        for d in range(k - 1, -1, -1):
+            term = positions[d] * stride
+            lin = term if lin is None else lin + term
+            stride *= lead[d]
+        x = reshape(x, (math.prod(lead), *rest))
+        index = lin
+    else:
+        index = positions[0]
+    out = take(x, index, axis=0)
+    return out if shape == tuple(out.shape[:1]) else reshape(out, (*shape, *rest))
 
 
 def select(x: Any, dim: int, index: int, /, *, layout: Layout | None = None) -> Any:
@@ -165,7 +296,8 @@ def take(x: Any, indices: Any, /, *, axis: int | None = None, layout: Layout | N
         An xsparse array or a backend array.
     indices
         A 1-D integer array (or list) of indices into dimension ``axis``; negative ones count from the end;
-        repeats are allowed.
+        repeats are allowed. A sparse array is read as the positions it holds (densified: an index
+        array is consumed whole, it is not a sparse operand).
     axis
         The dimension; required unless ``x`` is 1-D.
     layout
@@ -189,32 +321,92 @@ def take(x: Any, indices: Any, /, *, axis: int | None = None, layout: Layout | N
         axis = 0
     ax = _axis(op, axis, x.ndim)
     ind = _index_array(op, xp, indices, x.shape[ax], ax, x)
-    return convert_result(dispatch.call(op, (layout_of(x),), backend.name, xp, x, ind, ax), layout)
+    return convert_result(dispatch.call(op, (layout_of(x),), backend.name, xp, x, ind, ax), layout, op)
+
+
+def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1, layout: Layout | None = None) -> Any:
+    """The elements of ``x`` at ``indices`` along ``axis``, position by position (the Array API's ``take_along_axis``).
+
+    Parameters
+    ----------
+    x
+        An xsparse array or a backend array, with at least one dimension.
+    indices
+        An integer array of ``x``'s number of dimensions, broadcasting with ``x`` along every other
+        axis; negative indices count from the end. A sparse array is read as the positions it holds
+        (densified: an index array is consumed whole, it is not a sparse operand).
+    axis
+        The dimension the indices index.
+    layout
+        The layout of the result (default: ``x``'s where it can hold the result, see below).
+
+    Returns
+    -------
+    array
+        The result has the broadcast shape with ``indices``' size along ``axis``. A sparse ``x`` gives a
+        sparse result with ``x``'s fill value whose specified elements are those read from specified ones
+        (each result position is looked up: O(size of ``indices`` broadcast * log nnz), never the size of
+        ``x``). A COO result has no dense dimensions (``x``'s are regrouped); a compressed array keeps its
+        layout unless it has dense dimensions or a BSR/BSC result would split blocks, where the result
+        goes through COO and warns.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> s = xs.sparse_csr_array([0, 2, 3], [0, 2, 1], [1, 2, 3], (2, 3))
+    >>> r = xs.take_along_axis(s, np.asarray([[2, 2], [0, 1]]), axis=1)
+    >>> r.layout, r.to_dense().tolist()
+    (xsparse.sparse_csr, [[2, 2], [0, 3]])
+    """
+    op = "take_along_axis"
+    backend, xp = _array(op, x)
+    if isinstance(indices, SparseArray):
+        indices = _positions(op, x, indices)
+    if not is_strided(indices):
+        raise TypeError(f"{op}: indices must be a backend integer array, got {type(indices).__name__}. Create it with the backend's asarray.")
+    backend = backend_of(x, indices, op=op)
+    if x.ndim == 0 or indices.ndim != x.ndim or not xp.isdtype(indices.dtype, "integral"):
+        raise ValueError(
+            f"{op}: indices must be an integer array with as many dimensions as x (x.ndim={x.ndim}, indices.ndim={indices.ndim}, "
+            f"dtype={dtype_name(indices.dtype)}), and x at least one. Add axes of size 1 to indices with expand_dims."
+        )
+    ax = _axis(op, axis, x.ndim)
+    shape, ishape = tuple(x.shape), tuple(indices.shape)
+    if any(d != ax and 1 not in (s, k) and s != k for d, (s, k) in enumerate(zip(shape, ishape))):
+        raise ValueError(
+            f"{op}: the shapes of x and indices do not broadcast outside axis {ax} (shape={shape}, indices.shape={ishape}). "
+            "Make every other size equal, or 1."
+        )
+    ind = _in_bounds(op, xp, xp.astype(indices, xp.int64), shape[ax], ax)
+    return convert_result(dispatch.call(op, (layout_of(x),), backend.name, xp, x, ind, ax), layout, op)
 
 
 def _index_array(op: str, xp: Any, indices: Any, size: int, axis: int, x: Any) -> Any:
     """``indices`` as a 1-D int64 array of the backend, negative ones wrapped; IndexError when out of bounds."""
     if isinstance(indices, SparseArray):
-        raise LayoutError(f"{op}: indices must be a strided array, got a {indices.layout} array. Pass xsparse.to_dense(indices).")
-    device = x.device if isinstance(x, SparseArray) else array_api_compat.device(x)
-    ind = indices if is_strided(indices) else xp.asarray(indices, device=device)
+        indices = _positions(op, x, indices)
+    ind = indices if is_strided(indices) else xp.asarray(indices, device=_device_of(x))
     if ind.ndim != 1 or not (xp.isdtype(ind.dtype, "integral") or ind.shape[0] == 0):
         raise TypeError(
             f"{op}: indices must be a 1-D integer array (shape={tuple(ind.shape)}, dtype={dtype_name(ind.dtype)}). Pass a "
             "1-D array or list of integers."
         )
-    ind = xp.astype(ind, xp.int64)
-    if ind.shape[0]:
-        lo, hi = int(xp.min(ind)), int(xp.max(ind))
-        if lo < -size or hi >= size:
-            bad = lo if lo < -size else hi
-            raise IndexError(
-                f"{op}: index {bad} is out of bounds for axis {axis} of size {size} (index={bad}, axis={axis}, size={size}). "
-                f"Use indices in [{-size}, {size})."
-            )
-        if lo < 0:
-            ind = xp.where(ind < 0, ind + size, ind)
-    return ind
+    return _in_bounds(op, xp, xp.astype(ind, xp.int64), size, axis)
+
+
+def _in_bounds(op: str, xp: Any, ind: Any, size: int, axis: int) -> Any:
+    """The int64 indices ``ind`` into an axis of ``size``, negative ones wrapped; IndexError when out of bounds."""
+    if not math.prod(tuple(ind.shape)):
+        return ind
+    lo, hi = int(xp.min(ind)), int(xp.max(ind))
+    if lo < -size or hi >= size:
+        bad = lo if lo < -size else hi
+        raise IndexError(
+            f"{op}: index {bad} is out of bounds for axis {axis} of size {size} (index={bad}, axis={axis}, size={size}). "
+            f"Use indices in [{-size}, {size})."
+        )
+    return xp.where(ind < 0, ind + size, ind) if lo < 0 else ind
 
 
 def index_select(x: Any, dim: int, index: Any, /, *, layout: Layout | None = None) -> Any:
@@ -269,20 +461,10 @@ def sparse_mask(x: Any, mask: SparseArray, /, *, layout: Layout | None = None) -
         raise ValueError(f"{op}: x and mask must have the same shape (x.shape={tuple(x.shape)}, mask.shape={mask.shape}). Pass arrays of one shape.")
     backend = backend_of(x, mask, op=op)
     xp = backend.load()
-    return convert_result(dispatch.call(op, (layout_of(x), mask.layout), backend.name, xp, x, mask), layout)
+    return convert_result(dispatch.call(op, (layout_of(x), mask.layout), backend.name, xp, x, mask), layout, op)
 
 
 # -- where --------------------------------------------------------------------------------------
-
-
-def _operand_kind(op: str, v: Any, name: str) -> Any:
-    if isinstance(v, SparseArray):
-        return v.layout
-    if is_strided(v):
-        return strided
-    if isinstance(v, _SCALARS):
-        return "scalar"
-    raise TypeError(f"{op}: {name} must be an array or a Python scalar, got {type(v).__name__}. Wrap lists with the backend's asarray.")
 
 
 def _scalar_fits(xp: Any, value: Any, dtype: Any) -> bool:
@@ -335,7 +517,7 @@ def where(condition: Any, x1: Any, x2: Any, /, *, layout: Layout | None = None) 
     (xsparse.sparse_coo, -1.0, [9.0, 5.0, 6.0, -1.0])
     """
     op = "where"
-    kinds = (_operand_kind(op, condition, "condition"), _operand_kind(op, x1, "x1"), _operand_kind(op, x2, "x2"))
+    kinds = (operand_kind(op, condition, "condition"), operand_kind(op, x1, "x1"), operand_kind(op, x2, "x2"))
     if kinds[0] == "scalar":
         raise TypeError(f"{op}: condition must be an array, got {type(condition).__name__}. Pass a boolean array.")
     backend = backend_of(condition, x1, x2, op=op)
@@ -347,7 +529,7 @@ def where(condition: Any, x1: Any, x2: Any, /, *, layout: Layout | None = None) 
         )
     _check_scalar(op, xp, x1, x2, "x1")
     _check_scalar(op, xp, x2, x1, "x2")
-    return convert_result(dispatch.call(op, kinds, backend.name, xp, condition, x1, x2), layout)
+    return convert_result(dispatch.call(op, kinds, backend.name, xp, condition, x1, x2), layout, op)
 
 
 # -- nonzero -------------------------------------------------------------------------------------------
@@ -426,13 +608,13 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None, layo
                 "Convert with to_dense() and back with a finite fill value first."
             )
     if not copy and dtype_name(dt) == dtype_name(src) and device is None:
-        return convert_result(x, layout)
+        return convert_result(x, layout, op)
     out = dispatch.call(op, (layout_of(x),), backend.name, xp, x, dt, copy)
     if device is not None:
         from ._conversion import to_backend
 
         out = to_backend(out, backend, device=device)
-    return convert_result(out, layout)
+    return convert_result(out, layout, op)
 
 
 def clone(x: Any, /, *, layout: Layout | None = None) -> Any:
@@ -448,7 +630,7 @@ def clone(x: Any, /, *, layout: Layout | None = None) -> Any:
     """
     op = "clone"
     backend, xp = _array(op, x)
-    return convert_result(dispatch.call(op, (layout_of(x),), backend.name, xp, x), layout)
+    return convert_result(dispatch.call(op, (layout_of(x),), backend.name, xp, x), layout, op)
 
 
 # -- predicates ------------------------------------------------------------------------------------------

@@ -12,15 +12,16 @@ sparse @ sparse has the left operand's layout. ``layout=`` converts the result.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from . import dispatch
-from ._common import backend_of, is_strided
+from ._common import _STRIDED_BACKENDS, backend_of, is_strided, known_backend, namespace_of
 from ._conversion import layout_of, matrix_transpose
 from ._elementwise import convert_result
 from .backends import Backend
-from .backends.array_api import linalg as _generic_linalg  # noqa: F401  (registers the generic kernels)
+from .backends.array_api import linalg as _generic  # registers the generic kernels
+from .backends.array_api.linalg import LobpcgState
 from .formats import Layout, SparseArray, strided
 
 __all__ = [
@@ -57,12 +58,24 @@ def _check_operand(op: str, name: str, x: Any) -> None:
 
 def _prepare(op: str, **operands: Any) -> tuple[Backend, Any]:
     """Check the operands (arrays of one backend, numeric) and return the backend and its namespace."""
+    # The common case first, at a fraction of the cost (a small SpMV is a few microseconds): every
+    # operand a sparse array or a strided array of a type already seen, all of one backend. Anything
+    # else takes the full checks, which give the same answers and raise the errors.
+    backend = None
+    for x in operands.values():
+        found = known_backend(x)
+        if found is None or (backend is not None and found is not backend):
+            backend = None
+            break
+        backend = found
+    if backend is None:
+        for name, x in operands.items():
+            _check_operand(op, name, x)
+        backend = backend_of(*operands.values(), op=op)
+    xp = namespace_of(backend)
     for name, x in operands.items():
-        _check_operand(op, name, x)
-    backend = backend_of(*operands.values(), op=op)
-    xp = backend.load()
-    for name, x in operands.items():
-        if xp.isdtype(x.dtype, "bool"):
+        # ``dtype == xp.bool`` is the Array API's boolean test, and a tenth of xp.isdtype's cost
+        if x.dtype == xp.bool:
             raise TypeError(
                 f"{op}: {name} has a boolean dtype ({name}.dtype=bool); products are defined for numeric dtypes. "
                 "Convert it to an integer or floating dtype first."
@@ -70,8 +83,30 @@ def _prepare(op: str, **operands: Any) -> tuple[Backend, Any]:
     return backend, xp
 
 
+def _prepare_pair(op: str, names: tuple[str, str], x1: Any, x2: Any) -> tuple[Backend, Any]:
+    """:func:`_prepare` for two operands, without its loops where both are known and of one backend."""
+    backend = known_backend(x1)
+    if backend is not None and known_backend(x2) is backend:
+        xp = namespace_of(backend)
+        if x1.dtype != xp.bool and x2.dtype != xp.bool:
+            return backend, xp
+    return _prepare(op, **{names[0]: x1, names[1]: x2})  # the full checks, and their errors
+
+
 def _shape(x: Any) -> tuple[int, ...]:
-    return tuple(int(s) for s in x.shape)
+    return x._shape if isinstance(x, SparseArray) else tuple(map(int, x.shape))
+
+
+def _layout_shape(x: Any) -> tuple[Layout, tuple[int, ...]]:
+    """The layout and shape of an operand that :func:`_prepare` accepted."""
+    if type(x) in _STRIDED_BACKENDS:
+        shape = x.shape
+        # a built-in backend's plain-tuple shape (NumPy's, CuPy's) holds Python ints already; any other
+        # (torch.Size) is converted, as everywhere else
+        return strided, shape if type(shape) is tuple else tuple(map(int, shape))
+    if isinstance(x, SparseArray):
+        return x._layout, x._shape
+    return strided, tuple(map(int, x.shape))
 
 
 def _broadcast(op: str, what: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -107,7 +142,7 @@ def _matmul_shape(op: str, s1: tuple[int, ...], s2: tuple[int, ...], names: tupl
             f"{op}: the contracted dimensions differ ({n1}.shape={s1}, {n2}.shape={s2}: {k1} != {k2}). Give {n1}'s last "
             f"dimension the size of {n2}'s {'only' if len(s2) == 1 else 'second-to-last'} one, or transpose an operand."
         )
-    batch = _broadcast(op, "batch dimensions", s1[:-2], s2[:-2])
+    batch = _broadcast(op, "batch dimensions", s1[:-2], s2[:-2]) if len(s1) > 2 or len(s2) > 2 else ()
     return batch + s1[-2:-1] + s2[-1:] if len(s2) > 1 else batch + s1[-2:-1]
 
 
@@ -181,9 +216,11 @@ def matmul(x1: Any, x2: Any, /, *, layout: Layout | None = None) -> Any:
     xsparse.sparse_coo
     """
     op = "matmul"
-    backend, xp = _prepare(op, x1=x1, x2=x2)
-    _matmul_shape(op, _shape(x1), _shape(x2))
-    return convert_result(_call(op, (layout_of(x1), layout_of(x2)), backend, xp, x1, x2), layout)
+    backend, xp = _prepare_pair(op, ("x1", "x2"), x1, x2)
+    (l1, s1), (l2, s2) = _layout_shape(x1), _layout_shape(x2)
+    _matmul_shape(op, s1, s2)
+    result = dispatch.call(op, (l1, l2), backend.name, xp, x1, x2)
+    return result if layout is None else convert_result(result, layout, op)
 
 
 def _reduce_product(op: str, backend: Backend, xp: Any, a: Any, b: Any, reduce: str, layout: Layout | None) -> Any:
@@ -194,7 +231,7 @@ def _reduce_product(op: str, backend: Backend, xp: Any, a: Any, b: Any, reduce: 
             f"{op}: reduce= needs a sparse first and a strided second operand (layouts=({layout_of(a)}, {layout_of(b)})). "
             "Convert the operands, e.g. with xsparse.to_sparse_csr(mat1) and xsparse.to_dense(mat2)."
         )
-    return convert_result(_call("matmul_reduce", (a.layout, strided), backend, xp, a, b, reduce), layout)
+    return convert_result(_call("matmul_reduce", (a.layout, strided), backend, xp, a, b, reduce), layout, op)
 
 
 def mm(mat1: Any, mat2: Any, /, *, reduce: str | None = None, layout: Layout | None = None) -> Any:
@@ -235,7 +272,7 @@ def mm(mat1: Any, mat2: Any, /, *, reduce: str | None = None, layout: Layout | N
     _matmul_shape(op, _shape(mat1), _shape(mat2), ("mat1", "mat2"))
     if reduce is not None:
         return _reduce_product(op, backend, xp, mat1, mat2, reduce, layout)
-    return convert_result(_call("matmul", (layout_of(mat1), layout_of(mat2)), backend, xp, mat1, mat2), layout)
+    return convert_result(_call("matmul", (layout_of(mat1), layout_of(mat2)), backend, xp, mat1, mat2), layout, op)
 
 
 def mv(mat: Any, vec: Any, /, *, layout: Layout | None = None) -> Any:
@@ -253,7 +290,7 @@ def mv(mat: Any, vec: Any, /, *, layout: Layout | None = None) -> Any:
     backend, xp = _prepare(op, mat=mat, vec=vec)
     _check_ndim(op, mat=(mat, 2), vec=(vec, 1))
     _matmul_shape(op, _shape(mat), _shape(vec), ("mat", "vec"))
-    return convert_result(_call("matmul", (layout_of(mat), layout_of(vec)), backend, xp, mat, vec), layout)
+    return convert_result(_call("matmul", (layout_of(mat), layout_of(vec)), backend, xp, mat, vec), layout, op)
 
 
 def bmm(input: Any, mat2: Any, /, *, layout: Layout | None = None) -> Any:
@@ -276,7 +313,7 @@ def bmm(input: Any, mat2: Any, /, *, layout: Layout | None = None) -> Any:
             "size, or use xsparse.matmul, which broadcasts them."
         )
     _matmul_shape(op, _shape(input), _shape(mat2), ("input", "mat2"))
-    return convert_result(_call("matmul", (layout_of(input), layout_of(mat2)), backend, xp, input, mat2), layout)
+    return convert_result(_call("matmul", (layout_of(input), layout_of(mat2)), backend, xp, input, mat2), layout, op)
 
 
 def addmm(input: Any, mat1: Any, mat2: Any, /, *, beta: Any = 1, alpha: Any = 1, layout: Layout | None = None) -> Any:
@@ -307,7 +344,7 @@ def addmm(input: Any, mat1: Any, mat2: Any, /, *, beta: Any = 1, alpha: Any = 1,
         raise ValueError(f"{op}: input (input.shape={_shape(input)}) must broadcast to the product's shape {shape}. Pass an input of that shape.")
     _check_scalars(op, xp, xp.result_type(input.dtype, mat1.dtype, mat2.dtype), beta=beta, alpha=alpha)
     layouts = (strided, layout_of(mat1), layout_of(mat2))
-    return convert_result(_call(op, layouts, backend, xp, input, mat1, mat2, beta, alpha), layout)
+    return convert_result(_call(op, layouts, backend, xp, input, mat1, mat2, beta, alpha), layout, op)
 
 
 def sampled_addmm(
@@ -356,7 +393,7 @@ def sampled_addmm(
         )
     _check_scalars(op, xp, xp.result_type(input.dtype, mat1.dtype, mat2.dtype), beta=beta, alpha=alpha)
     layouts = (input.layout, strided, strided)
-    return convert_result(_call(op, layouts, backend, xp, input, mat1, mat2, beta, alpha), layout)
+    return convert_result(_call(op, layouts, backend, xp, input, mat1, mat2, beta, alpha), layout, op)
 
 
 def _check_coo_matrix_product(op: str, a: Any, b: Any, names: tuple[str, str]) -> None:
@@ -384,7 +421,7 @@ def smm(input: SparseArray, mat: Any, /, *, layout: Layout | None = None) -> Any
     op = "smm"
     backend, xp = _prepare(op, input=input, mat=mat)
     _check_coo_matrix_product(op, input, mat, ("input", "mat"))
-    return convert_result(_call(op, (input.layout, strided), backend, xp, input, mat), layout)
+    return convert_result(_call(op, (input.layout, strided), backend, xp, input, mat), layout, op)
 
 
 def hspmm(mat1: SparseArray, mat2: Any, /, *, layout: Layout | None = None) -> Any:
@@ -402,7 +439,7 @@ def hspmm(mat1: SparseArray, mat2: Any, /, *, layout: Layout | None = None) -> A
     op = "hspmm"
     backend, xp = _prepare(op, mat1=mat1, mat2=mat2)
     _check_coo_matrix_product(op, mat1, mat2, ("mat1", "mat2"))
-    return convert_result(_call(op, (mat1.layout, strided), backend, xp, mat1, mat2), layout)
+    return convert_result(_call(op, (mat1.layout, strided), backend, xp, mat1, mat2), layout, op)
 
 
 def sspaddmm(
@@ -432,7 +469,7 @@ def sspaddmm(
     if _shape(input) != shape:
         raise ValueError(f"{op}: input must have the product's shape {shape} (input.shape={_shape(input)}). Pass an input of that shape.")
     _check_scalars(op, xp, xp.result_type(input.dtype, mat1.dtype, mat2.dtype), beta=beta, alpha=alpha)
-    return convert_result(_call(op, (input.layout, mat1.layout, strided), backend, xp, input, mat1, mat2, beta, alpha), layout)
+    return convert_result(_call(op, (input.layout, mat1.layout, strided), backend, xp, input, mat1, mat2, beta, alpha), layout, op)
 
 
 def tensordot(x1: Any, x2: Any, /, *, axes: int | tuple[Sequence[int], Sequence[int]] = 2, layout: Layout | None = None) -> Any:
@@ -472,7 +509,7 @@ def tensordot(x1: Any, x2: Any, /, *, axes: int | tuple[Sequence[int], Sequence[
                 f"{op}: contracted dimensions differ in size (x1.shape={s1} axis {d1}, x2.shape={s2} axis {d2}). Contract "
                 "dimensions of equal size."
             )
-    return convert_result(_call(op, (layout_of(x1), layout_of(x2)), backend, xp, x1, x2, axes1, axes2), layout)
+    return convert_result(_call(op, (layout_of(x1), layout_of(x2)), backend, xp, x1, x2, axes1, axes2), layout, op)
 
 
 def _axis(op: str, axis: int, ndim: int) -> int:
@@ -510,7 +547,7 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, layout: Layout | None = None)
         )
     if s1[negative] != s2[negative]:
         raise ValueError(f"{op}: the vectors differ in length along axis {axis} (x1.shape={s1}, x2.shape={s2}). Pass vectors of one length.")
-    return convert_result(_call(op, (layout_of(x1), layout_of(x2)), backend, xp, x1, x2, negative), layout)
+    return convert_result(_call(op, (layout_of(x1), layout_of(x2)), backend, xp, x1, x2, negative), layout, op)
 
 
 # -- solving -------------------------------------------------------------------------------------------
@@ -563,8 +600,8 @@ def spsolve(A: Any, B: Any, /, *, left: bool = True, layout: Layout | None = Non
         at = matrix_transpose(A)
         bt = B if B.ndim == 1 else xp.matrix_transpose(B)
         x = _call(op, (layout_of(at), strided), backend, xp, at, bt)
-        return convert_result(x if B.ndim == 1 else xp.matrix_transpose(x), layout)
-    return convert_result(_call(op, (layout_of(A), strided), backend, xp, A, B), layout)
+        return convert_result(x if B.ndim == 1 else xp.matrix_transpose(x), layout, op)
+    return convert_result(_call(op, (layout_of(A), strided), backend, xp, A, B), layout, op)
 
 
 # -- decompositions through products with the operand -------------------------------------------------
@@ -579,8 +616,8 @@ def _matrix_operand(op: str, A: Any) -> tuple[Backend, Any]:
     return backend, xp
 
 
-def _convert_all(results: tuple[Any, ...], layout: Layout | None) -> tuple[Any, ...]:
-    return tuple(convert_result(r, layout) for r in results)
+def _convert_all(results: tuple[Any, ...], layout: Layout | None, op: str) -> tuple[Any, ...]:
+    return tuple(convert_result(r, layout, op) for r in results)
 
 
 def svd_lowrank(
@@ -629,7 +666,7 @@ def svd_lowrank(
         if isinstance(M, SparseArray):
             raise TypeError(f"{op}: M must be strided (M layout={M.layout}). Pass xsparse.to_dense(M).")
         _broadcast(op, "shapes of A and M", _shape(A), _shape(M))
-    return cast(tuple[Any, Any, Any], _convert_all(_call(op, (layout_of(A),), backend, xp, A, q, niter, M, seed), layout))
+    return cast(tuple[Any, Any, Any], _convert_all(_call(op, (layout_of(A),), backend, xp, A, q, niter, M, seed), layout, op))
 
 
 def pca_lowrank(
@@ -663,7 +700,7 @@ def pca_lowrank(
     q = min(6, *A.shape) if q is None else q
     if not 1 <= q <= min(A.shape):
         raise ValueError(f"{op}: q must lie in [1, min(A.shape)] (q={q}, A.shape={_shape(A)}). Ask for a smaller rank.")
-    return cast(tuple[Any, Any, Any], _convert_all(_call(op, (layout_of(A),), backend, xp, A, q, bool(center), niter, seed), layout))
+    return cast(tuple[Any, Any, Any], _convert_all(_call(op, (layout_of(A),), backend, xp, A, q, bool(center), niter, seed), layout, op))
 
 
 def lobpcg(
@@ -676,12 +713,17 @@ def lobpcg(
     niter: int | None = None,
     tol: float | None = None,
     largest: bool | None = None,
+    method: str | None = None,
+    tracker: Callable[[LobpcgState], Any] | None = None,
+    ortho_iparams: dict[str, int] | None = None,
+    ortho_fparams: dict[str, float] | None = None,
+    ortho_bparams: dict[str, bool] | None = None,
     *,
     seed: Any = None,
     layout: Layout | None = None,
 ) -> tuple[Any, Any]:
     """The ``k`` largest (or smallest) eigenpairs of ``A X = B X E`` for symmetric (Hermitian) ``A`` and
-    positive definite ``B``, by LOBPCG (torch.lobpcg's parameters but ``method``, ``tracker``, ``ortho_*``).
+    positive definite ``B``, by LOBPCG, with torch.lobpcg's parameters.
 
     ``A``, ``B`` and the preconditioner ``iK`` enter through products only, so they may be sparse in any
     layout. Eigenvalues come most extreme first.
@@ -701,10 +743,27 @@ def lobpcg(
     niter
         The most iterations (default 1000).
     tol
-        The residual tolerance, relative to ``max(|eigenvalue|, 1)`` (default: the square root of the
-        dtype's epsilon).
+        A pair has converged when its backward error ``|r| / (|x| (|A| + |e| |B|))`` is below ``tol``
+        (``r = A x - e B x``; ``|A|``, ``|B|`` estimated from the initial block), as in torch (default:
+        the square root of the dtype's epsilon).
     largest
         Largest (default) or smallest eigenpairs.
+    method
+        ``"ortho"`` (default): the search basis is kept B-orthonormal (Stathopoulos & Wu 2002; Duersch
+        et al. 2018), robust. ``"basic"``: Knyazev's original LOBPCG, cheaper per step; when its basis
+        loses independence it stops with an error that suggests ``"ortho"``. ``docs/linalg.md`` gives
+        the details.
+    tracker
+        Called after every step with the iteration state, a
+        :class:`~xsparse.backends.array_api.linalg.LobpcgState` (torch's attribute names: ``ivars["istep"]``,
+        ``E``, ``X``, ``R``, ``S``, ``tvars["rerr"]``, ...); setting ``state.bvars["force_stop"] = True``
+        ends the iteration. The tracker always sees xsparse's own iteration, on every backend.
+    ortho_iparams, ortho_fparams, ortho_bparams
+        ``method="ortho"`` only: ``{"ortho_i_max": 3, "ortho_j_max": 3}`` (the most projection passes and
+        SVQB passes per projection), ``{"ortho_tol", "ortho_tol_drop", "ortho_tol_replace"}`` (default
+        ``tol``: the relative error that ends the passes, and the relative size below which a direction
+        is dropped or raised), ``{"ortho_use_drop": False}`` (whether SVQB passes after the first drop
+        small directions instead of raising them). Any key left out keeps its default.
 
     Returns
     -------
@@ -719,6 +778,10 @@ def lobpcg(
     >>> E, X = xs.lobpcg(a, k=2, seed=0)
     >>> np.round(E, 6).tolist()
     [9.0, 8.0]
+    >>> steps = []
+    >>> E, X = xs.lobpcg(a, k=1, largest=False, method="basic", tracker=lambda s: steps.append(s.istep), seed=0)
+    >>> np.round(E, 6).tolist(), steps[:3]
+    ([1.0], [1, 2, 3])
     """
     op = "lobpcg"
     backend, xp = _matrix_operand(op, A)
@@ -746,5 +809,59 @@ def lobpcg(
     niter = 1000 if niter is None else niter
     tol = float(xp.finfo(A.dtype).eps) ** 0.5 if tol is None else tol
     largest = True if largest is None else largest
-    result = _call(op, (layout_of(A),), backend, xp, A, k, B, X, n, iK, niter, tol, bool(largest), seed)
-    return cast(tuple[Any, Any], _convert_all(result, layout))
+    options = _lobpcg_options(op, tol, method, tracker, ortho_iparams, ortho_fparams, ortho_bparams)
+    result = _call(op, (layout_of(A),), backend, xp, A, k, B, X, n, iK, niter, tol, bool(largest), options, seed)
+    return cast(tuple[Any, Any], _convert_all(result, layout, op))
+
+
+_ORTHO_KEYS = {
+    "ortho_iparams": (_generic.ORTHO_IPARAMS.keys(), "a positive integer"),
+    "ortho_fparams": (_generic.ORTHO_FPARAMS, "a positive finite number"),
+    "ortho_bparams": (_generic.ORTHO_BPARAMS.keys(), "a bool"),
+}
+
+
+def _ortho_value_ok(kind: str, value: Any) -> bool:
+    if kind == "ortho_iparams":
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    if kind == "ortho_fparams":
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf")
+    return isinstance(value, bool)
+
+
+def _lobpcg_options(
+    op: str, tol: float, method: str | None, tracker: Any, iparams: Any, fparams: Any, bparams: Any
+) -> _generic.LobpcgOptions:
+    """Check lobpcg's method, tracker and ortho parameters, and fill in the defaults."""
+    method = "ortho" if method is None else method
+    if method not in ("basic", "ortho"):
+        raise ValueError(f"{op}: method must be 'basic', 'ortho' or None (method={method!r}). Pick one of them.")
+    if tracker is not None and not callable(tracker):
+        raise TypeError(
+            f"{op}: tracker must be callable or None (tracker={tracker!r}). Pass a function that takes the iteration state."
+        )
+    given = {"ortho_iparams": iparams, "ortho_fparams": fparams, "ortho_bparams": bparams}
+    for kind, params in given.items():
+        if params is None:
+            continue
+        if not isinstance(params, dict):
+            raise TypeError(f"{op}: {kind} must be a dict or None ({kind}={params!r}). Pass a dict of parameters.")
+        if method != "ortho":
+            raise ValueError(
+                f"{op}: {kind} apply to method='ortho' only (method={method!r}). Leave them out, or use method='ortho'."
+            )
+        keys, what = _ORTHO_KEYS[kind]
+        for key, value in params.items():
+            if key not in keys:
+                raise ValueError(f"{op}: {kind} has an unknown key ({key!r}). Use {', '.join(map(repr, keys))}.")
+            if not _ortho_value_ok(kind, value):
+                raise ValueError(f"{op}: {kind}[{key!r}] must be {what} ({key}={value!r}). Pass {what}.")
+    if method != "ortho":
+        return _generic.LobpcgOptions("basic", tracker)
+    return _generic.LobpcgOptions(
+        "ortho",
+        tracker,
+        {**_generic.ORTHO_IPARAMS, **(iparams or {})},
+        {**dict.fromkeys(_generic.ORTHO_FPARAMS, float(tol)), **{key: float(v) for key, v in (fparams or {}).items()}},
+        {**_generic.ORTHO_BPARAMS, **(bparams or {})},
+    )

@@ -4,25 +4,45 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
 from typing import Any
 
 from .backends import Backend, default_backend, get_backend
 
-__all__ = ["BoundNamespace", "bound_namespace"]
+__all__ = ["BoundExtension", "BoundNamespace", "bound_namespace"]
+
+# The Array API's creation functions that make an array from nothing array-like of xsparse's: these take
+# the namespace's default layout. The ``*_like`` functions and ``tril``/``triu`` keep their input's
+# layout (torch's rule), and operations choose their result layout themselves (sparse + strided is
+# strided), so neither is bound. ``to_sparse`` is bound so that ``xp.to_sparse(x)`` means "to this
+# namespace's layout".
+_CREATION = frozenset(
+    {"arange", "asarray", "empty", "eye", "from_dlpack", "full", "linspace", "meshgrid", "ones", "zeros", "to_sparse"}
+)
+# The creation functions of xsparse's extensions (``xp.fft``, ``xp.linalg``): they make arrays from nothing
+# array-like either, so they too take the namespace's backend and default layout.
+_EXTENSION_CREATION = {"fft": frozenset({"fftfreq", "rfftfreq"})}
 
 
 class BoundNamespace:
     """The xsparse namespace with its creation functions bound to one backend.
 
-    Functions that take ``backend=`` get this namespace's backend (and, when ``layout`` is given, that
-    default layout); dtypes and constants come from the backend's own namespace, so code written against
-    the Array API runs unchanged on xsparse arrays.
+    Functions that take ``backend=`` get this namespace's backend; dtypes and constants come from the
+    backend's own namespace, so code written against the Array API runs unchanged on xsparse arrays.
+    With a default ``layout``, the creation functions (``asarray``, ``zeros``, ``arange``, ...) return
+    arrays of that layout: a function that takes ``layout=`` gets it, and the strided result of one that
+    does not is converted with :func:`xsparse.to_sparse`. The extensions ``fft`` and ``linalg`` are
+    xsparse's own (:class:`BoundExtension`, bound the same way); any other extension module of the
+    backend takes only the backend's own arrays and is hidden.
     """
 
     def __init__(self, backend: Backend, layout: Any = None, api_version: str | None = None) -> None:
         self._backend = backend
         self._layout = layout
         self.__array_api_version__ = api_version or "2024.12"
+        # Array API test tools (Hypothesis, the array-api-tests suite) name a namespace by ``__name__``.
+        suffix = f", layout={layout}" if layout is not None else ""
+        self.__name__ = f"xsparse(backend={backend.name}{suffix})"
 
     def __repr__(self) -> str:
         layout = f", layout={self._layout}" if self._layout is not None else ""
@@ -31,21 +51,96 @@ class BoundNamespace:
     def __getattr__(self, name: str) -> Any:
         import xsparse
 
-        if name.startswith("_") or (name not in xsparse.__all__ and not hasattr(self._backend.namespace(), name)):
+        ours = name in xsparse.__all__
+        private = name.startswith("_") and name != "__array_namespace_info__"
+        if not ours and (private or not hasattr(self._backend.namespace(), name)):
             raise AttributeError(f"the xsparse namespace has no attribute {name!r}")
-        if name in xsparse.__all__:
-            obj = getattr(xsparse, name)
-            if callable(obj) and not isinstance(obj, type):
-                params, var_keyword = _keyword_parameters(obj)
-                bound: dict[str, Any] = {}
-                if "backend" in params:
-                    bound["backend"] = self._backend
-                if self._layout is not None and "layout" in params:
-                    bound["layout"] = self._layout
-                if bound or var_keyword:
-                    return functools.partial(_with_defaults, self._backend, obj, bound)
+        if not ours:
+            obj = getattr(self._backend.namespace(), name)
+            if self._layout is not None and isinstance(obj, types.ModuleType):
+                # The backend's extensions (fft, linalg) take only its own arrays: a namespace whose
+                # arrays are sparse offers only the extensions xsparse defines.
+                raise AttributeError(
+                    f"the xsparse namespace has no attribute {name!r} (the backend's extension takes no sparse arrays)"
+                )
+            if self._layout is not None and name in _CREATION and callable(obj):
+                return _bind(obj, functools.partial(_to_layout, self._backend, obj, {}, self._layout))
             return obj
-        return getattr(self._backend.namespace(), name)
+        obj = getattr(xsparse, name)
+        if isinstance(obj, types.ModuleType):
+            return _extension(obj.__name__, self._backend.name, self._layout)
+        return _bound_function(obj, self._backend, self._layout if name in _CREATION else None)
+
+
+class BoundExtension:
+    """An extension of the xsparse namespace (``fft``, ``linalg``) bound to one backend.
+
+    Its functions are xsparse's, with the same binding as the namespace's: a function that takes
+    ``backend=`` gets the namespace's backend, and the extension's creation functions (``fft.fftfreq``,
+    ``fft.rfftfreq``) the namespace's default layout.
+    """
+
+    def __init__(self, module: types.ModuleType, backend: Backend, layout: Any) -> None:
+        self._module = module
+        self._backend = backend
+        self._layout = layout
+        self._creation = _EXTENSION_CREATION.get(module.__name__.rpartition(".")[2], frozenset())
+        self.__name__ = module.__name__
+        self.__doc__ = module.__doc__
+
+    def __repr__(self) -> str:
+        layout = f", layout={self._layout}" if self._layout is not None else ""
+        return f"xsparse namespace extension {self._module.__name__}(backend={self._backend.name}{layout})"
+
+    def __dir__(self) -> list[str]:
+        return sorted(getattr(self._module, "__all__", ()))
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in getattr(self._module, "__all__", ()):
+            raise AttributeError(f"the xsparse extension {self._module.__name__!r} has no attribute {name!r}")
+        obj = getattr(self._module, name)
+        return _bound_function(obj, self._backend, self._layout if name in self._creation else None)
+
+
+@functools.lru_cache(maxsize=None)
+def _extension(module_name: str, backend_name: str, layout: Any) -> BoundExtension:
+    import importlib
+
+    return BoundExtension(importlib.import_module(module_name), get_backend(backend_name), layout)
+
+
+def _bound_function(obj: Any, backend: Backend, creation_layout: Any) -> Any:
+    """``obj`` with ``backend=`` bound where it takes one and, for a creation function, the default layout.
+
+    ``creation_layout`` is the layout a creation function makes (``None`` for any other function, and in a
+    namespace without a default layout): it is passed as ``layout=`` where the function takes one, and
+    otherwise the strided result is converted to it.
+    """
+    if not callable(obj) or isinstance(obj, type):
+        return obj
+    params, var_keyword = _keyword_parameters(obj)
+    bound: dict[str, Any] = {}
+    if "backend" in params:
+        bound["backend"] = backend
+    if creation_layout is not None:
+        if "layout" in params:
+            bound["layout"] = creation_layout
+        else:
+            return _bind(obj, functools.partial(_to_layout, backend, obj, bound, creation_layout))
+    if bound or var_keyword:
+        return _bind(obj, functools.partial(_with_defaults, backend, obj, bound))
+    return obj
+
+
+def _bind(func: Any, call: Any) -> Any:
+    """A function that runs ``call`` and shows ``func``'s name, docstring and signature."""
+
+    # A plain function (not the partial itself): ``inspect.signature`` follows ``__wrapped__`` to
+    # ``func``, so signature checks (the Array API test suite's) see the public parameters.
+    def bound(*args: Any, **kwargs: Any) -> Any:
+        return call(*args, **kwargs)
+
+    return functools.update_wrapper(bound, func)
 
 
 def _keyword_parameters(func: Any) -> tuple[frozenset[str], bool]:
@@ -67,6 +162,20 @@ def _with_defaults(backend: Backend, func: Any, defaults: dict[str, Any], *args:
         return func(*args, **{**defaults, **kwargs})
 
 
+def _to_layout(backend: Backend, func: Any, defaults: dict[str, Any], layout: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call a creation function that has no ``layout=`` and convert its strided result(s) to ``layout``."""
+    from ._conversion import to_sparse
+    from .formats import SparseArray
+
+    result = _with_defaults(backend, func, defaults, *args, **kwargs)
+
+    def convert(x: Any) -> Any:
+        return x if isinstance(x, SparseArray) else to_sparse(x, layout=layout)
+
+    # ``meshgrid`` returns a list (or tuple) of arrays; everything else returns one array.
+    return type(result)(convert(x) for x in result) if isinstance(result, (list, tuple)) else convert(result)
+
+
 @functools.lru_cache(maxsize=None)
 def _cached(backend_name: str, layout: Any, api_version: str | None) -> BoundNamespace:
     return BoundNamespace(get_backend(backend_name), layout, api_version)
@@ -75,12 +184,27 @@ def _cached(backend_name: str, layout: Any, api_version: str | None) -> BoundNam
 def bound_namespace(backend: Backend | str, *, layout: Any = None, api_version: str | None = None) -> BoundNamespace:
     """The xsparse namespace bound to ``backend`` (and, optionally, defaulting to a sparse ``layout``).
 
+    Parameters
+    ----------
+    backend
+        The backend (or its name) whose arrays the namespace's creation functions make.
+    layout
+        The layout of the arrays its creation functions (``asarray``, ``zeros``, ``full``, ``arange``,
+        ``linspace``, ``eye``, ``meshgrid``, ...) make when no ``layout=`` is passed; ``None`` keeps
+        them strided. ``xs.sparse_coo`` makes every array sparse, whatever its ndim (0-d included).
+    api_version
+        The value of ``__array_api_version__``; ``"2024.12"`` by default.
+
     Examples
     --------
     >>> import xsparse as xs
     >>> xp = xs.bound_namespace("numpy", layout=xs.sparse_csr)
     >>> xp.zeros((3, 4)).layout
     xsparse.sparse_csr
+    >>> sp = xs.bound_namespace("numpy", layout=xs.sparse_coo)
+    >>> x = sp.asarray(2.5)
+    >>> x.layout, x.shape, float(x)
+    (xsparse.sparse_coo, (), 2.5)
     """
     name = backend.name if isinstance(backend, Backend) else get_backend(backend).name
     return _cached(name, layout, api_version)

@@ -1,5 +1,5 @@
 """Reductions over any axes of strided and sparse arrays (the Array API's statistical and searching
-functions, ``count_nonzero`` and ``cumulative_sum``), and torch's ``softmax`` and ``log_softmax``.
+functions, ``count_nonzero``, ``cumulative_sum`` and ``cumulative_prod``), and torch's ``softmax`` and ``log_softmax``.
 
 Every unspecified element of a sparse array counts as its fill value: a sum adds ``fill`` once per
 unspecified element of each reduced group, a mean divides by the full count, ``max``, ``argmax`` and
@@ -28,9 +28,12 @@ from typing import Any
 import array_api_compat
 
 from . import dispatch
-from ._common import dtype_name, is_strided, resolve_dtype
-from ._elementwise import convert_result
-from .backends import Backend, backend_of_array
+from ._common import dtype_name, resolve_dtype
+from ._elementwise import convert_result, operand
+from ._errors import NoKernelError
+from ._indexing import astype
+from .backends import Backend
+from .backends.array_api.conversion import signed_twin
 from .backends.array_api.reduction import ReduceSpec
 from .formats import Layout, SparseArray, strided
 
@@ -48,6 +51,7 @@ __all__ = [
     "var",
     "count_nonzero",
     "cumulative_sum",
+    "cumulative_prod",
     "softmax",
     "log_softmax",
 ]
@@ -63,15 +67,8 @@ _FLOATING = ("real floating", "complex floating")
 
 def _operand(op: str, x: Any) -> tuple[Backend, Any, Layout]:
     """The backend, namespace and layout of ``x``."""
-    if isinstance(x, SparseArray):
-        return x._backend, x._backend.load(), x.layout
-    if is_strided(x):
-        backend = backend_of_array(x)
-        return backend, backend.load(), strided
-    raise TypeError(
-        f"{op}: expected an xsparse array or a backend array, got {type(x).__name__} (x={x!r}). Wrap Python scalars "
-        "and lists with the backend's asarray first."
-    )
+    backend, layout = operand(op, x)
+    return backend, backend.load(), layout
 
 
 def _normalise(op: str, axis: Any, a: int, ndim: int) -> int:
@@ -121,9 +118,14 @@ def _accumulation_dtype(op: str, xp: Any, x: Any, dtype: Any) -> Any:
         op, xp, x.dtype, _NUMERIC, "a numeric",
         "Count the true elements with xsparse.count_nonzero, or pass dtype='int64' to add them up as integers",
     )  # fmt: skip
-    probe = {"sum": xp.sum, "prod": xp.prod, "cumulative_sum": xp.cumulative_sum}[op]
-    # the backend's promotion (int8 -> int64, uint8 -> uint64 or int64) decides, as for its strided arrays
-    return probe(xp.zeros((1,), dtype=x.dtype, device=_device(x))).dtype
+    if not xp.isdtype(x.dtype, "integral"):
+        return x.dtype
+    # the standard's rule, not the backend's own (torch widens uint8 to int64): signed integers give the
+    # default integer dtype, unsigned ones the unsigned dtype of its width
+    default = xp.__array_namespace_info__().default_dtypes(device=_device(x))["integral"]
+    if xp.isdtype(x.dtype, "signed integer"):
+        return default
+    return resolve_dtype(xp, "u" + dtype_name(default))
 
 
 def _nonempty(op: str, x: Any, axes: tuple[int, ...], axis: Any) -> None:
@@ -136,7 +138,23 @@ def _nonempty(op: str, x: Any, axes: tuple[int, ...], axis: Any) -> None:
 
 def _run(op: str, x: Any, spec: ReduceSpec, layout: Layout | None, backend: Backend, xp: Any, source: Layout) -> Any:
     spec = dataclasses.replace(spec, layout=layout)
-    return convert_result(dispatch.call(op, (source,), backend.name, xp, x, spec), layout)
+    return convert_result(dispatch.call(op, (source,), backend.name, xp, x, spec), layout, op)
+
+
+def _run_modular(op: str, x: Any, spec: ReduceSpec, layout: Layout | None, backend: Backend, xp: Any, source: Layout) -> Any:
+    """A sum or product (running or not): where the backend computes none in an unsigned result dtype
+    (torch's uint16/32/64), in the same-width signed dtype, whose sums and products modulo 2**bits have
+    the same bits, cast back."""
+    try:
+        return _run(op, x, spec, layout, backend, xp, source)
+    except NoKernelError:
+        raise
+    except (NotImplementedError, RuntimeError):
+        twin = signed_twin(xp, spec.dtype)
+        if twin is None:
+            raise
+    out = _run(op, x, dataclasses.replace(spec, dtype=twin), layout, backend, xp, source)
+    return astype(out, spec.dtype)
 
 
 def _plain(op: str, x: Any, axis: Any, keepdims: bool, layout: Layout | None, result_dtype: Any = None) -> Any:
@@ -168,8 +186,9 @@ def sum(x: Any, /, *, axis: int | tuple[int, ...] | None = None, dtype: Any = No
     axis
         The axis or axes to reduce; None (default) reduces every axis.
     dtype
-        The dtype of the result; by default the backend's rule for its own arrays (signed integers
-        widen to the default integer dtype, floating dtypes are kept). A boolean array needs one.
+        The dtype of the result; by default the standard's rule: signed integers widen to the default
+        integer dtype, unsigned ones to the unsigned dtype of its width, floating dtypes are kept. A
+        boolean array needs one.
     keepdims
         Keep the reduced axes as dimensions of size 1.
     layout
@@ -202,7 +221,7 @@ def sum(x: Any, /, *, axis: int | tuple[int, ...] | None = None, dtype: Any = No
     """
     backend, xp, source = _operand("sum", x)
     spec = ReduceSpec(_axes("sum", axis, x.ndim), bool(keepdims), _accumulation_dtype("sum", xp, x, dtype))
-    return _run("sum", x, spec, layout, backend, xp, source)
+    return _run_modular("sum", x, spec, layout, backend, xp, source)
 
 
 def prod(x: Any, /, *, axis: int | tuple[int, ...] | None = None, dtype: Any = None, keepdims: bool = False, layout: Layout | None = None) -> Any:
@@ -215,7 +234,7 @@ def prod(x: Any, /, *, axis: int | tuple[int, ...] | None = None, dtype: Any = N
     axis
         The axis or axes to reduce; None (default) reduces every axis.
     dtype
-        The dtype of the result; by default the backend's rule for its own arrays.
+        The dtype of the result; by default the standard's rule, as for :func:`sum`.
     keepdims
         Keep the reduced axes as dimensions of size 1.
     layout
@@ -239,7 +258,21 @@ def prod(x: Any, /, *, axis: int | tuple[int, ...] | None = None, dtype: Any = N
     """
     backend, xp, source = _operand("prod", x)
     spec = ReduceSpec(_axes("prod", axis, x.ndim), bool(keepdims), _accumulation_dtype("prod", xp, x, dtype))
-    return _run("prod", x, spec, layout, backend, xp, source)
+    return _run_modular("prod", x, spec, layout, backend, xp, source)
+
+
+def _cumulative(op: str, x: Any, axis: Any, dtype: Any, include_initial: bool, layout: Layout | None) -> Any:
+    backend, xp, source = _operand(op, x)
+    if x.ndim == 0:
+        raise ValueError(f"{op}: a 0-d array has no axis to accumulate along (shape=()). Reshape it to one dimension first.")
+    if axis is None and x.ndim > 1:
+        raise ValueError(
+            f"{op}: axis is required for an array of more than one dimension (shape={tuple(x.shape)}, axis=None). Pass axis=."
+        )
+    d = 0 if axis is None else _one_axis(op, axis, x.ndim)
+    rdt = _accumulation_dtype(op, xp, x, dtype)
+    spec = ReduceSpec((d,), False, rdt, include_initial=bool(include_initial))
+    return _run_modular(op, x, spec, layout, backend, xp, source)
 
 
 def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False, layout: Layout | None = None) -> Any:
@@ -257,7 +290,7 @@ def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None, inc
     axis
         The axis to sum along; optional for a 1-D array only.
     dtype
-        The dtype of the result; by default the backend's rule for its own arrays.
+        The dtype of the result; by default the standard's rule, as for :func:`sum`.
     include_initial
         Start every running sum with a zero, making the axis one longer.
     layout
@@ -278,18 +311,47 @@ def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None, inc
     >>> r.layout, r.to_dense().tolist()
     (xsparse.sparse_coo, [[1, 3], [0, 0], [3, 7]])
     """
-    backend, xp, source = _operand("cumulative_sum", x)
-    if x.ndim == 0:
-        raise ValueError("cumulative_sum: a 0-d array has no axis to sum along (shape=()). Reshape it to one dimension first.")
-    if axis is None and x.ndim > 1:
-        raise ValueError(
-            f"cumulative_sum: axis is required for an array of more than one dimension (shape={tuple(x.shape)}, "
-            "axis=None). Pass axis=."
-        )
-    d = 0 if axis is None else _one_axis("cumulative_sum", axis, x.ndim)
-    rdt = _accumulation_dtype("cumulative_sum", xp, x, dtype)
-    spec = ReduceSpec((d,), False, rdt, include_initial=bool(include_initial))
-    return _run("cumulative_sum", x, spec, layout, backend, xp, source)
+    return _cumulative("cumulative_sum", x, axis, dtype, include_initial, layout)
+
+
+def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False, layout: Layout | None = None) -> Any:
+    """The running products of the elements along ``axis``.
+
+    As for :func:`cumulative_sum`, the result is a **strided array** by definition (the running
+    products of the fill value change along the axis), except where an unspecified element's running
+    products are all one value: along a dense dimension of a sparse array with fill value 1, or fill
+    value 0 without ``include_initial`` (whose leading 1 would differ from the zeros after it). There
+    the structure is kept, with that fill value.
+
+    Parameters
+    ----------
+    x
+        A strided (backend) array or an xsparse array of a numeric dtype, with at least one dimension.
+    axis
+        The axis to multiply along; optional for a 1-D array only.
+    dtype
+        The dtype of the result; by default the standard's rule, as for :func:`sum`.
+    include_initial
+        Start every running product with a one, making the axis one longer.
+    layout
+        The layout of the result (default: strided, or ``x``'s layout in the exception above).
+
+    Returns
+    -------
+    array
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_coo_array([[0, 2]], [2, 3], (4,), dtype="int64", fill_value=1)
+    >>> xs.cumulative_prod(a)
+    array([2, 2, 6, 6])
+    >>> h = xs.sparse_coo_array([[0, 2]], [[1, 2], [3, 4]], (3, 2), dtype="int64")
+    >>> r = xs.cumulative_prod(h, axis=1)
+    >>> r.layout, r.to_dense().tolist()
+    (xsparse.sparse_coo, [[1, 2], [0, 0], [3, 12]])
+    """
+    return _cumulative("cumulative_prod", x, axis, dtype, include_initial, layout)
 
 
 # -- extrema ---------------------------------------------------------------------------------------------

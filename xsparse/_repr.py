@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ._common import dtype_name
+from .backends.array_api.conversion import is_plus_zero
 
 __all__ = ["sparse_repr"]
 
@@ -41,6 +42,6 @@ def sparse_repr(a: Any) -> str:
     head = "sparse_array("
     pad = " " * len(head)
     parts = [_component(name, comp, len(head)) for name, comp in a._components().items()]
-    extra = f", fill_value={a.fill_value!r}" if a.fill_value != 0 else ""
+    extra = "" if is_plus_zero(a.fill_value) else f", fill_value={a.fill_value!r}"
     tail = f"shape={a.shape}, nnz={a.nnz}, dtype={dtype_name(a.dtype)}, layout={a.layout}{extra}, backend={a.backend})"
     return head + (",\n" + pad).join([*parts, tail])

@@ -8,7 +8,9 @@ Nothing is densified: a dense dimension that has to move before a sparse one is 
 stored sub-arrays split into one entry per element. ``layout=`` converts the result to another layout.
 
 ``moveaxis`` is ``permute_dims``, ``unsqueeze`` is ``expand_dims``, and ``stack``, ``hstack``,
-``vstack`` and ``dstack`` are ``expand_dims`` and ``concat``, so they use those operations' kernels.
+``vstack`` and ``dstack`` are ``expand_dims`` and ``concat``, so they use those operations' kernels;
+``broadcast_arrays`` is ``broadcast_to``, ``unstack`` is ``getitem`` and ``diff`` is ``concat``,
+``getitem`` and ``subtract``.
 """
 
 from __future__ import annotations
@@ -19,13 +21,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import dispatch
-from ._common import backend_of, is_strided, scalar_for
+from ._common import backend_of, dtype_name, is_strided, scalar_for
 from ._conversion import layout_of, to_dense, to_sparse
-from ._elementwise import convert_result
-from ._errors import DensificationError
-from .backends import Backend, backend_of_array
+from ._dtypes import result_type
+from ._elementwise import convert_result, operand, subtract
+from ._errors import DensificationError, LayoutError
+from ._index_key import is_array_index
+from ._indexing import getitem
+from .backends import Backend
 from .backends.array_api import shape as _generic_shape  # noqa: F401  (registers the kernels)
-from .formats import COOArray, CompressedArray, Layout, SparseArray, strided
+from .backends.array_api.elementwise import broadcast_shapes as _broadcast_shapes
+from .formats import COOArray, CompressedArray, Layout, SparseArray, sparse_coo, strided
 
 __all__ = [
     "permute_dims",
@@ -35,7 +41,14 @@ __all__ = [
     "unsqueeze",
     "squeeze",
     "broadcast_to",
+    "broadcast_arrays",
+    "broadcast_shapes",
     "flip",
+    "roll",
+    "tile",
+    "repeat",
+    "unstack",
+    "diff",
     "concat",
     "stack",
     "hstack",
@@ -49,20 +62,14 @@ __all__ = [
 
 def _operand(op: str, x: Any) -> tuple[Backend, Layout, Any]:
     """The backend, layout and namespace of one array operand."""
-    if isinstance(x, SparseArray):
-        return x._backend, x.layout, x._backend.load()
-    if is_strided(x):
-        backend = backend_of_array(x)
-        return backend, strided, backend.load()
-    raise TypeError(
-        f"{op}: expected an xsparse array or a backend array, got {type(x).__name__}. Create one first, e.g. with "
-        "xsparse.sparse_coo_array(...) or the backend's asarray."
-    )
+    backend, layout = operand(op, x)
+    return backend, layout, backend.load()
 
 
 def _axis(op: str, axis: Any, ndim: int, *, name: str = "axis", new: bool = False) -> int:
     """``axis`` as an index in ``[0, ndim)``, or in ``[0, ndim]`` for the position of a ``new`` dimension."""
-    if isinstance(axis, bool) or not hasattr(axis, "__index__"):
+    # an array of one element converts with __index__ too: only a 0-d integer array is an integer here
+    if isinstance(axis, bool) or not hasattr(axis, "__index__") or is_array_index(axis):
         raise TypeError(f"{op}: {name} must be an integer, got {type(axis).__name__} ({name}={axis!r}). Pass an int.")
     i = operator.index(axis)
     n = ndim + 1 if new else ndim
@@ -92,7 +99,7 @@ def _shape_arg(op: str, shape: Any, *, name: str = "shape") -> tuple[int, ...]:
 
 def _dispatch(op: str, x: Any, *args: Any, layout: Layout | None) -> Any:
     backend, source, xp = _operand(op, x)
-    return convert_result(dispatch.call(op, (source,), backend.name, xp, x, *args), layout)
+    return convert_result(dispatch.call(op, (source,), backend.name, xp, x, *args), layout, op)
 
 
 # -- permutations ----------------------------------------------------------------------------------
@@ -371,6 +378,310 @@ def flip(x: Any, /, *, axis: int | Sequence[int] | None = None, layout: Layout |
     return _dispatch(op, x, tuple(sorted(axes)), layout=layout)
 
 
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """The shape that arrays of ``shapes`` broadcast to (the Array API's rules).
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> xs.broadcast_shapes((2, 1, 3), (4, 1), ())
+    (2, 4, 3)
+    """
+    op = "broadcast_shapes"
+    resolved = [_shape_arg(op, s) for s in shapes]
+    for s in resolved:
+        if any(n < 0 for n in s):
+            raise ValueError(f"{op}: a shape has a negative size (shape={s}). Pass non-negative sizes.")
+    return _broadcast_shapes(op, *resolved) if resolved else ()
+
+
+def broadcast_arrays(*arrays: Any, layout: Layout | None = None) -> list[Any]:
+    """Broadcast arrays against each other: :func:`broadcast_to` of each to their common shape.
+
+    Each result keeps its array's layout and fill value (``layout=`` converts every one of them).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> a = xs.sparse_coo_array([[1]], [5], (3,))
+    >>> s, d = xs.broadcast_arrays(a, np.zeros((2, 1)))
+    >>> s.layout, s.shape, d.shape
+    (xsparse.sparse_coo, (2, 3), (2, 3))
+    """
+    op = "broadcast_arrays"
+    for a in arrays:
+        _operand(op, a)
+    if arrays:
+        backend_of(*arrays, op=op)
+    shape = broadcast_shapes(*(tuple(a.shape) for a in arrays))
+    return [broadcast_to(a, shape, layout=layout) for a in arrays]
+
+
+def _int(op: str, value: Any, name: str) -> int:
+    if isinstance(value, bool) or not hasattr(value, "__index__") or is_array_index(value):
+        raise TypeError(f"{op}: {name} must be an integer ({name}={value!r}). Pass an int.")
+    return operator.index(value)
+
+
+def roll(
+    x: Any, /, shift: int | Sequence[int], *, axis: int | Sequence[int] | None = None, layout: Layout | None = None
+) -> Any:
+    """Shift the elements of an array along ``axis`` cyclically (of the flattened array for None).
+
+    Parameters
+    ----------
+    x
+        A strided (backend) array or an xsparse array.
+    shift
+        The number of places to shift by: an int, or one per axis of a tuple ``axis`` (an int shifts
+        every axis by as much; an axis named twice shifts by the sum).
+    axis
+        The axis or axes; None rolls the flattened array and restores the shape.
+    layout
+        The layout of the result (default: ``x``'s).
+
+    Returns
+    -------
+    array
+        ``x``'s layout and fill value. COO moves the index rows of the rolled sparse dimensions (the
+        entries stay unique, and are marked uncoalesced) and rolls its values along dense ones; with
+        ``axis=None`` its dense dimensions become sparse (regrouped). A compressed array rolls its
+        components along batch and dense dimensions and recompresses its elements along the sparse
+        ones (a BSR/BSC array rolled by a part of a block stores the blocks it then touches); rolling
+        the flattened hybrid compressed array goes through COO and warns.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_csr_array([0, 1, 2], [0, 2], [1, 2], shape=(2, 3))
+    >>> r = xs.roll(a, 1, axis=1)
+    >>> r.layout, r.to_dense().tolist()
+    (xsparse.sparse_csr, [[0, 1, 0], [2, 0, 0]])
+    >>> xs.roll(a, -1).to_dense().tolist()
+    [[0, 0, 0], [0, 2, 1]]
+    """
+    op = "roll"
+    _operand(op, x)
+    shape = tuple(x.shape)
+    if axis is None:
+        if isinstance(shift, (tuple, list)):
+            raise TypeError(f"{op}: shift must be one int when axis is None (shift={shift!r}). Pass an int, or name the axes.")
+        size = math.prod(shape)
+        return _dispatch(op, x, (_int(op, shift, "shift") % size if size else 0,), None, layout=layout)
+    axes = (axis,) if not isinstance(axis, (tuple, list)) else tuple(axis)
+    norm = [_axis(op, a, x.ndim) for a in axes]
+    if isinstance(shift, (tuple, list)):
+        if len(shift) != len(norm):
+            raise ValueError(
+                f"{op}: shift and axis must have one entry per axis (shift={tuple(shift)}, axis={tuple(axes)}). Pass as many "
+                "shifts as axes, or one int."
+            )
+        shifts = [_int(op, s, "shift") for s in shift]
+    else:
+        shifts = [_int(op, shift, "shift")] * len(norm)
+    total: dict[int, int] = {}
+    for d, s in zip(norm, shifts):
+        total[d] = total.get(d, 0) + s
+    moved = sorted((d, s % shape[d]) for d, s in total.items() if shape[d] and s % shape[d])
+    return _dispatch(op, x, tuple(s for _, s in moved), tuple(d for d, _ in moved), layout=layout)
+
+
+def tile(x: Any, repetitions: Sequence[int], /, *, layout: Layout | None = None) -> Any:
+    """Repeat a whole array ``repetitions[i]`` times along each dimension ``i``.
+
+    With fewer repetitions than dimensions the leading ones repeat once; with more, ``x`` gets leading
+    dimensions of size 1 first (:func:`expand_dims`: new sparse dimensions of a COO array, new batch
+    dimensions of a compressed one).
+
+    Returns
+    -------
+    array
+        ``x``'s layout and fill value, holding every copy's elements: COO copies its entries (shifted)
+        and tiles its values along dense dimensions; a compressed array tiles its components along
+        batch and dense dimensions and recompresses its elements along the sparse ones.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_csr_array([0, 1, 1], [1], [7], shape=(2, 2))
+    >>> t = xs.tile(a, (1, 2))
+    >>> t.layout, t.to_dense().tolist()
+    (xsparse.sparse_csr, [[0, 7, 0, 7], [0, 0, 0, 0]])
+    >>> xs.tile(a, (2, 1, 1)).shape
+    (2, 2, 2)
+    """
+    op = "tile"
+    _operand(op, x)
+    if not isinstance(repetitions, (tuple, list)):
+        raise TypeError(f"{op}: repetitions must be a tuple of integers (repetitions={repetitions!r}). Pass e.g. (2, 1).")
+    reps = tuple(_int(op, r, "repetitions") for r in repetitions)
+    if any(r < 0 for r in reps):
+        raise ValueError(f"{op}: repetitions must be non-negative (repetitions={reps}). Pass counts >= 0.")
+    for _ in range(len(reps) - x.ndim):
+        x = expand_dims(x, axis=0)
+    return _dispatch(op, x, (1,) * (x.ndim - len(reps)) + reps, layout=layout)
+
+
+def _repeats(op: str, xp: Any, x: Any, repeats: Any, size: int) -> Any:
+    """``repeats`` as a non-negative int, or a 1-D int64 array of ``size`` entries of the backend."""
+    if isinstance(repeats, SparseArray) and repeats.ndim:
+        # counts are consumed whole, as index arrays are: reading them densely is not densifying an operand
+        repeats = to_dense(repeats)
+    if is_strided(repeats):
+        if repeats.ndim != 1 or not xp.isdtype(repeats.dtype, "integral"):
+            raise TypeError(
+                f"{op}: repeats must be an int or a 1-D integer array (shape={tuple(repeats.shape)}, "
+                f"dtype={dtype_name(repeats.dtype)}). Pass one count, or one per element along the axis."
+            )
+        if repeats.shape[0] not in (1, size):
+            raise ValueError(
+                f"{op}: repeats must hold one count or one per element along the axis (len(repeats)={repeats.shape[0]}, "
+                f"size={size}). Pass {size} counts."
+            )
+        if repeats.shape[0] and int(xp.min(repeats)) < 0:
+            raise ValueError(f"{op}: repeats must be non-negative (min={int(xp.min(repeats))}). Pass counts >= 0.")
+        return int(repeats[0]) if repeats.shape[0] == 1 else xp.astype(repeats, xp.int64)
+    count = _int(op, repeats, "repeats")
+    if count < 0:
+        raise ValueError(f"{op}: repeats must be non-negative (repeats={count}). Pass a count >= 0.")
+    return count
+
+
+def repeat(x: Any, repeats: Any, /, *, axis: int | None = None, layout: Layout | None = None) -> Any:
+    """Repeat each element of an array along ``axis`` (of the flattened array for None).
+
+    Parameters
+    ----------
+    x
+        A strided (backend) array or an xsparse array.
+    repeats
+        The number of repetitions of every element (an int), or of each element along ``axis`` (a 1-D
+        integer array of that length, or of length 1). A sparse array is read as the counts it holds
+        (densified: a count array is consumed whole, it is not a sparse operand).
+    axis
+        The axis; None flattens ``x`` first and gives a 1-D result.
+    layout
+        The layout of the result (default: ``x``'s where it can hold the result; COO for ``axis=None``).
+
+    Returns
+    -------
+    array
+        With ``x``'s fill value. COO repeats its entries along a sparse dimension and its values along a
+        dense one; a compressed array repeats its components along batch and dense dimensions and
+        recompresses its elements along the sparse ones (a BSR/BSC result whose repeated size is not a
+        whole number of blocks goes through COO and warns).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> a = xs.sparse_csr_array([0, 1, 2], [1, 0], [5, 6], shape=(2, 2))
+    >>> r = xs.repeat(a, 2, axis=1)
+    >>> r.layout, r.to_dense().tolist()
+    (xsparse.sparse_csr, [[0, 0, 5, 5], [6, 6, 0, 0]])
+    >>> xs.repeat(a, np.asarray([0, 3]), axis=0).to_dense().tolist()
+    [[6, 0], [6, 0], [6, 0]]
+    >>> xs.repeat(a, 2).layout
+    xsparse.sparse_coo
+    """
+    op = "repeat"
+    backend, _, xp = _operand(op, x)
+    if is_strided(repeats) or isinstance(repeats, SparseArray):
+        backend_of(x, repeats, op=op)
+    ax = None if axis is None else _axis(op, axis, x.ndim)
+    size = math.prod(tuple(x.shape)) if ax is None else x.shape[ax]
+    return _dispatch(op, x, _repeats(op, xp, x, repeats, size), ax, layout=layout)
+
+
+def unstack(x: Any, /, *, axis: int = 0, layout: Layout | None = None) -> tuple[Any, ...]:
+    """Split an array into the tuple of its slices along ``axis``, which they lose.
+
+    Each slice is ``x[..., i, ...]`` (:func:`~xsparse.getitem`): a sparse slice keeps ``x``'s fill value,
+    and its layout where it can (a compressed array unstacked along a batch or dense dimension); a
+    compressed array unstacked along a sparse dimension gives COO slices. O(size along axis * nnz).
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_coo_array([[0, 1], [2, 0]], [1, 2], (2, 3))
+    >>> [r.to_dense().tolist() for r in xs.unstack(a)]
+    [[0, 0, 1], [2, 0, 0]]
+    >>> c = xs.stack([a.to_sparse_csr(), a.to_sparse_csr()])
+    >>> [r.layout for r in xs.unstack(c)]
+    [xsparse.sparse_csr, xsparse.sparse_csr]
+    """
+    op = "unstack"
+    _operand(op, x)
+    ax = _axis(op, axis, x.ndim)
+    lead = (slice(None),) * ax
+    return tuple(getitem(x, (*lead, i), layout=layout) for i in range(x.shape[ax]))
+
+
+def diff(
+    x: Any, /, *, axis: int = -1, n: int = 1, prepend: Any = None, append: Any = None, layout: Layout | None = None
+) -> Any:
+    """The ``n``-th forward difference along ``axis``: ``x[..., 1:] - x[..., :-1]``, ``n`` times.
+
+    Parameters
+    ----------
+    x
+        A strided (backend) array or an xsparse array of a numeric dtype, with at least one dimension.
+    axis
+        The axis of the differences.
+    n
+        How many times to take them; 0 returns ``x`` itself, ``prepend`` and ``append`` ignored (as NumPy,
+        torch and array-api-strict do).
+    prepend, append
+        Arrays joined to ``x`` along ``axis`` first (:func:`concat` in ``x``'s layout); their shapes must
+        agree with ``x``'s except along ``axis``.
+    layout
+        The layout of the result (default: ``x``'s; see below).
+
+    Returns
+    -------
+    array
+        The differences of two slices are :func:`~xsparse.subtract` of sparse arrays: the result holds
+        the union of their specified elements, and its fill value is ``fill - fill`` (0 for a finite
+        fill value, NaN for an infinite one). A BSR/BSC array differenced along a sparse dimension is
+        computed (and returned) as COO, since a shift by one element splits its blocks.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.sparse_coo_array([[0, 2]], [1, 4], (4,), fill_value=1)
+    >>> d = xs.diff(a)
+    >>> d.fill_value, d.to_dense().tolist()
+    (0, [0, 3, -3])
+    >>> xs.diff(a, n=2).to_dense().tolist()
+    [3, -6]
+    """
+    op = "diff"
+    backend, source, xp = _operand(op, x)
+    if x.ndim == 0:
+        raise ValueError(f"{op}: a 0-d array has no axis to take differences along (shape=()). Reshape it to one dimension first.")
+    if not xp.isdtype(x.dtype, "numeric"):
+        raise TypeError(
+            f"{op}: the array must have a numeric dtype (dtype={dtype_name(x.dtype)}). Compare neighbours with "
+            "xsparse.not_equal on slices, or cast with xsparse.astype first."
+        )
+    times = _int(op, n, "n")
+    if times < 0:
+        raise ValueError(f"{op}: n must be non-negative (n={times}). Pass the number of differences, 0 or more.")
+    ax = _axis(op, axis, x.ndim)
+    if times == 0:
+        return convert_result(x, layout, op)
+    if isinstance(x, CompressedArray) and x.layout.is_blocked and x.batch_dim() <= ax < x.batch_dim() + 2:
+        # a shift by one element splits the blocks: difference the elements
+        x, source = to_sparse(x, layout=sparse_coo), sparse_coo
+    if prepend is not None or append is not None:
+        x = concat([a for a in (prepend, x, append) if a is not None], axis=ax, layout=source)
+    lead = (slice(None),) * ax
+    for _ in range(times):
+        x = subtract(getitem(x, (*lead, slice(1, None))), getitem(x, (*lead, slice(None, -1))))
+    return convert_result(x, layout, op)
+
+
 # -- joining ---------------------------------------------------------------------------------------
 
 
@@ -398,7 +709,8 @@ def _join_operands(op: str, xp: Any, arrays: list[Any], target: Layout) -> list[
             "hold without storing every unspecified element of all but one. Give them one fill value (to_dense() and "
             "to_sparse(..., fill_value=...)), or pass layout=xsparse.strided for a dense result."
         )
-    dtype = xp.result_type(*(a.dtype for a in arrays))
+    # the standard's promotion table, which torch's promote_types lacks for its uint16/32/64
+    dtype = result_type(*arrays)
     fill = scalar_for(xp, dtype, fills[0])
     blocked = [a for a in sparse if isinstance(a, CompressedArray) and a.layout.is_blocked]
     if target.is_blocked and not blocked:
@@ -488,7 +800,7 @@ def concat(arrays: Sequence[Any], /, *, axis: int | None = 0, layout: Layout | N
         # asked for: densify every operand explicitly
         items, sparse = [to_dense(a) for a in items], []
     if not sparse:
-        return convert_result(dispatch.call(op, (strided,), backend.name, xp, items, ax), layout)
+        return convert_result(dispatch.call(op, (strided,), backend.name, xp, items, ax), layout, op)
     if layout is None and not isinstance(items[0], SparseArray):
         raise DensificationError(
             f"{op}: the first operand is strided and another is {sparse[0].layout}, so a result in the first's layout "
@@ -497,7 +809,7 @@ def concat(arrays: Sequence[Any], /, *, axis: int | None = 0, layout: Layout | N
         )
     target = layout if layout is not None else items[0].layout
     operands = _join_operands(op, xp, items, target)
-    return convert_result(dispatch.call(op, (target,), backend.name, xp, operands, ax), layout)
+    return convert_result(dispatch.call(op, (target,), backend.name, xp, operands, ax), layout, op)
 
 
 def stack(arrays: Sequence[Any], /, *, axis: int = 0, layout: Layout | None = None) -> Any:

@@ -97,8 +97,10 @@ def register(
     """
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        global _VERSION
         kernel = Kernel(op, tuple(signature), backend, func, supports, rewrite, priority)
         _REGISTRY.setdefault(op, []).append(kernel)
+        _VERSION += 1
         return func
 
     return decorate
@@ -122,22 +124,26 @@ def _tier_order(candidates: list[Kernel]) -> list[Kernel]:
     return ordered
 
 
-# The order of resolution depends on nothing but an operation's registered kernels, and computing it
-# costs tens of microseconds -- ten times a SpMV of a small matrix -- so it is kept per (operation,
-# layouts, backend), with the kernel list it came from (held, so its identity cannot be reused) and
-# that list's length: registering appends to the list, and replacing the registry or the list (as
-# tests do) replaces it, so a stale order is never used.
-_RESOLVED: dict[tuple[str, tuple[Hashable, ...], str], tuple[Any, list[Kernel], int, tuple[Kernel, ...]]] = {}
+# The order of resolution is a pure function of an operation's registered kernels, and computing it
+# costs tens of microseconds -- ten times a SpMV of a small matrix -- so it is memoised per (operation,
+# layouts, backend). Each entry records what it was computed from: the registry's version (which every
+# registration bumps), the operation's kernel list (held, so that its identity cannot be reused) and
+# that list's length. A registration, a replaced registry or kernel list (as tests do with
+# monkeypatch), or kernels removed from the list, all make the entry stale, and a stale entry is
+# recomputed, never used. It memoises the registry; it holds no state of any array.
+_VERSION = 0
+_NO_KERNELS: list[Kernel] = []
+_RESOLVED: dict[tuple[str, tuple[Hashable, ...], str], tuple[int, list[Kernel], int, tuple[Kernel, ...]]] = {}
 
 
 def _resolved(op: str, layouts: tuple[Hashable, ...], backend: str) -> tuple[Kernel, ...]:
-    kernels = _REGISTRY.get(op, [])
+    kernels = _REGISTRY.get(op, _NO_KERNELS)
     key = (op, layouts, backend)
     hit = _RESOLVED.get(key)
-    if hit is not None and hit[0] is _REGISTRY and hit[1] is kernels and hit[2] == len(kernels):
+    if hit is not None and hit[0] == _VERSION and hit[1] is kernels and hit[2] == len(kernels):
         return hit[3]
     ordered = tuple(_resolve(op, layouts, backend))
-    _RESOLVED[key] = (_REGISTRY, kernels, len(kernels), ordered)
+    _RESOLVED[key] = (_VERSION, kernels, len(kernels), ordered)
     return ordered
 
 
@@ -159,10 +165,19 @@ def _resolve(op: str, layouts: Sequence[Hashable], backend: str) -> list[Kernel]
 
 def call(op: str, layouts: Sequence[Hashable], backend: str, xp: Any, *args: Any, **kwargs: Any) -> Any:
     """Run ``op`` with the first kernel that accepts the arguments; see the module docstring."""
+    layouts = layouts if type(layouts) is tuple else tuple(layouts)
+    # _resolved, inlined: this is every operation's path, and a small SpMV costs a few microseconds
+    kernels = _REGISTRY.get(op, _NO_KERNELS)
+    hit = _RESOLVED.get((op, layouts, backend))
+    if hit is not None and hit[0] == _VERSION and hit[1] is kernels and hit[2] == len(kernels):
+        ordered = hit[3]
+    else:
+        ordered = _resolved(op, layouts, backend)
     declined: list[str] = []
-    for kernel in _resolved(op, tuple(layouts), backend):
-        if kernel.supports is not None:
-            reason = kernel.supports(xp, *args, **kwargs)
+    for kernel in ordered:
+        supports = kernel.supports
+        if supports is not None:
+            reason = supports(xp, *args, **kwargs)
             if reason is not None:
                 declined.append(f"{kernel.describe()} declined: {reason.rstrip('.')}.")
                 continue

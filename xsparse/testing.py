@@ -57,12 +57,15 @@ def assert_sparse_equal(
     atol: float = 0.0,
     check_layout: Any = None,
     check_dtype: bool = True,
+    check_signed_zeros: bool = False,
 ) -> None:
     """Assert that ``actual`` holds the same elements as ``expected``, and that it is a valid array.
 
     ``actual`` (sparse or strided) has every invariant of its format checked, including those that read
     index data; both sides are densified with the generic kernels and compared elementwise (NaNs equal),
     exactly unless ``rtol``/``atol`` are given. ``check_layout`` may name the layout ``actual`` must have.
+    With ``check_signed_zeros``, the zeros of floating and complex results must also have the same sign
+    bits (per component).
     """
     if isinstance(actual, SparseArray):
         check_invariants(actual)
@@ -82,3 +85,10 @@ def assert_sparse_equal(
         np.testing.assert_array_equal(a, e)
     else:
         np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
+    if check_signed_zeros and np.issubdtype(a.dtype, np.inexact) and np.issubdtype(e.dtype, np.inexact):
+        for pa, pe in ((a.real, e.real), (a.imag, e.imag)) if np.iscomplexobj(a) or np.iscomplexobj(e) else ((a, e),):
+            both_zero = (pa == 0) & (pe == 0)
+            differ = both_zero & (np.signbit(pa) != np.signbit(pe))
+            if differ.any():
+                where = [tuple(int(i) for i in w) for w in np.argwhere(differ)[:5]]
+                raise AssertionError(f"signs of zeros differ at {where} (actual {pa[differ][:5]}, expected {pe[differ][:5]})")

@@ -14,6 +14,7 @@
 #include <Python.h>
 
 #include <algorithm>
+#include <cmath>
 #include <complex>
 #include <cstdint>
 #include <cstring>
@@ -57,10 +58,30 @@ struct Bool8 {
     uint8_t v;
 };
 
+// Whether any bit of x is set. For the floating types (and both parts of a complex) that is "x is not
+// +0.0": -0.0 has its sign bit set and NaN its exponent, and +0.0 is the only value whose bits are all
+// zero; for the integers it is x != 0. One integer compare per value, which vectorises.
+template <class T>
+inline bool any_bit_set(const T& x) {
+    if constexpr (sizeof(T) == 16) {
+        uint64_t w[2];
+        std::memcpy(w, &x, sizeof(T));
+        return (w[0] | w[1]) != 0;
+    } else {
+        using U = std::conditional_t<sizeof(T) == 8, uint64_t,
+                  std::conditional_t<sizeof(T) == 4, uint32_t, std::conditional_t<sizeof(T) == 2, uint16_t, uint8_t>>>;
+        static_assert(sizeof(U) == sizeof(T), "any_bit_set: unsupported value size");
+        U u;
+        std::memcpy(&u, &x, sizeof(T));
+        return u != 0;
+    }
+}
+
 template <class T>
 struct ValueOps {
-    // `x != 0` is true for NaN (in either part of a complex) and false for -0.0, as in numpy.
-    static bool nonzero(const T& x) { return x != T(0); }
+    // Whether x is a specified element of an array with fill value +0 (docs/decisions.md, "Fill
+    // values"): every value but +0.0 (per part of a complex) is, so -0.0 and NaN are kept.
+    static bool specified(const T& x) { return any_bit_set(x); }
 
     static void add_to(T& acc, const T& x) {
         if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
@@ -75,9 +96,30 @@ struct ValueOps {
     }
 };
 
+template <class T>
+struct IsComplex : std::false_type {};
+template <class R>
+struct IsComplex<std::complex<R>> : std::true_type {};
+
+// acc += x for a scatter into an output of zeros: where acc is still +0 (all bits zero) it becomes x,
+// so that a stored -0.0 keeps its sign (+0.0 + -0.0 is +0.0). In a valid compressed array every
+// position is written once (plain indices are distinct within a slice), so this is assignment; of
+// unchecked duplicates it sums from the first value, which differs from a sum from +0 only in that a
+// prefix that cancels to +0.0 followed by -0.0 gives -0.0.
+template <class T>
+inline void scatter_add(T& acc, const T& x) {
+    if constexpr (std::is_floating_point_v<T> || IsComplex<T>::value) {
+        if (!any_bit_set(acc)) {
+            acc = x;
+            return;
+        }
+    }
+    ValueOps<T>::add_to(acc, x);
+}
+
 template <>
 struct ValueOps<Bool8> {
-    static bool nonzero(const Bool8& x) { return x.v != 0; }
+    static bool specified(const Bool8& x) { return x.v != 0; }
     static void add_to(Bool8& acc, const Bool8& x) { acc.v = static_cast<uint8_t>((acc.v | x.v) != 0); }
 };
 
@@ -655,13 +697,13 @@ inline int dense_rows_per_chunk(int64_t n1, int64_t B) {
     return static_cast<int>(std::clamp<int64_t>((int64_t{1} << 16) / per_row, 16, 1 << 20));
 }
 
-// Whether entry (i, j) -- the block at p, B values with stride s2 -- has a non-zero value.
+// Whether entry (i, j) -- the block at p, B values with stride s2 -- has a value other than +0.
 template <class T>
-inline bool block_nonzero(const char* p, int64_t B, Py_ssize_t s2) {
+inline bool block_specified(const char* p, int64_t B, Py_ssize_t s2) {
     for (int64_t b = 0; b < B; ++b) {
         T x;
         std::memcpy(&x, p + b * s2, sizeof(T));
-        if (ValueOps<T>::nonzero(x)) return true;
+        if (ValueOps<T>::specified(x)) return true;
     }
     return false;
 }
@@ -677,10 +719,10 @@ int64_t dense_count_kernel(const char* base, int64_t n0, int64_t n1, int64_t B, 
             for (int64_t j = 0; j < n1; ++j) {
                 T x;
                 std::memcpy(&x, row + j * s1, sizeof(T));
-                count += ValueOps<T>::nonzero(x) ? 1 : 0;
+                count += ValueOps<T>::specified(x) ? 1 : 0;
             }
         } else {
-            for (int64_t j = 0; j < n1; ++j) count += block_nonzero<T>(row + j * s1, B, s2) ? 1 : 0;
+            for (int64_t j = 0; j < n1; ++j) count += block_specified<T>(row + j * s1, B, s2) ? 1 : 0;
         }
         indptr[i + 1] = static_cast<I>(count);  // <= n1, which the caller checked fits I
     }
@@ -713,12 +755,12 @@ void dense_fill_kernel(const char* base, int64_t n0, int64_t n1, int64_t B, Py_s
                 std::memcpy(&x, row + j * s1, sizeof(T));
                 indices[p] = static_cast<I>(j);
                 data[p] = x;
-                p += ValueOps<T>::nonzero(x) ? 1 : 0;
+                p += ValueOps<T>::specified(x) ? 1 : 0;
             }
         } else {
             for (int64_t j = 0; j < n1 && p < end; ++j) {
                 const char* blk = row + j * s1;
-                if (block_nonzero<T>(blk, B, s2)) {
+                if (block_specified<T>(blk, B, s2)) {
                     indices[p] = static_cast<I>(j);
                     load_block(data + p * B, blk, B, s2);
                     ++p;
@@ -820,7 +862,8 @@ PyObject* py_dense_fill(PyObject*, PyObject* args) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Compressed -> dense: a scatter-add into a zeroed (strided) output, parallel over major slices.
+// Compressed -> dense: a scatter-add (scatter_add: a stored -0.0 stays -0.0) into a zeroed (strided)
+// output, parallel over major slices.
 // Distinct slices write disjoint parts of the output and duplicates of one slice are summed by
 // the one thread that owns it, so no atomics are needed and sums follow storage order.
 
@@ -846,7 +889,7 @@ bool compressed_to_dense_kernel(Strided1<IP> indptr, Strided1<II> indices, const
                 T acc, x;
                 std::memcpy(&acc, dst + b * os2, sizeof(T));
                 std::memcpy(&x, src + b * vs1, sizeof(T));
-                ValueOps<T>::add_to(acc, x);
+                scatter_add(acc, x);
                 std::memcpy(dst + b * os2, &acc, sizeof(T));
             }
         }
@@ -942,11 +985,6 @@ template <class T>
 inline T mul(const T& a, const T& b) {
     return Arith<T>::mul(a, b);
 }
-
-template <class T>
-struct IsComplex : std::false_type {};
-template <class R>
-struct IsComplex<std::complex<R>> : std::true_type {};
 
 template <class T>
 T scalar_from(const Py_complex& z) {
@@ -2028,6 +2066,584 @@ PyObject* py_sddmm(PyObject*, PyObject* args) {
     Py_RETURN_NONE;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Elementwise add, subtract and multiply of two CSR matrices of one shape whose rows are canonical
+// (sorted, distinct indices: invariant 5.6 of the compressed layouts), with the generic kernel's
+// semantics: the result holds the union of the two operands' entries -- a side without an entry
+// contributes 0, and explicit zeros (x - x) are kept -- except for multiply, which keeps only the
+// entries both sides hold and those whose product is not 0 (x * 0 for an infinite or NaN x is NaN,
+// which IEEE 754 and the generic kernel keep).
+//
+// Two parallel passes over chunks of rows of about equal cost: merge_count checks the rows and writes
+// each row's count, then their running sums (the result's indptr); merge_fill writes the entries where
+// the indptr says. Short rows are merged by comparing every pair of indices (see kPairwiseFactor):
+// with a dozen entries per row in random columns, a merge's branch per entry is mispredicted about
+// half the time, which is most of the time of SciPy's merge.
+
+enum MergeOp : int { kMergeAdd = 0, kMergeSubtract = 1, kMergeMultiply = 2 };
+
+// Integer results wrap around as in numpy (signed overflow is undefined in C++, unsigned is not).
+template <int Op, class T>
+inline T merge_apply(const T& a, const T& b) {
+    if constexpr (std::is_integral_v<T>) {
+        using U = std::make_unsigned_t<T>;
+        const U x = static_cast<U>(a), y = static_cast<U>(b);
+        if constexpr (Op == kMergeAdd) return static_cast<T>(static_cast<U>(x + y));
+        if constexpr (Op == kMergeSubtract) return static_cast<T>(static_cast<U>(x - y));
+        if constexpr (Op == kMergeMultiply) return static_cast<T>(static_cast<U>(x * y));
+    } else {
+        if constexpr (Op == kMergeAdd) return a + b;
+        if constexpr (Op == kMergeSubtract) return a - b;
+        if constexpr (Op == kMergeMultiply) return mul(a, b);
+    }
+}
+
+// Whether x * 0 can be non-zero (NaN): only for floating values.
+template <class T>
+constexpr bool kHasNaN = !std::is_integral_v<T>;
+
+// Whether row [s, e) of idx is strictly increasing within [0, n_minor).
+template <class I>
+inline bool row_canonical(const I* idx, int64_t s, int64_t e, int64_t n_minor) {
+    if (s == e) return true;
+    bool ok = idx[s] >= 0 && static_cast<int64_t>(idx[e - 1]) < n_minor;
+    for (int64_t k = s + 1; k < e; ++k) ok &= idx[k - 1] < idx[k];
+    return ok;
+}
+
+// Rows this short -- entries of one times entries of the other at most kPairwiseFactor times their
+// sum -- are merged by comparing every pair of their indices: each comparison is independent of the
+// others (and vectorised), where a merge's next step waits for the last one (a mispredicted branch,
+// or a load feeding a select, about 7 cycles an entry either way), which made the merge loop the
+// whole cost of a sum of two random matrices.
+constexpr int64_t kPairwiseFactor = 16;
+
+inline bool pairwise(int64_t na, int64_t nb) { return na * nb <= kPairwiseFactor * (na + nb); }
+
+// The number of indices of a[0, na) that b[0, nb) holds too (each row strictly increasing).
+template <class I>
+inline int64_t count_common(const I* __restrict a, int64_t na, const I* __restrict b, int64_t nb) {
+    int64_t c = 0;
+    for (int64_t k = 0; k < na; ++k) {
+        const I x = a[k];
+        I m = 0;
+        for (int64_t j = 0; j < nb; ++j) m += b[j] == x;
+        c += m;
+    }
+    return c;
+}
+
+// The number of indices of b[0, nb) below x.
+template <class I>
+inline int64_t rank_below(const I* __restrict b, int64_t nb, I x) {
+    I c = 0;
+    for (int64_t j = 0; j < nb; ++j) c += b[j] < x;
+    return c;
+}
+
+// Whether some v[k] * 0 is not 0 (an infinite or NaN value): only then can a product with a missing
+// entry be kept.
+template <class T>
+inline bool has_nan_products(const T* __restrict v, int64_t n) {
+    if constexpr (!kHasNaN<T>) {
+        return false;
+    } else {
+        bool any = false;
+        for (int64_t k = 0; k < n; ++k) any |= mul(v[k], T(0)) != T(0);
+        return any;
+    }
+}
+
+// The merge of rows a[pa, ea) and b[pb, eb), one entry at a time (as SciPy merges): returns the
+// number of entries of the result and, with Write, writes those that fit in [o, end).
+template <int Op, bool Write, class I, class T>
+inline int64_t merge_exact(const I* __restrict ai, const T* __restrict av, int64_t pa, int64_t ea,
+                           const I* __restrict bi, const T* __restrict bv, int64_t pb, int64_t eb,
+                           I* __restrict oi, T* __restrict ov, int64_t o, int64_t end) {
+    const int64_t o0 = o;
+    auto emit = [&](I j, T r, bool both) {
+        if (Op == kMergeMultiply && !both && r == T(0)) return;
+        if constexpr (Write) {
+            if (o < end) oi[o] = j, ov[o] = r;
+        }
+        ++o;
+    };
+    while (pa < ea && pb < eb) {
+        const I x = ai[pa], y = bi[pb];
+        if (x == y) {
+            emit(x, merge_apply<Op>(av[pa++], bv[pb++]), true);
+        } else if (x < y) {
+            emit(x, merge_apply<Op>(av[pa++], T(0)), false);
+        } else {
+            emit(y, merge_apply<Op>(T(0), bv[pb++]), false);
+        }
+    }
+    for (; pa < ea; ++pa) emit(ai[pa], merge_apply<Op>(av[pa], T(0)), false);
+    for (; pb < eb; ++pb) emit(bi[pb], merge_apply<Op>(T(0), bv[pb]), false);
+    return o - o0;
+}
+
+// The number of entries of the merge of rows a[sa, ea) and b[sb, eb).
+template <int Op, class I, class T>
+inline int64_t merge_count_row(const I* ai, const T* av, int64_t sa, int64_t ea, const I* bi, const T* bv, int64_t sb,
+                               int64_t eb) {
+    const int64_t na = ea - sa, nb = eb - sb;
+    if constexpr (Op != kMergeMultiply) {
+        if (pairwise(na, nb)) return na + nb - count_common(ai + sa, na, bi + sb, nb);
+    } else {
+        // Without infinities and NaNs a product keeps the entries both sides hold, and only those.
+        if (pairwise(na, nb) && !has_nan_products(av + sa, na) && !has_nan_products(bv + sb, nb))
+            return count_common(ai + sa, na, bi + sb, nb);
+    }
+    return merge_exact<Op, false>(ai, av, sa, ea, bi, bv, sb, eb, static_cast<I*>(nullptr), static_cast<T*>(nullptr), 0, 0);
+}
+
+// Writes the merge of rows a[sa, ea) and b[sb, eb) at [o, end); returns whether it had that many
+// entries (it always has, unless the operands changed since they were counted).
+template <int Op, class I, class T>
+inline bool merge_fill_row(const I* __restrict ai, const T* __restrict av, int64_t sa, int64_t ea,
+                           const I* __restrict bi, const T* __restrict bv, int64_t sb, int64_t eb,
+                           I* __restrict oi, T* __restrict ov, int64_t o, int64_t end) {
+    const int64_t na = ea - sa, nb = eb - sb;
+    const I* a = ai + sa;
+    const I* b = bi + sb;
+    if constexpr (Op != kMergeMultiply) {
+        if (pairwise(na, nb) && end - o == na + nb) {
+            // No index in common: each entry goes to its own index plus the other row's entries
+            // below it (at most na + nb - 1 past o, whatever the rows hold).
+            for (int64_t k = 0; k < na; ++k) {
+                const int64_t q = o + k + rank_below(b, nb, a[k]);
+                oi[q] = a[k];
+                ov[q] = merge_apply<Op>(av[sa + k], T(0));
+            }
+            for (int64_t j = 0; j < nb; ++j) {
+                const int64_t q = o + j + rank_below(a, na, b[j]);
+                oi[q] = b[j];
+                ov[q] = merge_apply<Op>(T(0), bv[sb + j]);
+            }
+            return true;
+        }
+    } else {
+        if (pairwise(na, nb) && !has_nan_products(av + sa, na) && !has_nan_products(bv + sb, nb)) {
+            for (int64_t k = 0; k < na; ++k) {
+                const I x = a[k];
+                for (int64_t j = 0; j < nb; ++j) {
+                    if (b[j] == x) {  // rarely taken: random rows have few indices in common
+                        if (o < end) oi[o] = x, ov[o] = merge_apply<Op>(av[sa + k], bv[sb + j]);
+                        ++o;
+                    }
+                }
+            }
+            return o == end;
+        }
+    }
+    return merge_exact<Op, true>(ai, av, sa, ea, bi, bv, sb, eb, oi, ov, o, end) == end - o;
+}
+
+// Row ranges of about equal cost (rows plus both operands' entries), one per chunk.
+template <class I, class T>
+std::vector<int64_t> merge_bounds(const CsrView<I, T>& A, const CsrView<I, T>& B, int64_t n_chunks) {
+    if (n_chunks == 1) return {0, A.n_major};
+    return split_rows(A.n_major, n_chunks,
+                      [&](int64_t r) { return r + A.entry_offset(r, 1) + B.entry_offset(r, 1); });
+}
+
+// Chunks of work for `threads` threads (the caller's choice: see _cpu.available_threads).
+inline int64_t chunks_for_threads(int64_t work, int threads) {
+    return (work >= kParallelMinEntries && threads > 1) ? int64_t{threads} * kChunksPerThread : 1;
+}
+
+template <int Op, class I, class T>
+bool merge_count_kernel(const CsrView<I, T>& A, const CsrView<I, T>& B, I* cp, int threads) {
+    const int64_t m = A.n_major;
+    const int64_t n_chunks = chunks_for_threads(m + A.nse + B.nse, threads);
+    const std::vector<int64_t> bounds = merge_bounds(A, B, n_chunks);
+    bool ok = true;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) reduction(&& : ok) if (n_chunks > 1)
+    for (int64_t chunk = 0; chunk < n_chunks; ++chunk) {
+        const int64_t i0 = bounds[chunk], i1 = bounds[chunk + 1];
+        const I* ap = A.indptr;
+        const I* bp = B.indptr;
+        bool good = offsets_valid(ap, i0, i1, A.nse, A.n_minor == 0) && offsets_valid(bp, i0, i1, B.nse, B.n_minor == 0);
+        for (int64_t i = i0; good && i < i1; ++i) {
+            const int64_t sa = ap[i], ea = ap[i + 1], sb = bp[i], eb = bp[i + 1];
+            good = row_canonical(A.indices, sa, ea, A.n_minor) && row_canonical(B.indices, sb, eb, B.n_minor);
+            cp[i + 1] = static_cast<I>(merge_count_row<Op>(A.indices, A.data, sa, ea, B.indices, B.data, sb, eb));
+        }
+        ok = good && ok;
+    }
+    if (!ok) return false;
+    cp[0] = 0;
+    for (int64_t i = 0; i < m; ++i) cp[i + 1] += cp[i];
+    return true;
+}
+
+template <int Op, class I, class T>
+bool merge_fill_kernel(const CsrView<I, T>& A, const CsrView<I, T>& B, const I* cp, int64_t nnz, I* ci, T* cd, int threads) {
+    const int64_t m = A.n_major;
+    const int64_t n_chunks = chunks_for_threads(m + A.nse + B.nse, threads);
+    const std::vector<int64_t> bounds = merge_bounds(A, B, n_chunks);
+    bool ok = cp[0] == 0 && cp[m] == nnz;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) reduction(&& : ok) if (n_chunks > 1)
+    for (int64_t chunk = 0; chunk < n_chunks; ++chunk) {
+        const int64_t i0 = bounds[chunk], i1 = bounds[chunk + 1];
+        const I* ap = A.indptr;
+        const I* bp = B.indptr;
+        bool good = offsets_valid(ap, i0, i1, A.nse, A.n_minor == 0) && offsets_valid(bp, i0, i1, B.nse, B.n_minor == 0) &&
+                    offsets_valid(cp, i0, i1, nnz, false);
+        for (int64_t i = i0; good && i < i1; ++i) {
+            if (cp[i] == cp[i + 1]) continue;  // nothing to write (most rows of a product)
+            good = merge_fill_row<Op>(A.indices, A.data, ap[i], ap[i + 1], B.indices, B.data, bp[i], bp[i + 1], ci, cd,
+                                      cp[i], cp[i + 1]);
+        }
+        ok = good && ok;
+    }
+    return ok;
+}
+
+// Calls f(Tag<T>{}) for the value types of the merges and sums: the floating ones, int32 and int64.
+template <class F>
+bool dispatch_arith(int kind, Py_ssize_t itemsize, F&& f) {
+    if (kind == 'i' && itemsize == 4) return f(Tag<int32_t>{}), true;
+    if (kind == 'i' && itemsize == 8) return f(Tag<int64_t>{}), true;
+    return dispatch_float(kind, itemsize, f);
+}
+
+template <class F>
+void dispatch_merge_op(int op, F&& f) {
+    if (op == kMergeAdd) {
+        f(std::integral_constant<int, kMergeAdd>{});
+    } else if (op == kMergeSubtract) {
+        f(std::integral_constant<int, kMergeSubtract>{});
+    } else {
+        f(std::integral_constant<int, kMergeMultiply>{});
+    }
+}
+
+// Acquires two 1-D CSR matrices of one index dtype and one value dtype (contiguous, as the wrapper
+// passes them), and the result's indptr.
+bool acquire_merge(Buffer (&bufs)[7], PyObject* const (&objs)[7], int64_t n_minor) {
+    static const char* const names[7] = {"a_indptr", "a_indices", "a_data", "b_indptr", "b_indices", "b_data", "c_indptr"};
+    for (int k = 0; k < 7; ++k) {
+        const bool writable = k == 6;
+        if (!bufs[k].acquire(objs[k], names[k], 1, writable, true)) return false;
+        if (k % 3 != 2 && !bufs[k].check_index(names[k])) return false;
+    }
+    const bool consistent = bufs[0].itemsize() == bufs[1].itemsize() && bufs[3].itemsize() == bufs[0].itemsize() &&
+                            bufs[4].itemsize() == bufs[0].itemsize() && bufs[6].itemsize() == bufs[0].itemsize() &&
+                            bufs[0].shape(0) >= 1 && bufs[3].shape(0) == bufs[0].shape(0) &&
+                            bufs[6].shape(0) == bufs[0].shape(0) && bufs[2].shape(0) == bufs[1].shape(0) &&
+                            bufs[5].shape(0) == bufs[4].shape(0) && bufs[2].itemsize() == bufs[5].itemsize() &&
+                            n_minor >= 0;
+    if (!consistent) PyErr_SetString(PyExc_ValueError, "merge: inconsistent arrays");
+    return consistent;
+}
+
+template <class I, class T>
+CsrView<I, T> flat_csr(const Buffer& ip, const Buffer& ix, const Buffer& dv, int64_t n_minor) {
+    return csr_view<I, T>(ip, ix, &dv, n_minor);
+}
+
+const char kMergeInvalid[] =
+    "merge: an operand's compressed indices are not non-decreasing within [0, nse], or a row's indices are not "
+    "strictly increasing within [0, n_minor) (a compressed array must be canonical)";
+
+// merge_count(op, kind, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, n_minor, c_indptr, threads) -> nnz
+//   op: 0 add, 1 subtract, 2 multiply; kind: numpy's kind of the values ('f', 'c', 'i').
+PyObject* py_merge_count(PyObject*, PyObject* args) {
+    int op, kind, threads;
+    long long n_minor;
+    PyObject* o[7];
+    if (!PyArg_ParseTuple(args, "iCOOOOOOLOi", &op, &kind, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &n_minor, &o[6],
+                          &threads))
+        return nullptr;
+    threads = std::clamp(threads, 1, max_threads());
+    Buffer b[7];
+    if (!acquire_merge(b, o, n_minor)) return nullptr;
+    bool valid = true;
+    long long nnz = 0;
+    const bool ok = dispatch_arith(kind, b[2].itemsize(), [&](auto vtag) {
+        using T = typename decltype(vtag)::type;
+        dispatch_index(b[0].itemsize(), [&](auto itag) {
+            using I = typename decltype(itag)::type;
+            const CsrView<I, T> A = flat_csr<I, T>(b[0], b[1], b[2], n_minor);
+            const CsrView<I, T> B = flat_csr<I, T>(b[3], b[4], b[5], n_minor);
+            I* cp = reinterpret_cast<I*>(b[6].ptr());
+            dispatch_merge_op(op, [&](auto otag) {
+                constexpr int Op = decltype(otag)::value;
+                Py_BEGIN_ALLOW_THREADS;
+                valid = merge_count_kernel<Op, I, T>(A, B, cp, threads);
+                Py_END_ALLOW_THREADS;
+            });
+            if (valid) nnz = static_cast<long long>(cp[A.n_major]);
+        });
+    });
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "merge_count: unsupported value type (buffer format '%s')", b[2].format());
+        return nullptr;
+    }
+    if (!valid) {
+        PyErr_SetString(PyExc_ValueError, kMergeInvalid);
+        return nullptr;
+    }
+    return PyLong_FromLongLong(nnz);
+}
+
+// merge_fill(op, kind, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, n_minor, c_indptr, c_indices, c_data,
+//            threads)
+//   after merge_count on the same operands (c_indptr is its result).
+PyObject* py_merge_fill(PyObject*, PyObject* args) {
+    int op, kind, threads;
+    long long n_minor;
+    PyObject* o[7];
+    PyObject *o_cix, *o_cdv;
+    if (!PyArg_ParseTuple(args, "iCOOOOOOLOOOi", &op, &kind, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &n_minor, &o[6],
+                          &o_cix, &o_cdv, &threads))
+        return nullptr;
+    threads = std::clamp(threads, 1, max_threads());
+    Buffer b[7], cix, cdv;
+    if (!acquire_merge(b, o, n_minor) || !cix.acquire(o_cix, "c_indices", 1, true, true) ||
+        !cix.check_index("c_indices") || !cdv.acquire(o_cdv, "c_data", 1, true, true))
+        return nullptr;
+    if (cix.itemsize() != b[0].itemsize() || cdv.itemsize() != b[2].itemsize() || cdv.shape(0) != cix.shape(0)) {
+        PyErr_SetString(PyExc_ValueError, "merge_fill: inconsistent arrays");
+        return nullptr;
+    }
+    bool valid = true;
+    const bool ok = dispatch_arith(kind, b[2].itemsize(), [&](auto vtag) {
+        using T = typename decltype(vtag)::type;
+        dispatch_index(b[0].itemsize(), [&](auto itag) {
+            using I = typename decltype(itag)::type;
+            const CsrView<I, T> A = flat_csr<I, T>(b[0], b[1], b[2], n_minor);
+            const CsrView<I, T> B = flat_csr<I, T>(b[3], b[4], b[5], n_minor);
+            dispatch_merge_op(op, [&](auto otag) {
+                constexpr int Op = decltype(otag)::value;
+                Py_BEGIN_ALLOW_THREADS;
+                valid = merge_fill_kernel<Op, I, T>(A, B, reinterpret_cast<const I*>(b[6].ptr()), cix.shape(0),
+                                                    reinterpret_cast<I*>(cix.ptr()), reinterpret_cast<T*>(cdv.ptr()), threads);
+                Py_END_ALLOW_THREADS;
+            });
+        });
+    });
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "merge_fill: unsupported value type (buffer format '%s')", b[2].format());
+        return nullptr;
+    }
+    if (!valid) {
+        PyErr_SetString(PyExc_ValueError, "merge_fill: the operands are not canonical, or c_indptr is not the result of merge_count");
+        return nullptr;
+    }
+    Py_RETURN_NONE;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sums of a CSR matrix along one dimension (fill value 0): the row sums (each row's values in
+// storage order, in parallel over rows), and the column sums with which columns hold an entry (each
+// thread scatters a range of rows into its own copy of the sums and marks, then the copies are
+// added up in parallel over columns: no atomics).
+
+template <class T>
+inline T sum_add(const T& a, const T& b) {
+    return merge_apply<kMergeAdd>(a, b);
+}
+
+template <class I, class T>
+bool row_sums_kernel(const CsrView<I, T>& A, T* out, int threads) {
+    const int64_t m = A.n_major;
+    const int64_t n_chunks = chunks_for_threads(A.nse + m, threads);
+    const std::vector<int64_t> bounds =
+        n_chunks > 1 ? split_rows(m, n_chunks, [&](int64_t r) { return r + A.entry_offset(r, 1); }) : std::vector<int64_t>{0, m};
+    const I* ptr = A.indptr;
+    const T* v = A.data;
+    bool ok = true;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) reduction(&& : ok) if (n_chunks > 1)
+    for (int64_t chunk = 0; chunk < n_chunks; ++chunk) {
+        bool good = true;
+        for (int64_t r = bounds[chunk], i1 = bounds[chunk + 1]; good && r < i1; r += kCheckRows) {
+            const int64_t r1 = std::min(i1, r + kCheckRows);
+            good = offsets_valid(ptr, r, r1, A.nse, A.n_minor == 0);
+            for (int64_t i = r; good && i < r1; ++i) {
+                T s = T(0);
+                for (int64_t k = ptr[i], e = ptr[i + 1]; k < e; ++k) s = sum_add(s, v[k]);
+                out[i] = s;
+            }
+        }
+        ok = good && ok;
+    }
+    return ok;
+}
+
+// Whether x is -0.0 (bitwise: -0.0 == 0.0 compares equal). One integer comparison, so that the
+// column sums' scatter loop, which checks every value, stays as short as it can.
+template <class T>
+inline bool negative_zero(const T& x) {
+    if constexpr (std::is_same_v<T, double>) {
+        uint64_t u;
+        std::memcpy(&u, &x, sizeof u);
+        return u == (uint64_t{1} << 63);
+    } else if constexpr (std::is_same_v<T, float>) {
+        uint32_t u;
+        std::memcpy(&u, &x, sizeof u);
+        return u == (uint32_t{1} << 31);
+    } else {
+        return false;
+    }
+}
+
+// Column sums into out, and (unless seen is null) which columns hold an entry. For real floating
+// values the columns met need no marks of their own: the sums start from -0.0, which adding any value
+// x turns into x (-0.0 + 0.0 = 0.0), so a sum is still -0.0 exactly where no value but -0.0 was
+// added -- the empty columns, when no stored value is -0.0. Marking each entry instead doubled the
+// scatter's time. Returns false when indices or offsets are out of range; *seen_known says whether
+// seen was filled (not when a value is -0.0: the caller then finds the columns itself, and their
+// sums are -0.0 where they should be 0.0 if empty).
+template <class I, class T>
+bool col_sums_kernel(const CsrView<I, T>& A, T* out, uint8_t* seen, bool* seen_known, int max_team) {
+    const int64_t m = A.n_major, n = A.n_minor;
+    const int64_t work = A.nse + m;
+    const int threads = (work >= kParallelMinEntries && n <= A.nse) ? max_team : 1;
+    constexpr bool kSignedZeros = std::is_floating_point_v<T>;
+    const bool zero_marks = kSignedZeros && seen != nullptr;
+    const T start = zero_marks ? -T(0) : T(0);
+    // Row ranges of about equal entries, taken by the threads as they come (a thread that gets no CPU
+    // time on a busy machine leaves its share to the others); each thread adds into its own copy,
+    // thread 0 into `out`.
+    const int64_t n_chunks = threads > 1 ? int64_t{threads} * kChunksPerThread : 1;
+    const std::vector<int64_t> bounds =
+        n_chunks > 1 ? split_rows(m, n_chunks, [&](int64_t r) { return r + A.entry_offset(r, 1); }) : std::vector<int64_t>{0, m};
+    std::vector<T> part(static_cast<size_t>(threads - 1) * static_cast<size_t>(n));
+    // Otherwise the columns each thread met, as bits: an eighth of the cache footprint of bytes.
+    const int64_t words = (n + 63) / 64;
+    const bool bit_marks = seen != nullptr && !zero_marks;
+    std::vector<uint64_t> bits(bit_marks ? static_cast<size_t>(threads) * static_cast<size_t>(words) : 0);
+    std::vector<uint8_t> negz(static_cast<size_t>(threads), 0), used(static_cast<size_t>(threads), 0);
+    bool ok = true;
+#pragma omp parallel num_threads(threads) reduction(&& : ok) if (threads > 1)
+    {
+#ifdef _OPENMP
+        const int t = omp_get_thread_num();
+        const int nt = omp_get_num_threads();
+#else
+        const int t = 0, nt = 1;
+#endif
+        T* s = t == 0 ? out : part.data() + static_cast<size_t>(t - 1) * n;
+        uint64_t* mk = bit_marks ? bits.data() + static_cast<size_t>(t) * words : nullptr;
+        // out is always cleared (and its marks); a helper's copy once it takes a chunk
+        if (t == 0) {
+            std::fill(s, s + n, start);
+            if (mk != nullptr) std::fill(mk, mk + words, uint64_t{0});
+            used[0] = 1;
+        }
+        const I* ptr = A.indptr;
+        const I* idx = A.indices;
+        const T* v = A.data;
+        bool good = true;
+        bool nz = false;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t chunk = 0; chunk < n_chunks; ++chunk) {
+            if (!used[static_cast<size_t>(t)]) {
+                std::fill(s, s + n, start);
+                if (mk != nullptr) std::fill(mk, mk + words, uint64_t{0});
+                used[static_cast<size_t>(t)] = 1;
+            }
+            for (int64_t r = bounds[chunk], i1 = bounds[chunk + 1]; good && r < i1; r += kCheckRows) {
+                const int64_t r1 = std::min(i1, r + kCheckRows);
+                good = offsets_valid(ptr, r, r1, A.nse, n == 0) &&
+                       indices_in_range(idx + ptr[r], static_cast<int64_t>(ptr[r1] - ptr[r]), n);
+                if (!good) break;
+                if (mk != nullptr) {
+                    for (int64_t k = ptr[r], e = ptr[r1]; k < e; ++k) {
+                        const int64_t j = idx[k];
+                        s[j] = sum_add(s[j], v[k]);
+                        mk[j >> 6] |= uint64_t{1} << (j & 63);
+                    }
+                } else {
+                    for (int64_t k = ptr[r], e = ptr[r1]; k < e; ++k) {
+                        s[idx[k]] = sum_add(s[idx[k]], v[k]);
+                        if (zero_marks) nz |= negative_zero(v[k]);
+                    }
+                }
+            }
+            negz[static_cast<size_t>(t)] |= nz;
+        }
+        ok = good;
+        // (the loop's implicit barrier: every copy is complete)
+        bool any_negz = false;
+        for (int u = 0; u < nt; ++u) any_negz |= negz[static_cast<size_t>(u)] != 0;
+        const bool by_sign = zero_marks && !any_negz;
+#pragma omp for schedule(dynamic, 16384)
+        for (int64_t j = 0; j < n; ++j) {
+            T acc = out[j];
+            for (int u = 1; u < nt; ++u) {
+                if (used[static_cast<size_t>(u)]) acc = sum_add(acc, part[static_cast<size_t>(u - 1) * n + j]);
+            }
+            if (by_sign) {
+                const bool empty = negative_zero(acc);
+                seen[j] = static_cast<uint8_t>(!empty);
+                if (empty) acc = T(0);
+            } else if (bit_marks) {
+                uint64_t any = 0;
+                for (int u = 0; u < nt; ++u) {
+                    if (used[static_cast<size_t>(u)]) any |= bits[static_cast<size_t>(u) * words + (j >> 6)];
+                }
+                seen[j] = static_cast<uint8_t>((any >> (j & 63)) & 1);
+            }
+            out[j] = acc;
+        }
+#pragma omp single
+        *seen_known = seen != nullptr && (!zero_marks || !any_negz);
+    }
+    return ok;
+}
+
+// csr_sums(axis, kind, indptr, indices, data, n_minor, out, seen, threads) -> whether seen was filled
+//   axis 1: out (m,) = the row sums; axis 0: out (n_minor,) = the column sums, and seen (n_minor,) uint8
+//   (or None) = whether the column holds an entry. kind: numpy's kind of the values ('f', 'c', 'i').
+PyObject* py_csr_sums(PyObject*, PyObject* args) {
+    int axis, kind, threads;
+    long long n_minor;
+    PyObject *o_ip, *o_ix, *o_dv, *o_out, *o_seen;
+    if (!PyArg_ParseTuple(args, "iCOOOLOOi", &axis, &kind, &o_ip, &o_ix, &o_dv, &n_minor, &o_out, &o_seen, &threads))
+        return nullptr;
+    threads = std::clamp(threads, 1, max_threads());
+    Buffer ip, ix, dv, out, seen;
+    const bool has_seen = o_seen != Py_None;
+    if (!ip.acquire(o_ip, "indptr", 1, false, true) || !ip.check_index("indptr") ||
+        !ix.acquire(o_ix, "indices", 1, false, true) || !ix.check_index("indices") ||
+        !dv.acquire(o_dv, "data", 1, false, true) || !out.acquire(o_out, "out", 1, true, true) ||
+        (has_seen && !seen.acquire(o_seen, "seen", 1, true, true)))
+        return nullptr;
+    const int64_t m = ip.shape(0) - 1;
+    if (ip.itemsize() != ix.itemsize() || m < 0 || dv.shape(0) != ix.shape(0) || out.itemsize() != dv.itemsize() ||
+        out.shape(0) != (axis == 1 ? m : n_minor) || n_minor < 0 || (has_seen && (seen.itemsize() != 1 || seen.shape(0) != n_minor))) {
+        PyErr_SetString(PyExc_ValueError, "csr_sums: inconsistent arrays");
+        return nullptr;
+    }
+    bool valid = true, seen_known = false;
+    const bool ok = dispatch_arith(kind, dv.itemsize(), [&](auto vtag) {
+        using T = typename decltype(vtag)::type;
+        dispatch_index(ip.itemsize(), [&](auto itag) {
+            using I = typename decltype(itag)::type;
+            const CsrView<I, T> A = flat_csr<I, T>(ip, ix, dv, n_minor);
+            T* o = reinterpret_cast<T*>(out.ptr());
+            uint8_t* sn = has_seen ? reinterpret_cast<uint8_t*>(seen.ptr()) : nullptr;
+            Py_BEGIN_ALLOW_THREADS;
+            valid = axis == 1 ? row_sums_kernel<I, T>(A, o, threads) : col_sums_kernel<I, T>(A, o, sn, &seen_known, threads);
+            Py_END_ALLOW_THREADS;
+        });
+    });
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "csr_sums: unsupported value type (buffer format '%s')", dv.format());
+        return nullptr;
+    }
+    if (!valid) {
+        PyErr_SetString(PyExc_ValueError,
+                        "csr_sums: the compressed indices are not non-decreasing within [0, nse], or an index is out of range");
+        return nullptr;
+    }
+    return PyBool_FromLong(seen_known);
+}
+
 PyObject* py_max_threads(PyObject*, PyObject*) { return PyLong_FromLong(max_threads()); }
 
 PyMethodDef methods[] = {
@@ -2045,6 +2661,12 @@ PyMethodDef methods[] = {
     {"spgemm_fill", py_spgemm_fill, METH_VARARGS,
      "spgemm_fill(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, n_cols, c_indptr, c_indices, c_data)"},
     {"sddmm", py_sddmm, METH_VARARGS, "sddmm(indptr, indices, values, a, bt, out, alpha, beta)"},
+    {"merge_count", py_merge_count, METH_VARARGS,
+     "merge_count(op, kind, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, n_minor, c_indptr, threads) -> nnz"},
+    {"merge_fill", py_merge_fill, METH_VARARGS,
+     "merge_fill(op, kind, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, n_minor, c_indptr, c_indices, "
+     "c_data, threads)"},
+    {"csr_sums", py_csr_sums, METH_VARARGS, "csr_sums(axis, kind, indptr, indices, data, n_minor, out, seen, threads) -> bool"},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import abc
 import math
+import operator
 from typing import Any, cast
 
 import array_api_compat
 
-from .._errors import DensificationError
+from .._errors import DensificationError, LayoutError
 from ._layout import Layout
 
 __all__ = ["SparseArray"]
@@ -109,6 +110,14 @@ class SparseArray(abc.ABC):
         """Whether the indices are sorted and unique (always true for compressed layouts)."""
         return True
 
+    def to_device(self, device: Any, /, *, stream: Any = None) -> SparseArray:
+        """The same array with every component on ``device`` (``self`` when already there)."""
+        if device == self.device:
+            return self
+        return self._map_components(
+            lambda c: array_api_compat.to_device(c, device, stream=stream), self._backend, self._xp
+        )
+
     def _backend_device(self, x: Any) -> Any:
         return array_api_compat.device(x)
 
@@ -201,6 +210,14 @@ class SparseArray(abc.ABC):
         from .._indexing import getitem
 
         return getitem(self, key)
+
+    def __setitem__(self, key: Any, value: Any, /) -> None:
+        """Always raises: sparse arrays are immutable handles (their views share component buffers)."""
+        raise LayoutError(
+            f"__setitem__: xsparse sparse arrays are immutable and cannot be assigned to (layout={self._layout}, "
+            f"shape={self._shape}). Build the result as a new array instead, e.g. xsparse.where(mask, value, x) "
+            "for a boolean mask, or assign into a dense copy (to_dense()) and convert it back with xsparse.to_sparse."
+        )
 
     def astype(self, dtype: Any, /, *, copy: bool = True) -> Any:
         """See :func:`xsparse.astype`."""
@@ -341,9 +358,34 @@ class SparseArray(abc.ABC):
                 f"__bool__: the truth value of an array with {self.size} elements is ambiguous (shape={self._shape}). "
                 "Reduce it first, e.g. with xsparse.any or xsparse.all on to_dense(a)."
             )
+        return bool(self._element("__bool__"))
+
+    def __int__(self) -> int:
+        return int(self._element("__int__"))
+
+    def __float__(self) -> float:
+        return float(self._element("__float__"))
+
+    def __complex__(self) -> complex:
+        return complex(self._element("__complex__"))
+
+    def __index__(self) -> int:
+        return operator.index(self._element("__index__"))
+
+    def _element(self, op: str) -> Any:
+        """The one element of a one-element array, as a 0-d strided array of the backend.
+
+        The Python conversion of that 0-d array gives the backend's rules (``__index__`` of a float array
+        is a TypeError, ``__int__`` of NaN a ValueError); densifying one element is not densification.
+        """
+        if self.size != 1:
+            raise ValueError(
+                f"{op}: only an array with one element converts to a Python scalar (size={self.size}, "
+                f"shape={self._shape}). Index one element first, or reduce the array (xsparse.sum, xsparse.max, ...)."
+            )
         from .._conversion import to_dense
 
-        return bool(self._xp.reshape(to_dense(self), ()))
+        return self._xp.reshape(to_dense(self), ())
 
     def __array__(self, *args: Any, **kwargs: Any) -> Any:
         raise DensificationError(
@@ -351,16 +393,18 @@ class SparseArray(abc.ABC):
             "Call to_dense() (or xsparse.to_dense(a)) to make the dense copy explicitly."
         )
 
-    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
+    def __dlpack__(
+        self, /, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: bool | None = None
+    ) -> Any:
+        # DLPack describes strided memory only: exporting a sparse array would be an implicit dense copy.
         raise DensificationError(
             f"__dlpack__: a {self._layout} array has no DLPack representation (shape={self._shape}). Call to_dense() "
             "first to exchange a dense copy, or xsparse.to_backend(a, name) to move the sparse array itself."
         )
 
-    def __dlpack_device__(self) -> Any:
-        raise DensificationError(
-            f"__dlpack_device__: a {self._layout} array has no DLPack representation. Call to_dense() first."
-        )
+    def __dlpack_device__(self) -> tuple[Any, Any]:
+        """The DLPack ``(device type, device id)`` of the components; it exports nothing (``__dlpack__`` raises)."""
+        return cast("tuple[Any, Any]", self._vals.__dlpack_device__())
 
     def __repr__(self) -> str:
         from .._repr import sparse_repr
@@ -368,13 +412,26 @@ class SparseArray(abc.ABC):
         return sparse_repr(self)
 
 
-def _ew() -> Any:
-    from .. import _elementwise
+# The operators call into xsparse._elementwise and xsparse._linalg, which import this module: they are
+# imported at the first operator call and then kept here, since re-running ``from .. import`` on every
+# call costs about 0.6 us, a sixth of a small ``A @ x``.
+_elementwise: Any = None
+_linalg: Any = None
 
+
+def _ew() -> Any:
+    global _elementwise
+    if _elementwise is None:
+        from .. import _elementwise as module
+
+        _elementwise = module
     return _elementwise
 
 
 def _la() -> Any:
-    from .. import _linalg
+    global _linalg
+    if _linalg is None:
+        from .. import _linalg as module
 
+        _linalg = module
     return _linalg

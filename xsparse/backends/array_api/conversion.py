@@ -8,6 +8,8 @@ the sorted keys of the specified elements, and duplicates are summed by a segmen
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any, cast
 
 import array_api_compat
@@ -37,12 +39,183 @@ def _fill_scalar(xp: Any, dtype: Any, fill: Any) -> Any:
     return scalar_for(xp, dtype, fill)
 
 
+# Same-width signed dtypes of the unsigned ones that some backends only store: torch gathers, selects,
+# adds and multiplies no uint16/uint32/uint64 values ("not implemented for 'UInt32'"). Two's complement
+# integers of one width hold the same bits, and casts between them wrap, so a kernel that only moves
+# values, or adds and multiplies them (arithmetic modulo 2**bits), gives the same bits on the twin.
+_SIGNED_TWINS = {"uint16": "int16", "uint32": "int32", "uint64": "int64"}
+
+
+def signed_twin(xp: Any, dtype: Any) -> Any:
+    """The signed integer dtype of ``dtype``'s width for uint16, uint32 and uint64; None for any other dtype."""
+    from ..._common import dtype_name
+
+    name = _SIGNED_TWINS.get(dtype_name(dtype))
+    return None if name is None else getattr(xp, name)
+
+
+def through_signed(xp: Any, values: Any, move: Callable[[Any], Any]) -> Any:
+    """``move(values)``, run on the same-width signed integers where the backend implements it for no such
+    unsigned dtype (see ``_SIGNED_TWINS``); ``move`` must only move values, or add and multiply them.
+
+    The first try is the plain call: a backend that supports the dtype pays nothing. The twin costs two
+    casts of ``values`` and of the result (O(size)), the cost of the move itself.
+    """
+    try:
+        return move(values)
+    except (NotImplementedError, RuntimeError):
+        twin = signed_twin(xp, values.dtype)
+        if twin is None:
+            raise
+    return xp.astype(move(xp.astype(values, twin)), values.dtype)
+
+
+def take_values(xp: Any, values: Any, indices: Any, *, axis: int) -> Any:
+    """``xp.take(values, indices, axis=axis)`` for values of every dtype (:func:`through_signed`)."""
+    return through_signed(xp, values, lambda v: xp.take(v, indices, axis=axis))
+
+
+def gather_or_fill(xp: Any, a: Any, pos: Any, found: Any) -> Any:
+    """``a``'s values at ``pos`` (along the entries) where ``found``, its fill value elsewhere, for values of
+    every dtype (:func:`through_signed`)."""
+    return through_signed(xp, a._vals, lambda v: xp.where(found, xp.take(v, pos, axis=0), fill_like(xp, v, a.fill_value, a.dtype)))
+
+
+def fill_like(xp: Any, values: Any, fill: Any, dtype: Any) -> Any:
+    """The fill value of an array of ``dtype`` as a 0-d array of ``values``' dtype (its signed twin inside
+    :func:`through_signed`, where the cast wraps as the values' did)."""
+    f = xp.asarray(_fill_scalar(xp, dtype, fill), dtype=dtype, device=_device(values))
+    return f if values.dtype == dtype else xp.astype(f, values.dtype)
+
+
+def result_dtype(xp: Any, *dtypes: Any) -> Any:
+    """``xp.result_type(*dtypes)``, by the standard's promotion table where the backend refuses it (torch
+    promotes no uint16, uint32 or uint64 with another dtype)."""
+    try:
+        return xp.result_type(*dtypes)
+    except RuntimeError:
+        from ..._dtypes import result_type
+
+        return result_type(*dtypes)
+
+
+# Order-preserving twins: the backends that only store uint16/uint32/uint64 compare none of them either
+# ("lt_cpu" and "max_values_cpu" are not implemented for 'UInt32'). Subtracting 2**(bits-1) maps
+# [0, 2**bits) onto the signed twin's range [-2**(bits-1), 2**(bits-1)) and keeps the order; on the bits
+# that is the twin's wrapping cast with the sign bit flipped (an XOR with the twin's minimum), which no
+# value overflows, uint64 included.
+
+
+def _half_range(xp: Any, dtype: Any) -> int:
+    """``2**(bits-1)`` for an integer ``dtype``: the shift of the order-preserving map."""
+    return int(2 ** (xp.iinfo(dtype).bits - 1))
+
+
+def _flip_sign_bit(xp: Any, values: Any) -> Any:
+    low = xp.asarray(-_half_range(xp, values.dtype), dtype=values.dtype, device=_device(values))
+    return xp.bitwise_xor(values, low)
+
+
+def to_ordered(xp: Any, x: Any) -> Any:
+    """``x`` (strided or sparse, of an unsigned dtype with a signed twin) as its twin with ``2**(bits-1)``
+    subtracted from every element (the fill value too): comparisons and extrema of the result are those
+    of ``x``. O(size of the values)."""
+    from ...formats import SparseArray
+
+    twin = signed_twin(xp, x.dtype)
+    if isinstance(x, SparseArray):
+        return x._with_values(_flip_sign_bit(xp, xp.astype(x._vals, twin)), int(x.fill_value) - _half_range(xp, twin))
+    return _flip_sign_bit(xp, xp.astype(x, twin))
+
+
+def from_ordered(xp: Any, x: Any, dtype: Any) -> Any:
+    """The inverse of :func:`to_ordered`: ``x`` (strided or sparse, of the signed twin of ``dtype``) with
+    ``2**(bits-1)`` added back, as ``dtype``."""
+    from ...formats import SparseArray
+
+    if isinstance(x, SparseArray):
+        return x._with_values(xp.astype(_flip_sign_bit(xp, x._vals), dtype), int(x.fill_value) + _half_range(xp, dtype))
+    return xp.astype(_flip_sign_bit(xp, x), dtype)
+
+
+def through_ordered(xp: Any, x: Any, run: Callable[[Any, Any], Any], *, map_back: bool = True) -> Any:
+    """``run(x, x.dtype)``, run as ``run(to_ordered(x), twin)`` where the backend compares no elements of
+    ``x``'s unsigned dtype; ``run`` may only compare (max, min, argmax, sort, ...). Its result is mapped
+    back with :func:`from_ordered` when ``map_back`` (it holds elements of ``x``), else returned as it is
+    (positions, truth values).
+
+    The first try is the plain call, free on a backend that supports the dtype; the twin costs a cast and
+    an XOR of the values and of the result. ``x`` is strided or sparse.
+    """
+    try:
+        return run(x, x.dtype)
+    except (NotImplementedError, RuntimeError):
+        twin = signed_twin(xp, x.dtype)
+        if twin is None:
+            raise
+    out = run(to_ordered(xp, x), twin)
+    return from_ordered(xp, out, x.dtype) if map_back else out
+
+
+def is_plus_zero(fill: Any) -> bool:
+    """Whether ``fill`` is zero with no sign bit set (``0``, ``False``, ``+0.0``, ``0j`` with both parts
+    ``+0.0``): the fill value of the kernels that write zeros or leave out what compares equal to 0."""
+    if isinstance(fill, (bool, int)):
+        return fill == 0
+    c = complex(fill)
+    return c == 0 and math.copysign(1.0, c.real) > 0 and math.copysign(1.0, c.imag) > 0
+
+
+def same_fill(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are the same fill value: equal with the same sign bits (per component), or
+    both NaN."""
+    if a != a or b != b:
+        return bool(a != a and b != b)
+    if a != b:
+        return False
+    if isinstance(a, (bool, int)) and isinstance(b, (bool, int)):
+        return True
+    ca, cb = complex(a), complex(b)
+    return all(math.copysign(1.0, p) == math.copysign(1.0, q) for p, q in ((ca.real, cb.real), (ca.imag, cb.imag)))
+
+
+def _sign_differs(xp: Any, part: Any, fill_part: float) -> Any:
+    """Where the sign bit of the real floating ``part`` differs from ``fill_part``'s."""
+    s = xp.signbit(part)
+    return ~s if math.copysign(1.0, fill_part) < 0 else s
+
+
 def _specified_mask(xp: Any, x: Any, fill: Any) -> Any:
-    """Where ``x`` differs from the fill value (NaN differs from every fill value but NaN)."""
+    """Where ``x`` differs from the fill value by ``!=`` (NaN differs from every fill value but NaN), so a
+    -0.0 counts as the fill value +0.0: the rule of the semi-structured encoding, where a group's
+    zeros are the pruned positions and pruning by multiplying with a 0/1 mask leaves -0.0 there.
+    Conversions to the other layouts use :func:`specified_mask`."""
     fill = _fill_scalar(xp, x.dtype, fill)
     if isinstance(fill, (float, complex)) and fill != fill:
         return ~xp.isnan(x)
     return x != fill
+
+
+def specified_mask(xp: Any, x: Any, fill: Any) -> Any:
+    """Where ``x`` is not the fill value, elementwise.
+
+    An element is left out when it equals the fill value and, for floating and complex dtypes, has the
+    same sign bit (per component): with fill value ``+0.0`` a ``-0.0`` is specified, and the reverse.
+    NaN differs from every fill value but NaN. Only a zero (component of the) fill value needs the
+    sign test; any other fill value costs one comparison.
+    """
+    fill = _fill_scalar(xp, x.dtype, fill)
+    if isinstance(fill, (float, complex)) and fill != fill:
+        return ~xp.isnan(x)
+    mask = x != fill
+    if isinstance(fill, float) and fill == 0:
+        mask = mask | _sign_differs(xp, x, fill)
+    elif isinstance(fill, complex):
+        if fill.real == 0:
+            mask = mask | _sign_differs(xp, xp.real(x), fill.real)
+        if fill.imag == 0:
+            mask = mask | _sign_differs(xp, xp.imag(x), fill.imag)
+    return mask
 
 
 def _tail_shape(ndim: int) -> tuple[int, ...]:
@@ -88,6 +261,11 @@ def _segment_sum(xp: Any, is_start: Any, values: Any) -> Any:
     return xp.take(v, bounds[1:] - 1, axis=0)
 
 
+def segment_sum(xp: Any, is_start: Any, values: Any) -> Any:
+    """:func:`_segment_sum` for values of every dtype (sums wrap modulo 2**bits, as on the twin)."""
+    return through_signed(xp, values, lambda v: _segment_sum(xp, is_start, v))
+
+
 def coalesce_coo(xp: Any, a: COOArray) -> COOArray:
     """Sort the entries lexicographically and sum duplicates. O(sparse_dim * nnz log nnz)."""
     if a._coalesced:
@@ -95,7 +273,7 @@ def coalesce_coo(xp: Any, a: COOArray) -> COOArray:
     idx, vals = a._idx, a._vals
     perm = lexsort_indices(xp, idx)
     idx = xp.take(idx, perm, axis=1)
-    vals = xp.take(vals, perm, axis=0)
+    vals = take_values(xp, vals, perm, axis=0)
     n = idx.shape[1]
     first = xp.ones((1,), dtype=xp.bool, device=_device(idx))
     if idx.shape[0]:
@@ -104,7 +282,7 @@ def coalesce_coo(xp: Any, a: COOArray) -> COOArray:
         is_start = xp.concat([first, xp.zeros((n - 1,), dtype=xp.bool, device=_device(idx))])
     starts = xp.nonzero(is_start)[0]
     return COOArray(
-        xp.take(idx, starts, axis=1), _segment_sum(xp, is_start, vals), a.shape,
+        xp.take(idx, starts, axis=1), segment_sum(xp, is_start, vals), a.shape,
         backend=a._backend, xp=xp, coalesced=True, fill_value=a.fill_value,
     )  # fmt: skip
 
@@ -116,8 +294,9 @@ def _coalesce_coo(xp: Any, a: COOArray) -> COOArray:
 
 
 def dense_to_coo(xp: Any, x: Any, sparse_dim: int, target: Target) -> COOArray:
-    """The elements (or dense sub-arrays) of ``x`` that differ from the fill value, in row-major order."""
-    mask = _specified_mask(xp, x, target.fill_value)
+    """The elements (or dense sub-arrays) of ``x`` that are not the fill value (:func:`specified_mask`:
+    a zero of the other sign is specified), in row-major order."""
+    mask = specified_mask(xp, x, target.fill_value)
     if x.ndim > sparse_dim:
         mask = xp.any(mask, axis=tuple(range(sparse_dim, x.ndim)))
     if sparse_dim == 0:
@@ -127,7 +306,7 @@ def dense_to_coo(xp: Any, x: Any, sparse_dim: int, target: Target) -> COOArray:
     else:
         nz = xp.nonzero(mask)
         indices = xp.stack([xp.astype(i, target.index_dtype) for i in nz])
-        values = x[mask]
+        values = through_signed(xp, x, lambda v: v[mask])
     return COOArray(indices, values, tuple(x.shape), backend=target.backend, xp=xp, coalesced=True, fill_value=target.fill_value)
 
 
@@ -142,9 +321,8 @@ def coo_to_dense(xp: Any, a: COOArray) -> Any:
     keys = _linearize(xp, a._idx, sparse_shape)
     positions = xp.arange(prod(sparse_shape), dtype=xp.int64, device=a.device)
     pos = xp.clip(xp.searchsorted(keys, positions), 0, a.nnz - 1)
-    found = xp.take(keys, pos) == positions
-    gathered = xp.take(a._vals, pos, axis=0)
-    out = xp.where(xp.reshape(found, (-1, *_tail_shape(a.dense_dim()))), gathered, fill)
+    found = xp.reshape(xp.take(keys, pos) == positions, (-1, *_tail_shape(a.dense_dim())))
+    out = gather_or_fill(xp, a, pos, found)
     return xp.reshape(out, a.shape)
 
 
@@ -209,7 +387,7 @@ def block_coo_to_compressed(xp: Any, c: COOArray, target: Target) -> CompressedA
         order = list(range(nb_dims)) + [nb_dims + 1, nb_dims]
         perm = lexsort_indices(xp, xp.stack([idx[d, :] for d in order]) if idx.shape[1] else idx)
         idx = xp.take(idx, perm, axis=1)
-        vals = xp.take(vals, perm, axis=0)
+        vals = take_values(xp, vals, perm, axis=0)
     total = c.nnz
     b_lin = _linearize(xp, idx[:nb_dims, :], batch) if nb_dims else xp.zeros((total,), dtype=xp.int64, device=c.device)
     if nb == 0:
@@ -244,11 +422,10 @@ def coo_to_block_coo(xp: Any, a: COOArray, nb_dims: int, blocksize: tuple[int, i
     perm = lexsort_indices(xp, xp.concat([block_idx, xp.reshape(in_block, (1, -1))], axis=0))
     block_idx = xp.take(block_idx, perm, axis=1)
     in_block = xp.astype(xp.take(in_block, perm), xp.int64)
-    vals = xp.take(a._vals, perm, axis=0)
+    vals = take_values(xp, a._vals, perm, axis=0)
     n = block_idx.shape[1]
     grid = a.shape[:nb_dims] + (a.shape[nb_dims] // bm, a.shape[nb_dims + 1] // bn)
     dense = a.shape[nb_dims + 2 :]
-    fill = _fill_scalar(xp, a.dtype, a.fill_value)
     if n == 0:
         values = xp.zeros((0, bm, bn, *dense), dtype=a.dtype, device=a.device)
         return COOArray(block_idx, values, grid + (bm, bn) + dense, backend=a._backend, xp=xp, coalesced=True, fill_value=a.fill_value)
@@ -260,8 +437,8 @@ def coo_to_block_coo(xp: Any, a: COOArray, nb_dims: int, blocksize: tuple[int, i
     keys = block_ordinal * (bm * bn) + in_block
     wanted = xp.arange(nblocks * bm * bn, dtype=xp.int64, device=a.device)
     pos = xp.clip(xp.searchsorted(keys, wanted), 0, n - 1)
-    found = xp.take(keys, pos) == wanted
-    gathered = xp.where(xp.reshape(found, (-1, *_tail_shape(len(dense)))), xp.take(vals, pos, axis=0), fill)
+    found = xp.reshape(xp.take(keys, pos) == wanted, (-1, *_tail_shape(len(dense))))
+    gathered = through_signed(xp, vals, lambda v: xp.where(found, xp.take(v, pos, axis=0), fill_like(xp, v, a.fill_value, a.dtype)))
     values = xp.reshape(gathered, (nblocks, bm, bn, *dense))
     return COOArray(
         xp.take(block_idx, starts, axis=1), values, grid + (bm, bn) + dense, backend=a._backend, xp=xp,

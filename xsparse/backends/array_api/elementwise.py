@@ -37,10 +37,20 @@ import array_api_compat
 
 from ... import dispatch
 from ...dispatch import register
-from ...formats import INDEXED, COOArray, CompressedArray, SparseArray, sparse_coo, strided
+from ...formats import INDEXED, COOArray, SparseArray, sparse_coo, strided
 from ...formats._ops import contiguous, lexsort_indices, prod
-from ...formats._spec import Target
-from .conversion import _linearize, _unravel, block_coo_to_compressed, coalesce_coo, coo_to_block_coo
+from .conversion import (
+    _linearize,
+    from_ordered,
+    gather_or_fill,
+    is_plus_zero,
+    result_dtype,
+    signed_twin,
+    specified_mask,
+    take_values,
+    to_ordered,
+)
+from .shape import as_layout_of, broadcast_coo, regroup_coo, wide_enough
 
 __all__ = [
     "UNARY",
@@ -50,12 +60,9 @@ __all__ = [
     "ANNIHILATING",
     "python_scalar",
     "broadcast_shapes",
-    "broadcast_coo",
     "merge_coo",
-    "as_layout_of",
+    "broadcast_coo",  # re-exported for the linear-algebra kernels; it lives in .shape
 ]
-
-_INT32_MAX = 2**31 - 1
 
 
 # -- unary functions -------------------------------------------------------------------------------
@@ -97,16 +104,105 @@ def _rad2deg(xp: Any, x: Any) -> Any:
 
 def _sign(xp: Any, x: Any) -> Any:
     if not xp.isdtype(x.dtype, "complex floating"):
-        return xp.sign(x)
+        return _standard("sign")(xp, x)
     # x / |x|, and 0 at 0: the divisor is 1 there, so that no 0 / 0 is ever computed
     magnitude = xp.abs(x)
     zero = magnitude == 0
     return xp.where(zero, xp.zeros_like(x), x / xp.astype(xp.where(zero, xp.ones_like(magnitude), magnitude), x.dtype))
 
 
+# -- unsigned integers that the backend only stores ----------------------------------------------------
+# torch stores uint16, uint32 and uint64 but computes few functions of them ("add_stub", "lt_cpu",
+# "abs_cpu" ... not implemented for 'UInt32'), and promotes them with no other dtype. Where the plain
+# call fails for such a dtype, the operands are promoted by the standard's table and the function is
+# computed on the same-width signed twin: modular functions (sums, products, bitwise ones) give the same
+# bits there; comparisons and extrema run on the order-preserving map (conversion.to_ordered); a right
+# shift is made logical; floor division, remainder and powers of uint16/uint32 run exactly on int64.
+# Floor division and remainder of uint64 have no such twin and keep the backend's error.
+
+_IDENTITY_ON_UNSIGNED = frozenset({"abs", "positive", "floor", "ceil", "trunc", "round", "real", "conj"})
+_MODULAR_UNARY = frozenset({"negative", "square", "bitwise_invert"})
+_ORDERED_BINARY = frozenset({"less", "less_equal", "greater", "greater_equal", "maximum", "minimum"})
+_MODULAR_BINARY = frozenset({
+    "add", "subtract", "multiply", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "equal", "not_equal",
+})  # fmt: skip
+_WIDENED_BINARY = frozenset({"floor_divide", "remainder", "pow"})
+
+
+def _unsigned_unary(xp: Any, name: str, x: Any) -> Any:
+    """``name(x)`` for an unsigned ``x`` the backend does not compute (see above); None where no twin serves."""
+    twin = signed_twin(xp, x.dtype)
+    if twin is None:
+        return None
+    if name in _IDENTITY_ON_UNSIGNED:
+        return xp.asarray(x, copy=True)
+    if name == "sign":
+        return xp.astype(x != 0, x.dtype)
+    if name in _MODULAR_UNARY:
+        return xp.astype(getattr(xp, name)(xp.astype(x, twin)), x.dtype)
+    return None
+
+
+def _twin_scalar(value: int, bits: int) -> int:
+    """The Python int ``value`` as the signed ``bits``-bit integer with the same low bits."""
+    half = 1 << (bits - 1)
+    return (value + half) % (2 * half) - half
+
+
+def _logical_right_shift(xp: Any, t: Any, count: Any) -> Any:
+    """``t >> count`` on the signed twin ``t`` of unsigned values, shifting zeros in: one shift with the
+    sign bit cleared, then arithmetic shifts of a non-negative value."""
+    top_clear = xp.asarray(xp.iinfo(t.dtype).max, dtype=t.dtype, device=array_api_compat.device(t))
+    once = xp.bitwise_and(xp.bitwise_right_shift(t, 1), top_clear)
+    if isinstance(count, int):
+        return t if count == 0 else xp.bitwise_right_shift(once, count - 1)
+    rest = xp.bitwise_right_shift(once, xp.clip(count - 1, min=0))
+    return xp.where(count == 0, t, rest)
+
+
+def _unsigned_binary(xp: Any, name: str, x: Any, y: Any, f: Callable[[Any, Any], Any]) -> Any:
+    """``name(x, y)``, computed by ``f``, where the backend refused it for an unsigned dtype (see above);
+    None where no twin serves."""
+    if any(isinstance(v, (float, complex)) for v in (x, y)):
+        return None
+    arrays = [v for v in (x, y) if not isinstance(v, int)]
+    dtype = result_dtype(xp, *(v.dtype for v in arrays))
+    x, y = (v if isinstance(v, int) else xp.astype(v, dtype, copy=False) for v in (x, y))
+    if len({v.dtype for v in arrays}) > 1:
+        # the backend refused the promotion only: retry on the promoted operands
+        try:
+            return f(x, y)
+        except (NotImplementedError, RuntimeError):
+            pass
+    twin = signed_twin(xp, dtype)
+    if twin is None:
+        return None
+    bits = xp.iinfo(dtype).bits
+    if name in _ORDERED_BINARY:
+        half = 2 ** (bits - 1)
+        out = f(*(v - half if isinstance(v, int) else to_ordered(xp, v) for v in (x, y)))
+        return out if out.dtype == xp.bool else from_ordered(xp, out, dtype)
+    tx, ty = (_twin_scalar(v, bits) if isinstance(v, int) else xp.astype(v, twin) for v in (x, y))
+    if name in _MODULAR_BINARY or (name == "pow" and bits == 64):
+        out = f(tx, ty)
+    elif name == "bitwise_right_shift":
+        out = _logical_right_shift(xp, tx, ty)
+    elif name in _WIDENED_BINARY and bits < 64:
+        out = f(*(v if isinstance(v, int) else xp.astype(v, xp.int64) for v in (x, y)))
+    else:
+        return None
+    return out if out.dtype == xp.bool else xp.astype(out, dtype)
+
+
 def _standard(name: str) -> Callable[[Any, Any], Any]:
     def apply(xp: Any, x: Any) -> Any:
-        return getattr(xp, name)(x)
+        try:
+            return getattr(xp, name)(x)
+        except (NotImplementedError, RuntimeError):
+            out = _unsigned_unary(xp, name, x)
+            if out is None:
+                raise
+            return out
 
     return apply
 
@@ -143,7 +239,15 @@ def python_scalar(xp: Any, x: Any) -> Any:
     if xp.isdtype(x.dtype, "bool"):
         return bool(x)
     if xp.isdtype(x.dtype, "integral"):
-        return int(x)
+        try:
+            return int(x)
+        except RuntimeError:
+            # torch reads no uint64 above the int64 range as a Python int: read the twin's bits
+            twin = signed_twin(xp, x.dtype)
+            if twin is None:
+                raise
+            bits: int = xp.iinfo(x.dtype).bits
+            return int(xp.astype(x, twin)) % 2**bits
     if xp.isdtype(x.dtype, "real floating"):
         return float(x)
     return complex(x)
@@ -226,7 +330,20 @@ for _name in NATIVE_ONLY_UNARY:
 
 
 def _clip(xp: Any, x: Any, min: Any, max: Any) -> Any:
-    return xp.clip(x, min=min, max=max)
+    try:
+        return xp.clip(x, min=min, max=max)
+    except (NotImplementedError, RuntimeError):
+        if signed_twin(xp, x.dtype) is None:
+            raise
+    # an unsigned dtype the backend compares not: clip on the order-preserving map (see _unsigned_binary)
+    half = 2 ** (xp.iinfo(x.dtype).bits - 1)
+
+    def ordered(bound: Any) -> Any:
+        if bound is None or isinstance(bound, int):
+            return bound if bound is None else bound - half
+        return to_ordered(xp, xp.astype(bound, x.dtype))
+
+    return from_ordered(xp, xp.clip(to_ordered(xp, x), min=ordered(min), max=ordered(max)), x.dtype)
 
 
 @register("clip", (strided,))
@@ -257,11 +374,73 @@ BINARY = (
 ANNIHILATING = frozenset({"multiply", "logical_and", "bitwise_and"})
 
 
+# The standard leaves an integer division by zero (x // 0, x % 0) unspecified, but the call must not fail;
+# torch raises for it ("RuntimeError: ZeroDivisionError", CPU), on the values as on two fill values 0 // 0.
+# Where the backend raises for an integer division whose divisor holds a 0, it is redone with 1 in place
+# of each zero divisor, and those elements are 0: NumPy's result (x // 0 == x % 0 == 0) and that of
+# array_api_compat's NumPy namespace. A backend that does not raise keeps its own result, at no cost.
+_INTEGER_DIVISION = frozenset({"floor_divide", "remainder"})
+
+
+def _is_integer(xp: Any, v: Any) -> bool:
+    if isinstance(v, (bool, float, complex)):
+        return False
+    return isinstance(v, int) or bool(xp.isdtype(v.dtype, "integral"))
+
+
+def _masked_division(xp: Any, f: Callable[[Any, Any], Any], x: Any, y: Any) -> Any:
+    """``f(x, y)`` with 1 in place of each integer divisor ``y == 0``, and 0 there; None where no divisor is 0."""
+    if isinstance(y, int):
+        return xp.zeros_like(f(x, 1)) if y == 0 else None
+    zero = y == 0
+    if not bool(xp.any(zero)):
+        return None
+    out = f(x, xp.where(zero, xp.ones_like(y), y))
+    return xp.where(zero, xp.zeros_like(out), out)
+
+
+def _zero_safe_division(xp: Any, f: Callable[[Any, Any], Any], x: Any, y: Any) -> Any:
+    """``f(x, y)`` for ``floor_divide`` or ``remainder``, 0 where the backend raised for an integer ``y == 0``."""
+    try:
+        return f(x, y)
+    except (NotImplementedError, RuntimeError):
+        if not (_is_integer(xp, x) and _is_integer(xp, y)):
+            raise
+        try:
+            out = _masked_division(xp, f, x, y)
+        except (NotImplementedError, RuntimeError):
+            out = None  # the masked division fails too (a dtype the backend does not divide): the first error
+        if out is None:
+            raise
+        return out
+
+
 def _binary_func(name: str) -> Callable[[Any, Any, Any], Any]:
     def apply(xp: Any, x: Any, y: Any) -> Any:
-        return getattr(xp, name)(x, y)
+        f = getattr(xp, name)
+        if name in _INTEGER_DIVISION:
+            plain = f
+
+            def f(x: Any, y: Any) -> Any:
+                return _zero_safe_division(xp, plain, x, y)
+
+        try:
+            out = f(x, y)
+        except (NotImplementedError, RuntimeError):
+            out = _unsigned_binary(xp, name, x, y, f)
+            if out is None:
+                raise
+        return _sign_of_divisor(xp, out, y) if name == "remainder" else out
 
     return apply
+
+
+def _sign_of_divisor(xp: Any, r: Any, y: Any) -> Any:
+    """A zero remainder takes the sign of the divisor, as the Array API says (torch's gives +0 always)."""
+    if not hasattr(r, "dtype") or not xp.isdtype(r.dtype, "real floating"):
+        return r
+    divisor = y if hasattr(y, "dtype") else xp.asarray(y, dtype=r.dtype, device=array_api_compat.device(r))
+    return xp.where(r == 0, xp.copysign(r, xp.astype(divisor, r.dtype)), r)
 
 
 def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -278,62 +457,6 @@ def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
             )
         out.append(sizes.pop() if sizes else 1)
     return tuple(out)
-
-
-def _index_dtype_for(xp: Any, index_dtype: Any, nse: int, shape: tuple[int, ...]) -> Any:
-    """``index_dtype``, or int64 where int32 cannot address ``shape`` with ``nse`` entries (invariant 1.3)."""
-    if index_dtype == xp.int32 and max([nse, *shape, 0]) > _INT32_MAX:
-        return xp.int64
-    return index_dtype
-
-
-def broadcast_coo(xp: Any, a: COOArray, shape: tuple[int, ...]) -> COOArray:
-    """``a`` broadcast to ``shape`` (Array API rules): new leading and size-1 sparse dimensions repeat the
-    entries, size-1 dense dimensions broadcast the values. O(nnz * repetition)."""
-    shape = tuple(shape)
-    if tuple(a.shape) == shape:
-        return a
-    extra = len(shape) - a.ndim
-    sd = a.sparse_dim() + extra
-    old = (1,) * extra + tuple(a.shape)
-    grown = prod(shape[:sd]) // max(prod(old[:sd]), 1)
-    idt = _index_dtype_for(xp, a._idx.dtype, a.nnz * max(grown, 1), shape[:sd])
-    idx, vals = (a._idx if idt == a._idx.dtype else xp.astype(a._idx, idt)), a._vals
-    dev = a.device
-    if extra:
-        # new leading dimensions are sparse, at index 0 until repeated below
-        idx = xp.concat([xp.zeros((extra, idx.shape[1]), dtype=idt, device=dev), idx], axis=0)
-    coalesced = a.is_coalesced()
-    for d in range(sd):
-        if old[d] == shape[d]:
-            continue
-        n, nnz = shape[d], idx.shape[1]
-        # every entry once per index along d, entry-major: the order stays lexicographic only when no
-        # later sparse dimension tells entries apart (all of size 1)
-        rep = xp.reshape(xp.broadcast_to(idx[:, :, None], (sd, nnz, n)), (sd, nnz * n))
-        along = xp.reshape(xp.broadcast_to(xp.arange(n, dtype=idt, device=dev)[None, :], (nnz, n)), (-1,))
-        idx = xp.concat([rep[:d, :], along[None, :], rep[d + 1 :, :]], axis=0)
-        vals = xp.reshape(xp.broadcast_to(vals[:, None, ...], (nnz, n, *vals.shape[1:])), (nnz * n, *vals.shape[1:]))
-        coalesced = coalesced and all(shape[k] == 1 for k in range(d + 1, sd))
-    if tuple(vals.shape[1:]) != shape[sd:]:
-        vals = contiguous(a._backend, xp, xp.broadcast_to(vals, (vals.shape[0], *shape[sd:])))
-    return COOArray(idx, vals, shape, backend=a._backend, xp=xp, coalesced=coalesced, fill_value=a.fill_value)
-
-
-def _expand_dense(xp: Any, c: COOArray, k: int) -> COOArray:
-    """``c`` with its first ``k`` dense dimensions made sparse: each entry becomes one entry per position of
-    those dimensions (no fill value is materialised). O(nnz * their size)."""
-    sd, n = c.sparse_dim(), c.nnz
-    moved = tuple(c.shape[sd : sd + k])
-    p = prod(moved)
-    idt = _index_dtype_for(xp, c._idx.dtype, n * p, tuple(c.shape[: sd + k]))
-    dev = c.device
-    idx = xp.reshape(xp.broadcast_to(xp.astype(c._idx, idt)[:, :, None], (sd, n, p)), (sd, n * p))
-    inner = _unravel(xp, xp.arange(p, dtype=xp.int64, device=dev), moved, idt)
-    rows = [xp.reshape(xp.broadcast_to(r[None, :], (n, p)), (-1,)) for r in inner]
-    indices = xp.concat([idx, xp.stack(rows)], axis=0) if k else idx
-    values = xp.reshape(c._vals, (n * p, *c._vals.shape[1 + k :]))
-    return COOArray(indices, values, c.shape, backend=c._backend, xp=xp, coalesced=c.is_coalesced(), fill_value=c.fill_value)
 
 
 def _group_sparse(xp: Any, c: COOArray, k: int) -> COOArray:
@@ -362,7 +485,7 @@ def _group_sparse(xp: Any, c: COOArray, k: int) -> COOArray:
     wanted = xp.arange(groups * p, dtype=xp.int64, device=dev)
     pos = xp.clip(xp.searchsorted(keys, wanted), 0, n - 1)
     found = xp.reshape(xp.take(keys, pos) == wanted, (-1, *((1,) * len(dense))))
-    values = xp.where(found, xp.take(c._vals, pos, axis=0), _fill_array(xp, c))
+    values = gather_or_fill(xp, c, pos, found)
     return COOArray(
         xp.take(idx[:head, :], starts, axis=1), xp.reshape(values, (groups, *grouped, *dense)), c.shape,
         backend=c._backend, xp=xp, coalesced=True, fill_value=c.fill_value,
@@ -421,18 +544,24 @@ def merge_coo(xp: Any, a: COOArray, b: COOArray) -> tuple[Any, Any, Any, Any, An
     pos_b = xp.where(has_b, xp.take(perm, xp.where(pair, nxt, starts)) - na, 0)
     va = _take_or_fill(xp, a, pos_a, has_a, tail)
     vb = _take_or_fill(xp, b, pos_b, has_b, tail)
-    out_idx = xp.astype(xp.take(sidx, starts, axis=1), _index_dtype_for(xp, a._idx.dtype, starts.shape[0], a.shape[:sd]))
+    out_idx = xp.astype(xp.take(sidx, starts, axis=1), wide_enough(xp, a._idx.dtype, starts.shape[0], *a.shape[:sd]))
     return out_idx, va, vb, has_a, has_b
 
 
 def _take_or_fill(xp: Any, a: COOArray, pos: Any, has: Any, tail: tuple[int, ...]) -> Any:
     if a.nnz == 0:
         return xp.broadcast_to(_fill_array(xp, a), (pos.shape[0], *a.shape[a.sparse_dim() :]))
-    return xp.where(xp.reshape(has, (-1, *tail)), xp.take(a._vals, pos, axis=0), _fill_array(xp, a))
+    present = xp.reshape(has, (-1, *tail))
+    return gather_or_fill(xp, a, pos, present)
 
 
 def _equals_fill(xp: Any, values: Any, fill: Any) -> Any:
-    """Per entry, whether every element of ``values`` (nnz, *dense) equals ``fill`` (NaN equals NaN)."""
+    """Per entry, whether every element of ``values`` (nnz, *dense) equals ``fill`` (NaN equals NaN).
+
+    A product of an unspecified element and a negative one is ``-0.0``; it is compared by value, so it
+    stays unspecified under fill value ``+0.0``, as in a product with a strided operand (the sign of such
+    a zero is the one not tracked: docs/decisions.md). Products of two specified elements are all kept.
+    """
     same = values == fill
     if xp.isdtype(values.dtype, ("real floating", "complex floating")) and fill != fill:
         same = xp.isnan(values)
@@ -444,73 +573,17 @@ def _equals_fill(xp: Any, values: Any, fill: Any) -> Any:
 def _combine(xp: Any, name: str, a: COOArray, b: COOArray) -> COOArray:
     """``name(a, b)`` of two coalesced COO arrays of one shape and sparse_dim, on the union of their entries."""
     f = _binary_func(name)
-    fill = python_scalar(xp, f(xp, _fill_array(xp, a), _fill_array(xp, b)))
+    # promoted first by the standard's table: torch mixes uint16/uint32/uint64 with no other dtype
+    dtype = result_dtype(xp, a.dtype, b.dtype)
+    fill_a, fill_b = (xp.astype(_fill_array(xp, c), dtype) for c in (a, b))
+    fill = python_scalar(xp, f(xp, fill_a, fill_b))
     idx, va, vb, has_a, has_b = merge_coo(xp, a, b)
-    values = f(xp, va, vb)
+    values = f(xp, xp.astype(va, dtype, copy=False), xp.astype(vb, dtype, copy=False))
     if name in ANNIHILATING and idx.shape[1]:
         keep = xp.nonzero((has_a & has_b) | ~_equals_fill(xp, values, fill))[0]
         if keep.shape[0] != idx.shape[1]:
-            idx, values = xp.take(idx, keep, axis=1), xp.take(values, keep, axis=0)
+            idx, values = xp.take(idx, keep, axis=1), take_values(xp, values, keep, axis=0)
     return COOArray(idx, values, a.shape, backend=a._backend, xp=xp, coalesced=True, fill_value=fill)
-
-
-def _pad_batches(xp: Any, c: COOArray, nb_dims: int) -> COOArray:
-    """Pad the batches of a coalesced (block) COO with entries holding the fill value, so that every batch
-    holds as many entries as the fullest one (invariant 3.9); they go to each batch's first unspecified
-    positions. O(nnz log nnz)."""
-    batch = tuple(c.shape[:nb_dims])
-    nb, n = prod(batch), c.nnz
-    if nb_dims == 0 or nb <= 1:
-        return c
-    dev = c.device
-    rows, cols = c.shape[nb_dims], c.shape[nb_dims + 1]
-    cells = rows * cols
-    idx = xp.astype(c._idx, xp.int64)
-    b_lin = _linearize(xp, idx[:nb_dims, :], batch)
-    bounds = xp.searchsorted(b_lin, xp.arange(nb + 1, dtype=xp.int64, device=dev))
-    counts = bounds[1:] - bounds[:-1]
-    most = int(xp.max(counts))
-    need = most - counts
-    if int(xp.sum(need)) == 0:
-        return c
-    # With the specified cells s_0 < s_1 < ... of a batch, the j-th unspecified cell is
-    # j + #{i : s_i - i <= j}; offsetting each batch by b * (cells + 1) keeps the keys sorted.
-    local = idx[nb_dims, :] * cols + idx[nb_dims + 1, :]
-    rank = xp.arange(n, dtype=xp.int64, device=dev) - xp.take(bounds, b_lin)
-    keys = b_lin * (cells + 1) + local - rank
-    j = xp.arange(most, dtype=xp.int64, device=dev)[None, :]
-    b = xp.arange(nb, dtype=xp.int64, device=dev)[:, None]
-    below = xp.reshape(xp.searchsorted(keys, xp.reshape(b * (cells + 1) + j, (-1,)), side="right"), (nb, most))
-    cell = j + below - bounds[:-1][:, None]
-    chosen = xp.nonzero(xp.reshape(j < need[:, None], (-1,)))[0]
-    cell = xp.take(xp.reshape(cell, (-1,)), chosen)
-    owner = xp.take(xp.reshape(xp.broadcast_to(b, (nb, most)), (-1,)), chosen)
-    idt = c._idx.dtype
-    new_idx = xp.stack([*_unravel(xp, owner, batch, idt), xp.astype(cell // cols, idt), xp.astype(cell % cols, idt)])
-    new_vals = xp.broadcast_to(_fill_array(xp, c), (chosen.shape[0], *c._vals.shape[1:]))
-    padded = COOArray(
-        xp.concat([c._idx, new_idx], axis=1), xp.concat([c._vals, new_vals], axis=0), c.shape,
-        backend=c._backend, xp=xp, coalesced=False, fill_value=c.fill_value,
-    )  # fmt: skip
-    return coalesce_coo(xp, padded)
-
-
-def as_layout_of(xp: Any, c: COOArray, like: SparseArray) -> SparseArray:
-    """The COO array ``c`` (whose sparse and dense dimensions are those of ``like``'s COO form, possibly with
-    more leading ones) in ``like``'s layout, blocksize, dense_dim and index dtype."""
-    if isinstance(like, COOArray):
-        return c
-    assert isinstance(like, CompressedArray)
-    nb_dims = c.sparse_dim() - 2
-    blocksize = like.blocksize
-    if nb_dims == 0:
-        from ..._conversion import to_sparse
-
-        blocks = blocksize if like.layout.is_blocked else None
-        return to_sparse(c, layout=like.layout, blocksize=blocks, index_dtype=like.index_dtype)
-    target = Target(like.layout, like._backend, xp, tuple(c.shape), 2, like.dense_dim(), blocksize, like.index_dtype, c.fill_value)
-    block = coo_to_block_coo(xp, c, nb_dims, blocksize) if like.layout.is_blocked else _coalesced(xp, c)
-    return block_coo_to_compressed(xp, _pad_batches(xp, block, nb_dims), target)
 
 
 def _binary_strided_kernel(name: str, order: str) -> Callable[..., Any]:
@@ -570,7 +643,7 @@ def _gather(xp: Any, d: Any, idx: Any, shape: tuple[int, ...], sd: int) -> Any:
         if size > 1:
             key = key * size + xp.astype(idx[k, :], xp.int64)
     flat = xp.reshape(d, (prod(own), *d.shape[sd:]))
-    return xp.broadcast_to(xp.take(flat, key, axis=0), (n, *shape[sd:]))
+    return xp.broadcast_to(take_values(xp, flat, key, axis=0), (n, *shape[sd:]))
 
 
 def _nonfinite_entries(xp: Any, d: Any, shape: tuple[int, ...], sd: int, like: COOArray) -> COOArray | None:
@@ -613,7 +686,7 @@ def _annihilated(xp: Any, name: str, a: SparseArray, d: Any, sparse_first: bool)
     values = f(xp, vals, other) if sparse_first else f(xp, other, vals)
     coalesced = c.is_coalesced() or extra is not None
     out = COOArray(idx, values, shape, backend=a._backend, xp=xp, coalesced=coalesced, fill_value=fill)
-    return as_layout_of(xp, out, a)
+    return as_layout_of(xp, out, a, name)
 
 
 def _binary_mixed_kernel(name: str, sparse_first: bool) -> Callable[..., Any]:
@@ -625,7 +698,7 @@ def _binary_mixed_kernel(name: str, sparse_first: bool) -> Callable[..., Any]:
         if d.ndim == 0:
             # a 0-d array acts as a scalar (with an array's dtype in the type promotion)
             return scalar_kernel(xp, x, y)
-        if name in ANNIHILATING and a.fill_value == 0:
+        if name in ANNIHILATING and is_plus_zero(a.fill_value):
             return _annihilated(xp, name, a, d, sparse_first)
         from ..._conversion import to_dense
 
@@ -651,9 +724,9 @@ def _binary_sparse_kernel(name: str) -> Callable[..., Any]:
         if b.sparse_dim() > a.sparse_dim():
             b = _group_sparse(xp, b, b.sparse_dim() - a.sparse_dim())
         elif b.sparse_dim() < a.sparse_dim():
-            b = _expand_dense(xp, b, a.sparse_dim() - b.sparse_dim())
+            b = regroup_coo(xp, b, a.sparse_dim() - b.sparse_dim())
         out = _combine(xp, name, _coalesced(xp, a), _coalesced(xp, b))
-        return as_layout_of(xp, out, x)
+        return as_layout_of(xp, out, x, name)
 
     kernel.__name__ = kernel.__qualname__ = f"_{name}_indexed_indexed"
     kernel.__doc__ = (
@@ -663,23 +736,54 @@ def _binary_sparse_kernel(name: str) -> Callable[..., Any]:
     return kernel
 
 
-def _supports_concat(xp: Any, x: COOArray, y: COOArray) -> str | None:
+def _has_zero(xp: Any, values: Any, dtype: Any, negative: bool) -> bool:
+    """Whether ``values``, cast to the floating ``dtype``, hold a zero component with the sign bit set
+    (``negative``) or clear."""
+    v = xp.astype(values, dtype, copy=False)
+    parts = (xp.real(v), xp.imag(v)) if xp.isdtype(dtype, "complex floating") else (v,)
+    for part in parts:
+        sign = xp.signbit(part)
+        if bool(xp.any((part == 0) & (sign if negative else ~sign))):
+            return True
+    return False
+
+
+def _concat_declines(xp: Any, name: str, x: COOArray, y: COOArray) -> str | None:
     if tuple(x.shape) != tuple(y.shape):
         return "concatenation needs operands of one shape (broadcasting merges the entries instead)"
     if x.sparse_dim() != y.sparse_dim():
         return "concatenation needs operands with the same sparse_dim"
-    if x.fill_value != 0 or y.fill_value != 0:
-        return "concatenation needs fill value 0 on both sides (duplicates add up, fill values do not)"
+    if not (is_plus_zero(x.fill_value) and is_plus_zero(y.fill_value)):
+        return "concatenation needs fill value +0 on both sides (duplicates add up, fill values do not)"
+    dtype = result_dtype(xp, x.dtype, y.dtype)
+    if not xp.isdtype(dtype, ("real floating", "complex floating")):
+        return None
+    # an entry one side lacks meets that side's +0.0, and -0.0 + +0.0 and +0.0 - +0.0 are +0.0:
+    # concatenation would keep a lone -0.0 of add, and turn a lone +0.0 of y into -0.0 in subtract
+    if name == "add" and (_has_zero(xp, x._vals, dtype, True) or _has_zero(xp, y._vals, dtype, True)):
+        return "concatenation keeps a stored -0.0, where -0.0 + +0.0 is +0.0 (the merge applies it)"
+    if name == "subtract" and _has_zero(xp, y._vals, dtype, False):
+        return "concatenation negates a stored +0.0 of y to -0.0, where +0.0 - +0.0 is +0.0 (the merge applies it)"
     return None
+
+
+def _supports_concat(name: str) -> Callable[[Any, COOArray, COOArray], str | None]:
+    """Whether ``name(x, y)`` may concatenate the entries: a reason when not, None when it may."""
+
+    def supports(xp: Any, x: COOArray, y: COOArray) -> str | None:
+        return _concat_declines(xp, name, x, y)
+
+    supports.__name__ = supports.__qualname__ = f"_supports_{name}_concat"
+    return supports
 
 
 def _concat_kernel(name: str) -> Callable[..., Any]:
     def kernel(xp: Any, x: COOArray, y: COOArray) -> COOArray:
-        dtype = xp.result_type(x.dtype, y.dtype)
+        dtype = result_dtype(xp, x.dtype, y.dtype)
         yv = xp.astype(y._vals, dtype)
-        values = xp.concat([xp.astype(x._vals, dtype), yv if name == "add" else -yv], axis=0)
+        values = xp.concat([xp.astype(x._vals, dtype), yv if name == "add" else UNARY["negative"](xp, yv)], axis=0)
         nse = x.nnz + y.nnz
-        idt = _index_dtype_for(xp, x._idx.dtype, nse, tuple(x.shape[: x.sparse_dim()]))
+        idt = wide_enough(xp, x._idx.dtype, nse, *x.shape[: x.sparse_dim()])
         indices = xp.concat([xp.astype(x._idx, idt), xp.astype(y._idx, idt)], axis=1)
         fill = python_scalar(xp, xp.zeros((), dtype=dtype, device=x.device))
         return COOArray(indices, values, x.shape, backend=x._backend, xp=xp, coalesced=False, fill_value=fill)
@@ -699,4 +803,4 @@ for _name in BINARY:
     register(_name, (strided, INDEXED))(_binary_mixed_kernel(_name, False))
     register(_name, (INDEXED, INDEXED))(_binary_sparse_kernel(_name))
 for _name in ("add", "subtract"):
-    register(_name, (sparse_coo, sparse_coo), supports=_supports_concat)(_concat_kernel(_name))
+    register(_name, (sparse_coo, sparse_coo), supports=_supports_concat(_name))(_concat_kernel(_name))

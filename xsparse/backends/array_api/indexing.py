@@ -21,27 +21,26 @@ import array_api_compat
 from ..._errors import LayoutError
 from ..._index_key import Int, Item, NewAxis, Slice
 from ...dispatch import register
-from ...formats import COMPRESSED, INDEXED, COOArray, CompressedArray, Layout, SparseArray, sparse_coo, strided
+from ...formats import COMPRESSED, INDEXED, COOArray, CompressedArray, SparseArray, sparse_coo, strided
 from ...formats._layout import LayoutFamily
 from ...formats._ops import contiguous, lexsort_indices, prod
-from ...formats._spec import Target
 from .conversion import (
     _linearize,
     _unravel,
-    block_coo_to_compressed,
     block_coo_to_coo,
     coalesce_coo,
     compressed_to_block_coo,
     compressed_to_coo,
-    coo_to_block_coo,
+    gather_or_fill,
+    result_dtype,
+    take_values,
 )
-from .elementwise import broadcast_coo, broadcast_shapes, python_scalar
+from .elementwise import broadcast_shapes, python_scalar
+from .shape import broadcast_coo, compress_like, regroup_coo, wide_enough
 
 __all__ = [
     "apply_items",
     "index_coo",
-    "compress_like",
-    "pad_batches",
     "lookup",
     "lookup_at",
     "element_coo",
@@ -86,12 +85,12 @@ def apply_items(xp: Any, x: Any, items: Sequence[Item], axis: int = 0) -> Any:
     """
     for it in items:
         if isinstance(it, Int):
-            x = xp.take(x, xp.asarray([it.index], dtype=xp.int64, device=_device(x)), axis=axis)
+            x = take_values(xp, x, xp.asarray([it.index], dtype=xp.int64, device=_device(x)), axis=axis)
             x = xp.reshape(x, tuple(x.shape[:axis]) + tuple(x.shape[axis + 1 :]))
         elif isinstance(it, Slice):
             if not it.is_identity(x.shape[axis]):
                 positions = xp.arange(it.start, it.stop, it.step, dtype=xp.int64, device=_device(x))
-                x = xp.take(x, positions, axis=axis)
+                x = take_values(xp, x, positions, axis=axis)
             axis += 1
         else:
             x = xp.expand_dims(x, axis=axis)
@@ -147,7 +146,7 @@ def index_coo(xp: Any, a: COOArray, sparse_items: Sequence[Item], dense_items: S
     if keep is not None:
         where = xp.nonzero(keep)[0]
         new_idx = xp.take(new_idx, where, axis=1)
-        vals = xp.take(vals, where, axis=0)
+        vals = take_values(xp, vals, where, axis=0)
     vals = apply_items(xp, vals, dense_items, axis=1)
     out = COOArray(
         new_idx, vals, (*shape, *vals.shape[1:]), backend=a._backend, xp=xp,
@@ -165,70 +164,6 @@ def _split_at_dense(items: Sequence[Item], sparse_dim: int) -> tuple[Sequence[It
         if not isinstance(it, NewAxis) and it.dim >= sparse_dim:
             return items[:k], items[k:]
     return items, ()
-
-
-# -- back to a compressed layout ---------------------------------------------------------------------
-
-
-def pad_batches(xp: Any, c: COOArray, nb_dims: int) -> COOArray:
-    """A coalesced block COO whose batches (its first ``nb_dims`` sparse dimensions) all hold as many
-    entries as the fullest one: the others get explicit entries holding the fill value, at the first
-    positions of the grid that they leave unspecified. O(batch * most log nnz).
-
-    Among the first ``most`` grid positions of a batch with ``count`` entries at least ``most - count`` are
-    unspecified, so the candidates need not go beyond them.
-    """
-    batch = tuple(c.shape[:nb_dims])
-    nbat = prod(batch)
-    if not nb_dims or nbat == 0 or c.nnz == 0:
-        return c
-    dev = c.device
-    idx = c._idx
-    b_lin = _linearize(xp, idx[:nb_dims, :], batch)
-    bounds = xp.searchsorted(b_lin, xp.arange(nbat + 1, dtype=xp.int64, device=dev))
-    counts = bounds[1:] - bounds[:-1]
-    most = int(xp.max(counts))
-    need = most - counts
-    if not bool(xp.any(need > 0)):
-        return c
-    gm, gn = c.shape[nb_dims], c.shape[nb_dims + 1]
-    cells = gm * gn
-    keys = b_lin * cells + xp.astype(idx[nb_dims, :], xp.int64) * gn + xp.astype(idx[nb_dims + 1, :], xp.int64)
-    batches = xp.arange(nbat, dtype=xp.int64, device=dev)[:, None]
-    candidates = xp.reshape(batches * cells + xp.arange(most, dtype=xp.int64, device=dev)[None, :], (-1,))
-    at = xp.clip(xp.searchsorted(keys, candidates), 0, c.nnz - 1)
-    absent = xp.reshape(xp.take(keys, at) != candidates, (nbat, most))
-    rank = xp.cumulative_sum(xp.astype(absent, xp.int64), axis=1)
-    chosen = xp.nonzero(xp.reshape(absent & (rank <= need[:, None]), (-1,)))[0]
-    cell = chosen % most
-    idt = idx.dtype
-    new_idx = xp.stack([*_unravel(xp, chosen // most, batch, idt), xp.astype(cell // gn, idt), xp.astype(cell % gn, idt)])
-    fill = _fill_scalar(xp, c.dtype, c.fill_value)
-    new_vals = xp.full((chosen.shape[0], *c._vals.shape[1:]), fill, dtype=c.dtype, device=dev)
-    all_idx = xp.concat([idx, new_idx], axis=1)
-    perm = lexsort_indices(xp, all_idx)
-    return COOArray(
-        xp.take(all_idx, perm, axis=1), xp.take(xp.concat([c._vals, new_vals], axis=0), perm, axis=0), c.shape,
-        backend=c._backend, xp=xp, coalesced=True, fill_value=c.fill_value,
-    )  # fmt: skip
-
-
-def compress_like(xp: Any, c: COOArray, layout: Layout, blocksize: tuple[int, int], index_dtype: Any, op: str) -> CompressedArray:
-    """The element COO ``c`` (sparse dimensions: batch..., rows, columns) in a compressed ``layout``; batches
-    are padded to equal counts (:func:`pad_batches`). O(nnz log nnz)."""
-    nb_dims = c.sparse_dim() - 2
-    shape = tuple(c.shape)
-    bm, bn = blocksize
-    if shape[nb_dims] % bm or shape[nb_dims + 1] % bn:
-        raise LayoutError(
-            f"{op}: the result's sparse dimensions {shape[nb_dims : nb_dims + 2]} are not a whole number of blocks "
-            f"(blocksize={blocksize}, shape={shape}). Index in whole blocks, or convert first with xsparse.to_sparse_csr(x) "
-            "or xsparse.to_sparse_coo(x)."
-        )
-    blocks = coo_to_block_coo(xp, c, nb_dims, blocksize) if layout.is_blocked else coalesce_coo(xp, c)
-    blocks = pad_batches(xp, blocks, nb_dims)
-    target = Target(layout, c._backend, xp, shape, 2, len(shape) - nb_dims - 2, blocksize, index_dtype, c.fill_value)
-    return block_coo_to_compressed(xp, blocks, target)
 
 
 # -- getitem -----------------------------------------------------------------------------------------
@@ -280,7 +215,7 @@ def _getitem_compressed(xp: Any, a: CompressedArray, items: Sequence[Item]) -> S
 @register("take", (strided,))
 def _take_strided(xp: Any, x: Any, indices: Any, axis: int) -> Any:
     """take(strided) -> strided: the backend's take; O(size of result)."""
-    return xp.take(x, indices, axis=axis)
+    return take_values(xp, x, indices, axis=axis)
 
 
 def take_coo(xp: Any, a: COOArray, indices: Any, axis: int) -> COOArray:
@@ -289,7 +224,7 @@ def take_coo(xp: Any, a: COOArray, indices: Any, axis: int) -> COOArray:
     sd = a.sparse_dim()
     if axis >= sd:
         return COOArray(
-            a._idx, xp.take(a._vals, indices, axis=1 + axis - sd), (*a.shape[:axis], indices.shape[0], *a.shape[axis + 1 :]),
+            a._idx, take_values(xp, a._vals, indices, axis=1 + axis - sd), (*a.shape[:axis], indices.shape[0], *a.shape[axis + 1 :]),
             backend=a._backend, xp=xp, coalesced=a.is_coalesced(), fill_value=a.fill_value,
         )  # fmt: skip
     dev = a.device
@@ -307,11 +242,11 @@ def take_coo(xp: Any, a: COOArray, indices: Any, axis: int) -> COOArray:
     position = xp.take(order, xp.take(lo, entry) + rank)
     new_idx = xp.take(idx, entry, axis=1)
     new_idx = xp.concat([new_idx[:axis, :], xp.astype(position, idx.dtype)[None, :], new_idx[axis + 1 :, :]], axis=0)
-    vals = xp.take(a._vals, entry, axis=0)
+    vals = take_values(xp, a._vals, entry, axis=0)
     coalesced = a.is_coalesced()
     if coalesced and total > 1:
         perm = lexsort_indices(xp, new_idx)
-        new_idx, vals = xp.take(new_idx, perm, axis=1), xp.take(vals, perm, axis=0)
+        new_idx, vals = xp.take(new_idx, perm, axis=1), take_values(xp, vals, perm, axis=0)
     shape = (*a.shape[:axis], indices.shape[0], *a.shape[axis + 1 :])
     return COOArray(new_idx, vals, shape, backend=a._backend, xp=xp, coalesced=coalesced, fill_value=a.fill_value)
 
@@ -330,11 +265,79 @@ def _take_compressed(xp: Any, a: CompressedArray, indices: Any, axis: int) -> Co
         e = take_coo(xp, compressed_to_coo(xp, a), indices, axis)
         return compress_like(xp, e, a.layout, a.blocksize, a.index_dtype, "take")
     if axis < nb:
-        ci, pi, vals = (xp.take(comp, indices, axis=axis) for comp in (a._compressed, a._plain, a._vals))
+        ci, pi, vals = (take_values(xp, comp, indices, axis=axis) for comp in (a._compressed, a._plain, a._vals))
         shape = (*a.shape[:axis], indices.shape[0], *a.shape[axis + 1 :])
         return CompressedArray(ci, pi, vals, shape, layout=a.layout, backend=a._backend, xp=xp, fill_value=a.fill_value, check=False)
     value_axis = nb + 1 + (2 if a.layout.is_blocked else 0) + axis - nb - 2
-    return a._with_values(xp.take(a._vals, indices, axis=value_axis), a.fill_value)
+    return a._with_values(take_values(xp, a._vals, indices, axis=value_axis), a.fill_value)
+
+
+# -- take_along_axis --------------------------------------------------------------------------------
+
+
+def _along_shape(shape: tuple[int, ...], indices: Any, axis: int) -> tuple[int, ...]:
+    """The result shape of ``take_along_axis``: the broadcast of the two shapes, with ``indices``' size along ``axis``."""
+    return tuple(k if d == axis else (s if k == 1 else k) for d, (s, k) in enumerate(zip(shape, indices.shape)))
+
+
+def take_along_coo(xp: Any, a: COOArray, indices: Any, axis: int) -> COOArray:
+    """``take_along_axis`` of a COO array: every result position looks its source position up among the
+    sorted linear keys of the (coalesced, dense dimensions regrouped) entries; the found ones are the
+    result's entries, sorted. O(size(indices broadcast) * log nnz), never the size of ``a``."""
+    c = regroup_coo(xp, coalesce_coo(xp, a), a.dense_dim())
+    shape = _along_shape(tuple(a.shape), indices, axis)
+    dev = a.device
+    n = prod(shape)
+    idt = wide_enough(xp, c._idx.dtype, n, *shape)
+    if n == 0 or c.nnz == 0:
+        empty_vals = xp.zeros((0,), dtype=a.dtype, device=dev)
+        return COOArray(xp.zeros((len(shape), 0), dtype=idt, device=dev), empty_vals, shape, backend=a._backend, xp=xp, coalesced=True, fill_value=a.fill_value)
+    positions = _unravel(xp, xp.arange(n, dtype=xp.int64, device=dev), shape, xp.int64)
+    chosen = xp.reshape(xp.broadcast_to(indices, shape), (-1,))
+    zero = xp.zeros((n,), dtype=xp.int64, device=dev)
+    source = [chosen if d == axis else zero if a.shape[d] == 1 else p for d, p in enumerate(positions)]
+    keys = _linearize(xp, c._idx, tuple(a.shape))
+    wanted = _linearize(xp, xp.stack(source), tuple(a.shape))
+    at = xp.clip(xp.searchsorted(keys, wanted), 0, c.nnz - 1)
+    hit = xp.nonzero(xp.take(keys, at) == wanted)[0]
+    idx = xp.astype(xp.take(xp.stack(positions), hit, axis=1), idt)
+    vals = take_values(xp, c._vals, xp.take(at, hit), axis=0)
+    return COOArray(idx, vals, shape, backend=a._backend, xp=xp, coalesced=True, fill_value=a.fill_value)
+
+
+@register("take_along_axis", (strided,))
+def _take_along_axis_strided(xp: Any, x: Any, indices: Any, axis: int) -> Any:
+    """take_along_axis(strided) -> strided: the backend's function; O(size of result)."""
+    return xp.take_along_axis(x, indices, axis=axis)
+
+
+@register("take_along_axis", (sparse_coo,))
+def _take_along_axis_coo(xp: Any, a: COOArray, indices: Any, axis: int) -> COOArray:
+    """take_along_axis(COO) -> COO (dense dims regrouped): lookups of the source positions; O(size(indices) log nnz)."""
+    return take_along_coo(xp, a, indices, axis)
+
+
+def _supports_take_along_compressed(xp: Any, a: CompressedArray, indices: Any, axis: int) -> str | None:
+    if a.dense_dim():
+        return f"the result's dense dimensions are regrouped as sparse ones, which a hybrid {a.layout} array cannot hold"
+    b = a.batch_dim()
+    shape = _along_shape(tuple(a.shape), indices, axis)
+    if shape[b] % a.blocksize[0] or shape[b + 1] % a.blocksize[1]:
+        return f"the result's sparse dimensions {shape[b : b + 2]} are not a whole number of blocks of {a.blocksize}"
+    return None
+
+
+@register("take_along_axis", (COMPRESSED,), supports=_supports_take_along_compressed)
+def _take_along_axis_compressed(xp: Any, a: CompressedArray, indices: Any, axis: int) -> CompressedArray:
+    """take_along_axis(compressed) -> compressed: lookups in the element COO, compressed back; O(size(indices) log nnz + nnz log nnz)."""
+    e = take_along_coo(xp, compressed_to_coo(xp, a), indices, axis)
+    return compress_like(xp, e, a.layout, a.blocksize, a.index_dtype, "take_along_axis")
+
+
+@register("take_along_axis", (COMPRESSED,), rewrite=True)
+def _take_along_axis_compressed_through_coo(xp: Any, a: CompressedArray, indices: Any, axis: int) -> COOArray:
+    """take_along_axis(compressed) -> COO: lookups in the element COO; O(size(indices) log nnz)."""
+    return take_along_coo(xp, compressed_to_coo(xp, a), indices, axis)
 
 
 # -- lookups -----------------------------------------------------------------------------------------
@@ -353,7 +356,7 @@ def lookup(xp: Any, c: COOArray, positions: Any) -> Any:
     wanted = _linearize(xp, positions, tuple(c.shape[:sd]))
     at = xp.clip(xp.searchsorted(keys, wanted), 0, c.nnz - 1)
     found = xp.reshape(xp.take(keys, at) == wanted, (n, *(1,) * len(dense)))
-    return xp.where(found, xp.take(c._vals, at, axis=0), fill)
+    return gather_or_fill(xp, c, at, found)
 
 
 def lookup_at(xp: Any, c: COOArray, positions: Any) -> Any:
@@ -381,14 +384,14 @@ def lookup_at(xp: Any, c: COOArray, positions: Any) -> Any:
         return xp.reshape(rows, (0, *c.shape[k:]))
     flat = xp.reshape(rows, (n * size, *c.shape[k:]))
     sub = _linearize(xp, positions[sd:k, :], inner)
-    return xp.take(flat, xp.arange(n, dtype=xp.int64, device=dev) * size + sub, axis=0)
+    return take_values(xp, flat, xp.arange(n, dtype=xp.int64, device=dev) * size + sub, axis=0)
 
 
 def _gather_dense(xp: Any, x: Any, positions: Any) -> Any:
     """The sub-arrays of strided ``x`` at ``positions`` ``(k, n)`` over its first ``k`` dimensions."""
     k = positions.shape[0]
     flat = xp.reshape(x, (prod(tuple(x.shape[:k])), *x.shape[k:]))
-    return xp.take(flat, _linearize(xp, positions, tuple(x.shape[:k])), axis=0)
+    return take_values(xp, flat, _linearize(xp, positions, tuple(x.shape[:k])), axis=0)
 
 
 # -- sparse_mask -------------------------------------------------------------------------------------
@@ -449,7 +452,7 @@ def where_dtype(xp: Any, x1: Any, x2: Any) -> Any:
     operand's dtype (the public layer has checked that its kind fits), two scalars the backend's default."""
     arrays = [v for v in (x1, x2) if not isinstance(v, (bool, int, float, complex))]
     if arrays:
-        return xp.result_type(*(v.dtype for v in arrays))
+        return result_dtype(xp, *(v.dtype for v in arrays))
     return xp.result_type(xp.asarray(x1), xp.asarray(x2))
 
 
@@ -612,9 +615,9 @@ def _spdiags_strided_strided(xp: Any, diagonals: Any, offsets: Any, shape: tuple
     inside = xp.reshape((rows >= 0) & (rows < m), (-1,))
     keep = xp.nonzero(inside)[0]
     idx = xp.stack([xp.take(xp.reshape(rows, (-1,)), keep), xp.take(xp.reshape(cols, (-1,)), keep)])
-    values = xp.take(xp.reshape(diagonals[:, :width], (-1,)), keep)
+    values = take_values(xp, xp.reshape(diagonals[:, :width], (-1,)), keep, axis=0)
     perm = lexsort_indices(xp, idx)
     fill = _fill_scalar(xp, diagonals.dtype, 0)
     return COOArray(
-        xp.take(idx, perm, axis=1), xp.take(values, perm), (m, n), backend=backend, xp=xp, coalesced=True, fill_value=fill
+        xp.take(idx, perm, axis=1), take_values(xp, values, perm, axis=0), (m, n), backend=backend, xp=xp, coalesced=True, fill_value=fill
     )

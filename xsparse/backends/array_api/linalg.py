@@ -24,7 +24,8 @@ values and the strided operands.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import array_api_compat
@@ -42,10 +43,16 @@ from .conversion import (
     compressed_to_block_coo,
     compressed_to_coo,
     coo_to_block_coo,
+    fill_like,
+    result_dtype,
+    take_values,
+    through_signed,
 )
 from .elementwise import broadcast_coo
 
 __all__ = [
+    "LobpcgOptions",
+    "LobpcgState",
     "element_coo",
     "sample_product",
     "spmm",
@@ -191,7 +198,8 @@ def reduce_segments(xp: Any, key: Any, values: Any, reduce: str = "sum") -> tupl
     is_start = xp.concat([first, key[1:] != key[:-1]])
     starts = xp.nonzero(is_start)[0]
     combine = {"sum": xp.add, "mean": xp.add, "amax": xp.maximum, "amin": xp.minimum}[reduce]
-    out = _segment_scan(xp, is_start, values, combine)
+    # sums of unsigned values that the backend only stores wrap on the signed twin as they would
+    out = through_signed(xp, values, lambda v: _segment_scan(xp, is_start, v, combine)) if reduce == "sum" else _segment_scan(xp, is_start, values, combine)
     if reduce == "mean":
         bounds = xp.concat([starts, xp.asarray([key.shape[0]], dtype=starts.dtype, device=_dev(key))])
         counts = xp.astype(bounds[1:] - bounds[:-1], out.dtype)
@@ -205,7 +213,8 @@ def rows_to_dense(xp: Any, ukeys: Any, rows: Any, nrows: int) -> Any:
     pos = xp.clip(xp.searchsorted(ukeys, positions), 0, ukeys.shape[0] - 1)
     found = xp.take(ukeys, pos) == positions
     tail = (1,) * (rows.ndim - 1)
-    return xp.where(xp.reshape(found, (-1, *tail)), xp.take(rows, pos, axis=0), xp.zeros((), dtype=rows.dtype, device=_dev(rows)))
+    present = xp.reshape(found, (-1, *tail))
+    return through_signed(xp, rows, lambda r: xp.where(present, xp.take(r, pos, axis=0), xp.zeros((), dtype=r.dtype, device=_dev(r))))
 
 
 # -- sparse @ strided ------------------------------------------------------------------------------
@@ -219,16 +228,16 @@ def row_products(xp: Any, c: COOArray, b: Any) -> tuple[Any, Any]:
     m, k = c.shape[nbd], c.shape[nbd + 1]
     n = b.shape[-1]
     nnz = c.nnz
-    dtype = xp.result_type(c.dtype, b.dtype)
+    dtype = result_dtype(xp, c.dtype, b.dtype)
     idx = c._idx
     bl = _linearize(xp, idx[:nbd, :], batch) if nbd else xp.zeros((nnz,), dtype=xp.int64, device=c.device)
     rows, cols = xp.astype(idx[nbd, :], xp.int64), xp.astype(idx[nbd + 1, :], xp.int64)
     bflat = xp.reshape(xp.astype(b, dtype, copy=False), (prod(batch) * k, n))
-    products = xp.reshape(xp.astype(c._vals, dtype, copy=False), (nnz, 1)) * xp.take(bflat, bl * k + cols, axis=0)
+    products = xp.reshape(xp.astype(c._vals, dtype, copy=False), (nnz, 1)) * take_values(xp, bflat, bl * k + cols, axis=0)
     key = bl * m + rows
     if not c.is_coalesced():
         perm = xp.argsort(key, stable=True)
-        key, products = xp.take(key, perm), xp.take(products, perm, axis=0)
+        key, products = xp.take(key, perm), take_values(xp, products, perm, axis=0)
     return key, products
 
 
@@ -238,7 +247,7 @@ def spmm(xp: Any, c: COOArray, b: Any, reduce: str = "sum") -> Any:
     nbd = c.ndim - 2
     batch = tuple(c.shape[:nbd])
     m, n = c.shape[nbd], b.shape[-1]
-    dtype = xp.result_type(c.dtype, b.dtype)
+    dtype = result_dtype(xp, c.dtype, b.dtype)
     if c.nnz == 0 or prod(batch) * m * n == 0:
         return xp.zeros(batch + (m, n), dtype=dtype, device=_dev(b))
     key, products = row_products(xp, c, b)
@@ -257,7 +266,7 @@ def sparse_times_strided(xp: Any, c: COOArray, b: Any, *, row_vector: bool = Fal
     bb = b[:, None] if b.ndim == 1 else b
     batch = _broadcast_shapes(tuple(c.shape[:-2]), tuple(bb.shape[:-2]))
     c = broadcast_coo(xp, c, batch + tuple(c.shape[-2:]))
-    dtype = xp.result_type(c.dtype, bb.dtype)
+    dtype = result_dtype(xp, c.dtype, bb.dtype)
     bb = xp.broadcast_to(xp.astype(bb, dtype, copy=False), batch + tuple(bb.shape[-2:]))
     out = spmm(xp, c, bb, reduce)
     if not _is_zero(fill):
@@ -290,12 +299,21 @@ def _supports_matmul_sparse_strided(xp: Any, a: SparseArray, b: Any) -> str | No
     return None
 
 
+def promoted_product(xp: Any, product: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
+    """``product(a, b)`` of strided arrays promoted first by the standard's table (torch refuses to mix
+    uint16/uint32/uint64 with other dtypes), on the signed twin where the backend multiplies no such
+    unsigned values (sums and products wrap alike there)."""
+    dtype = result_dtype(xp, a.dtype, b.dtype)
+    a, b = xp.astype(a, dtype, copy=False), xp.astype(b, dtype, copy=False)
+    return through_signed(xp, a, lambda v: product(v, xp.astype(b, v.dtype, copy=False)))
+
+
 @register("matmul", (INDEXED, strided), supports=_supports_matmul_sparse_strided)
 def _matmul_indexed_strided(xp: Any, a: SparseArray, b: Any) -> Any:
     """matmul(sparse, strided) -> strided: gather rows of b, segmented sum per output row; O(nnz * N log nnz)."""
     if a.dense_dim():
         # the contracted dimension is dense: every stored element is multiplied, the structure stays
-        return a._with_values(xp.matmul(a._vals, b), 0)
+        return a._with_values(promoted_product(xp, xp.matmul, a._vals, b), 0)
     c = element_coo(xp, a)
     if a.ndim == 1:
         return sparse_times_strided(xp, _vector_as_row(xp, c), b, row_vector=True)
@@ -319,20 +337,19 @@ def _supports_matmul_strided_sparse(xp: Any, a: Any, b: SparseArray) -> str | No
 def _matmul_strided_indexed(xp: Any, a: Any, b: SparseArray) -> Any:
     """matmul(strided, sparse) -> strided: (b.mT @ a.mT).mT with the index rows swapped; O(nnz * M log nnz)."""
     if b.dense_dim() >= 2:
-        return b._with_values(xp.matmul(a, b._vals), 0)
+        return b._with_values(promoted_product(xp, xp.matmul, a, b._vals), 0)
     if b.dense_dim() == 1:
         # rows of b are sparse, its columns dense: gather a's columns at the stored rows
         c = cast(COOArray, b)
         rows = xp.astype(c._idx[0, :], xp.int64)
-        dtype = xp.result_type(a.dtype, b.dtype)
-        return xp.matmul(xp.astype(xp.take(a, rows, axis=-1), dtype, copy=False), xp.astype(c._vals, dtype, copy=False))
+        return promoted_product(xp, xp.matmul, take_values(xp, a, rows, axis=-1), c._vals)
     return strided_times_sparse(xp, a, element_coo(xp, b))
 
 
 @register("matmul", (strided, strided))
 def _matmul_strided_strided(xp: Any, a: Any, b: Any) -> Any:
     """matmul(strided, strided) -> strided: the backend's matmul; O(M * K * N)."""
-    return xp.matmul(a, b)
+    return promoted_product(xp, xp.matmul, a, b)
 
 
 # -- sparse @ sparse -------------------------------------------------------------------------------
@@ -344,7 +361,7 @@ def spgemm(xp: Any, ca: COOArray, cb: COOArray, index_dtype: Any) -> COOArray:
     nbd = ca.ndim - 2
     batch = tuple(ca.shape[:nbd])
     m, k, n = ca.shape[nbd], ca.shape[nbd + 1], cb.shape[nbd + 1]
-    dtype = xp.result_type(ca.dtype, cb.dtype)
+    dtype = result_dtype(xp, ca.dtype, cb.dtype)
     dev = ca.device
     shape = batch + (m, n)
 
@@ -367,7 +384,7 @@ def spgemm(xp: Any, ca: COOArray, cb: COOArray, index_dtype: Any) -> COOArray:
     bkey = b_bl * k + b_k
     if not cb.is_coalesced():
         perm = xp.argsort(bkey, stable=True)
-        bkey, b_n, vb = xp.take(bkey, perm), xp.take(b_n, perm), xp.take(vb, perm)
+        bkey, b_n, vb = xp.take(bkey, perm), xp.take(b_n, perm), take_values(xp, vb, perm, axis=0)
     akey = a_bl * k + a_k
     start = xp.searchsorted(bkey, akey, side="left")
     counts = xp.searchsorted(bkey, akey, side="right") - start
@@ -378,7 +395,7 @@ def spgemm(xp: Any, ca: COOArray, cb: COOArray, index_dtype: Any) -> COOArray:
     t = xp.arange(total, dtype=xp.int64, device=dev)
     owner = xp.searchsorted(offsets, t, side="right")
     bpos = xp.take(start, owner) + (t - (xp.take(offsets, owner) - xp.take(counts, owner)))
-    values = xp.take(va, owner) * xp.take(vb, bpos)
+    values = take_values(xp, va, owner, axis=0) * take_values(xp, vb, bpos, axis=0)
     out_bl = xp.take(a_bl, owner)
     indices = xp.stack([
         *_unravel(xp, out_bl, batch, index_dtype),
@@ -409,7 +426,8 @@ def compress_union(xp: Any, c: COOArray, layout: Layout, blocksize: tuple[int, i
         pos = xp.clip(xp.searchsorted(key, wanted), 0, bc.nnz - 1)
         found = xp.take(key, pos) == wanted
         tail = (1,) * (bc._vals.ndim - 1)
-        values = xp.where(xp.reshape(found, (-1, *tail)), xp.take(bc._vals, pos, axis=0), xp.zeros((), dtype=bc.dtype, device=c.device))
+        present = xp.reshape(found, (-1, *tail))
+        values = through_signed(xp, bc._vals, lambda v: xp.where(present, xp.take(v, pos, axis=0), fill_like(xp, v, 0, bc.dtype)))
         b_lin = xp.reshape(xp.broadcast_to(lin, (nb, nu)), (-1,))
         cells = xp.reshape(xp.broadcast_to(ucell[None, :], (nb, nu)), (-1,))
         indices = xp.stack([*_unravel(xp, b_lin, batch, idx.dtype), xp.astype(cells // g1, idx.dtype), xp.astype(cells % g1, idx.dtype)])
@@ -530,14 +548,15 @@ def sample_product(xp: Any, s: SparseArray, x: Any, y: Any) -> Any:
     batch = tuple(s.shape[:-2])
     m, n = s.shape[-2], s.shape[-1]
     p = x.shape[-1]
-    dtype = xp.result_type(x.dtype, y.dtype)
+    dtype = result_dtype(xp, x.dtype, y.dtype)
     bl, rows, cols, values_shape = element_positions(xp, s)
     nb = prod(batch)
     xf = xp.reshape(xp.broadcast_to(xp.astype(x, dtype, copy=False), batch + (m, p)), (nb * m, p))
     yt = xp.reshape(xp.broadcast_to(xp.matrix_transpose(xp.astype(y, dtype, copy=False)), batch + (n, p)), (nb * n, p))
     if rows.shape[0] == 0:
         return xp.zeros(values_shape, dtype=dtype, device=_dev(x))
-    products = xp.sum(xp.take(xf, bl * m + rows, axis=0) * xp.take(yt, bl * n + cols, axis=0), axis=-1)
+    pairs = take_values(xp, xf, bl * m + rows, axis=0) * take_values(xp, yt, bl * n + cols, axis=0)
+    products = through_signed(xp, pairs, lambda v: xp.sum(v, axis=-1, dtype=v.dtype))
     return xp.reshape(products, values_shape)
 
 
@@ -553,7 +572,7 @@ def _sampled_addmm_indexed_strided_strided(xp: Any, input: SparseArray, a: Any, 
     if isinstance(input, COOArray):
         input = coalesce_coo(xp, input)
     sampled = sample_product(xp, input, a, b)
-    dtype = xp.result_type(input.dtype, sampled.dtype)
+    dtype = result_dtype(xp, input.dtype, sampled.dtype)
     values = xp.astype(sampled, dtype, copy=False)
     if alpha != 1:
         values = alpha * values
@@ -582,9 +601,9 @@ def _supports_fill0_plain(op: str) -> Callable[..., str | None]:
 
 def _supports_reduce(xp: Any, a: SparseArray, b: Any, reduce: str) -> str | None:
     reason = _supports_fill0_plain("reduce=")(xp, a)
-    if reason is None and reduce == "mean" and not xp.isdtype(xp.result_type(a.dtype, b.dtype), ("real floating", "complex floating")):
+    if reason is None and reduce == "mean" and not xp.isdtype(result_dtype(xp, a.dtype, b.dtype), ("real floating", "complex floating")):
         return "reduce='mean' needs a floating dtype"
-    if reason is None and reduce in ("amax", "amin") and xp.isdtype(xp.result_type(a.dtype, b.dtype), "complex floating"):
+    if reason is None and reduce in ("amax", "amin") and xp.isdtype(result_dtype(xp, a.dtype, b.dtype), "complex floating"):
         return f"reduce={reduce!r} needs a real dtype"
     return reason
 
@@ -603,7 +622,7 @@ def _hspmm(xp: Any, a: SparseArray, b: Any) -> COOArray:
     nbd = c.ndim - 2
     batch = tuple(c.shape[:nbd])
     m, n = c.shape[nbd], b.shape[-1]
-    dtype = xp.result_type(c.dtype, b.dtype)
+    dtype = result_dtype(xp, c.dtype, b.dtype)
     bb = xp.broadcast_to(b, batch + tuple(b.shape[-2:]))
     idt = _index_dtype(xp, a)
     if c.nnz == 0:
@@ -653,7 +672,7 @@ def _sspaddmm_indexed_indexed_strided(xp: Any, input: SparseArray, a: SparseArra
     """sspaddmm(sparse, sparse, strided) -> uncoalesced COO: beta * input's entries, then alpha * smm(a, b)'s."""
     product = hybrid_rows_to_coo(xp, _hspmm(xp, a, b))
     own = element_coo(xp, input)
-    dtype = xp.result_type(own.dtype, product.dtype)
+    dtype = result_dtype(xp, own.dtype, product.dtype)
     left = xp.astype(own._vals, dtype, copy=False)
     right = xp.astype(product._vals, dtype, copy=False)
     values = xp.concat([left if beta == 1 else beta * left, right if alpha == 1 else alpha * right])
@@ -703,7 +722,7 @@ def _tensordot_indexed(xp: Any, x1: Any, x2: Any, axes1: tuple[int, ...], axes2:
 @register("tensordot", (strided, strided))
 def _tensordot_strided_strided(xp: Any, x1: Any, x2: Any, axes1: tuple[int, ...], axes2: tuple[int, ...]) -> Any:
     """tensordot(strided, strided) -> strided: the backend's tensordot; O(product of the shapes)."""
-    return xp.tensordot(x1, x2, axes=(list(axes1), list(axes2)))
+    return promoted_product(xp, lambda u, v: xp.tensordot(u, v, axes=(list(axes1), list(axes2))), x1, x2)
 
 
 def _conj_sparse(xp: Any, c: COOArray) -> COOArray:
@@ -746,7 +765,7 @@ def _vecdot_indexed(xp: Any, x1: Any, x2: Any, axis: int) -> Any:
 @register("vecdot", (strided, strided))
 def _vecdot_strided_strided(xp: Any, x1: Any, x2: Any, axis: int) -> Any:
     """vecdot(strided, strided) -> strided: the backend's vecdot; O(numel)."""
-    return xp.vecdot(x1, x2, axis=axis)
+    return promoted_product(xp, lambda u, v: xp.vecdot(u, v, axis=axis), x1, x2)
 
 
 # -- spsolve: restarted GMRES ------------------------------------------------------------------------
@@ -820,7 +839,7 @@ def _spsolve_indexed_strided(xp: Any, a: SparseArray, b: Any) -> Any:
     """spsolve(sparse, strided) -> strided: restarted GMRES through matmul, to 100 eps; O(iterations * nnz)."""
     n = a.shape[0]
     backend = a._backend.name
-    dtype = xp.result_type(a.dtype, b.dtype)
+    dtype = result_dtype(xp, a.dtype, b.dtype)
     rhs = xp.astype(b, dtype, copy=False)
 
     def matvec(v: Any) -> Any:
@@ -947,96 +966,350 @@ def _pca_lowrank_any(xp: Any, a: Any, q: int, center: bool, niter: int, seed: An
     return svd_lowrank_generic(xp, a, q, niter, m, seed)
 
 
-def _b_orthonormalize(xp: Any, y: Any, by: Any, tol: float) -> tuple[Any, Any]:
-    """``(Y', BY')`` spanning ``Y`` with ``Y'^H B Y' = I``; directions whose B-norm is below ``tol`` are dropped."""
-    gram = xp.matmul(_mh(xp, y), by)
-    gram = (gram + _mh(xp, gram)) / 2
-    w, v = xp.linalg.eigh(gram)
-    top = float(xp.max(xp.abs(w))) if w.shape[0] else 0.0
-    keep = xp.nonzero(w > tol * max(top, 1e-300))[0]
-    v = xp.take(v, keep, axis=1) / xp.astype(xp.sqrt(xp.take(w, keep)), v.dtype)[None, :]
-    return xp.matmul(y, v), xp.matmul(by, v)
+# -- LOBPCG ------------------------------------------------------------------------------------------
+#
+# Two variants, as torch.lobpcg names them. Both start with a Rayleigh-Ritz step on the initial block X
+# and then iterate on the search basis S = [X, P, W] (P: the previous update direction, W: the
+# preconditioned residuals of the pairs not yet converged), counting a pair as converged when its
+# backward error |r| / (|x| (|A| + |e| |B|)) is below tol (Duersch et al. 2018, section 4.3; |A| and |B|
+# estimated once from A X and B X).
+#
+# * "basic" is Knyazev's LOBPCG (2001): the Rayleigh-Ritz step solves the generalized problem on S as
+#   it is, through a Cholesky factor of its (diagonally scaled) Gram matrix S^H B S. Converged pairs
+#   stay in the basis ("soft locking"). Cheapest per iteration; the Gram matrix becomes singular when
+#   the basis loses independence, and then the method stops with an error.
+# * "ortho" keeps S B-orthonormal, so that the Rayleigh-Ritz step is a standard eigenproblem: W is
+#   made B-orthogonal to [X, P] and B-orthonormal by repeated projection and SVQB (Stathopoulos & Wu
+#   2002; Duersch et al. 2018), and P is chosen inside the span of the basis and B-orthogonal to the
+#   new X. Converged pairs are locked: they leave the basis and no longer change.
+
+
+ORTHO_IPARAMS = {"ortho_i_max": 3, "ortho_j_max": 3}
+ORTHO_FPARAMS = ("ortho_tol", "ortho_tol_drop", "ortho_tol_replace")
+ORTHO_BPARAMS = {"ortho_use_drop": False}
+
+
+@dataclass(frozen=True)
+class LobpcgOptions:
+    """The choices of :func:`xsparse.lobpcg` beyond the problem: the variant, the tracker, the ortho parameters.
+
+    ``iparams``, ``fparams`` and ``bparams`` hold the ``ortho_*`` parameters (complete, defaults filled
+    in) for ``method="ortho"``, and are empty for ``method="basic"``.
+    """
+
+    method: str = "ortho"
+    tracker: Callable[[LobpcgState], Any] | None = None
+    iparams: Mapping[str, int] = field(default_factory=dict)
+    fparams: Mapping[str, float] = field(default_factory=dict)
+    bparams: Mapping[str, bool] = field(default_factory=dict)
+
+
+class LobpcgState:
+    """The state of a LOBPCG iteration, which :func:`xsparse.lobpcg` hands its ``tracker`` after every step.
+
+    The attribute names are torch.lobpcg's, so a tracker written for torch reads the same fields.
+
+    Attributes
+    ----------
+    A, B, iK
+        The operator, the mass matrix and the preconditioner as passed (``None`` for identity).
+    method
+        ``"basic"`` or ``"ortho"``.
+    iparams, fparams, bparams
+        The integer, float and boolean parameters: ``m``, ``n``, ``k``, ``niter``; ``tol``; ``largest``;
+        and the ``ortho_*`` parameters of ``method="ortho"``.
+    ivars
+        ``istep`` (the number of steps done), ``converged_count`` (the leading pairs converged),
+        ``iterations_left``, and for ``"ortho"`` ``ortho_i``, ``ortho_j`` (the passes of the last
+        orthogonalization).
+    fvars
+        ``X_norm``, ``A_norm``, ``B_norm`` (the estimates the convergence test uses), and for
+        ``"ortho"`` the relative errors of the last orthogonalization's passes.
+    bvars
+        Set ``bvars["force_stop"] = True`` (or call :meth:`stop`) to end the iteration after this step.
+    tvars
+        ``rerr``: each pair's backward error.
+    E, X, R, S
+        The eigenvalue estimates ``(n,)``, the eigenvector estimates ``(m, n)``, their residuals, and the
+        search basis of the next step. The arrays are replaced, never modified in place, from one step
+        to the next, so a tracker may keep them.
+    """
+
+    def __init__(self, A: Any, B: Any, iK: Any, method: str, iparams: dict[str, int], fparams: dict[str, float], bparams: dict[str, bool]) -> None:
+        self.A, self.B, self.iK, self.method = A, B, iK, method
+        self.iparams, self.fparams, self.bparams = iparams, fparams, bparams
+        self.ivars: dict[str, int] = {"istep": 0, "converged_count": 0, "iterations_left": iparams["niter"]}
+        self.fvars: dict[str, float] = {}
+        self.bvars: dict[str, bool] = {"force_stop": False}
+        self.tvars: dict[str, Any] = {}
+        self.E: Any = None
+        self.X: Any = None
+        self.R: Any = None
+        self.S: Any = None
+
+    @property
+    def istep(self) -> int:
+        """The number of steps done (the Rayleigh-Ritz step on the initial block is step 1)."""
+        return self.ivars["istep"]
+
+    @property
+    def converged_count(self) -> int:
+        """The number of leading eigenpairs that have converged."""
+        return self.ivars["converged_count"]
+
+    def stop(self) -> None:
+        """End the iteration after the current step."""
+        self.bvars["force_stop"] = True
+
+    def __repr__(self) -> str:
+        return f"LobpcgState(method={self.method!r}, istep={self.istep}, converged_count={self.converged_count}, n={self.iparams['n']})"
+
+
+def _breakdown(step: int, why: str) -> ValueError:
+    return ValueError(
+        f"lobpcg: method='basic' broke down at step {step}: the Gram matrix of the search basis is not positive "
+        f"definite ({why}). Use method='ortho', which keeps the basis B-orthonormal, or another initial X."
+    )
+
+
+class _Lobpcg:
+    """One LOBPCG run: the operators, the state, and the steps of both variants."""
+
+    def __init__(self, xp: Any, a: Any, b: Any, ik: Any, state: LobpcgState) -> None:
+        self.xp, self.a, self.b, self.ik, self.state = xp, a, b, ik, state
+        self.backend = _backend_name(a)
+        self.dtype = a.dtype
+        self.complex = bool(xp.isdtype(a.dtype, "complex floating"))
+        self.largest = state.bparams["largest"]
+
+    # products and small dense helpers
+    def times(self, op: Any, v: Any) -> Any:
+        if op is None:
+            return v
+        return dispatch.call("matmul", (_layout(op), strided), self.backend, self.xp, op, v)
+
+    def gram(self, u: Any, v: Any) -> Any:
+        """``u^H v``, made exactly Hermitian when it is square by construction (``u^H B u``)."""
+        g = self.xp.matmul(_mh(self.xp, u), v)
+        return (g + _mh(self.xp, g)) / 2
+
+    def norm(self, v: Any) -> float:
+        return float(self.xp.linalg.vector_norm(v))
+
+    def real_diagonal(self, g: Any) -> Any:
+        d = self.xp.linalg.diagonal(g)
+        return self.xp.real(d) if self.complex else d
+
+    def eigh(self, h: Any) -> tuple[Any, Any]:
+        """Eigenpairs of the Hermitian ``h``, the wanted end of the spectrum first."""
+        xp = self.xp
+        w, z = xp.linalg.eigh(h)
+        if self.largest:
+            w, z = xp.flip(w), xp.flip(z, axis=1)
+        return w, z
+
+    def columns(self, v: Any, index: Any) -> Any:
+        return self.xp.take(v, index, axis=1)
+
+    def scale_columns(self, v: Any, factors: Any) -> Any:
+        return v * self.xp.astype(factors, v.dtype)[None, :]
+
+    # convergence
+    def residual(self, x: Any, e: Any) -> Any:
+        return self.times(self.a, x) - self.times(self.b, x) * self.xp.astype(e, self.dtype)[None, :]
+
+    def count_converged(self, x: Any, e: Any, r: Any, locked: int) -> int:
+        xp, st = self.xp, self.state
+        rerr = xp.linalg.vector_norm(r, axis=0) / (
+            xp.linalg.vector_norm(x, axis=0) * (st.fvars["A_norm"] + xp.abs(e) * st.fvars["B_norm"])
+        )
+        st.tvars["rerr"] = rerr
+        converged = rerr < st.fparams["tol"]
+        count = 0
+        while count < converged.shape[0] and bool(converged[count]):
+            count += 1
+        return max(count, locked)
+
+    # the basic variant's Rayleigh-Ritz transform
+    def rr_transform(self, s: Any, bs: Any) -> Any:
+        """``T`` with ``T^H (s^H B s) T = I``, from a Cholesky factor of the diagonally scaled Gram matrix."""
+        xp = self.xp
+        g = self.gram(s, bs)
+        d = self.real_diagonal(g)
+        if not bool(xp.all(d > 0)):
+            raise _breakdown(self.state.istep + 1, "a basis vector has B-norm 0")
+        dinv = xp.astype(1 / xp.sqrt(d), g.dtype)
+        try:
+            lower = xp.linalg.cholesky(g * dinv[:, None] * dinv[None, :])
+            t = xp.linalg.inv(_mh(xp, lower))
+        except Exception as exc:  # each library raises its own LinAlgError
+            raise _breakdown(self.state.istep + 1, f"{type(exc).__name__}: {str(exc).rstrip('.')}") from exc
+        if not bool(xp.all(xp.isfinite(t))):
+            raise _breakdown(self.state.istep + 1, "the Cholesky factor is not finite")
+        return t * dinv[:, None]
+
+    # the ortho variant's orthonormalization
+    def svqb(self, u: Any, drop: bool, tau: float) -> Any:
+        """B-orthonormal columns spanning ``u``: an eigendecomposition of the scaled Gram matrix, whose small
+        eigenvalues are raised to ``tau`` times the largest (or, with ``drop``, whose directions are dropped)."""
+        xp = self.xp
+        if u.shape[1] == 0:
+            return u
+        d = self.real_diagonal(self.gram(u, self.times(self.b, u)))
+        nonzero = xp.nonzero(d != 0)[0]
+        if nonzero.shape[0] < u.shape[1]:  # an exactly zero column has no direction to keep
+            u, d = self.columns(u, nonzero), xp.take(d, nonzero)
+            if u.shape[1] == 0:
+                return u
+        dinv = 1 / xp.sqrt(d)
+        u = self.scale_columns(u, dinv)
+        w, z = xp.linalg.eigh(self.gram(u, self.times(self.b, u)))
+        floor = tau * float(xp.max(xp.abs(w)))
+        if drop:
+            keep = xp.nonzero(w > floor)[0]
+            w, z = xp.take(w, keep), self.columns(z, keep)
+        else:
+            w = xp.where(w < floor, xp.asarray(floor, dtype=w.dtype), w)
+        return xp.matmul(u, self.scale_columns(z, 1 / xp.sqrt(w)))
+
+    def ortho(self, u: Any, v: Any) -> Any:
+        """``u`` made B-orthonormal and B-orthogonal to the B-orthonormal ``v``: projections alternating with
+        SVQB passes, each repeated until the relative error of the property it establishes is below
+        ``ortho_tol`` (at most ``ortho_i_max`` outer and ``ortho_j_max`` inner passes)."""
+        xp, st = self.xp, self.state
+        ip, fp, bp = st.iparams, st.fparams, st.bparams
+        for key in [key for key in st.fvars if key.startswith("ortho_")]:
+            del st.fvars[key]
+        bv = self.times(self.b, v)
+        bv_norm = self.norm(bv)
+        i = j = 0
+        for i in range(ip["ortho_i_max"]):
+            u = u - xp.matmul(v, xp.matmul(_mh(xp, bv), u))
+            for j in range(ip["ortho_j_max"]):
+                dropping = bp["ortho_use_drop"] and j > 0
+                u = self.svqb(u, dropping, fp["ortho_tol_drop"] if dropping else fp["ortho_tol_replace"])
+                if u.shape[1] == 0:  # every column lay in span(v)
+                    st.ivars["ortho_i"], st.ivars["ortho_j"] = i, j
+                    return u
+                bu = self.times(self.b, u)
+                eye = xp.eye(u.shape[1], dtype=u.dtype, device=_dev(u))
+                rerr = self.norm(xp.matmul(_mh(xp, u), bu) - eye) / (self.norm(bu) * self.norm(u))
+                st.fvars[f"ortho_UBUmI_rerr[{i}, {j}]"] = rerr
+                if rerr < fp["ortho_tol"]:
+                    break
+            rerr = self.norm(xp.matmul(_mh(xp, bv), u)) / (bv_norm * self.norm(u))
+            st.fvars[f"ortho_VBU_rerr[{i}]"] = rerr
+            if rerr < fp["ortho_tol"]:
+                break
+        st.ivars["ortho_i"], st.ivars["ortho_j"] = i, j
+        return u
+
+    # the steps
+    def first_step(self, x: Any) -> None:
+        """Rayleigh-Ritz on the initial block, then the first basis ``[X, W]``."""
+        xp, st = self.xp, self.state
+        if not bool(xp.all(xp.linalg.vector_norm(x, axis=0) > 0)):
+            raise ValueError(
+                f"lobpcg: the initial X has a zero column (X.shape=({st.iparams['m']}, {st.iparams['n']})). Pass "
+                "linearly independent columns, or leave X out for a random start."
+            )
+        x_norm = self.norm(x)
+        st.fvars["X_norm"] = x_norm
+        st.fvars["A_norm"] = self.norm(self.times(self.a, x)) / x_norm
+        st.fvars["B_norm"] = self.norm(self.times(self.b, x)) / x_norm
+        if st.method == "ortho":
+            x = self.svqb(x, False, st.fparams["ortho_tol_replace"])
+            e, z = self.eigh(self.gram(x, self.times(self.a, x)))
+            x = xp.matmul(x, z)
+        else:
+            t = self.rr_transform(x, self.times(self.b, x))
+            e, z = self.eigh(self.gram(t, xp.matmul(self.gram(x, self.times(self.a, x)), t)))
+            x = xp.matmul(x, xp.matmul(t, z))
+        self.finish(x, e, None, 0)
+
+    def step(self) -> None:
+        xp, st = self.xp, self.state
+        n, nc = st.iparams["n"], st.ivars["converged_count"]
+        s = st.S
+        if st.method == "ortho":
+            # S is B-orthonormal and its columns from nc on are B-orthogonal to the locked X[:, :nc]
+            active = s[:, nc:]
+            e, z = self.eigh(self.gram(active, self.times(self.a, active)))
+            nx = n - nc
+            x = xp.concat([st.X[:, :nc], xp.matmul(active, z[:, :nx])], axis=1)
+            e = xp.concat([st.E[:nc], e[:nx]])
+            # P: inside span(S) and B-orthogonal to the new X, in the direction of the change of X. In
+            # the Ritz coordinates Z = [Z1 Z2], the change's component outside X's old span, projected
+            # off Z1, is Z2 Z2^H [0; Z1 below the old X], and (Z unitary) Z2^H [0; Z1 lower] = -Z2 upper^H Z1 upper:
+            # so P = S Z2 Q with Q an orthonormal basis of range(Z2 upper^H).
+            z2 = z[:, nx:]
+            if z2.shape[1]:
+                q = xp.linalg.qr(_mh(xp, z2[:nx, :])).Q
+                p = xp.matmul(active, xp.matmul(z2, q))
+            else:
+                p = s[:, :0]
+            self.finish(x, e, p, nc)
+        else:
+            t = self.rr_transform(s, self.times(self.b, s))
+            e, z = self.eigh(self.gram(t, xp.matmul(self.gram(s, self.times(self.a, s)), t)))
+            c = xp.matmul(t, z[:, :n])
+            x = xp.matmul(s, c)
+            # P: the part of the update that came from [P, W], for the pairs not yet converged
+            p = xp.matmul(s[:, n:], c[n:, nc:])
+            self.finish(x, e[:n], p, 0)  # soft locking: a converged pair may move, and is counted afresh
+
+    def finish(self, x: Any, e: Any, p: Any, locked: int) -> None:
+        """Residuals, convergence, and the next basis ``[X, P, W]``."""
+        xp, st = self.xp, self.state
+        r = self.residual(x, e)
+        nc = self.count_converged(x, e, r, locked)
+        w = self.times(self.ik, r[:, nc:])
+        parts = [x] if p is None else [x, p]
+        if st.method == "ortho":
+            w = self.ortho(w, xp.concat(parts, axis=1))
+        st.E, st.X, st.R, st.S = e, x, r, xp.concat([*parts, w], axis=1)
+        st.ivars["converged_count"] = nc
+        st.ivars["iterations_left"] -= 1
+        st.ivars["istep"] += 1
+
+    def done(self) -> bool:
+        st = self.state
+        return bool(st.bvars.get("force_stop")) or st.ivars["iterations_left"] <= 0 or st.converged_count >= st.iparams["k"]
 
 
 def lobpcg_generic(
-    xp: Any, a: Any, k: int, b: Any, x: Any, n: int, ik: Any, niter: int, tol: float, largest: bool, seed: Any
+    xp: Any, a: Any, k: int, b: Any, x: Any, n: int, ik: Any, niter: int, tol: float, largest: bool,
+    options: LobpcgOptions, seed: Any,
 ) -> tuple[Any, Any]:
-    """Knyazev's LOBPCG with Rayleigh-Ritz on ``[X, W, P]``, B-orthonormalized by eigenvalue decomposition of
-    the small Gram matrices; ``A``, ``B`` and ``iK`` enter through products only."""
+    """LOBPCG, ``options.method`` "basic" or "ortho" (see the comment above); ``A``, ``B`` and ``iK`` enter
+    through products only. Calls ``options.tracker`` with the :class:`LobpcgState` after every step."""
     size = a.shape[-1]
-    backend = _backend_name(a)
-    dtype = a.dtype
-    device = array_api_compat.device(a._vals if isinstance(a, SparseArray) else a)
-
-    def times(op: Any, v: Any) -> Any:
-        if op is None:
-            return v
-        return dispatch.call("matmul", (_layout(op), strided), backend, xp, op, v)
-
     if x is None:
-        x = _random_normal(xp, (size, n), dtype, device, seed)
-    eps = float(xp.finfo(dtype).eps)
-    drop = 100 * eps
-    x, bx = _b_orthonormalize(xp, x, times(b, x), drop)
-    ax = times(a, x)
-    p = bp = ap = None
-    theta = None
-    for _ in range(max(niter, 1)):
-        basis = [x] + ([p] if p is not None else [])
-        b_basis = [bx] + ([bp] if bp is not None else [])
-        a_basis = [ax] + ([ap] if ap is not None else [])
-        h = xp.matmul(_mh(xp, x), ax)
-        theta_all, c = xp.linalg.eigh((h + _mh(xp, h)) / 2)
-        order = xp.flip(xp.arange(theta_all.shape[0], device=device)) if largest else xp.arange(theta_all.shape[0], device=device)
-        theta_all, c = xp.take(theta_all, order), xp.take(c, order, axis=1)
-        x, ax, bx = xp.matmul(x, c), xp.matmul(ax, c), xp.matmul(bx, c)
-        theta = theta_all
-        r = ax - bx * xp.astype(theta, dtype)[None, :]
-        rnorm = xp.sqrt(xp.sum(xp.abs(r) ** 2, axis=0))
-        scale = xp.maximum(xp.abs(theta), xp.asarray(1.0, dtype=theta.dtype, device=device))
-        if bool(xp.all((rnorm / scale)[:k] <= tol)):
-            break
-        w = times(ik, r)
-        # W and P B-orthogonal to X, then B-orthonormal among themselves
-        rest = [w] + basis[1:]
-        b_rest = [times(b, w)] + b_basis[1:]
-        a_rest = [times(a, w)] + a_basis[1:]
-        s = xp.concat(rest, axis=1)
-        bs = xp.concat(b_rest, axis=1)
-        as_ = xp.concat(a_rest, axis=1)
-        for _pass in range(2):
-            # unit columns first: W shrinks as X converges, and its Gram matrix would underflow
-            norms = xp.sqrt(xp.sum(xp.abs(s) ** 2, axis=0))
-            norms = xp.astype(xp.where(norms == 0, xp.ones_like(norms), norms), s.dtype)[None, :]
-            s, bs, as_ = s / norms, bs / norms, as_ / norms
-            coef = xp.matmul(_mh(xp, x), bs)
-            s, bs, as_ = s - xp.matmul(x, coef), bs - xp.matmul(bx, coef), as_ - xp.matmul(ax, coef)
-            gram = xp.matmul(_mh(xp, s), bs)
-            gram = (gram + _mh(xp, gram)) / 2
-            wv, v = xp.linalg.eigh(gram)
-            top = float(xp.max(xp.abs(wv))) if wv.shape[0] else 0.0
-            keep = xp.nonzero(wv > drop * max(top, 1e-300))[0]
-            v = xp.take(v, keep, axis=1) / xp.astype(xp.sqrt(xp.take(wv, keep)), v.dtype)[None, :]
-            s, bs, as_ = xp.matmul(s, v), xp.matmul(bs, v), xp.matmul(as_, v)
-        q = xp.concat([x, s], axis=1)
-        aq = xp.concat([ax, as_], axis=1)
-        bq = xp.concat([bx, bs], axis=1)
-        h = xp.matmul(_mh(xp, q), aq)
-        vals, vecs = xp.linalg.eigh((h + _mh(xp, h)) / 2)
-        order = xp.flip(xp.arange(vals.shape[0], device=device)) if largest else xp.arange(vals.shape[0], device=device)
-        vecs = xp.take(vecs, order[:n], axis=1)
-        nx = x.shape[1]
-        c_rest = vecs[nx:, :]
-        p, ap, bp = xp.matmul(s, c_rest), xp.matmul(as_, c_rest), xp.matmul(bs, c_rest)
-        x, ax, bx = xp.matmul(q, vecs), xp.matmul(aq, vecs), xp.matmul(bq, vecs)
-    assert theta is not None
-    return theta[:k], x[:, :k]
+        device = _dev(a._vals if isinstance(a, SparseArray) else a)
+        x = _random_normal(xp, (size, n), a.dtype, device, seed)
+    elif x.dtype != a.dtype:
+        x = xp.astype(x, a.dtype)
+    state = LobpcgState(
+        a, b, ik, options.method,
+        {"m": size, "n": n, "k": k, "niter": niter, **options.iparams},
+        {"tol": tol, **options.fparams},
+        {"largest": largest, **options.bparams},
+    )  # fmt: skip
+    run = _Lobpcg(xp, a, b, ik, state)
+    run.first_step(x)
+    if options.tracker is not None:
+        options.tracker(state)
+    while not run.done():
+        run.step()
+        if options.tracker is not None:
+            options.tracker(state)
+    return state.E[:k], state.X[:, :k]
 
 
 @register("lobpcg", (ANY,), supports=_supports_lowrank)
 def _lobpcg_any(
-    xp: Any, a: Any, k: int, b: Any, x: Any, n: int, ik: Any, niter: int, tol: float, largest: bool, seed: Any
+    xp: Any, a: Any, k: int, b: Any, x: Any, n: int, ik: Any, niter: int, tol: float, largest: bool, options: LobpcgOptions, seed: Any
 ) -> tuple[Any, Any]:
     """lobpcg(any) -> (E, X): LOBPCG with products of A, B and iK only; O(niter * (nnz * n + size * n^2))."""
-    return lobpcg_generic(xp, a, k, b, x, n, ik, niter, tol, largest, seed)
+    return lobpcg_generic(xp, a, k, b, x, n, ik, niter, tol, largest, options, seed)
 

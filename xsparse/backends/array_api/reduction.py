@@ -1,5 +1,5 @@
 """Generic reduction kernels (Array API only): sums, products, extrema, means, variances, arg-extrema,
-counts, cumulative sums and softmax over any axes of strided, COO and compressed arrays.
+counts, cumulative sums and products, and softmax over any axes of strided, COO and compressed arrays.
 
 Every unspecified element counts as the fill value. Where the reduced axes are dense dimensions only,
 each specified element reduces its own dense sub-array and the result keeps the input's structure
@@ -16,6 +16,7 @@ dimensions survive, the result is compressed back to the input's layout.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ from .conversion import (
     compressed_to_coo,
     coo_to_compressed,
     coo_to_dense,
+    is_plus_zero,
+    through_ordered,
 )
 from .elementwise import python_scalar
 
@@ -49,6 +52,7 @@ __all__ = [
     "is_neutral",
     "with_fill",
     "assemble",
+    "kept_cumulative_fill",
 ]
 
 
@@ -60,7 +64,7 @@ class ReduceSpec:
     ----------
     axes
         The reduced axes, non-negative and sorted (every axis for ``axis=None``); for ``argmax``,
-        ``argmin``, ``cumulative_sum``, ``softmax`` and ``log_softmax`` one axis, except that
+        ``argmin``, ``cumulative_sum``, ``cumulative_prod``, ``softmax`` and ``log_softmax`` one axis, except that
         ``argmax``/``argmin`` with ``axis=None`` get every axis (a flat index).
     keepdims
         Whether reduced axes stay as size-1 dimensions.
@@ -69,7 +73,7 @@ class ReduceSpec:
     correction
         The degrees of freedom subtracted from the element count by ``std`` and ``var``.
     include_initial
-        Whether ``cumulative_sum`` starts with a zero.
+        Whether ``cumulative_sum`` (``cumulative_prod``) starts with a zero (a one).
     layout
         The layout the caller will convert the result to (its ``layout=`` argument), or None. A kernel
         may produce that layout directly where it is cheaper; the caller converts whatever comes back.
@@ -126,6 +130,18 @@ def fill_array(xp: Any, a: SparseArray) -> Any:
 
 def _truthy(xp: Any, v: Any) -> Any:
     return v if xp.isdtype(v.dtype, "bool") else v != 0
+
+
+_FAMILIES = (("strided", strided), ("coo", sparse_coo), ("compressed", COMPRESSED))
+
+
+def _register_family(name: str, *kernels: tuple[Callable[..., Any], str]) -> None:
+    """Name (``_<op>_<layouts>``), document and register the ``(kernel, docstring)`` pairs that a factory
+    built for ``name``: its strided, COO and compressed kernels, in that order."""
+    for (func, doc), (suffix, family) in zip(kernels, _FAMILIES, strict=True):
+        func.__name__ = func.__qualname__ = f"_{name}_{suffix}"
+        func.__doc__ = doc
+        register(name, (family,))(func)
 
 
 # -- monoids: the reductions that combine groups and fill values alike ---------------------------------
@@ -428,7 +444,7 @@ def monoid_coo(xp: Any, monoid: Monoid, c: COOArray, spec: ReduceSpec) -> Any:
     sd = c.sparse_dim()
     if result_kind(c.ndim, sd, spec.axes) == "structure":
         return monoid_structure(xp, monoid, c if monoid.linear else coalesce_coo(xp, c), spec)
-    if not (monoid.linear and c.fill_value == 0):
+    if not (monoid.linear and is_plus_zero(c.fill_value)):
         c = coalesce_coo(xp, c)
     r_s = [d for d in spec.axes if d < sd]
     axes_v = tuple(1 + d - sd for d in spec.axes if d >= sd)
@@ -441,6 +457,20 @@ def monoid_coo(xp: Any, monoid: Monoid, c: COOArray, spec: ReduceSpec) -> Any:
     n_d = math.prod(c.shape[d] for d in spec.axes if d >= sd)
     g = with_fill(xp, monoid, g, f, (n_s - grp.counts) * n_d)
     return assemble(xp, c._backend, c.shape, sd, spec, grp.keys, g, fill_of(xp, monoid, f, n_s * n_d))
+
+
+def _compared(kernel: Callable[[Any, Any, ReduceSpec], Any], map_back: bool) -> Callable[[Any, Any, ReduceSpec], Any]:
+    """``kernel`` of a reduction that only compares elements, run on the order-preserving signed twin
+    where the backend compares none of the operand's unsigned dtype (torch's uint16/32/64; see
+    conversion.through_ordered); ``map_back`` for a result that holds elements (max, min), not positions."""
+
+    def run(xp: Any, x: Any, spec: ReduceSpec) -> Any:
+        def on(v: Any, dtype: Any) -> Any:
+            return kernel(xp, v, dataclasses.replace(spec, dtype=dtype) if map_back else spec)
+
+        return through_ordered(xp, x, on, map_back=map_back)
+
+    return run
 
 
 def _monoid_kernels(name: str) -> None:
@@ -460,17 +490,15 @@ def _monoid_kernels(name: str) -> None:
     def coo_impl(xp: Any, c: COOArray, spec: ReduceSpec) -> Any:
         return monoid_coo(xp, monoid, c, spec)
 
-    compressed_kernel = _via_coo(coo_impl, structure)
-    for func, suffix, doc in (
-        (strided_kernel, "strided", f"{name}(strided) -> strided: the backend's reduction; O(numel)."),
-        (coo_kernel, "coo", f"{name}(COO) -> COO or strided: group by the kept sparse indices, fill counted; O(nnz log nnz)."),
-        (compressed_kernel, "compressed", f"{name}(compressed) -> same layout, COO or strided, through the element COO; O(nnz log nnz)."),
-    ):
-        func.__name__ = func.__qualname__ = f"_{name}_{suffix}"
-        func.__doc__ = doc
-    register(name, (strided,))(strided_kernel)
-    register(name, (sparse_coo,))(coo_kernel)
-    register(name, (COMPRESSED,))(compressed_kernel)
+    kernels: tuple[Callable[[Any, Any, ReduceSpec], Any], ...] = (strided_kernel, coo_kernel, _via_coo(coo_impl, structure))
+    if name in ("max", "min"):
+        kernels = tuple(_compared(k, True) for k in kernels)
+    _register_family(
+        name,
+        (kernels[0], f"{name}(strided) -> strided: the backend's reduction; O(numel)."),
+        (kernels[1], f"{name}(COO) -> COO or strided: group by the kept sparse indices, fill counted; O(nnz log nnz)."),
+        (kernels[2], f"{name}(compressed) -> same layout, COO or strided, through the element COO; O(nnz log nnz)."),
+    )
 
 
 for _name in MONOIDS:
@@ -733,51 +761,71 @@ def _arg_kernels(name: str, largest: bool) -> None:
             return structure(xp, a, spec)
         return _restore_layout(xp, a, _arg_coo(xp, compressed_to_coo(xp, a), spec, largest), spec)
 
-    for func, suffix, doc in (
-        (strided_kernel, "strided", f"{name}(strided) -> strided: the backend's {name}; O(numel)."),
-        (coo_kernel, "coo", f"{name}(COO) -> COO or strided: per group, the best entry against the first unspecified position; O(nnz log nnz)."),
-        (compressed_kernel, "compressed", f"{name}(compressed) -> same layout, COO or strided, through the element COO; O(nnz log nnz)."),
-    ):
-        func.__name__ = func.__qualname__ = f"_{name}_{suffix}"
-        func.__doc__ = doc
-    register(name, (strided,))(strided_kernel)
-    register(name, (sparse_coo,))(coo_kernel)
-    register(name, (COMPRESSED,))(compressed_kernel)
+    kernels = tuple(_compared(k, False) for k in (strided_kernel, coo_kernel, compressed_kernel))
+    _register_family(
+        name,
+        (kernels[0], f"{name}(strided) -> strided: the backend's {name}; O(numel)."),
+        (kernels[1], f"{name}(COO) -> COO or strided: per group, the best entry against the first unspecified position; O(nnz log nnz)."),
+        (kernels[2], f"{name}(compressed) -> same layout, COO or strided, through the element COO; O(nnz log nnz)."),
+    )
 
 
 _arg_kernels("argmax", True)
 _arg_kernels("argmin", False)
 
 
-# -- cumulative_sum -------------------------------------------------------------------------------------
+# -- cumulative_sum, cumulative_prod ------------------------------------------------------------------
 
 
-def _cumulative_sum(xp: Any, a: SparseArray, spec: ReduceSpec, densify: Callable[[Any, Any], Any]) -> Any:
+def kept_cumulative_fill(op: str, fill: Any, include_initial: bool) -> Any:
+    """The fill value of a running sum (product) along a dense dimension, where the running results of
+    an unspecified element's constant sub-array are all one value: 0 for sums of 0, 0 for products of 0
+    (without a leading 1), 1 for products of 1. None where they differ, and the result is strided."""
+    if op == "cumulative_sum":
+        # running sums of -0.0 stay -0.0, unless they start from the leading +0 (which they then are)
+        return 0 if is_plus_zero(fill) else fill if fill == 0 and not include_initial else None
+    # running products of -0.0 alternate in sign
+    if fill == 1 or (is_plus_zero(fill) and not include_initial):
+        return fill
+    return None
+
+
+def _cumulative(op: str, xp: Any, a: SparseArray, spec: ReduceSpec, densify: Callable[[Any, Any], Any]) -> Any:
     (d,) = spec.axes
-    if d >= a.ndim - a.dense_dim() and a.fill_value == 0:
-        # along a dense dimension the running sums of the zero fill stay zero: the structure is kept
-        v = xp.cumulative_sum(_astype(xp, a._vals, spec.dtype), axis=_dense_axes(a, (d,))[0], include_initial=spec.include_initial)
-        return a._with_values(v, python_scalar(xp, xp.zeros((), dtype=spec.dtype, device=a.device)))
+    running = getattr(xp, op)
+    fill = kept_cumulative_fill(op, a.fill_value, spec.include_initial)
+    if d >= a.ndim - a.dense_dim() and fill is not None:
+        # along a dense dimension an unspecified element's running results stay its fill: the structure is kept
+        v = running(_astype(xp, a._vals, spec.dtype), axis=_dense_axes(a, (d,))[0], dtype=spec.dtype, include_initial=spec.include_initial)
+        return a._with_values(v, python_scalar(xp, xp.asarray(fill, dtype=spec.dtype, device=a.device)))
     dense = _astype(xp, densify(xp, a), spec.dtype)
-    return xp.asarray(xp.cumulative_sum(dense, axis=d, include_initial=spec.include_initial))
+    # dtype= keeps the result dtype: without it a backend widens small integers again (uint32 -> uint64)
+    return xp.asarray(running(dense, axis=d, dtype=spec.dtype, include_initial=spec.include_initial))
 
 
-@register("cumulative_sum", (strided,))
-def _cumulative_sum_strided(xp: Any, x: Any, spec: ReduceSpec) -> Any:
-    """cumulative_sum(strided) -> strided: the backend's running sum; O(numel)."""
-    return xp.asarray(xp.cumulative_sum(_astype(xp, x, spec.dtype), axis=spec.axes[0], include_initial=spec.include_initial))
+def _cumulative_kernels(name: str, what: str) -> None:
+    def strided_kernel(xp: Any, x: Any, spec: ReduceSpec) -> Any:
+        running = getattr(xp, name)
+        return xp.asarray(running(_astype(xp, x, spec.dtype), axis=spec.axes[0], dtype=spec.dtype, include_initial=spec.include_initial))
+
+    def coo_kernel(xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
+        # duplicates add up before a running product (a running sum is linear: it may run on them as they are)
+        return _cumulative(name, xp, a if name == "cumulative_sum" else coalesce_coo(xp, a), spec, coo_to_dense)
+
+    def compressed_kernel(xp: Any, a: CompressedArray, spec: ReduceSpec) -> Any:
+        return _cumulative(name, xp, a, spec, lambda xp, a: _convert_compressed_strided(xp, a, None))
+
+    kept = "along a dense dimension with a fill the running results keep"
+    _register_family(
+        name,
+        (strided_kernel, f"{name}(strided) -> strided: the backend's running {what}; O(numel)."),
+        (coo_kernel, f"{name}(COO) -> COO {kept}, else strided; O(nnz) or O(numel)."),
+        (compressed_kernel, f"{name}(compressed) -> same layout {kept}, else strided; O(nnz) or O(numel)."),
+    )
 
 
-@register("cumulative_sum", (sparse_coo,))
-def _cumulative_sum_coo(xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
-    """cumulative_sum(COO) -> COO along a dense dimension with fill 0, else strided; O(nnz) or O(numel)."""
-    return _cumulative_sum(xp, a, spec, coo_to_dense)
-
-
-@register("cumulative_sum", (COMPRESSED,))
-def _cumulative_sum_compressed(xp: Any, a: CompressedArray, spec: ReduceSpec) -> Any:
-    """cumulative_sum(compressed) -> same layout along a dense dimension with fill 0, else strided; O(nnz) or O(numel)."""
-    return _cumulative_sum(xp, a, spec, lambda xp, a: _convert_compressed_strided(xp, a, None))
+_cumulative_kernels("cumulative_sum", "sum")
+_cumulative_kernels("cumulative_prod", "product")
 
 
 # -- softmax, log_softmax -------------------------------------------------------------------------------
@@ -861,16 +909,12 @@ def _softmax_kernels(name: str, log: bool) -> None:
     def compressed_kernel(xp: Any, a: CompressedArray, spec: ReduceSpec) -> Any:
         return _softmax_compressed(xp, a, spec, log)
 
-    for func, suffix, doc in (
-        (strided_kernel, "strided", f"{name}(strided) -> strided: shifted exponentials over the axis; O(numel)."),
-        (coo_kernel, "coo", f"{name}(COO) -> COO: over the specified elements of each slice, unspecified = -inf; O(nnz log nnz)."),
-        (compressed_kernel, "compressed", f"{name}(compressed) -> same layout: over the specified elements of each slice; O(nnz log nnz)."),
-    ):
-        func.__name__ = func.__qualname__ = f"_{name}_{suffix}"
-        func.__doc__ = doc
-    register(name, (strided,))(strided_kernel)
-    register(name, (sparse_coo,))(coo_kernel)
-    register(name, (COMPRESSED,))(compressed_kernel)
+    _register_family(
+        name,
+        (strided_kernel, f"{name}(strided) -> strided: shifted exponentials over the axis; O(numel)."),
+        (coo_kernel, f"{name}(COO) -> COO: over the specified elements of each slice, unspecified = -inf; O(nnz log nnz)."),
+        (compressed_kernel, f"{name}(compressed) -> same layout: over the specified elements of each slice; O(nnz log nnz)."),
+    )
 
 
 _softmax_kernels("softmax", False)

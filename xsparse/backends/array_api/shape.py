@@ -18,16 +18,16 @@ axes in ``[0, ndim)``, resolved shapes, and, for ``concat``, operands of one lay
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import array_api_compat
 
-from ..._common import dtype_name
-from ..._errors import InvariantError
+from ..._common import dtype_name, scalar_for
+from ..._errors import InvariantError, LayoutError
 from ...dispatch import register
-from ...formats import COMPRESSED, COOArray, CompressedArray, sparse_coo, strided
+from ...formats import COMPRESSED, COOArray, CompressedArray, Layout, SparseArray, sparse_coo, strided
 from ...formats._invariants import index_overflows
-from ...formats._ops import contiguous, expand_compressed, prod
+from ...formats._ops import contiguous, expand_compressed, lexsort_indices, prod
 from ...formats._spec import Target
 from .conversion import (
     _linearize,
@@ -36,10 +36,24 @@ from .conversion import (
     coalesce_coo,
     compressed_to_block_coo,
     compressed_to_coo,
+    coo_to_block_coo,
+    gather_or_fill,
+    take_values,
+    through_signed,
 )
-from .elementwise import broadcast_coo
 
-__all__ = ["regroup_coo", "permute_coo", "reshape_coo", "align_coo", "supports_concat_compressed"]
+__all__ = [
+    "wide_enough",
+    "broadcast_coo",
+    "regroup_coo",
+    "pad_batches",
+    "compress_like",
+    "as_layout_of",
+    "permute_coo",
+    "reshape_coo",
+    "align_coo",
+    "supports_concat_compressed",
+]
 
 
 def _device(x: Any) -> Any:
@@ -54,8 +68,9 @@ def _positions(xp: Any, order: Sequence[int], like: Any) -> Any:
     return xp.asarray(list(order), dtype=xp.int64, device=_device(like))
 
 
-def _wide_enough(xp: Any, index_dtype: Any, *sizes: int) -> Any:
-    """``index_dtype``, or int64 where int32 cannot address the largest of ``sizes``."""
+def wide_enough(xp: Any, index_dtype: Any, *sizes: int) -> Any:
+    """``index_dtype``, or int64 where int32 cannot address the largest of ``sizes`` (a number of
+    entries or a dimension's size: invariant 1.3)."""
     if dtype_name(index_dtype) == "int32" and index_overflows("int32", max((*sizes, 0))):
         return xp.int64
     return index_dtype
@@ -78,6 +93,41 @@ def _compressed(a: CompressedArray, compressed: Any, plain: Any, values: Any, sh
 # -- COO helpers ---------------------------------------------------------------------------------
 
 
+def broadcast_coo(xp: Any, a: COOArray, shape: tuple[int, ...]) -> COOArray:
+    """``a`` broadcast to ``shape`` (Array API rules): new leading and size-1 sparse dimensions repeat the
+    entries, size-1 dense dimensions broadcast the values. O(nnz * repetition)."""
+    shape = tuple(shape)
+    if tuple(a.shape) == shape:
+        return a
+    extra = len(shape) - a.ndim
+    sd = a.sparse_dim() + extra
+    old = (1,) * extra + tuple(a.shape)
+    grown = prod(shape[:sd]) // max(prod(old[:sd]), 1)
+    idt = wide_enough(xp, a._idx.dtype, a.nnz * max(grown, 1), *shape[:sd])
+    idx, vals = (a._idx if idt == a._idx.dtype else xp.astype(a._idx, idt)), a._vals
+    dev = a.device
+    if extra:
+        # new leading dimensions are sparse, at index 0 until repeated below
+        idx = xp.concat([xp.zeros((extra, idx.shape[1]), dtype=idt, device=dev), idx], axis=0)
+    coalesced = a.is_coalesced()
+    for d in range(sd):
+        if old[d] == shape[d]:
+            continue
+        n, nnz = shape[d], idx.shape[1]
+        # every entry once per index along d, entry-major: the order stays lexicographic only when no
+        # later sparse dimension tells entries apart (all of size 1)
+        rep = xp.reshape(xp.broadcast_to(idx[:, :, None], (sd, nnz, n)), (sd, nnz * n))
+        along = xp.reshape(xp.broadcast_to(xp.arange(n, dtype=idt, device=dev)[None, :], (nnz, n)), (-1,))
+        idx = xp.concat([rep[:d, :], along[None, :], rep[d + 1 :, :]], axis=0)
+        vals = xp.reshape(xp.broadcast_to(vals[:, None, ...], (nnz, n, *vals.shape[1:])), (nnz * n, *vals.shape[1:]))
+        coalesced = coalesced and all(shape[k] == 1 for k in range(d + 1, sd))
+    if tuple(vals.shape[1:]) != shape[sd:]:
+        vals = xp.broadcast_to(vals, (vals.shape[0], *shape[sd:]))
+    # a reshape of a broadcast view may stay a view with zero strides (one entry repeated): copy it
+    vals = contiguous(a._backend, xp, vals)
+    return COOArray(idx, vals, shape, backend=a._backend, xp=xp, coalesced=coalesced, fill_value=a.fill_value)
+
+
 def regroup_coo(xp: Any, a: COOArray, k: int) -> COOArray:
     """``a`` with its first ``k`` dense dimensions made sparse: every stored dense sub-array becomes one
     entry per element of those dimensions (its fill values stay specified). The entries keep their order,
@@ -87,13 +137,90 @@ def regroup_coo(xp: Any, a: COOArray, k: int) -> COOArray:
     sd, nnz = a.sparse_dim(), a.nnz
     lead = tuple(a.shape[sd : sd + k])
     n = prod(lead)
-    idt = _wide_enough(xp, a._idx.dtype, nnz * n, *lead)
+    idt = wide_enough(xp, a._idx.dtype, nnz * n, *a.shape[: sd + k])
     idx = xp.astype(a._idx, idt)
     repeated = xp.reshape(xp.broadcast_to(idx[:, :, None], (sd, nnz, n)), (sd, nnz * n))
     inner = xp.reshape(xp.broadcast_to(_arange(xp, n, idx)[None, :], (nnz, n)), (-1,))
     indices = xp.concat([repeated, xp.stack(_unravel(xp, inner, lead, idt))], axis=0)
     values = xp.reshape(a._vals, (nnz * n, *a.shape[sd + k :]))
     return COOArray(indices, values, a.shape, backend=a._backend, xp=xp, coalesced=a.is_coalesced(), fill_value=a.fill_value)
+
+
+# -- back to a compressed layout -----------------------------------------------------------------
+
+
+def pad_batches(xp: Any, c: COOArray, nb_dims: int) -> COOArray:
+    """A coalesced block COO whose batches (its first ``nb_dims`` sparse dimensions) all hold as many
+    entries as the fullest one: the others get explicit entries holding the fill value, at the first
+    positions of the grid that they leave unspecified. O(batch * most log nnz).
+
+    Among the first ``most`` grid positions of a batch with ``count`` entries at least ``most - count`` are
+    unspecified, so the candidates need not go beyond them.
+    """
+    batch = tuple(c.shape[:nb_dims])
+    nbat = prod(batch)
+    if not nb_dims or nbat <= 1 or c.nnz == 0:
+        return c
+    dev = c.device
+    idx = c._idx
+    b_lin = _linearize(xp, idx[:nb_dims, :], batch)
+    bounds = xp.searchsorted(b_lin, xp.arange(nbat + 1, dtype=xp.int64, device=dev))
+    counts = bounds[1:] - bounds[:-1]
+    most = int(xp.max(counts))
+    need = most - counts
+    if not bool(xp.any(need > 0)):
+        return c
+    gm, gn = c.shape[nb_dims], c.shape[nb_dims + 1]
+    cells = gm * gn
+    keys = b_lin * cells + xp.astype(idx[nb_dims, :], xp.int64) * gn + xp.astype(idx[nb_dims + 1, :], xp.int64)
+    batches = xp.arange(nbat, dtype=xp.int64, device=dev)[:, None]
+    candidates = xp.reshape(batches * cells + xp.arange(most, dtype=xp.int64, device=dev)[None, :], (-1,))
+    at = xp.clip(xp.searchsorted(keys, candidates), 0, c.nnz - 1)
+    absent = xp.reshape(xp.take(keys, at) != candidates, (nbat, most))
+    rank = xp.cumulative_sum(xp.astype(absent, xp.int64), axis=1)
+    chosen = xp.nonzero(xp.reshape(absent & (rank <= need[:, None]), (-1,)))[0]
+    cell = chosen % most
+    idt = idx.dtype
+    new_idx = xp.stack([*_unravel(xp, chosen // most, batch, idt), xp.astype(cell // gn, idt), xp.astype(cell % gn, idt)])
+    fill = scalar_for(xp, c.dtype, c.fill_value)
+    new_vals = xp.full((chosen.shape[0], *c._vals.shape[1:]), fill, dtype=c.dtype, device=dev)
+    all_idx = xp.concat([idx, new_idx], axis=1)
+    perm = lexsort_indices(xp, all_idx)
+    return COOArray(
+        xp.take(all_idx, perm, axis=1), take_values(xp, xp.concat([c._vals, new_vals], axis=0), perm, axis=0), c.shape,
+        backend=c._backend, xp=xp, coalesced=True, fill_value=c.fill_value,
+    )  # fmt: skip
+
+
+def compress_like(xp: Any, c: COOArray, layout: Layout, blocksize: tuple[int, int], index_dtype: Any, op: str) -> CompressedArray:
+    """The element COO ``c`` (sparse dimensions: batch..., rows, columns) in a compressed ``layout``; batches
+    are padded to equal counts (:func:`pad_batches`). O(nnz log nnz)."""
+    nb_dims = c.sparse_dim() - 2
+    shape = tuple(c.shape)
+    bm, bn = blocksize
+    if shape[nb_dims] % bm or shape[nb_dims + 1] % bn:
+        raise LayoutError(
+            f"{op}: the result's sparse dimensions {shape[nb_dims : nb_dims + 2]} are not a whole number of blocks "
+            f"(blocksize={blocksize}, shape={shape}). Index in whole blocks, or convert first with xsparse.to_sparse_csr(x) "
+            "or xsparse.to_sparse_coo(x)."
+        )
+    if nb_dims == 0:
+        # one matrix: the backend's fastest conversion
+        from ..._conversion import to_sparse
+
+        return cast(CompressedArray, to_sparse(c, layout=layout, blocksize=blocksize if layout.is_blocked else None, index_dtype=index_dtype))
+    blocks = coo_to_block_coo(xp, c, nb_dims, blocksize) if layout.is_blocked else coalesce_coo(xp, c)
+    blocks = pad_batches(xp, blocks, nb_dims)
+    target = Target(layout, c._backend, xp, shape, 2, len(shape) - nb_dims - 2, blocksize, index_dtype, c.fill_value)
+    return block_coo_to_compressed(xp, blocks, target)
+
+
+def as_layout_of(xp: Any, c: COOArray, like: SparseArray, op: str) -> SparseArray:
+    """The element COO ``c`` in the layout (blocksize, index dtype) of ``like``, whose batch and sparse
+    dimensions are ``c``'s sparse ones; ``c`` itself for a COO ``like``."""
+    if isinstance(like, CompressedArray):
+        return compress_like(xp, c, like.layout, like.blocksize, like.index_dtype, op)
+    return c
 
 
 def _permute_within(xp: Any, a: COOArray, axes: Sequence[int]) -> COOArray:
@@ -155,7 +282,7 @@ def reshape_coo(xp: Any, a: COOArray, shape: tuple[int, ...], copy: bool | None)
                 f"reshape: the sparse dimensions {old_lead} have more positions than int64 can number. Reshape "
                 "fewer dimensions at once."
             )
-        idt = _wide_enough(xp, a._idx.dtype, a.nnz, *new_lead)
+        idt = wide_enough(xp, a._idx.dtype, a.nnz, *new_lead)
         key = _linearize(xp, a._idx, old_lead)
         rows = _unravel(xp, key, new_lead, idt)
         idx = xp.stack(rows) if rows else xp.zeros((0, a.nnz), dtype=idt, device=a.device)
@@ -190,7 +317,7 @@ def align_coo(xp: Any, arrays: Sequence[COOArray]) -> tuple[Any, list[Any]]:
             continue
         pos = xp.clip(xp.searchsorted(key, union), 0, a.nnz - 1)
         found = xp.reshape(xp.take(key, pos) == union, (n, *tail))
-        out.append(xp.where(found, xp.take(a._vals, pos, axis=0), fill))
+        out.append(gather_or_fill(xp, a, pos, found))
     idt = first._idx.dtype
     rows = _unravel(xp, union, sparse_shape, idt)
     indices = xp.stack(rows) if rows else xp.zeros((0, n), dtype=idt, device=first.device)
@@ -233,7 +360,7 @@ def _broadcast_to_strided(xp: Any, x: Any, shape: tuple[int, ...]) -> Any:
 @register("flip", (strided,))
 def _flip_strided(xp: Any, x: Any, axes: tuple[int, ...]) -> Any:
     """flip(strided) -> strided: the backend's function; a view or O(numel)."""
-    return xp.flip(x, axis=axes) if axes else x
+    return through_signed(xp, x, lambda v: xp.flip(v, axis=axes)) if axes else x
 
 
 @register("concat", (strided,))
@@ -299,11 +426,11 @@ def _flip_coo(xp: Any, a: COOArray, axes: tuple[int, ...]) -> COOArray:
         idx = xp.stack(rows)
     dense_axes = tuple(d - sd + 1 for d in axes if d >= sd)
     if dense_axes:
-        vals = xp.flip(vals, axis=dense_axes)
+        vals = through_signed(xp, vals, lambda v: xp.flip(v, axis=dense_axes))
     coalesced = a.is_coalesced()
     if sparse_axes and len(sparse_axes) == sd and coalesced:
         reverse = xp.flip(_arange(xp, a.nnz, idx))
-        idx, vals = xp.take(idx, reverse, axis=1), xp.take(vals, reverse, axis=0)
+        idx, vals = xp.take(idx, reverse, axis=1), take_values(xp, vals, reverse, axis=0)
     elif sparse_axes:
         coalesced = False
     return COOArray(idx, vals, a.shape, backend=a._backend, xp=xp, coalesced=coalesced, fill_value=a.fill_value)
@@ -311,7 +438,7 @@ def _flip_coo(xp: Any, a: COOArray, axes: tuple[int, ...]) -> COOArray:
 
 def _common_index_dtype(xp: Any, arrays: Sequence[Any], nse: int, shape: tuple[int, ...]) -> Any:
     wide = any(dtype_name(a.index_dtype) == "int64" for a in arrays)
-    return _wide_enough(xp, xp.int64 if wide else xp.int32, nse, *shape)
+    return wide_enough(xp, xp.int64 if wide else xp.int32, nse, *shape)
 
 
 @register("concat", (sparse_coo,))
@@ -505,7 +632,7 @@ def _broadcast_to_compressed(xp: Any, a: CompressedArray, shape: tuple[int, ...]
         bm, bn = a.blocksize
         grid = (*batch, sparse[0] // bm, sparse[1] // bn, *c.shape[b + 2 : b + 2 + nblk], *dense)
         c = _broadcast_to_coo(xp, c, grid)
-        idt = _wide_enough(xp, a.index_dtype, *sparse, c.nnz // max(prod(batch), 1))
+        idt = wide_enough(xp, a.index_dtype, *sparse, c.nnz // max(prod(batch), 1))
         return block_coo_to_compressed(xp, coalesce_coo(xp, c), _target_like(a, shape, idt))
     lead = (1,) * extra
     block = tuple(a._vals.shape[b + 1 : b + 1 + nblk])
@@ -529,7 +656,8 @@ def _flip_compressed(xp: Any, a: CompressedArray, axes: tuple[int, ...]) -> Comp
     batch_axes = tuple(d for d in axes if d < b)
     ci, pi, vals = a._compressed, a._plain, a._vals
     if batch_axes:
-        ci, pi, vals = xp.flip(ci, axis=batch_axes), xp.flip(pi, axis=batch_axes), xp.flip(vals, axis=batch_axes)
+        ci, pi = xp.flip(ci, axis=batch_axes), xp.flip(pi, axis=batch_axes)
+        vals = through_signed(xp, vals, lambda v: xp.flip(v, axis=batch_axes))
     flip_major, flip_minor = b + cd in axes, b + 1 - cd in axes
     if flip_major or flip_minor:
         ci, pi, vals = _flip_sparse(xp, a, ci, pi, vals, flip_major, flip_minor)
@@ -538,7 +666,7 @@ def _flip_compressed(xp: Any, a: CompressedArray, axes: tuple[int, ...]) -> Comp
         # a flipped row (column) of the array flips the rows (columns) of every block
         value_axes = (*(d + 1 for d in axes if b <= d < b + 2), *value_axes)
     if value_axes:
-        vals = xp.flip(vals, axis=value_axes)
+        vals = through_signed(xp, vals, lambda v: xp.flip(v, axis=value_axes))
     fix = [contiguous(a._backend, xp, x) for x in (ci, pi, vals)]
     return _compressed(a, fix[0], fix[1], fix[2], a.shape)
 
@@ -569,7 +697,7 @@ def _flip_sparse(
     flat_pi = xp.take(xp.reshape(pi, (-1,)), source)
     if flip_minor:
         flat_pi = (n_minor - 1) - flat_pi
-    flat_vals = xp.take(xp.reshape(vals, (nb * nse, *vals.shape[b + 1 :])), source, axis=0)
+    flat_vals = take_values(xp, xp.reshape(vals, (nb * nse, *vals.shape[b + 1 :])), source, axis=0)
     return (
         xp.reshape(xp.astype(new_c, ci.dtype), ci.shape),
         xp.reshape(xp.astype(flat_pi, pi.dtype), pi.shape),
@@ -655,7 +783,7 @@ def _concat_minor(xp: Any, arrays: list[CompressedArray], sparse_axis: int, idt:
     order = xp.argsort(xp.concat(majors, axis=1), axis=1, stable=True)
     flat = xp.reshape(order + _arange(xp, nb, order)[:, None] * total, (-1,))
     pi = xp.take(xp.reshape(xp.concat(minors, axis=1), (-1,)), flat)
-    vals = xp.take(xp.reshape(xp.concat(values, axis=1), (nb * total, *first._vals.shape[b + 1 :])), flat, axis=0)
+    vals = take_values(xp, xp.reshape(xp.concat(values, axis=1), (nb * total, *first._vals.shape[b + 1 :])), flat, axis=0)
     ci = xp.astype(arrays[0]._compressed, idt)
     for a in arrays[1:]:
         ci = ci + xp.astype(a._compressed, idt)
@@ -683,3 +811,224 @@ def _concat_dense(xp: Any, arrays: list[CompressedArray], axis: int, shape: tupl
     grid = blocks[0].shape[: b + 2]
     c = COOArray(xp.astype(indices, idt), vals, (*grid, *vals.shape[1:]), backend=first._backend, xp=xp, coalesced=True, fill_value=first.fill_value)
     return block_coo_to_compressed(xp, c, _target_like(first, shape, idt))
+
+
+# -- roll ------------------------------------------------------------------------------------------
+
+
+def roll_coo(xp: Any, a: COOArray, shift: tuple[int, ...], axes: tuple[int, ...] | None) -> COOArray:
+    """``roll`` of a COO array: the index rows of rolled sparse dimensions move modulo their size (the
+    entries stay unique, no longer sorted), rolled dense dimensions roll the values. ``axes=None`` rolls
+    the flattened array: the dense dimensions are regrouped and the linear keys move. O(nnz * ndim)."""
+    if axes is None:
+        c = regroup_coo(xp, a, a.dense_dim())
+        size = prod(a.shape)
+        if not shift[0] or size <= 1 or c.nnz == 0:
+            return c
+        key = (_linearize(xp, c._idx, tuple(a.shape)) + shift[0]) % size
+        idx = xp.stack(_unravel(xp, key, tuple(a.shape), c._idx.dtype))
+        return COOArray(idx, c._vals, a.shape, backend=a._backend, xp=xp, coalesced=False, fill_value=a.fill_value)
+    sd = a.sparse_dim()
+    by_axis = dict(zip(axes, shift))
+    idx, vals = a._idx, a._vals
+    sparse_axes = [d for d in axes if d < sd]
+    if sparse_axes:
+        rows = [
+            xp.astype((xp.astype(idx[d, :], xp.int64) + by_axis[d]) % a.shape[d], idx.dtype) if d in by_axis else idx[d, :]
+            for d in range(sd)
+        ]  # fmt: skip
+        idx = xp.stack(rows)
+    dense_axes = tuple(d for d in axes if d >= sd)
+    if dense_axes:
+        vals = xp.roll(vals, shift=tuple(by_axis[d] for d in dense_axes), axis=tuple(1 + d - sd for d in dense_axes))
+    coalesced = a.is_coalesced() and not sparse_axes
+    return COOArray(idx, vals, a.shape, backend=a._backend, xp=xp, coalesced=coalesced, fill_value=a.fill_value)
+
+
+@register("roll", (strided,))
+def _roll_strided(xp: Any, x: Any, shift: tuple[int, ...], axes: tuple[int, ...] | None) -> Any:
+    """roll(strided) -> strided: the backend's function; O(numel)."""
+    if axes is not None and not axes:
+        return x
+    return xp.roll(x, shift=shift[0] if axes is None else shift, axis=axes)
+
+
+@register("roll", (sparse_coo,))
+def _roll_coo(xp: Any, a: COOArray, shift: tuple[int, ...], axes: tuple[int, ...] | None) -> COOArray:
+    """roll(COO) -> COO: index rows modulo the size, values rolled along dense dims; O(nnz * ndim)."""
+    return roll_coo(xp, a, shift, axes)
+
+
+def _supports_roll_compressed(xp: Any, a: CompressedArray, shift: tuple[int, ...], axes: tuple[int, ...] | None) -> str | None:
+    if axes is None and a.dense_dim():
+        return f"rolling the flattened array mixes the dense dimensions of a {a.layout} array with its sparse ones"
+    return None
+
+
+@register("roll", (COMPRESSED,), supports=_supports_roll_compressed)
+def _roll_compressed(xp: Any, a: CompressedArray, shift: tuple[int, ...], axes: tuple[int, ...] | None) -> CompressedArray:
+    """roll(compressed) -> compressed: components along batch/dense dims (O(batch * nse)); element COO along sparse ones (O(nnz log nnz))."""
+    b, nblk = a.batch_dim(), _n_block(a)
+    if axes is None or any(b <= d < b + 2 for d in axes):
+        rolled = roll_coo(xp, compressed_to_coo(xp, a), shift, axes)
+        return compress_like(xp, rolled, a.layout, a.blocksize, a.index_dtype, "roll")
+    by_axis = dict(zip(axes, shift))
+    batch_axes = tuple(d for d in axes if d < b)
+    ci, pi, vals = a._compressed, a._plain, a._vals
+    if batch_axes:
+        batch_shift = tuple(by_axis[d] for d in batch_axes)
+        ci, pi, vals = (xp.roll(comp, shift=batch_shift, axis=batch_axes) for comp in (ci, pi, vals))
+    dense_axes = tuple(d for d in axes if d >= b + 2)
+    if dense_axes:
+        vals = xp.roll(vals, shift=tuple(by_axis[d] for d in dense_axes), axis=tuple(d - 1 + nblk for d in dense_axes))
+    fix = [contiguous(a._backend, xp, comp) for comp in (ci, pi, vals)]
+    return _compressed(a, fix[0], fix[1], fix[2], a.shape)
+
+
+@register("roll", (COMPRESSED,), rewrite=True)
+def _roll_compressed_through_coo(xp: Any, a: CompressedArray, shift: tuple[int, ...], axes: tuple[int, ...] | None) -> COOArray:
+    """roll(compressed) -> COO: the element COO, rolled (flattened, with its dense dims regrouped); O(nnz log nnz)."""
+    return roll_coo(xp, compressed_to_coo(xp, a), shift, axes)
+
+
+# -- repeat ----------------------------------------------------------------------------------------
+
+
+def _repeat_total(xp: Any, repeats: Any, size: int) -> int:
+    """The new size of a dimension of ``size`` whose elements repeat ``repeats`` times (an int or an array)."""
+    return repeats * size if isinstance(repeats, int) else int(xp.sum(repeats)) if size else 0
+
+
+def repeat_coo(xp: Any, a: COOArray, repeats: Any, axis: int) -> COOArray:
+    """``repeat`` of a COO array along ``axis``: along a sparse dimension every entry becomes one entry per
+    repetition of its index (consecutive new indices), along a dense one the values repeat. O(result nnz)."""
+    sd, n = a.sparse_dim(), a.shape[axis]
+    total = _repeat_total(xp, repeats, n)
+    shape = (*a.shape[:axis], total, *a.shape[axis + 1 :])
+    if axis >= sd:
+        vals = xp.repeat(a._vals, repeats, axis=1 + axis - sd)
+        return COOArray(a._idx, vals, shape, backend=a._backend, xp=xp, coalesced=a.is_coalesced(), fill_value=a.fill_value)
+    dev = a.device
+    reps = xp.full((n,), repeats, dtype=xp.int64, device=dev) if isinstance(repeats, int) else repeats
+    row = xp.astype(a._idx[axis, :], xp.int64)
+    counts = xp.take(reps, row) if a.nnz else xp.zeros((0,), dtype=xp.int64, device=dev)
+    # where old index i starts along the new dimension, and where each entry's copies start among the new entries
+    starts = xp.cumulative_sum(reps, include_initial=True)
+    first = xp.cumulative_sum(counts, include_initial=True)
+    nse = int(first[-1])
+    entry = xp.repeat(_arange(xp, a.nnz, row), counts) if a.nnz else xp.zeros((0,), dtype=xp.int64, device=dev)
+    offset = _arange(xp, nse, row) - xp.take(first, entry)
+    idt = wide_enough(xp, a._idx.dtype, nse, *shape[:sd])
+    idx = xp.take(xp.astype(a._idx, idt), entry, axis=1)
+    moved = xp.astype(xp.take(starts, xp.take(row, entry)) + offset, idt)
+    idx = xp.concat([idx[:axis, :], moved[None, :], idx[axis + 1 :, :]], axis=0)
+    vals = take_values(xp, a._vals, entry, axis=0)
+    # the copies of an entry follow each other, so the order stays lexicographic when they differ last
+    coalesced = a.is_coalesced() and axis == sd - 1
+    return COOArray(idx, vals, shape, backend=a._backend, xp=xp, coalesced=coalesced, fill_value=a.fill_value)
+
+
+def repeat_flat_coo(xp: Any, a: COOArray, repeats: Any) -> COOArray:
+    """``repeat`` of the flattened COO array (``axis=None``): a 1-D COO array."""
+    return repeat_coo(xp, reshape_coo(xp, a, (prod(a.shape),), None), repeats, 0)
+
+
+@register("repeat", (strided,))
+def _repeat_strided(xp: Any, x: Any, repeats: Any, axis: int | None) -> Any:
+    """repeat(strided) -> strided: the backend's function; O(size of result)."""
+    return xp.repeat(x, repeats, axis=axis)
+
+
+@register("repeat", (sparse_coo,))
+def _repeat_coo(xp: Any, a: COOArray, repeats: Any, axis: int | None) -> COOArray:
+    """repeat(COO) -> COO: entries repeated along a sparse dim (or the flattened array), values along a dense one; O(result nnz)."""
+    return repeat_flat_coo(xp, a, repeats) if axis is None else repeat_coo(xp, a, repeats, axis)
+
+
+def _supports_repeat_compressed(xp: Any, a: CompressedArray, repeats: Any, axis: int | None) -> str | None:
+    b = a.batch_dim()
+    if axis is None or not (a.layout.is_blocked and b <= axis < b + 2):
+        return None
+    block = a.blocksize[axis - b]
+    total = _repeat_total(xp, repeats, a.shape[axis])
+    if total % block == 0:
+        return None
+    return f"the repeated dimension {axis} would have size {total}, not a whole number of blocks of {block} of a {a.layout} array"
+
+
+@register("repeat", (COMPRESSED,), supports=_supports_repeat_compressed)
+def _repeat_compressed(xp: Any, a: CompressedArray, repeats: Any, axis: int | None) -> SparseArray:
+    """repeat(compressed) -> compressed: components along batch/dense dims, element COO along sparse ones; COO for axis=None; O(nnz log nnz)."""
+    if axis is None:
+        return repeat_flat_coo(xp, compressed_to_coo(xp, a), repeats)
+    b, nblk = a.batch_dim(), _n_block(a)
+    if b <= axis < b + 2:
+        e = repeat_coo(xp, compressed_to_coo(xp, a), repeats, axis)
+        return compress_like(xp, e, a.layout, a.blocksize, a.index_dtype, "repeat")
+    total = _repeat_total(xp, repeats, a.shape[axis])
+    shape = (*a.shape[:axis], total, *a.shape[axis + 1 :])
+    if axis < b:
+        ci, pi, vals = (xp.repeat(comp, repeats, axis=axis) for comp in (a._compressed, a._plain, a._vals))
+        return _compressed(a, ci, pi, vals, shape)
+    vals = contiguous(a._backend, xp, xp.repeat(a._vals, repeats, axis=axis - 1 + nblk))
+    return _compressed(a, a._compressed, a._plain, vals, shape)
+
+
+@register("repeat", (COMPRESSED,), rewrite=True)
+def _repeat_compressed_through_coo(xp: Any, a: CompressedArray, repeats: Any, axis: int | None) -> COOArray:
+    """repeat(compressed) -> COO: the element COO, repeated; O(nnz log nnz + result nnz)."""
+    return _repeat_coo(xp, compressed_to_coo(xp, a), repeats, axis)  # type: ignore[no-any-return]
+
+
+# -- tile ------------------------------------------------------------------------------------------
+
+
+def tile_coo(xp: Any, a: COOArray, reps: tuple[int, ...]) -> COOArray:
+    """``tile`` of a COO array (``len(reps) == a.ndim``): the entries once per copy of the sparse
+    dimensions, copy after copy, each shifted by the copy's offsets; the values tiled along dense ones.
+    O(result nnz)."""
+    sd, nnz = a.sparse_dim(), a.nnz
+    shape = tuple(s * r for s, r in zip(a.shape, reps))
+    copies = prod(reps[:sd])
+    idt = wide_enough(xp, a._idx.dtype, nnz * copies, *shape[:sd])
+    idx, vals = xp.astype(a._idx, idt), a._vals
+    if copies != 1:
+        grid = _unravel(xp, _arange(xp, copies, idx), tuple(reps[:sd]), xp.int64)
+        offset = xp.stack([g * a.shape[d] for d, g in enumerate(grid)]) if sd else xp.zeros((0, copies), dtype=xp.int64, device=a.device)
+        moved = xp.astype(xp.astype(idx, xp.int64)[:, None, :] + offset[:, :, None], idt)
+        idx = xp.reshape(moved, (sd, copies * nnz))
+        vals = xp.reshape(xp.broadcast_to(vals[None, ...], (copies, *vals.shape)), (copies * nnz, *vals.shape[1:]))
+    if any(r != 1 for r in reps[sd:]):
+        vals = xp.tile(vals, (1, *reps[sd:]))
+    # the reshape of a broadcast of one entry can stay a zero-stride view
+    vals = contiguous(a._backend, xp, vals)
+    # copies along the first dimension follow each other in order; other copies interleave
+    coalesced = a.is_coalesced() and all(r == 1 for r in reps[1:sd])
+    return COOArray(idx, vals, shape, backend=a._backend, xp=xp, coalesced=coalesced, fill_value=a.fill_value)
+
+
+@register("tile", (strided,))
+def _tile_strided(xp: Any, x: Any, reps: tuple[int, ...]) -> Any:
+    """tile(strided) -> strided: the backend's function; O(size of result)."""
+    return xp.tile(x, reps)
+
+
+@register("tile", (sparse_coo,))
+def _tile_coo(xp: Any, a: COOArray, reps: tuple[int, ...]) -> COOArray:
+    """tile(COO) -> COO: shifted copies of the entries, values tiled along dense dims; O(result nnz)."""
+    return tile_coo(xp, a, reps)
+
+
+@register("tile", (COMPRESSED,))
+def _tile_compressed(xp: Any, a: CompressedArray, reps: tuple[int, ...]) -> CompressedArray:
+    """tile(compressed) -> compressed: components along batch/dense dims (O(result nnz)); element COO along sparse ones (O(nnz log nnz))."""
+    b, nblk = a.batch_dim(), _n_block(a)
+    if reps[b : b + 2] != (1, 1):
+        return compress_like(xp, tile_coo(xp, compressed_to_coo(xp, a), reps), a.layout, a.blocksize, a.index_dtype, "tile")
+    batch = tuple(reps[:b])
+    ci = xp.tile(a._compressed, (*batch, 1))
+    pi = xp.tile(a._plain, (*batch, 1))
+    vals = xp.tile(a._vals, (*batch, 1, *(1,) * nblk, *reps[b + 2 :]))
+    shape = tuple(s * r for s, r in zip(a.shape, reps))
+    fix = [contiguous(a._backend, xp, comp) for comp in (ci, pi, vals)]
+    return _compressed(a, fix[0], fix[1], fix[2], shape)

@@ -17,6 +17,7 @@ from ...formats import COMPRESSED, COOArray, CompressedArray, sparse_coo, sparse
 from ...formats._invariants import unequal_batches
 from ...formats._spec import Target
 from .. import _cpu
+from ..array_api.conversion import is_plus_zero
 
 __all__: list[str] = []
 
@@ -30,8 +31,8 @@ def _cpu_reason(dtype: Any, fill: Any = 0) -> str | None:
         return reason
     if not _cpu.supports_dtype(np.dtype(dtype)):
         return f"the compiled kernels do not handle dtype {np.dtype(dtype)}"
-    if fill != 0:
-        return "the compiled kernels handle fill value 0 only"
+    if not is_plus_zero(fill):
+        return "the compiled kernels handle fill value 0 (+0.0) only"
     return None
 
 
@@ -264,8 +265,8 @@ def _scipy_reason(dtype: Any, fill: Any, plain_2d: bool, *layouts: Any) -> str |
         return "SciPy's kernels handle CSR and CSC only"
     if np.dtype(dtype) not in _SCIPY_DTYPES:
         return f"SciPy's sparse kernels do not handle dtype {np.dtype(dtype)}"
-    if fill != 0:
-        return "SciPy's sparse arrays have fill value 0"
+    if not is_plus_zero(fill):
+        return "SciPy's sparse arrays have fill value 0 (+0.0)"
     return None
 
 
@@ -289,9 +290,22 @@ def _to_scipy(a: CompressedArray) -> Any:
     return container((np.asarray(a._vals), np.asarray(a._plain), np.asarray(a._compressed)), shape=a.shape)
 
 
+def _holds_negative_zero(x: np.ndarray) -> bool:
+    """Whether a floating or complex ``x`` holds a -0.0 (as either part of a complex value: SciPy's
+    toarray adds into +0.0 and loses it there too, as in ``-0.0 - inf*j``)."""
+    if x.dtype.kind not in "fc":
+        return False
+    parts = (x.real, x.imag) if x.dtype.kind == "c" else (x,)
+    return any(bool(np.any(np.signbit(p) & (p == 0))) for p in parts)
+
+
 def _supports_strided_compressed_scipy(xp: Any, x: Any, target: Target) -> str | None:
     plain = x.ndim == 2 and target.dense_dim == 0
-    return _scipy_reason(x.dtype, target.fill_value, plain, target.layout)
+    reason = _scipy_reason(x.dtype, target.fill_value, plain, target.layout)
+    if reason is None and _holds_negative_zero(np.asarray(x)):
+        # a -0.0 is specified with fill value +0.0 (docs/decisions.md, "Fill values"); SciPy drops it
+        return "SciPy leaves out -0.0, which is a specified element"
+    return reason
 
 
 @register("convert", (strided, COMPRESSED), backend="numpy", supports=_supports_strided_compressed_scipy, priority=-1)
@@ -318,7 +332,11 @@ def _convert_coo_compressed_scipy_numpy(xp: Any, a: COOArray, target: Target) ->
 
 def _supports_compressed_strided_scipy(xp: Any, a: CompressedArray, target: Target) -> str | None:
     plain = a.batch_dim() == 0 and a.dense_dim() == 0
-    return _scipy_reason(a.dtype, a.fill_value, plain, a.layout)
+    reason = _scipy_reason(a.dtype, a.fill_value, plain, a.layout)
+    if reason is None and _holds_negative_zero(np.asarray(a._vals)):
+        # toarray adds the values into zeros, and +0.0 + -0.0 is +0.0
+        return "SciPy's toarray turns a stored -0.0 into +0.0"
+    return reason
 
 
 @register("convert", (COMPRESSED, strided), backend="numpy", supports=_supports_compressed_strided_scipy, priority=-1)

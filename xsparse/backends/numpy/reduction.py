@@ -7,6 +7,15 @@ a vector of ones for sums). Both are O(nnz + n), as SciPy's ``sum(axis=...)``, a
 value: each slice is combined with ``fill`` once per unspecified element, by the generic kernels'
 helpers. With ``layout=xs.strided`` (SciPy's form of the result) the kernels write every slice's result
 at once; the default COO result also finds the slices that hold values.
+
+Sums (and ``count_nonzero``, a sum of truth values) of values without dense dimensions run the compiled
+parallel kernels of ``_cpu.csr_sums`` instead (row sums in parallel over rows; column sums scattered
+by each thread into its own copy, then added up, with the columns that hold an entry), where the
+extension is built and the dtype is one it handles.
+
+Reducing both sparse dimensions of an unbatched array (``axis=None`` for a matrix) reduces the values
+with one ufunc call -- large sums in pieces on the CPUs that no other task is running on -- and
+combines the result with the unspecified elements' fill values.
 """
 
 from __future__ import annotations
@@ -17,7 +26,9 @@ import numpy as np
 
 from ...dispatch import register
 from ...formats import COMPRESSED, CompressedArray, strided
+from .. import _cpu
 from ..array_api.reduction import MONOIDS, ReduceSpec, assemble, fill_array, fill_of, is_neutral, reduced_shape, with_fill
+from .elementwise import _cpus, _in_pieces
 
 __all__: list[str] = []
 
@@ -37,9 +48,52 @@ def _supports_axis(xp: Any, a: CompressedArray, spec: ReduceSpec) -> str | None:
         return "the NumPy kernels reduce CSR and CSC arrays, not blocks"
     if a.batch_dim():
         return f"the NumPy kernels reduce unbatched arrays, this one has batch_dim={a.batch_dim()}"
+    if spec.axes == (0, 1) and a.ndim == 2:
+        return None
     if len(spec.axes) != 1 or spec.axes[0] > 1:
-        return f"the NumPy kernels reduce one of the two sparse dimensions, not axes={spec.axes}"
+        return f"the NumPy kernels reduce one or both of the two sparse dimensions, not axes={spec.axes}"
     return None
+
+
+# Sums of at least this many values are split between the CPUs.
+_PARALLEL_SUM_MIN = 1 << 21
+
+
+def _compiled_sum(name: str, data: np.ndarray) -> bool:
+    """Whether ``_cpu.csr_sums`` computes this reduction of these (premapped) values."""
+    return (
+        name in ("sum", "count_nonzero") and data.ndim == 1 and _cpu.unavailable_reason() is None
+        and _cpu.supports_arith_dtype(data.dtype)
+    )  # fmt: skip
+
+
+def _reduce_all(ufunc: Any, data: np.ndarray) -> np.ndarray:
+    """``ufunc.reduce(data, axis=0, keepdims=True)``; a large 1-D sum in pieces on the idle CPUs."""
+    n = data.shape[0]
+    if ufunc is not np.add or data.ndim != 1 or n < _PARALLEL_SUM_MIN or _cpus() < 2:
+        return np.asarray(ufunc.reduce(data, axis=0, keepdims=True))
+
+    def run(lo: int, hi: int) -> Any:
+        with np.errstate(all="ignore"):
+            return np.add.reduce(data[lo:hi])
+
+    total = np.add.reduce(np.asarray(_in_pieces(n, _PARALLEL_SUM_MIN // 4, run), dtype=data.dtype))
+    return np.reshape(np.asarray(total, dtype=data.dtype), (1,))
+
+
+def _full_kernel(monoid: Any, ufunc: Any, xp: Any, a: CompressedArray, spec: ReduceSpec) -> Any:
+    """Reduce both sparse dimensions of an unbatched compressed array: the values, then the fill."""
+    data = np.asarray(monoid.premap(xp, a._vals, spec.dtype))
+    f = monoid.premap(xp, fill_array(xp, a), spec.dtype)
+    numel = a.shape[0] * a.shape[1]
+    unspecified = numel - data.shape[0]
+    out_shape = reduced_shape(a.shape, spec.axes, spec.keepdims)
+    if data.shape[0] == 0:
+        return xp.asarray(np.reshape(np.asarray(fill_of(xp, monoid, f, numel), dtype=data.dtype), out_shape))
+    g = _reduce_all(ufunc, data)
+    if unspecified and not is_neutral(xp, monoid, f):
+        g = with_fill(xp, monoid, xp.asarray(g), f, xp.asarray(np.asarray([unspecified], dtype=np.int64)))
+    return xp.asarray(np.reshape(g, out_shape))
 
 
 def _start(ufunc: Any, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
@@ -94,6 +148,8 @@ def _axis_kernel(name: str) -> Any:
     ufunc = _UFUNCS[name]
 
     def kernel(xp: Any, a: CompressedArray, spec: ReduceSpec) -> Any:
+        if len(spec.axes) == 2:
+            return _full_kernel(monoid, ufunc, xp, a, spec)
         (d,) = spec.axes
         cd = a.layout.compressed_dim
         data = np.asarray(monoid.premap(xp, a._vals, spec.dtype))
@@ -101,21 +157,37 @@ def _axis_kernel(name: str) -> Any:
         neutral = is_neutral(xp, monoid, f)
         dense_result = spec.layout is strided
         n_groups = a.shape[cd] if d != cd else a.shape[1 - cd]
-        start = _start(ufunc, (n_groups, *data.shape[1:]), data.dtype)
+        compiled = _compiled_sum(name, data)
         counts: np.ndarray | None
+        seen: np.ndarray | None = None
         if d != cd:
-            g, counts = _plain_groups(ufunc, a, data, start)
+            if compiled:
+                g, _ = _cpu.csr_sums(np.asarray(a._compressed), np.asarray(a._plain), data, a.shape[1 - cd], 1)
+                counts = np.diff(np.asarray(a._compressed))
+            else:
+                g, counts = _plain_groups(ufunc, a, data, _start(ufunc, (n_groups, *data.shape[1:]), data.dtype))
         else:
-            g = _compressed_groups(ufunc, a, data, start)
             # a neutral fill value (0 for a sum) needs no count of the unspecified elements
             counts = None if neutral else np.bincount(np.asarray(a._plain), minlength=n_groups)
+            if compiled:
+                want_seen = counts is None and not dense_result
+                g, seen = _cpu.csr_sums(np.asarray(a._compressed), np.asarray(a._plain), data, n_groups, 0, seen=want_seen)
+            else:
+                g = _compressed_groups(ufunc, a, data, _start(ufunc, (n_groups, *data.shape[1:]), data.dtype))
         n = a.shape[d]
+        if n == 0:
+            # every group is empty: the reduction of nothing (max and min have no identity; the fill
+            # value stands in, as in the generic kernel), not the extreme value the ufuncs started from
+            g = np.full_like(g, np.asarray(fill_of(xp, monoid, f, 0)))
         if dense_result:
             # every group at once, as the strided result the caller asked for (SciPy's form)
             if counts is not None and not neutral:
                 g = with_fill(xp, monoid, xp.asarray(g), f, xp.asarray(n - counts))
             return xp.asarray(np.reshape(g, reduced_shape(a.shape, spec.axes, spec.keepdims)))
-        present = np.flatnonzero(counts) if counts is not None else _seen(np.asarray(a._plain), n_groups)
+        if counts is not None:
+            present = np.flatnonzero(counts)
+        else:
+            present = np.flatnonzero(seen) if seen is not None else _seen(np.asarray(a._plain), n_groups)
         g = g[present]
         if counts is not None and not neutral:
             g = with_fill(xp, monoid, xp.asarray(g), f, xp.asarray(n - counts[present]))
@@ -123,7 +195,10 @@ def _axis_kernel(name: str) -> Any:
         return assemble(xp, a._backend, a.shape, 2, spec, keys, xp.asarray(g), fill_of(xp, monoid, f, n))
 
     kernel.__name__ = kernel.__qualname__ = f"_{name}_compressed_numpy"
-    kernel.__doc__ = f"{name}(CSR/CSC) along one sparse dimension -> COO (or strided if asked): ufunc.reduceat or ufunc.at; O(nnz + n)."
+    kernel.__doc__ = (
+        f"{name}(CSR/CSC) along one sparse dimension -> COO (or strided if asked), or both -> 0-d: compiled sums, "
+        "ufunc.reduceat or ufunc.at; O(nnz + n)."
+    )
     return kernel
 
 

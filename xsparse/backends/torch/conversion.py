@@ -17,6 +17,7 @@ import torch
 from ...dispatch import register
 from ...formats import INDEXED, COOArray, CompressedArray, Layout, SparseArray, sparse_coo, strided
 from ...formats._spec import Target
+from ..array_api.conversion import is_plus_zero
 
 __all__ = ["to_torch", "from_torch"]
 
@@ -87,11 +88,38 @@ def from_torch(t: torch.Tensor, target: Target, fill_value: Any = 0) -> SparseAr
 
 
 def _common_reason(dtype: Any, fill: Any) -> str | None:
-    if fill != 0:
-        return "torch's conversions assume fill value 0"
+    if not is_plus_zero(fill):
+        return "torch's conversions assume fill value 0 (+0.0)"
     if dtype in _UNSUPPORTED_DTYPES:
         return f"torch.sparse has no kernels for {dtype}"
     return None
+
+
+# The integer dtype of each floating dtype's width and the bits of its -0.0 (the sign bit alone).
+_NEGATIVE_ZERO_BITS = {
+    torch.float64: (torch.int64, -(2**63)),
+    torch.float32: (torch.int32, -(2**31)),
+    torch.float16: (torch.int16, -(2**15)),
+    torch.bfloat16: (torch.int16, -(2**15)),
+}
+
+
+def _holds_negative_zero(x: torch.Tensor) -> bool:
+    """Whether a strided ``x`` holds a -0.0 (as either part of a complex value: to_dense adds into +0.0,
+    which loses it there too, as in ``-0.0 - inf*j``).
+
+    For the real floating dtypes one integer comparison of the bits, a pass over ``x``.
+    """
+    if not (x.is_floating_point() or x.is_complex()):
+        return False
+    if x.is_complex():
+        return _holds_negative_zero(x.real) or _holds_negative_zero(x.imag)
+    # the bits of a lazily negated view (the imaginary part of a conjugate) are not its values' bits
+    x = x.detach().resolve_neg()
+    twin = _NEGATIVE_ZERO_BITS.get(x.dtype)
+    if twin is None:
+        return bool(torch.any((x == 0) & torch.signbit(x)))
+    return bool(torch.any(x.view(twin[0]) == twin[1]))
 
 
 def _supports_to_sparse(xp: Any, x: Any, target: Target) -> str | None:
@@ -99,6 +127,9 @@ def _supports_to_sparse(xp: Any, x: Any, target: Target) -> str | None:
     reason = _common_reason(x.dtype, target.fill_value)
     if reason is not None:
         return reason
+    if source is strided and _holds_negative_zero(x):
+        # with fill value +0.0 a -0.0 is specified (docs/decisions.md, "Fill values"); torch leaves it out
+        return "torch's to_sparse leaves out -0.0, which is a specified element"
     if source.is_blocked and target.layout in (Layout.sparse_csr, Layout.sparse_csc):
         return "torch converts BSR/BSC only to strided, COO, BSR and BSC"
     if source.is_blocked and target.layout.is_blocked and x.blocksize != target.blocksize:
@@ -124,10 +155,15 @@ def _convert_to_sparse_torch(xp: Any, x: Any, target: Target) -> SparseArray:
         with _quiet():
             if layout is sparse_coo:
                 result = src.to_sparse(target.sparse_dim) if not isinstance(x, SparseArray) else src.to_sparse()
-                if isinstance(x, CompressedArray) and not result.is_coalesced():
-                    # torch leaves CSC/BSC entries in column-major order; every other backend returns
-                    # the COO array coalesced (it holds no duplicates, so this only sorts)
-                    result = result.coalesce()
+                if isinstance(x, CompressedArray) and x.layout.compressed_dim == 1:
+                    # torch leaves CSC/BSC entries in column-major order, and even marks them coalesced
+                    # when the values hold no element (a dense dimension of size 0); every other backend
+                    # returns the COO array coalesced (it holds no duplicates, so this only sorts)
+                    result = torch.sparse_coo_tensor(
+                        result._indices(), result._values(), result.shape, is_coalesced=False, check_invariants=False
+                    ).coalesce()
+                elif isinstance(x, CompressedArray) and not result.is_coalesced():
+                    result = result.coalesce()  # BSR entries come block by block
             else:
                 blocksize = target.blocksize if layout.is_blocked else None
                 dense_dim = target.dense_dim if not isinstance(x, SparseArray) else None
@@ -144,7 +180,14 @@ def _convert_to_sparse_torch(xp: Any, x: Any, target: Target) -> SparseArray:
 
 
 def _supports_to_dense(xp: Any, a: SparseArray, target: Target) -> str | None:
-    return _common_reason(a.dtype, a.fill_value)
+    reason = _common_reason(a.dtype, a.fill_value)
+    if reason is None and _holds_negative_zero(a._vals):
+        # torch adds the values into zeros, and +0.0 + -0.0 is +0.0
+        return "torch's to_dense turns a stored -0.0 into +0.0"
+    if reason is None and a._vals.is_complex() and not bool(torch.all(torch.isfinite(a._vals.detach()))):
+        # it also multiplies complex values by 1 + 0j: (1.5 - inf*j) * (1 + 0j) has a NaN real part
+        return "torch's to_dense turns a complex value with an infinite part into NaN"
+    return reason
 
 
 @register("convert", (INDEXED, strided), backend="torch", supports=_supports_to_dense)

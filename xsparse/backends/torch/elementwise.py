@@ -4,8 +4,10 @@
 - torch.sparse's own ``add`` and ``mul`` where torch computes the exact result: operands of one shape
   (torch drops data when it broadcasts a size-1 dimension of a sparse operand: pytorch/pytorch#188900,
   #158861, #116633), fill value 0, and for products only finite values (torch evaluates a product on
-  the intersection of the entries, so that ``inf`` times an unspecified 0 gives 0 instead of NaN). Each
-  kernel declines anything else with its reason, and the generic kernels compute it.
+  the intersection of the entries, so that ``inf`` times an unspecified 0 gives 0 instead of NaN), and
+  no uint16, uint32 or uint64 operand (torch's sparse kernels compute none of them, and torch promotes
+  them with no other dtype). Each kernel declines anything else with its reason, and the generic kernels
+  compute it.
 
 Unary functions have no native kernel here: the generic kernel already calls torch on the values, which
 is what torch's own sparse unary functions do.
@@ -20,12 +22,18 @@ import torch
 from ...dispatch import register
 from ...formats import COOArray, CompressedArray, SparseArray, sparse_coo, sparse_csr, strided
 from ...formats._spec import Target
+from ..array_api.conversion import is_plus_zero
 from ..array_api.elementwise import python_scalar
 from .conversion import _quiet, from_torch, to_torch
 
 __all__: list[str] = []
 
 _FLOATING = frozenset({torch.float32, torch.float64, torch.complex64, torch.complex128})
+# torch stores these but its sparse kernels (mul_out_sparse, add_dense_sparse_non_hybrid,
+# add_out_op2_sparse_csr, index_select under CSR * dense) have none, and it promotes them with no other
+# dtype ("Promotion for uint16, uint32, uint64 types is not supported"); every other pair of dtypes
+# torch promotes as the standard does where the standard says. The generic kernels compute these.
+_STORED_ONLY = frozenset({torch.uint16, torch.uint32, torch.uint64})
 
 
 @register("erf", (strided,), backend="torch")
@@ -49,10 +57,14 @@ def _finite(t: torch.Tensor) -> bool:
 
 
 def _same_structure_reason(a: SparseArray, other: Any) -> str | None:
+    """Why torch's sparse add and mul cannot compute ``a`` with ``other``: shapes, fill values, dtypes."""
+    for operand in (a, other):
+        if operand.dtype in _STORED_ONLY:
+            return f"torch's sparse add and mul have no kernel for {operand.dtype} and promote it with no other dtype"
     if tuple(a.shape) != tuple(other.shape):
         return "torch's sparse add and mul do not broadcast correctly (pytorch/pytorch#188900, #158861, #116633)"
-    if a.fill_value != 0 or (isinstance(other, SparseArray) and other.fill_value != 0):
-        return "torch's sparse tensors have fill value 0"
+    if not is_plus_zero(a.fill_value) or (isinstance(other, SparseArray) and not is_plus_zero(other.fill_value)):
+        return "torch's sparse tensors have fill value +0"
     return None
 
 
@@ -80,6 +92,9 @@ def _result(t: torch.Tensor, like: SparseArray, xp: Any) -> SparseArray:
 def _supports_coo_coo_mul(xp: Any, x: COOArray, y: COOArray) -> str | None:
     if x.sparse_dim() != y.sparse_dim():
         return "torch multiplies COO tensors with the same sparse_dim only"
+    if x.sparse_dim() == 0:
+        # a 0-d product with an operand without entries reads uninitialised memory (torch 2.13)
+        return "torch's mul of COO tensors without sparse dimensions can give garbage where one has no entry"
     return _product_reason(x, y)
 
 

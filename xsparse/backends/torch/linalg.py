@@ -111,7 +111,7 @@ def _fold(a: CompressedArray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
     idt = a._compressed.dtype
     if nb * max(nse, m, k) > _INT32_MAX:
         idt = torch.int64
-    comp = a._compressed.reshape(nb, -1).to(idt)
+    comp = a._compressed.reshape(nb, a._compressed.shape[-1]).to(idt)
     lin = torch.arange(nb, dtype=idt, device=comp.device)[:, None]
     compressed = torch.cat([(comp[:, :-1] + lin * nse).reshape(-1), torch.tensor([nb * nse], dtype=idt, device=comp.device)])
     plain = (a._plain.reshape(nb, nse).to(idt) + lin * n_plain).reshape(-1)
@@ -536,17 +536,38 @@ def _pca_lowrank_coo_torch(xp: Any, a: COOArray, q: int, center: bool, niter: in
         return cast(tuple[Any, Any, Any], torch.pca_lowrank(to_torch(a), q=q, center=center, niter=niter))
 
 
-@register("lobpcg", (sparse_coo,), backend="torch", supports=_supports_decomposition)
+def _supports_lobpcg(xp: Any, a: COOArray, *args: Any) -> str | None:
+    options: generic.LobpcgOptions = args[-2]
+    ik = args[4]
+    # torch.lobpcg's iteration differs from the generic kernel's in what these options mean
+    if options.tracker is not None:
+        return "the tracker is given xsparse's iteration state, which the generic kernel keeps"
+    if options.method == "ortho" and ik is not None:
+        return "torch's method='ortho' does not apply the preconditioner iK"
+    if options.bparams.get("ortho_use_drop"):
+        return "torch's ortho_use_drop uses the drop and replace tolerances the other way round"
+    return _supports_decomposition(xp, a, *args[:-2], args[-1])
+
+
+@register("lobpcg", (sparse_coo,), backend="torch", supports=_supports_lobpcg)
 def _lobpcg_coo_torch(
-    xp: Any, a: COOArray, k: int, b: Any, x: Any, n: int, ik: Any, niter: int, tol: float, largest: bool, seed: Any
+    xp: Any, a: COOArray, k: int, b: Any, x: Any, n: int, ik: Any, niter: int, tol: float, largest: bool,
+    options: generic.LobpcgOptions, seed: Any,
 ) -> tuple[Any, Any]:
-    """lobpcg(COO) -> (E, X): torch.lobpcg."""
+    """lobpcg(COO) -> (E, X): torch.lobpcg, method and ortho parameters passed on."""
 
     def as_torch(m: Any) -> Any:
         return to_torch(m) if isinstance(m, SparseArray) else m
 
+    ortho = options.method == "ortho"
     with _seeded(seed), _quiet():
         return cast(
             tuple[Any, Any],
-            torch.lobpcg(to_torch(a), k=k, B=as_torch(b), X=x, n=n, iK=as_torch(ik), niter=niter, tol=tol, largest=largest),
-        )
+            torch.lobpcg(
+                to_torch(a), k=k, B=as_torch(b), X=x, n=n, iK=as_torch(ik), niter=niter, tol=tol, largest=largest,
+                method=options.method,
+                ortho_iparams=dict(options.iparams) if ortho else None,
+                ortho_fparams=dict(options.fparams) if ortho else None,
+                ortho_bparams=dict(options.bparams) if ortho else None,
+            ),
+        )  # fmt: skip

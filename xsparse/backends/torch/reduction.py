@@ -1,5 +1,6 @@
 """Native reduction kernels of the torch backend: torch.sparse.sum and torch.sparse.softmax on COO
-arrays, and ``scatter_reduce`` for CSR and CSC arrays reduced along one sparse dimension.
+arrays, ``scatter_reduce`` for CSR and CSC arrays reduced along one sparse dimension, and reductions
+over every axis, which reduce the stored values in one call and the fill value once.
 
 torch's sparse kernels know no fill value: the COO kernels decline a non-zero fill for ``sum``
 (``softmax`` reads the unspecified elements as -inf whatever they hold, which the public function
@@ -9,13 +10,16 @@ kernels combine each slice with the fill value through the generic kernels' help
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 
+from ... import dispatch
 from ...dispatch import register
-from ...formats import COMPRESSED, COOArray, CompressedArray, sparse_coo
+from ...formats import COMPRESSED, COOArray, CompressedArray, SparseArray, sparse_coo
 from ...formats._spec import Target
+from ..array_api.conversion import is_plus_zero
 from ..array_api.elementwise import python_scalar
 from ..array_api.reduction import MONOIDS, ReduceSpec, assemble, fill_array, fill_of, result_kind, with_fill
 from .conversion import from_torch, to_torch
@@ -30,8 +34,9 @@ def _zero(xp: Any, dtype: Any) -> Any:
 
 
 def _supports_sum_coo(xp: Any, a: COOArray, spec: ReduceSpec) -> str | None:
-    if a.fill_value != 0:
-        return f"torch.sparse.sum assumes fill value 0, not {a.fill_value!r}"
+    if not is_plus_zero(a.fill_value):
+        # its sums start at +0, so a sum of the unspecified -0.0 would not be -0.0
+        return f"torch.sparse.sum assumes fill value +0, not {a.fill_value!r}"
     if spec.keepdims:
         return "torch.sparse.sum has no keepdim"
     if a.dtype in _UNSUPPORTED or spec.dtype in _UNSUPPORTED:
@@ -43,10 +48,15 @@ def _supports_sum_coo(xp: Any, a: COOArray, spec: ReduceSpec) -> str | None:
 
 @register("sum", (sparse_coo,), backend="torch", supports=_supports_sum_coo)
 def _sum_coo_torch(xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
-    """sum(COO) over sparse dimensions -> COO or strided through torch.sparse.sum; O(nnz log nnz)."""
+    """sum(COO) over sparse dimensions -> COO or strided through torch.sparse.sum; O(nnz log nnz), O(nnz) over all."""
+    if len(spec.axes) == a.ndim:
+        # with no dim, torch sums the stored values as they are (no coalescing, which costs 16 times more)
+        # and honours dtype=
+        return torch.sparse.sum(to_torch(a), dtype=spec.dtype)
     r = torch.sparse.sum(to_torch(a), dim=list(spec.axes), dtype=spec.dtype)
     if r.layout is torch.strided:
-        return r
+        # over every sparse dimension torch returns its own accumulation dtype (int64), whatever dtype= says
+        return r if r.dtype == spec.dtype else r.to(spec.dtype)
     target = Target(sparse_coo, a._backend, xp, tuple(r.shape), r.sparse_dim(), r.dense_dim(), (1, 1), a.index_dtype, 0)
     return from_torch(r, target, _zero(xp, spec.dtype))
 
@@ -127,3 +137,47 @@ def _axis_kernel(name: str) -> Any:
 
 for _name in _SCATTER:
     register(_name, (COMPRESSED,), backend="torch", supports=_supports_axis)(_axis_kernel(_name))
+
+
+def _supports_full(xp: Any, a: SparseArray, spec: ReduceSpec) -> str | None:
+    if len(spec.axes) != a.ndim:
+        return f"this kernel reduces every axis, not axes={spec.axes} of {a.ndim}"
+    if a.dtype in _UNSUPPORTED or spec.dtype in _UNSUPPORTED:
+        return f"torch does not reduce dtype {a.dtype} (the generic kernels work on its signed twin)"
+    return None
+
+
+def _full_kernel(name: str) -> Any:
+    monoid = MONOIDS[name]
+
+    def supports(xp: Any, a: SparseArray, spec: ReduceSpec) -> str | None:
+        if name == "sum" and isinstance(a, COOArray) and is_plus_zero(a.fill_value) and not spec.keepdims:
+            return "torch.sparse.sum (_sum_coo_torch) sums a COO array with fill value 0"
+        return _supports_full(xp, a, spec)
+
+    def kernel(xp: Any, a: SparseArray, spec: ReduceSpec) -> Any:
+        if isinstance(a, COOArray) and not a.is_coalesced() and not (monoid.linear and is_plus_zero(a.fill_value)):
+            # duplicates sum first, and the unspecified elements are those of no distinct position
+            a = dispatch.call("coalesce", (sparse_coo,), a._backend.name, xp, a)
+        # every stored element is specified (a compressed array's blocks and batch padding included)
+        values = monoid.premap(xp, a._vals, spec.dtype).reshape(-1)
+        f = monoid.premap(xp, fill_array(xp, a), spec.dtype)
+        unspecified = max(math.prod(a.shape) - values.shape[0], 0)  # duplicates of a sum with fill 0 may exceed it
+        if values.shape[0] == 0:
+            r = fill_of(xp, monoid, f, unspecified)
+        else:
+            r = monoid.reduce(xp, values, (0,)).reshape(())
+            if unspecified:
+                r = monoid.combine(xp, r, fill_of(xp, monoid, f, unspecified))
+        r = r.to(spec.dtype) if r.dtype != spec.dtype else r
+        return r.reshape((1,) * a.ndim) if spec.keepdims else r
+
+    kernel.__name__ = kernel.__qualname__ = f"_{name}_full_torch"
+    kernel.__doc__ = f"{name}(COO or compressed) over every axis -> 0-d strided: the stored values, then the fill value; O(nnz)."
+    return kernel, supports
+
+
+for _name in MONOIDS:
+    _kernel, _supports = _full_kernel(_name)
+    register(_name, (COMPRESSED,), backend="torch", supports=_supports, priority=1)(_kernel)
+    register(_name, (sparse_coo,), backend="torch", supports=_supports, priority=1)(_kernel)

@@ -1,0 +1,306 @@
+"""The runner of the conformance suite: every (operation, layout signature) of a backend, a Hypothesis
+run each, and the table of outcomes.
+
+For each operation registered in :mod:`xsparse.dispatch` and each concrete layout signature that a
+kernel of the backend or a generic kernel covers, the runner draws ``max_examples`` inputs with the
+operation's case (:mod:`.cases`), calls the public function, and checks
+
+- every invariant of a sparse result and its elements against the same backend's dense computation
+  (:func:`xsparse.testing.assert_sparse_equal`);
+- where the backend has a native kernel for the signature, the result against the same call made with
+  the generic kernels alone;
+- where the dense computation itself has no kernel on the backend (``NoKernelError``), that the public
+  call fails the same clear way (``unsupported``).
+
+A failure is recorded with Hypothesis's falsifying example; :data:`KNOWN_FAILURES` lists the failures
+that are known, with their reason, so that they read ``xfail`` (and ``XPASS``, a failure, once fixed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import re
+import time
+import traceback
+import warnings
+from collections.abc import Hashable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import strategies as st
+from hypothesis.reporting import with_reporter
+
+import xsparse as xs
+from xsparse import dispatch
+from xsparse.testing import assert_sparse_equal
+
+from .cases import CASES, Context, Signature, Trial
+
+__all__ = [
+    "Outcome",
+    "KNOWN_FAILURES",
+    "signatures",
+    "signature_name",
+    "has_native",
+    "generic_only",
+    "load_backend",
+    "run_signature",
+    "run",
+    "format_table",
+    "summary",
+    "failures_report",
+]
+
+# (backend or None for every backend, operation, signature as printed) -> why it fails
+KNOWN_FAILURES: dict[tuple[str | None, str, str], str] = {}
+
+
+@dataclass
+class Outcome:
+    """The result of one (operation, signature) on one backend.
+
+    ``status`` is ``"pass"``, ``"FAIL"``, ``"xfail"``, ``"XPASS"``, ``"unsupported"``, ``"skip"`` or
+    ``"no case"``; ``detail`` says why (a skip reason, or the falsifying example and the error).
+    """
+
+    op: str
+    signature: Signature
+    status: str
+    detail: str = ""
+    native: bool = False
+    seconds: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return signature_name(self.op, self.signature)
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("FAIL", "XPASS")
+
+
+def signature_name(op: str, signature: Sequence[Hashable]) -> str:
+    """``op(layout, ...)``, as the kernel table of ``python -m xsparse`` spells it."""
+    return f"{op}({', '.join(str(s) for s in signature)})"
+
+
+def _concrete(element: Hashable) -> list[Hashable]:
+    return sorted(element, key=str) if isinstance(element, frozenset) else [element]
+
+
+_ORDER = {str(layout): i for i, layout in enumerate([xs.strided, xs.sparse_coo, xs.sparse_csr, xs.sparse_csc,
+                                                    xs.sparse_bsr, xs.sparse_bsc, xs.sparse_semi_structured])}  # fmt: skip
+
+
+def signatures(op: str, backend: str) -> list[Signature]:
+    """The concrete layout signatures of ``op`` that a kernel of ``backend`` or a generic kernel covers."""
+    found: set[Signature] = set()
+    for k in dispatch.kernels(op):
+        if k.backend is None or k.backend == backend:
+            found.update(itertools.product(*(_concrete(e) for e in k.signature)))
+    return sorted(found, key=lambda sig: [_ORDER.get(str(s), len(_ORDER)) for s in sig])
+
+
+def has_native(op: str, sig: Signature, backend: str) -> bool:
+    """Whether ``backend`` has a native kernel (not a rewrite) of ``op`` for ``sig``."""
+    return any(k.backend == backend and not k.rewrite and k.matches(sig) for k in dispatch.kernels(op))
+
+
+@contextlib.contextmanager
+def generic_only(backend: str) -> Iterator[None]:
+    """Inside the block, the dispatcher sees no native kernel of ``backend`` (the generic tier runs)."""
+    saved = dispatch._REGISTRY
+    dispatch._REGISTRY = {op: [k for k in ks if k.backend != backend] for op, ks in saved.items()}
+    try:
+        yield
+    finally:
+        dispatch._REGISTRY = saved
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """Floating-point warnings (array_api_strict computes with NumPy) and declared fallbacks are silent."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", xs.SparseEfficiencyWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+class Unsupported(Exception):
+    """The backend has no kernel for the dense reference, and the public call raised NoKernelError too."""
+
+
+def _compare(trial: Trial, actual: Any, expected: Any) -> None:
+    if trial.compare is not None:
+        trial.compare(actual, expected)
+        return
+    # NumPy's functions give NumPy scalars for 0-d operands
+    actual, expected = (np.asarray(r) if isinstance(r, np.generic) else r for r in (actual, expected))
+    tol: dict[str, Any] = {}
+    if trial.rtol is not None:
+        tol["rtol"] = trial.rtol
+    if trial.atol is not None:
+        tol["atol"] = trial.atol
+    if not tol:
+        from .cases import float_tolerance
+
+        tol = float_tolerance(expected.dtype)
+    assert_sparse_equal(actual, expected, check_layout=trial.layout, **tol)
+
+
+def _expect_error(trial: Trial, raises: tuple[type[Exception], str]) -> None:
+    kind, pattern = raises
+    try:
+        with quiet():
+            result = trial.call()
+    except kind as exc:
+        if not re.search(pattern, str(exc)):
+            raise AssertionError(f"the call raised {kind.__name__} as documented, but its message does not match {pattern!r}: {exc}") from None
+        return
+    raise AssertionError(f"the call should raise {kind.__name__} (documented: {pattern!r}) but returned {type(result).__name__}")
+
+
+def _execute(trial: Trial, backend: str, native: bool) -> None:
+    if trial.raises is not None:
+        _expect_error(trial, trial.raises)
+        return
+    with quiet():
+        try:
+            expected = trial.expected()
+        except xs.NoKernelError as exc:
+            try:
+                trial.call()
+            except xs.NoKernelError:
+                raise Unsupported(str(exc).split(". ")[0]) from None
+            raise AssertionError(f"the dense reference has no kernel ({exc}), but the sparse call ran") from None
+        actual = trial.call()
+    _compare(trial, actual, expected)
+    if trial.check is not None:
+        trial.check(actual)
+    if native:
+        try:
+            with quiet(), generic_only(backend):
+                generic = trial.call()
+        except xs.NoKernelError:
+            return  # an operation that only native kernels compute (erf: the Array API has none)
+        try:
+            _compare(trial, actual, generic)
+        except AssertionError as exc:
+            raise AssertionError(f"the native kernel's result differs from the generic kernel's: {exc}") from None
+
+
+def run_signature(
+    op: str, sig: Signature, ctx: Context, *, max_examples: int, seed_value: int | None = None, shrink: bool = True
+) -> Outcome:
+    """Run the case of ``op`` on ``sig`` for ``max_examples`` Hypothesis examples; return the outcome."""
+    start = time.perf_counter()
+    c = CASES.get(op)
+    if c is None:
+        return Outcome(op, sig, "no case", "no conformance case for this operation")
+    reason = c.skip(ctx, sig)
+    if reason is not None:
+        return Outcome(op, sig, "skip", reason)
+    native = has_native(op, sig, ctx.backend)
+    known = KNOWN_FAILURES.get((ctx.backend, op, signature_name(op, sig))) or KNOWN_FAILURES.get(
+        (None, op, signature_name(op, sig))
+    )
+    unsupported: list[str] = []
+
+    phases = [Phase.explicit, Phase.generate] + ([Phase.shrink] if shrink and known is None else [])
+
+    @settings(
+        max_examples=max_examples, deadline=None, database=None, phases=phases, suppress_health_check=list(HealthCheck),
+        derandomize=seed_value is None, print_blob=False,
+    )  # fmt: skip
+    @given(data=st.data())
+    def check(data: st.DataObject) -> None:
+        trial = c.build(data.draw, ctx, sig)
+        try:
+            _execute(trial, ctx.backend, native)
+        except Unsupported as exc:
+            unsupported.append(str(exc))
+
+    if seed_value is not None:
+        check = seed(seed_value)(check)
+    report: list[str] = []
+    try:
+        with with_reporter(lambda message: report.append(str(message))):
+            check()
+    except Exception as exc:
+        detail = "\n".join([*report, "".join(traceback.format_exception_only(type(exc), exc)).strip()])
+        status = "xfail" if known is not None else "FAIL"
+        return Outcome(op, sig, status, f"{known}\n{detail}" if known else detail, native, time.perf_counter() - start)
+    if known is not None:
+        return Outcome(op, sig, "XPASS", f"listed as a known failure ({known}) but passed", native, time.perf_counter() - start)
+    if unsupported:
+        return Outcome(op, sig, "unsupported", unsupported[0], native, time.perf_counter() - start)
+    return Outcome(op, sig, "pass", "", native, time.perf_counter() - start)
+
+
+def load_backend(name: str) -> Context:
+    """The context of the backend called ``name``, its native kernels registered."""
+    backend = xs.get_backend(name)
+    return Context(backend.name, backend.load())
+
+
+def run(
+    backend: str,
+    *,
+    max_examples: int = 10,
+    ops: Sequence[str] | None = None,
+    seed_value: int | None = None,
+    progress: Any = None,
+    shrink: bool = True,
+) -> list[Outcome]:
+    """Run the suite on ``backend``; ``progress`` (a callable) receives each outcome as it comes."""
+    ctx = load_backend(backend)
+    outcomes = []
+    for op in ops if ops is not None else dispatch.operations():
+        sigs = signatures(op, ctx.backend)
+        if op not in CASES:
+            sigs = sigs[:1] if sigs else [()]
+        for sig in sigs:
+            out = run_signature(op, sig, ctx, max_examples=max_examples, seed_value=seed_value, shrink=shrink)
+            outcomes.append(out)
+            if progress is not None:
+                progress(out)
+    return outcomes
+
+
+def _cell(o: Outcome) -> str:
+    if o.status in ("skip", "unsupported"):
+        return f"{o.status}({o.detail.splitlines()[0] if o.detail else ''})"
+    return o.status
+
+
+def format_table(outcomes: Sequence[Outcome], backend: str) -> list[str]:
+    """One row per (operation, layout signature): its outcome, and whether a native kernel was compared."""
+    label = "operation / layout signature"
+    width = max([len(label), *(len(o.name) for o in outcomes)])
+    lines = [f"Conformance of backend '{backend}' (native: compared with the generic kernels too):",
+             f"  {label:<{width}}  {'kernel':<7}  outcome", "  " + "-" * (width + 18)]  # fmt: skip
+    for o in outcomes:
+        lines.append(f"  {o.name:<{width}}  {'native' if o.native else '-':<7}  {_cell(o)}")
+    return lines
+
+
+def summary(outcomes: Sequence[Outcome]) -> str:
+    """``N pass, N FAIL, ...`` over the outcomes."""
+    counts: dict[str, int] = {}
+    for o in outcomes:
+        counts[o.status] = counts.get(o.status, 0) + 1
+    order = ["pass", "FAIL", "XPASS", "xfail", "unsupported", "skip", "no case"]
+    return ", ".join(f"{counts[s]} {s}" for s in order if s in counts)
+
+
+def failures_report(outcomes: Sequence[Outcome]) -> list[str]:
+    """The falsifying example and error of every failure."""
+    lines: list[str] = []
+    for o in outcomes:
+        if o.failed:
+            lines += ["", f"{o.status} {o.name} on its examples:", *("  " + line for line in o.detail.splitlines())]
+    return lines
+

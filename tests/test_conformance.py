@@ -1,0 +1,222 @@
+"""The sparse conformance suite (``conformance/``, installed as ``xsparse.conformance``) and its command
+``python -m xsparse conformance``: it runs clean on NumPy, torch and array-api-strict with a few
+examples per layout signature, covers every operation that xsparse registers, catches a wrong native
+kernel, and picks up a backend registered through the ``xsparse.backends`` entry-point group.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib.metadata
+import subprocess
+import sys
+import types
+from typing import Any
+
+import pytest
+from conftest import backend_params
+
+import xsparse as xs
+import xsparse.backends
+from xsparse import dispatch
+from xsparse.backends import Backend
+from xsparse.conformance import cases, runner
+from xsparse.conformance import strategies as conformance_strategies
+
+BACKENDS = ["numpy", "torch", "array_api_strict"]
+# Enough to reach every layout signature; the suite's own default is 10.
+MAX_EXAMPLES = 2
+# Operations registered whose cases are still to be added to conformance/cases.py (each reads "no case"
+# in the table until then); remove a name with its case. Every built-in operation has one today.
+CASES_PENDING: frozenset[str] = frozenset()
+
+
+def _load_installed_backends() -> None:
+    for backend in xs.registered_backends():
+        if backend.kernels is not None and backend.is_available():
+            backend.load()
+
+
+@pytest.mark.parametrize("backend", backend_params(BACKENDS))
+def test_suite_passes_on_every_operation_and_signature(backend: str) -> None:
+    outcomes = runner.run(backend, max_examples=MAX_EXAMPLES, shrink=False)
+    failures = [f"{o.name}: {o.detail}" for o in outcomes if o.failed]
+    assert not failures, "\n\n".join(failures)
+    # the table covers every operation and every signature the registry holds for this backend
+    seen = {(o.op, o.signature) for o in outcomes}
+    for op in dispatch.operations():
+        assert op in cases.CASES or op in CASES_PENDING, f"{op} has no conformance case"
+        for sig in runner.signatures(op, backend) if op in cases.CASES else []:
+            assert (op, sig) in seen
+    assert {o.status for o in outcomes} <= {"pass", "xfail", "unsupported", "skip", "no case"}
+    assert {o.op for o in outcomes if o.status == "no case"} <= CASES_PENDING
+    passed = sum(o.status == "pass" for o in outcomes)
+    assert passed > 0.8 * len(outcomes), runner.summary(outcomes)
+
+
+def test_every_builtin_operation_has_a_case() -> None:
+    _load_installed_backends()
+    missing = [op for op in dispatch.operations() if op not in cases.CASES and op not in CASES_PENDING]
+    assert not missing, f"operations without a conformance case: {missing}"
+    assert not CASES_PENDING & set(cases.CASES), "a pending operation has its case now: remove it from CASES_PENDING"
+
+
+def test_native_kernels_are_compared_with_the_generic_ones() -> None:
+    _load_installed_backends()
+    assert runner.has_native("add", (xs.sparse_csr, xs.sparse_csr), "numpy")
+    assert not runner.has_native("argmax", (xs.sparse_csr,), "numpy")
+    with runner.generic_only("numpy"):
+        assert all(k.backend != "numpy" for k in xs.kernels())
+    assert any(k.backend == "numpy" for k in xs.kernels())
+
+
+# -- the suite catches what it should --------------------------------------------------------------
+
+
+def _wrong_negative(xp: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    """A broken native kernel: returns its operand unchanged."""
+    return x
+
+
+@pytest.fixture
+def private_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    _load_installed_backends()
+    monkeypatch.setattr(dispatch, "_REGISTRY", {op: list(ks) for op, ks in dispatch._REGISTRY.items()})
+
+
+def test_a_wrong_native_kernel_fails_with_its_example(private_registry: None) -> None:
+    dispatch.register("negative", (xs.sparse_csr,), backend="numpy", priority=10)(_wrong_negative)
+    outcomes = runner.run("numpy", max_examples=5, ops=["negative"])
+    by_name = {o.name: o for o in outcomes}
+    bad = by_name["negative(sparse_csr)"]
+    assert bad.status == "FAIL" and bad.native and bad.failed
+    assert "Falsifying example" in bad.detail or "Draw 1" in bad.detail
+    assert by_name["negative(sparse_coo)"].status == "pass"
+    table = "\n".join(runner.format_table(outcomes, "numpy"))
+    assert "negative(sparse_csr)" in table and "FAIL" in table
+    assert "1 FAIL" in runner.summary(outcomes)
+
+
+def test_known_failures_read_xfail_and_xpass_when_fixed(private_registry: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    dispatch.register("negative", (xs.sparse_csr,), backend="numpy", priority=10)(_wrong_negative)
+    monkeypatch.setitem(runner.KNOWN_FAILURES, ("numpy", "negative", "negative(sparse_csr)"), "a test's broken kernel")
+    monkeypatch.setitem(runner.KNOWN_FAILURES, (None, "negative", "negative(sparse_coo)"), "not broken at all")
+    by_name = {o.name: o for o in runner.run("numpy", max_examples=3, ops=["negative"])}
+    assert by_name["negative(sparse_csr)"].status == "xfail"
+    assert "a test's broken kernel" in by_name["negative(sparse_csr)"].detail
+    assert by_name["negative(sparse_coo)"].status == "XPASS" and by_name["negative(sparse_coo)"].failed
+
+
+def _refuse(message: str) -> Any:
+    def call() -> Any:
+        raise xs.NoKernelError(message)
+
+    return call
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (_refuse("tril: no kernel. tril(COMPRESSED) declined: fill value 1.5 is not 0"), None),
+        (lambda: 1, r"should raise NoKernelError \(documented: 'is not 0'\) but returned int"),
+        (_refuse("tril: no kernel for layouts (sparse_csr)"), r"its message does not match 'is not 0'"),
+    ],
+    ids=["raised", "returned", "other-message"],
+)
+def test_a_documented_refusal_passes_only_when_raised_as_documented(call: Any, error: str | None) -> None:
+    trial = cases.Trial(call, lambda: pytest.fail("the reference of a refused example is not computed"),
+                        raises=(xs.NoKernelError, "is not 0"))  # fmt: skip
+    if error is None:
+        runner._execute(trial, "numpy", native=False)
+    else:
+        with pytest.raises(AssertionError, match=error):
+            runner._execute(trial, "numpy", native=False)
+
+
+def test_known_failures_name_registered_signatures() -> None:
+    _load_installed_backends()
+    for (backend, op, name), reason in runner.KNOWN_FAILURES.items():
+        assert op in cases.CASES and reason
+        names = {runner.signature_name(op, sig) for sig in runner.signatures(op, backend or "numpy")}
+        assert name in names, f"KNOWN_FAILURES lists {name}, which {op} does not register"
+
+
+def test_an_operation_without_a_case_is_reported(private_registry: None) -> None:
+    dispatch.register("frobnicate", (xs.sparse_coo,))(_wrong_negative)
+    (outcome,) = runner.run("numpy", max_examples=1, ops=["frobnicate"])
+    assert outcome.status == "no case" and not outcome.failed
+    assert "no case" in "\n".join(runner.format_table([outcome], "numpy"))
+
+
+# -- a backend from the entry-point group ------------------------------------------------------------
+
+
+def test_entry_point_backend_is_picked_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    import array_api_strict
+
+    module = types.ModuleType("xsparse_conformance_plugin")
+    module.backend = Backend("strict_plugin", "array_api_strict", lambda: array_api_strict)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setattr(xsparse.backends, "_EXTRA", {})
+    monkeypatch.setattr(xsparse.backends, "_entry_points_loaded", False)
+    eps = [importlib.metadata.EntryPoint("strict_plugin", f"{module.__name__}:backend", "xsparse.backends")]
+    monkeypatch.setattr(xsparse.backends, "entry_points", lambda *, group: eps if group == "xsparse.backends" else [])
+    outcomes = runner.run("strict_plugin", max_examples=2, ops=["abs", "matmul"])
+    assert outcomes and all(o.status == "pass" for o in outcomes), runner.summary(outcomes)
+    assert {o.op for o in outcomes} == {"abs", "matmul"}
+    assert runner.load_backend("strict_plugin").backend == "strict_plugin"
+
+
+# -- the command ---------------------------------------------------------------------------------------
+
+
+def test_command_prints_the_table_and_exits_0() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "xsparse", "conformance", "--backend", "numpy", "--max-examples", "2", "--ops", "abs,matmul", "--seed", "3"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "Conformance of backend 'numpy'" in out
+    assert "abs(sparse_csr)" in out and "matmul(sparse_csr, strided)" in out
+    assert out.rstrip().splitlines()[-1].startswith("numpy: ") and "FAIL" not in out
+
+
+def test_command_exits_1_on_a_failure(private_registry: None, capsys: pytest.CaptureFixture[str]) -> None:
+    import xsparse.__main__ as cli
+
+    dispatch.register("negative", (xs.sparse_csr,), backend="numpy", priority=10)(_wrong_negative)
+    assert cli.main(["conformance", "--backend", "numpy", "--max-examples", "3", "--ops", "negative"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL negative(sparse_csr) on its examples:" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--backend", "nonesuch"], r"get_backend: unknown backend \(backend='nonesuch'\)"),
+        (["--backend", "numpy", "--ops", "abs,frob"], r"unknown operation\(s\) \(ops=frob\)\. Pick among"),
+    ],
+)
+def test_command_errors(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+
+    import xsparse.__main__ as cli
+
+    assert cli.main(["conformance", *argv]) == 2
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_tests_and_suite_share_the_strategies() -> None:
+    import strategies
+
+    assert strategies.dense_cases is conformance_strategies.dense_cases
+    assert set(strategies.__all__) == set(conformance_strategies.__all__)
+
+
+@pytest.mark.parametrize("module", [cases, runner, conformance_strategies], ids=lambda m: m.__name__)
+def test_doctests_of_the_suite(module: types.ModuleType) -> None:
+    # conformance/ is not in pytest's testpaths (it would be imported twice, as conformance and as
+    # xsparse.conformance), so its doctests run here
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0

@@ -1,0 +1,78 @@
+"""``searchsorted`` for strided and sparse arrays (the Array API's other searching functions, ``argmax``,
+``argmin``, ``count_nonzero``, ``nonzero`` and ``where``, live with the reductions and indexing).
+
+A sparse ``x2`` keeps its structure; a sparse ``x1`` (1-D) is searched without densifying it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import dispatch
+from ._common import backend_of
+from ._conversion import layout_of
+from ._elementwise import convert_result
+from ._sorting import array_operand
+from .backends.array_api import searching as _generic_searching  # noqa: F401  (registers the generic kernels)
+from .formats import Layout, SparseArray
+
+__all__ = ["searchsorted"]
+
+
+def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None, layout: Layout | None = None) -> Any:
+    """The indices at which inserting the elements of ``x2`` keeps the sorted 1-D ``x1`` sorted.
+
+    Parameters
+    ----------
+    x1
+        A 1-D strided array, or a sparse COO vector, in ascending order (or put in order by ``sorter``).
+    x2
+        The values to place: a strided or sparse array.
+    side
+        ``"left"``: the first suitable index; ``"right"``: the last.
+    sorter
+        Indices that sort a strided ``x1``. A sparse ``x1`` needs none: its result counts elements and so
+        does not depend on their order.
+    layout
+        The result layout; by default ``x2``'s.
+
+    Returns
+    -------
+    array
+        Integer indices of ``x2``'s shape. A sparse ``x2`` gives an array of its layout and structure
+        whose fill value is the index of ``x2``'s fill value.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> edges = np.asarray([0.0, 1.0, 2.0, 3.0])
+    >>> v = xs.sparse_coo_array([[1, 3]], [2.5, -1.0], (5,), fill_value=1.5)
+    >>> r = xs.searchsorted(edges, v)
+    >>> r.fill_value, r.to_dense().tolist()
+    (2, [2, 3, 2, 0, 2])
+    >>> s = xs.sparse_coo_array([[3]], [2.0], (4,))
+    >>> xs.searchsorted(s, np.asarray([-1.0, 0.0, 1.0]), side="right").tolist()
+    [0, 3, 3]
+    """
+    op = "searchsorted"
+    array_operand(op, x1)
+    array_operand(op, x2)
+    backend = backend_of(x1, x2, op=op)
+    xp = backend.load()
+    if side not in ("left", "right"):
+        raise ValueError(f"{op}: side must be 'left' or 'right' (side={side!r}). Pass one of them.")
+    if x1.ndim != 1:
+        raise ValueError(f"{op}: x1 must be 1-D (x1.shape={tuple(x1.shape)}). Search each row separately, or flatten x1.")
+    if sorter is not None:
+        if isinstance(sorter, SparseArray) or tuple(sorter.shape) != tuple(x1.shape):
+            raise ValueError(
+                f"{op}: sorter must be a strided integer array of x1's shape (x1.shape={tuple(x1.shape)}, "
+                f"sorter={type(sorter).__name__}). Pass xsparse.argsort(x1), or leave sorter out."
+            )
+        if isinstance(x1, SparseArray):
+            sorter = None
+    if not isinstance(x1, SparseArray) and not isinstance(x2, SparseArray):
+        return convert_result(xp.searchsorted(x1, x2, side=side, sorter=sorter), layout, op)
+    result = dispatch.call(op, (layout_of(x1), layout_of(x2)), backend.name, xp, x1, x2, side, sorter)
+    return convert_result(result, layout, op)

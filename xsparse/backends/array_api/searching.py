@@ -1,0 +1,81 @@
+"""Generic kernels of ``searchsorted``.
+
+A sparse ``x2`` (the values searched for) keeps its structure: every stored value is looked up, and the
+fill value once, which gives the result's fill value. A sparse ``x1`` (the sorted sequence, 1-D) is
+never densified: the insertion index of ``v`` is the number of elements before it, that is the
+specified elements before it (a search in their sorted values) plus, when the fill value sorts before
+``v``, every unspecified element. That count does not depend on the order of ``x1``, so ``sorter`` is
+not needed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import array_api_compat
+
+from ...dispatch import register
+from ...formats import INDEXED, COOArray, SparseArray, sparse_coo, strided
+from .conversion import coalesce_coo, signed_twin, to_ordered
+
+__all__ = ["map_values"]
+
+
+def map_values(xp: Any, x: Any, fn: Any, fill_fn: Any) -> Any:
+    """``fn`` applied to a strided ``x``, or to a sparse ``x``'s stored values with ``fill_fn(fill value)``
+    as the new fill value (structure and indices shared)."""
+    if not isinstance(x, SparseArray):
+        return fn(x)
+    if isinstance(x, COOArray):
+        x = coalesce_coo(xp, x)  # duplicates add up before a value is mapped
+    vals = x._vals
+    mapped = xp.reshape(fn(xp.reshape(vals, (-1,))), tuple(vals.shape))
+    return x._with_values(mapped, fill_fn(x.fill_value))
+
+
+def _comparable(xp: Any, *arrays: Any) -> tuple[Any, ...]:
+    """``arrays`` as they are, or on the order-preserving signed twin (conversion.to_ordered) where the
+    backend compares no elements of their unsigned dtype (torch's uint16/32/64)."""
+    first = arrays[0]
+    probe = xp.zeros((1,), dtype=first.dtype, device=array_api_compat.device(first))
+    try:
+        xp.searchsorted(probe, probe)
+        return arrays
+    except (NotImplementedError, RuntimeError):
+        if signed_twin(xp, first.dtype) is None:
+            raise
+    return tuple(to_ordered(xp, xp.astype(a, first.dtype)) for a in arrays)
+
+
+def _scalar(xp: Any, x: Any, value: Any) -> Any:
+    return xp.asarray([value], dtype=x.dtype, device=array_api_compat.device(x))
+
+
+@register("searchsorted", (strided, INDEXED))
+def _searchsorted_strided_sparse(xp: Any, x1: Any, x2: SparseArray, side: str, sorter: Any) -> Any:
+    """searchsorted(strided, sparse) -> x2's layout: search the stored values and the fill value; O(nnz log n)."""
+
+    def search(v: Any) -> Any:
+        s, w = _comparable(xp, x1, v)
+        return xp.searchsorted(s, w, side=side, sorter=sorter)
+
+    return map_values(xp, x2, search, lambda f: int(search(_scalar(xp, x2._vals, f))[0]))
+
+
+@register("searchsorted", (sparse_coo, strided))
+@register("searchsorted", (sparse_coo, INDEXED))
+def _searchsorted_coo_any(xp: Any, x1: COOArray, x2: Any, side: str, sorter: Any) -> Any:
+    """searchsorted(COO vector, any) -> x2's layout: count of the elements before each value; O((nnz + m) log nnz)."""
+    c = coalesce_coo(xp, x1)
+    specified = xp.sort(c._vals)
+    n_unspecified = x1.shape[0] - int(specified.shape[0])
+    fill = _scalar(xp, specified, x1.fill_value)
+
+    def count(v: Any) -> Any:
+        s, f, w = _comparable(xp, specified, fill, v)
+        found = xp.searchsorted(s, w, side=side)
+        fill_before = (f < w) if side == "left" else (f <= w)
+        return found + xp.astype(fill_before, found.dtype) * n_unspecified
+
+    vals = x2._vals if isinstance(x2, SparseArray) else x2
+    return map_values(xp, x2, count, lambda f: int(count(_scalar(xp, vals, f))[0]))

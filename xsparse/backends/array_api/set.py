@@ -1,0 +1,186 @@
+"""Generic kernels of the set functions (``unique_*``, ``isin``).
+
+A sparse array's unspecified elements count as values: with at least one unspecified element the fill
+value is one of the unique values, counted once per unspecified element (plus its specified
+occurrences), and its first occurrence is the first unspecified position in row-major order (or an
+earlier specified element equal to it). ``unique_values`` and ``unique_counts`` read only the stored
+values; ``inverse_indices`` keeps the operand's structure (the fill value's index becomes its fill
+value); the ``indices`` of ``unique_all`` read the positions of the element COO.
+
+The unique values come from one stable sort (``_unique``), in ascending order with every NaN distinct,
+as the standard asks, on every backend (torch has no ``unique_all``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, cast
+
+import array_api_compat
+
+from ...dispatch import register
+from ...formats import ANY_SPARSE, COMPRESSED, INDEXED, COOArray, CompressedArray, SparseArray, sparse_coo, strided
+from ...formats._ops import prod
+from .conversion import _linearize, coalesce_coo, compressed_to_coo, result_dtype, signed_twin, take_values
+
+__all__ = ["Unique", "unique"]
+
+
+class Unique(NamedTuple):
+    """Every output of ``unique_all``, for a strided or sparse operand."""
+
+    values: Any
+    indices: Any
+    inverse_indices: Any
+    counts: Any
+
+
+def _ascending(xp: Any, v: Any) -> Any:
+    """The stable ascending order of the 1-D ``v``; complex values in lexicographic (real, imag) order.
+
+    Complex numbers have no order in the standard, and torch cannot sort them on the CPU, so they are
+    ordered by two stable sorts (by the imaginary part, then by the real part), the order NumPy uses.
+    """
+    if not xp.isdtype(v.dtype, "complex floating"):
+        return xp.argsort(v, stable=True)
+    by_imag = xp.argsort(xp.imag(v), stable=True)
+    return xp.take(by_imag, xp.argsort(xp.take(xp.real(v), by_imag), stable=True))
+
+
+def _sorted_unique(xp: Any, v: Any) -> tuple[Any, Any, Any, Any]:
+    """Unique values of the 1-D ``v`` (ascending, NaNs distinct), first indices, inverse and counts."""
+    dev = array_api_compat.device(v)
+    n = int(v.shape[0])
+    order = _ascending(xp, v)
+    s = take_values(xp, v, order, axis=0)
+    if n == 0:
+        empty = xp.zeros((0,), dtype=xp.int64, device=dev)
+        return s, empty, empty, empty
+    new = xp.concat([xp.ones((1,), dtype=xp.bool, device=dev), s[1:] != s[:-1]])
+    starts = xp.nonzero(new)[0]
+    group = xp.cumulative_sum(xp.astype(new, xp.int64)) - 1
+    bounds = xp.concat([starts, xp.asarray([n], dtype=starts.dtype, device=dev)])
+    counts = xp.astype(bounds[1:] - bounds[:-1], xp.int64)
+    # a stable sort keeps equal values in their original order: the first of a run is the first occurrence
+    first = xp.astype(xp.take(order, starts), xp.int64)
+    inverse = xp.take(group, xp.argsort(order, stable=True))
+    return take_values(xp, s, starts, axis=0), first, inverse, counts
+
+
+@register("unique", (strided,))
+def _unique_strided(xp: Any, x: Any, ravel_positions: bool) -> Unique:
+    """unique_all(strided) -> strided outputs: one stable sort; O(n log n)."""
+    values, first, inverse, counts = _sorted_unique(xp, xp.reshape(x, (-1,)))
+    return Unique(values, first, xp.reshape(inverse, tuple(x.shape)), counts)
+
+
+def _supports_unique(xp: Any, a: SparseArray, ravel_positions: bool) -> str | None:
+    f = a.fill_value
+    if isinstance(f, (float, complex)) and f != f and a.size > prod(tuple(a._vals.shape)):
+        return "the fill value is NaN and every NaN is a distinct value, so each unspecified element would be one"
+    return None
+
+
+def unique(xp: Any, a: SparseArray, positions: Any) -> Unique:
+    """``unique_all`` of a sparse ``a`` (coalesced) whose scalar values sit at the flat ``positions``
+    (ascending; ``None`` when the caller needs no ``indices``). O(nnz log nnz)."""
+    vals = a._vals
+    dev = array_api_compat.device(vals)
+    flat = xp.reshape(vals, (-1,))
+    nnz = int(flat.shape[0])
+    n_unspecified = a.size - nnz
+    if n_unspecified == 0:
+        values, first, inverse, counts = _sorted_unique(xp, flat)
+        fill_inverse = 0
+        if positions is not None and nnz:
+            first = xp.take(positions, first)
+        return Unique(values, first, a._with_values(xp.reshape(inverse, tuple(vals.shape)), fill_inverse), counts)
+    fill = xp.asarray([a.fill_value], dtype=vals.dtype, device=dev)
+    values, first, inverse, counts = _sorted_unique(xp, xp.concat([flat, fill]))
+    fill_group = int(inverse[nnz])
+    is_fill = xp.arange(int(values.shape[0]), dtype=xp.int64, device=dev) == fill_group
+    counts = counts + xp.astype(is_fill, xp.int64) * (n_unspecified - 1)
+    if positions is not None:
+        # the first unspecified position: the first i where the i-th specified position is not i
+        gaps = xp.nonzero(positions != xp.arange(nnz, dtype=xp.int64, device=dev))[0]
+        gap = int(gaps[0]) if int(gaps.shape[0]) else nnz
+        ext = xp.concat([positions, xp.asarray([gap], dtype=xp.int64, device=dev)])
+        mapped = xp.take(ext, first)
+        first = xp.where(is_fill, xp.minimum(mapped, xp.asarray(gap, dtype=xp.int64, device=dev)), mapped)
+    inv = a._with_values(xp.reshape(inverse[:nnz], tuple(vals.shape)), fill_group)
+    return Unique(values, first, inv, counts)
+
+
+def coo_positions(xp: Any, c: COOArray) -> Any:
+    """The flat row-major position of every scalar of a coalesced COO array's values, ascending."""
+    sd = c.sparse_dim()
+    dense = tuple(c.shape[sd:])
+    dense_size = prod(dense)
+    dev = array_api_compat.device(c._vals)
+    base = _linearize(xp, c._idx, tuple(c.shape[:sd])) if sd else xp.zeros((int(c._vals.shape[0]),), dtype=xp.int64, device=dev)
+    offsets = xp.arange(dense_size, dtype=xp.int64, device=dev)
+    return xp.reshape(base[:, None] * dense_size + offsets[None, :], (-1,))
+
+
+@register("unique", (sparse_coo,), supports=_supports_unique)
+def _unique_coo(xp: Any, a: COOArray, ravel_positions: bool) -> Unique:
+    """unique_all(COO) -> strided values/indices/counts, COO inverse: sort of the stored values; O(nnz log nnz)."""
+    c = coalesce_coo(xp, a)
+    return unique(xp, c, coo_positions(xp, c) if ravel_positions else None)
+
+
+@register("unique", (COMPRESSED,), supports=_supports_unique)
+def _unique_compressed(xp: Any, a: CompressedArray, ravel_positions: bool) -> Unique:
+    """unique_all(compressed) -> strided values/indices/counts, inverse in a's layout; O(nnz log nnz)."""
+    own = unique(xp, a, None)
+    if not ravel_positions:
+        return own
+    # the element COO lists the same scalars in row-major order, so the same unique values in the same order
+    c = compressed_to_coo(xp, a)
+    return Unique(own.values, unique(xp, c, coo_positions(xp, c)).indices, own.inverse_indices, own.counts)
+
+
+@register("isin", (INDEXED, strided))
+def _isin_sparse_strided(xp: Any, x1: SparseArray, x2: Any, invert: bool) -> SparseArray:
+    """isin(sparse, strided) -> x1's layout (bool): the stored values and the fill value; O(nnz log m)."""
+    if isinstance(x1, COOArray):
+        x1 = coalesce_coo(xp, x1)
+    vals = x1._vals
+    found = xp.reshape(_isin(xp, xp.reshape(vals, (-1,)), x2, invert), tuple(vals.shape))
+    fill = xp.asarray([x1.fill_value], dtype=vals.dtype, device=array_api_compat.device(vals))
+    return x1._with_values(found, bool(_isin(xp, fill, x2, invert)[0]))
+
+
+@register("isin", (INDEXED, ANY_SPARSE))
+def _isin_sparse_sparse(xp: Any, x1: SparseArray, x2: SparseArray, invert: bool) -> SparseArray:
+    """isin(sparse, sparse) -> x1's layout (bool): against the unique values of x2; O((nnz1 + nnz2) log nnz2)."""
+    return cast(SparseArray, _isin_sparse_strided(xp, x1, _unique_values(xp, x2), invert))
+
+
+@register("isin", (strided, ANY_SPARSE))
+def _isin_strided_sparse(xp: Any, x1: Any, x2: SparseArray, invert: bool) -> Any:
+    """isin(strided, sparse) -> strided: against the unique values of x2; O(n log nnz2)."""
+    return _isin(xp, x1, _unique_values(xp, x2), invert)
+
+
+def _isin(xp: Any, x1: Any, x2: Any, invert: bool) -> Any:
+    """``xp.isin``; where the backend compares no elements of an unsigned dtype (torch's uint16/32/64), on
+    both operands promoted and cast to the signed twin, a bijection that keeps equality."""
+    try:
+        return xp.isin(x1, x2, invert=invert)
+    except (NotImplementedError, RuntimeError):
+        dtype = result_dtype(xp, x1.dtype, x2.dtype)
+        twin = signed_twin(xp, dtype)
+        if twin is None:
+            raise
+    return xp.isin(xp.astype(xp.astype(x1, dtype), twin), xp.astype(xp.astype(x2, dtype), twin), invert=invert)
+
+
+def _unique_values(xp: Any, x: SparseArray) -> Any:
+    """The distinct values of ``x`` (its stored values, and the fill value where an element is unspecified)."""
+    if isinstance(x, COOArray):
+        x = coalesce_coo(xp, x)
+    flat = xp.reshape(x._vals, (-1,))
+    if x.size > int(flat.shape[0]):
+        fill = xp.asarray([x.fill_value], dtype=flat.dtype, device=array_api_compat.device(flat))
+        flat = xp.concat([flat, fill])
+    return flat
