@@ -768,3 +768,22 @@ def test_fft_errors(xp: Any) -> None:
     with pytest.raises(TypeError, match=r"fft: expected an xsparse array or a backend array, got list"):
         xs.fft.fft([1.0, 2.0])
     assert xs.fft.ifftshift(s, axes=()) is s
+
+
+def test_zero_d_results_are_arrays_not_numpy_scalars() -> None:
+    # NumPy's functions return scalars (numpy.float64) for 0-d results; xsparse returns 0-d arrays
+    x = np.asarray(2.0)
+    v = np.ones(3)
+    a = xs.to_sparse(np.asarray([[1.0, 0.0], [0.0, 2.0]]))
+    results = [
+        xs.sqrt(x),
+        xs.add(x, 1.0),
+        xs.multiply(2.0, x),
+        xs.sqrt(xs.sum(a)),
+        xs.matmul(v, v),
+        xs.vecdot(v, v),
+        xs.linalg.vecdot(v, v),
+        xs.tensordot(v, v, axes=1),
+    ]
+    for r in results:
+        assert type(r) is np.ndarray and r.shape == ()

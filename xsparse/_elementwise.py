@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as _np
+
 from . import dispatch
 from ._common import backend_of, is_strided
 from ._conversion import layout_of, to_dense, to_sparse
@@ -103,7 +105,10 @@ __all__ = [
 
 
 def convert_result(result: Any, layout: Layout | None, op: str = "convert_result") -> Any:
-    """Apply an operation's ``layout=`` argument to its result."""
+    """Apply an operation's ``layout=`` argument to its result (and make a NumPy scalar a 0-d array)."""
+    if isinstance(result, _np.generic):
+        # NumPy's functions give scalars for 0-d inputs; the Array API (and xsparse) give 0-d arrays
+        result = _np.asarray(result)
     if layout is None:
         return result
     if not isinstance(layout, Layout):

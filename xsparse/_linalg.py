@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+import numpy as np
+
 from . import dispatch
 from ._common import _STRIDED_BACKENDS, backend_of, is_strided, known_backend, namespace_of
 from ._conversion import layout_of, matrix_transpose
@@ -220,7 +222,8 @@ def matmul(x1: Any, x2: Any, /, *, layout: Layout | None = None) -> Any:
     (l1, s1), (l2, s2) = _layout_shape(x1), _layout_shape(x2)
     _matmul_shape(op, s1, s2)
     result = dispatch.call(op, (l1, l2), backend.name, xp, x1, x2)
-    return result if layout is None else convert_result(result, layout, op)
+    # (convert_result also makes NumPy's scalar of a vector product a 0-d array)
+    return result if layout is None and not isinstance(result, np.generic) else convert_result(result, layout, op)
 
 
 def _reduce_product(op: str, backend: Backend, xp: Any, a: Any, b: Any, reduce: str, layout: Layout | None) -> Any:
