@@ -28,6 +28,14 @@ def backend_skip_reason(name: str) -> str | None:
     return None
 
 
+def load_native_kernels() -> None:
+    """Load every usable backend, so that its native kernels are registered before a test module
+    parametrises over the registry."""
+    for backend in xs.registered_backends():
+        if backend.kernels is not None and backend_skip_reason(backend.name) is None:
+            backend.load()
+
+
 def backend_params(names: list[str] = BACKENDS) -> list[Any]:
     return [
         pytest.param(n, marks=pytest.mark.skip(reason=r)) if (r := backend_skip_reason(n)) else n for n in names

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import BACKENDS, backend_skip_reason
+from conftest import BACKENDS, backend_skip_reason, load_native_kernels
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,15 +38,7 @@ SOME = settings(max_examples=25, deadline=None, suppress_health_check=[HealthChe
 MORE = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
-def _load_native_kernels() -> None:
-    # Native kernels register when their backend loads; load every usable one so that the kernel
-    # parametrisation below sees them all.
-    for backend in xs.registered_backends():
-        if backend.kernels is not None and backend_skip_reason(backend.name) is None:
-            backend.load()
-
-
-_load_native_kernels()
+load_native_kernels()
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 

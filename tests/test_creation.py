@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import backend_skip_reason
+from conftest import load_native_kernels
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,9 +25,7 @@ LAYOUTS = [xs.strided, *SPARSE_LAYOUTS]
 FEW = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 SOME = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
-for _b in xs.registered_backends():
-    if _b.kernels is not None and backend_skip_reason(_b.name) is None:
-        _b.load()
+load_native_kernels()
 
 
 def _same_fill(a: Any, b: Any) -> bool:

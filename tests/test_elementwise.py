@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import backend_params, backend_skip_reason
+from conftest import backend_params, load_native_kernels
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -40,9 +40,7 @@ from xsparse.testing import assert_sparse_equal, generic_to_dense, to_numpy
 # and array_api_strict all define it (the Array API's, where a library is stricter than the standard).
 from xsparse.conformance.cases import BINARY_DTYPES, BOOL, COMPLEX, FLOATS, INTS, SIGNED, UNARY_DTYPES
 
-for _b in xs.registered_backends():
-    if _b.kernels is not None and backend_skip_reason(_b.name) is None:
-        _b.load()
+load_native_kernels()
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 BACKENDS = ["numpy", "torch", "array_api_strict"]

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import backend_params, backend_skip_reason
+from conftest import backend_params, backend_skip_reason, load_native_kernels
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,9 +31,7 @@ from xsparse.backends.array_api.linalg import ORTHO_BPARAMS, ORTHO_FPARAMS, ORTH
 from xsparse.formats import INDEXED
 from xsparse.testing import assert_sparse_equal, check_invariants, to_numpy
 
-for _b in xs.registered_backends():
-    if _b.kernels is not None and backend_skip_reason(_b.name) is None:
-        _b.load()
+load_native_kernels()
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 BACKENDS = ["numpy", "torch", "array_api_strict"]

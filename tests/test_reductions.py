@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import BACKENDS, backend_skip_reason
+from conftest import BACKENDS, backend_skip_reason, load_native_kernels
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -40,13 +40,7 @@ FEW = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck
 SOME = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
-def _load_native_kernels() -> None:
-    for backend in xs.registered_backends():
-        if backend.kernels is not None and backend_skip_reason(backend.name) is None:
-            backend.load()
-
-
-_load_native_kernels()
+load_native_kernels()
 
 
 # -- inputs ------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import backend_skip_reason
+from conftest import backend_skip_reason, load_native_kernels
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -37,9 +37,7 @@ OPS = ["permute_dims", "reshape", "expand_dims", "squeeze", "broadcast_to", "fli
 FEW = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 SOME = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
-for _backend in xs.registered_backends():
-    if _backend.kernels is not None and backend_skip_reason(_backend.name) is None:
-        _backend.load()
+load_native_kernels()
 
 
 # -- inputs ----------------------------------------------------------------------------------------

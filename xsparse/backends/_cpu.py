@@ -119,6 +119,13 @@ def unavailable_reason() -> str | None:
     return _import_native()[1]
 
 
+def _dtype_in(dtype: Any, allowed: frozenset[np.dtype]) -> bool:
+    try:
+        return np.dtype(dtype) in allowed
+    except TypeError:
+        return False
+
+
 def supports_dtype(dtype: Any) -> bool:
     """Whether the kernels handle values of this dtype.
 
@@ -133,10 +140,7 @@ def supports_dtype(dtype: Any) -> bool:
         True for bool, the signed and unsigned integers of 8 to 64 bits, float32, float64,
         complex64 and complex128 in native byte order.
     """
-    try:
-        return np.dtype(dtype) in _VALUE_DTYPES
-    except TypeError:
-        return False
+    return _dtype_in(dtype, _VALUE_DTYPES)
 
 
 def _check_value_dtype(dtype: np.dtype) -> None:
@@ -410,10 +414,7 @@ def supports_linalg_dtype(dtype: Any) -> bool:
     bool
         True for float32, float64, complex64 and complex128 in native byte order.
     """
-    try:
-        return np.dtype(dtype) in _LINALG_DTYPES
-    except TypeError:
-        return False
+    return _dtype_in(dtype, _LINALG_DTYPES)
 
 
 def _rows_contiguous(a: np.ndarray) -> np.ndarray:
@@ -622,10 +623,7 @@ def supports_arith_dtype(dtype: Any) -> bool:
     bool
         True for int32, int64, float32, float64, complex64 and complex128 in native byte order.
     """
-    try:
-        return np.dtype(dtype) in _ARITH_DTYPES
-    except TypeError:
-        return False
+    return _dtype_in(dtype, _ARITH_DTYPES)
 
 
 def csr_merge(
