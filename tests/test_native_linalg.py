@@ -361,7 +361,7 @@ def test_public_matmul_uses_the_native_kernel(monkeypatch: pytest.MonkeyPatch) -
             return getattr(native, name)
 
         def csr_mm(self, *args: Any) -> Any:
-            calls.append(bool(args[-1]))
+            calls.append(bool(args[9]))  # transpose
             return native.csr_mm(*args)
 
     monkeypatch.setattr(_cpu, "_NATIVE", [Spy()])
@@ -370,6 +370,80 @@ def test_public_matmul_uses_the_native_kernel(monkeypatch: pytest.MonkeyPatch) -
     np.testing.assert_array_equal(a @ x, [4.0, 3.0])
     np.testing.assert_array_equal(x @ a, [6.0, 2.0])
     assert calls == [False, True]
+
+
+# --- bounds checked once per array ------------------------------------------------------------------------
+
+
+class _CheckedSpy:
+    """Stands in for the extension, recording csr_mm's `checked` argument."""
+
+    def __init__(self) -> None:
+        self.native = _cpu._native_module()
+        self.checked: list[bool] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.native, name)
+
+    def csr_mm(self, *args: Any) -> Any:
+        self.checked.append(bool(args[10]) if len(args) > 10 else False)
+        return self.native.csr_mm(*args)
+
+
+@pytest.mark.parametrize("k", [None, 1, 3])
+def test_products_check_an_arrays_bounds_once(monkeypatch: pytest.MonkeyPatch, k: int | None) -> None:
+    spy = _CheckedSpy()
+    monkeypatch.setattr(_cpu, "_NATIVE", [spy])
+    a = xs.sparse_csr_array([0, 1, 3], [1, 0, 1], [2.0, 3.0, 4.0], (2, 2))
+    x = np.array([1.0, 2.0]) if k is None else np.arange(2.0 * k).reshape(2, k)
+    expected = xs.to_dense(a) @ x
+    assert not a._bounds_checked
+    np.testing.assert_array_equal(a @ x, expected)
+    assert a._bounds_checked
+    np.testing.assert_array_equal(a @ x, expected)  # the second product skips the checks
+    np.testing.assert_array_equal(x.T @ a.mT, expected.T)  # so does the transpose, a view
+    assert spy.checked == [False, True, True]
+
+
+def test_validated_arrays_skip_the_first_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    spy = _CheckedSpy()
+    monkeypatch.setattr(_cpu, "_NATIVE", [spy])
+    a = xs.sparse_csr_array([0, 1, 3], [1, 0, 1], [2.0, 3.0, 4.0], (2, 2), check_invariants=True)
+    assert a._bounds_checked
+    np.testing.assert_array_equal(a @ np.ones(2), [2.0, 7.0])
+    np.testing.assert_array_equal(xs.sin(a) @ np.ones(2), np.sin(xs.to_dense(a)) @ np.ones(2))  # same indices
+    assert spy.checked == [True, True]
+
+
+@pytest.mark.parametrize(
+    ("indptr", "indices"),
+    [([0, 2, 1], [0, 1]), ([0, 1, 3], [0, 1]), ([0, 1, 2], [0, 5]), ([0, 1, 2], [0, -1])],
+)
+@pytest.mark.parametrize("k", [None, 2])
+def test_unchecked_arrays_with_bad_bounds_fail_every_product(indptr: list[int], indices: list[int], k: int | None) -> None:
+    a = xs.sparse_csr_array(np.array(indptr, np.int32), np.array(indices, np.int32), np.ones(2), (2, 2))
+    x = np.ones(2) if k is None else np.ones((2, k))
+    for _ in range(2):  # a failed check leaves the array unchecked
+        with pytest.raises(ValueError, match="out of range"):
+            a @ x
+        assert not a._bounds_checked
+
+
+@examples
+@given(case=csr_cases(max_side=40), layout=st.sampled_from([xs.sparse_csr, xs.sparse_csc]), k=st.sampled_from([None, 1, 4]))
+def test_checked_products_match_unchecked_and_scipy(case: dict[str, Any], layout: xs.Layout, k: int | None) -> None:
+    # SpMV sums each row in storage order, as SciPy does, two rows at a time: the results agree bitwise.
+    rng, dtype, n = case["rng"], case["dtype"], case["n"]
+    a = sparse_array(case, layout)
+    x = random_values(rng, (n,) if k is None else (n, k), dtype)
+    first = a @ x
+    second = a @ x  # bounds known by now
+    np.testing.assert_array_equal(first, second)
+    expected = scipy_of(a) @ x
+    if layout is xs.sparse_csr and k is None:
+        np.testing.assert_array_equal(first, expected)
+    assert_close(first, expected, dtype)
+    assert_close(first, dense_of(*case["csr"], (case["m"], n)) @ x, dtype)
 
 
 # --- SpGEMM --------------------------------------------------------------------------------------------

@@ -1075,6 +1075,9 @@ struct CsrView {
     const T* data = nullptr;
     int64_t ptr_bs = 0, idx_bs = 0, val_bs = 0;  // batch strides in elements, 0 for a shared matrix
     int64_t nb = 1, n_major = 0, n_minor = 0, nse = 0;
+    // Whether the caller vouches that the offsets and indices were already checked (an array whose
+    // bounds an earlier kernel or the validator checked): the kernels then skip their own checks.
+    bool checked = false;
     const I* ptr(int64_t b) const { return indptr + b * ptr_bs; }
     const I* idx(int64_t b) const { return indices + b * idx_bs; }
     const T* val(int64_t b) const { return data + b * val_bs; }
@@ -1206,6 +1209,17 @@ inline bool offsets_valid(const I* ptr, int64_t i0, int64_t i1, int64_t nse, boo
     return ok;
 }
 
+// The two checks through a view: nothing to do for a view whose bounds were already checked.
+template <class I, class T>
+inline bool rows_valid(const CsrView<I, T>& A, const I* ptr, int64_t i0, int64_t i1) {
+    return A.checked || offsets_valid(ptr, i0, i1, A.nse, A.n_minor == 0);
+}
+
+template <class I, class T>
+inline bool columns_valid(const CsrView<I, T>& A, const I* idx, int64_t n) {
+    return A.checked || indices_in_range(idx, n, A.n_minor);
+}
+
 // Calls fn(b, i0, i1) for ranges of rows [i0, i1) of batch b that together cover every row of nb
 // batches, in parallel chunks of about equal cost (rows + entries), once their offsets are checked
 // (offsets_valid); fn returns whether the indices it read were in range. Returns whether all were
@@ -1220,7 +1234,7 @@ bool for_each_range(const CsrView<I, T>& A, int64_t nb, int64_t work, Fn&& fn) {
         bool ok = true;
         while (r < r1) {
             const int64_t b = r / m, i0 = r - b * m, i1 = std::min({m, i0 + (r1 - r), i0 + kCheckRows});
-            ok = offsets_valid(A.ptr(b), i0, i1, A.nse, A.n_minor == 0) && fn(b, i0, i1) && ok;
+            ok = rows_valid(A, A.ptr(b), i0, i1) && fn(b, i0, i1) && ok;
             r += i1 - i0;
         }
         return ok;
@@ -1398,7 +1412,7 @@ bool csr_mm_simd(const CsrView<I, T>& A, const View3<const T>& D, const View3<T>
         };
         for (int64_t i = i0; i < i1; ++i) {
             const int64_t start = ptr[i], n = ptr[i + 1] - start;
-            if (!indices_in_range(idx + start, n, n_minor)) return false;
+            if (!columns_valid(A, idx + start, n)) return false;
             if (prefetch) {
                 for (int64_t k = start + kRowPrefetchDistance, end = std::min(start + n + kRowPrefetchDistance, nse);
                      k < end; ++k) {
@@ -1464,11 +1478,33 @@ bool csr_mm_gather(const CsrView<I, T>& A, const View3<const T>& D, const View3<
             // The block's indices are checked in one vectorised pass first (they are then in cache for
             // the products): a check folded into the product loop, even without a branch, cost a third
             // of its time.
-            if (!indices_in_range(idx + ptr[i0], static_cast<int64_t>(ptr[i1] - ptr[i0]), A.n_minor)) return false;
-            for (int64_t i = i0; i < i1; ++i) {
+            if (!columns_valid(A, idx + ptr[i0], static_cast<int64_t>(ptr[i1] - ptr[i0]))) return false;
+            // Two rows at a time, their common length in one loop: the two sums are independent
+            // chains, so short rows (a stencil's five entries) overlap instead of waiting on each
+            // other's additions (measured: a quarter to a third faster on the Laplacian). Each row
+            // still sums in storage order.
+            int64_t i = i0;
+            for (; i + 1 < i1; i += 2) {
+                const int64_t s0 = ptr[i], s1 = ptr[i + 1], n0 = s1 - s0, n1 = ptr[i + 2] - s1;
+                prefetch_ahead(idx + s0);
+                prefetch_ahead(val + s0);
+                const I* __restrict i0p = idx + s0;
+                const I* __restrict i1p = idx + s1;
+                const T* __restrict v0p = val + s0;
+                const T* __restrict v1p = val + s1;
+                T sum0 = T(0), sum1 = T(0);
+                const int64_t common = std::min(n0, n1);
+                for (int64_t k = 0; k < common; ++k) {
+                    sum0 += mul(v0p[k], x[i0p[k]]);
+                    sum1 += mul(v1p[k], x[i1p[k]]);
+                }
+                for (int64_t k = common; k < n0; ++k) sum0 += mul(v0p[k], x[i0p[k]]);
+                for (int64_t k = common; k < n1; ++k) sum1 += mul(v1p[k], x[i1p[k]]);
+                y[i * ys] = Plain ? sum0 : e(sum0, b, i, 0);
+                y[(i + 1) * ys] = Plain ? sum1 : e(sum1, b, i + 1, 0);
+            }
+            if (i < i1) {
                 T sum = T(0);
-                prefetch_ahead(idx + ptr[i]);
-                prefetch_ahead(val + ptr[i]);
                 for (int64_t k = ptr[i], end = ptr[i + 1]; k < end; ++k) sum += mul(val[k], x[idx[k]]);
                 y[i * ys] = Plain ? sum : e(sum, b, i, 0);
             }
@@ -1490,7 +1526,7 @@ bool csr_mm_gather(const CsrView<I, T>& A, const View3<const T>& D, const View3<
             const Epilogue<T> e = ep;
             for (int64_t i = i0; i < i1; ++i) {
                 const int64_t start = ptr[i], n = ptr[i + 1] - start;
-                if (!indices_in_range(idx + start, n, n_minor)) return false;
+                if (!columns_valid(A, idx + start, n)) return false;
                 T* __restrict out = Ob + i * os1;
                 sparse_rows<W>(idx + start, val + start, n, Db, ds, 0, K, [&](int64_t j, T sum) {
                     out[j * os2] = Plain ? sum : e(sum, b, i, j);
@@ -1504,7 +1540,7 @@ bool csr_mm_gather(const CsrView<I, T>& A, const View3<const T>& D, const View3<
         for (int64_t i = i0; i < i1; ++i) {
             const int64_t start = ptr[i], n = ptr[i + 1] - start;
             const I* idx = A.idx(b) + start;
-            if (!indices_in_range(idx, n, A.n_minor)) return false;
+            if (!columns_valid(A, idx, n)) return false;
             const T* val = A.val(b) + start;
             for (int64_t j = 0; j < K; ++j) {
                 const T sum = sparse_dot(idx, val, n, D.at(b, 0, j), D.s1);
@@ -1528,7 +1564,7 @@ bool scatter_add(const CsrView<I, T>& A, const View3<const T>& D, const View3<T>
         const T* val = A.val(b);
         const T* Db = D.base + b * D.s0;
         T* Ob = O.base + b * O.s0;
-        if (!offsets_valid(ptr, 0, A.n_major, A.nse, A.n_minor == 0)) return false;
+        if (!rows_valid(A, ptr, 0, A.n_major)) return false;
         if (j1 - j0 == 1) {  // one column (a CSC SpMV): the factor of row i is hoisted
             T* __restrict o = Ob + j0 * O.s2;
             const int64_t os = O.s1;
@@ -1536,7 +1572,7 @@ bool scatter_add(const CsrView<I, T>& A, const View3<const T>& D, const View3<T>
                 const int64_t start = ptr[i], end = ptr[i + 1];
                 prefetch_ahead(idx + start);
                 prefetch_ahead(val + start);
-                if (!indices_in_range(idx + start, end - start, A.n_minor)) return false;
+                if (!columns_valid(A, idx + start, end - start)) return false;
                 const T d = mul(alpha, Db[i * D.s1 + j0 * D.s2]);
                 for (int64_t k = start; k < end; ++k) o[static_cast<int64_t>(idx[k]) * os] += mul(val[k], d);
             }
@@ -1544,7 +1580,7 @@ bool scatter_add(const CsrView<I, T>& A, const View3<const T>& D, const View3<T>
         }
         for (int64_t i = 0; i < A.n_major; ++i) {
             const int64_t start = ptr[i], end = ptr[i + 1];
-            if (!indices_in_range(idx + start, end - start, A.n_minor)) return false;
+            if (!columns_valid(A, idx + start, end - start)) return false;
             const T* d = Db + i * D.s1;
             for (int64_t k = start; k < end; ++k) {
                 const T a = mul(alpha, val[k]);
@@ -1648,8 +1684,9 @@ PyObject* py_csr_mm(PyObject*, PyObject* args) {
     long long n_minor;
     Py_complex alpha, beta;
     int transpose;
-    if (!PyArg_ParseTuple(args, "OOOLOOODDp", &o_ip, &o_ix, &o_dv, &n_minor, &o_d, &o_out, &o_c, &alpha, &beta,
-                          &transpose))
+    int checked = 0;
+    if (!PyArg_ParseTuple(args, "OOOLOOODDp|p", &o_ip, &o_ix, &o_dv, &n_minor, &o_d, &o_out, &o_c, &alpha, &beta,
+                          &transpose, &checked))
         return nullptr;
     Buffer ip, ix, dv, d, out, c;
     const bool has_c = o_c != Py_None;
@@ -1680,7 +1717,8 @@ PyObject* py_csr_mm(PyObject*, PyObject* args) {
         using T = typename decltype(vtag)::type;
         dispatch_index(ip.itemsize(), [&](auto itag) {
             using I = typename decltype(itag)::type;
-            const CsrView<I, T> A = csr_view<I, T>(ip, ix, &dv, n_minor);
+            CsrView<I, T> A = csr_view<I, T>(ip, ix, &dv, n_minor);
+            A.checked = checked != 0;
             const View3<const T> D = view3<const T>(d);
             const View3<T> O = view3<T>(out);
             View3<const T> C;
@@ -1742,7 +1780,7 @@ template <class I, class T>
 bool csr_valid(const CsrView<I, T>& A) {
     return for_each_range(A, 1, A.nse + A.n_major, [&](int64_t b, int64_t i0, int64_t i1) {
         const I* ptr = A.ptr(b);
-        return indices_in_range(A.idx(b) + ptr[i0], static_cast<int64_t>(ptr[i1] - ptr[i0]), A.n_minor);
+        return columns_valid(A, A.idx(b) + ptr[i0], static_cast<int64_t>(ptr[i1] - ptr[i0]));
     });
 }
 
@@ -2006,7 +2044,7 @@ bool sddmm_kernel(const CsrView<I, T>& P, View3<const T> A, View3<const T> Bt, T
         T* o = out + b * P.nse;
         for (int64_t i = i0; i < i1; ++i) {
             const int64_t start = ptr[i], end = ptr[i + 1];
-            if (!indices_in_range(idx + start, end - start, P.n_minor)) return false;
+            if (!columns_valid(P, idx + start, end - start)) return false;
             const T* x = A.at(b, i, 0);
             for (int64_t k = start; k < end; ++k) {
                 const T dot = mul(alpha, dense_dot(x, A.s2, Bt.at(b, idx[k], 0), Bt.s2, K));
@@ -2655,7 +2693,8 @@ PyMethodDef methods[] = {
     {"compressed_to_dense", py_compressed_to_dense, METH_VARARGS,
      "compressed_to_dense(indptr, indices, data, out, kind)"},
     {"csr_mm", py_csr_mm, METH_VARARGS,
-     "csr_mm(indptr, indices, data, n_minor, d, out, c, alpha, beta, transpose): out = alpha op(A) @ d + beta c"},
+     "csr_mm(indptr, indices, data, n_minor, d, out, c, alpha, beta, transpose, checked=False): out = alpha op(A) @ d + beta c; "
+     "checked: the offsets and indices are known to be valid (skips their checks)"},
     {"spgemm_count", py_spgemm_count, METH_VARARGS,
      "spgemm_count(a_indptr, a_indices, b_indptr, b_indices, n_cols, counts) -> nnz"},
     {"spgemm_fill", py_spgemm_fill, METH_VARARGS,

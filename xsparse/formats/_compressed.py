@@ -27,7 +27,9 @@ class CompressedArray(SparseArray):
     the context asks for them).
     """
 
-    __slots__ = ("_compressed", "_plain", "_vals")
+    # _bounds_checked: whether the offsets and plain indices are known to lie in range (checked by the
+    # validator, or by the first compiled kernel that read them), so that later kernels skip the check.
+    __slots__ = ("_compressed", "_plain", "_vals", "_bounds_checked")
 
     def __init__(
         self,
@@ -46,7 +48,9 @@ class CompressedArray(SparseArray):
         self._compressed = compressed_indices
         self._plain = plain_indices
         self._vals = values
-        check_compressed(self, full_checks_enabled(check))
+        full = full_checks_enabled(check)
+        check_compressed(self, full)
+        self._bounds_checked = full
 
     @property
     def nnz(self) -> int:
@@ -130,10 +134,12 @@ class CompressedArray(SparseArray):
         b = self.batch_dim()
         shape = list(self._shape)
         shape[b], shape[b + 1] = shape[b + 1], shape[b]
-        return CompressedArray(
+        view = CompressedArray(
             self._compressed, self._plain, values, tuple(shape), layout=self._layout.transposed,
             backend=self._backend, xp=xp, fill_value=self._fill_value, check=False,
         )  # fmt: skip
+        view._bounds_checked = self._bounds_checked  # the same index arrays
+        return view
 
     def _components(self) -> dict[str, Any]:
         cname, pname = self._layout.index_names
@@ -149,7 +155,9 @@ class CompressedArray(SparseArray):
         """The same indices with new values (same leading shape) and fill value; the indices are shared."""
         lead = self.batch_dim() + 1 + (2 if self._layout.is_blocked else 0)
         shape = self._shape[: self.batch_dim() + 2] + tuple(values.shape[lead:])
-        return CompressedArray(
+        result = CompressedArray(
             self._compressed, self._plain, values, shape, layout=self._layout, backend=self._backend,
             xp=self._xp, fill_value=fill_value, check=False,
         )  # fmt: skip
+        result._bounds_checked = self._bounds_checked  # the same index arrays and sparse shape
+        return result

@@ -147,8 +147,13 @@ def _sparse_times_strided(a: CompressedArray, b: np.ndarray, c: Any = None, alph
         native = _cpu._NATIVE[0] if _cpu._NATIVE else _cpu._native_module()
         ci, pi = a._compressed, a._plain
         out = np.empty((m,) if b.ndim == 1 else (m, b.shape[1]), dtype=vals.dtype)
-        if native.csr_mm(ci, pi, vals, m if csc else n, b, out, None, 1.0, 0.0, csc) is NotImplemented:
-            return _cpu.csr_matmul(ci, pi, vals, m if csc else n, b, transpose=csc)
+        # The kernel checks the bounds of the indices it reads (all of them, for one matrix) unless an
+        # earlier product or the validator did: the array is immutable, so once is enough.
+        checked = a._bounds_checked
+        if native.csr_mm(ci, pi, vals, m if csc else n, b, out, None, 1.0, 0.0, csc, checked) is NotImplemented:
+            out = _cpu.csr_matmul(ci, pi, vals, m if csc else n, b, transpose=csc, checked=checked)
+        if b.ndim == 1 or b.shape[1] > 0:  # with no columns, the scatter form reads no index
+            a._bounds_checked = True
         return out
     dtype = vals.dtype if vals.dtype == b.dtype else np.result_type(vals.dtype, b.dtype)
     m, n = a._shape[-2], a._shape[-1]
@@ -175,7 +180,8 @@ def _sparse_times_strided(a: CompressedArray, b: np.ndarray, c: Any = None, alph
     if c is not None and beta != 0:
         c3 = np.broadcast_to(np.asarray(c, dtype=dtype), shape).reshape(nb, m, k)
     # CSR: S = A (m x n); CSC: S = A.T (n x m), A @ X = S.T @ X.
-    out = _cpu.csr_matmul(ci, pi, vals, m if csc else n, d, transpose=csc, c=c3, alpha=alpha, beta=beta)
+    out = _cpu.csr_matmul(ci, pi, vals, m if csc else n, d, transpose=csc, c=c3, alpha=alpha, beta=beta,
+                          checked=a._bounds_checked)  # fmt: skip
     return out.reshape(shape)
 
 
@@ -234,7 +240,8 @@ def _strided_times_sparse(x: np.ndarray, a: CompressedArray, c: Any = None, alph
         cb = np.broadcast_to(np.asarray(c, dtype=dtype), shape)
         c3 = cb.reshape(nb, n, 1) if x.ndim == 1 else cb.reshape(nb, p, n).swapaxes(1, 2)
     # CSR: S = A (kk x n), result.T = S.T @ x.T; CSC: S = A.T (n x kk), result.T = S @ x.T.
-    out = _cpu.csr_matmul(ci, pi, vals, n if csr else kk, d, transpose=csr, c=c3, alpha=alpha, beta=beta)
+    out = _cpu.csr_matmul(ci, pi, vals, n if csr else kk, d, transpose=csr, c=c3, alpha=alpha, beta=beta,
+                          checked=a._bounds_checked)  # fmt: skip
     if x.ndim == 1:
         return out.reshape(shape)
     return out.swapaxes(1, 2).reshape(shape)

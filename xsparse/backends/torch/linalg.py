@@ -180,11 +180,18 @@ def _product_2d(
     layout: Layout, compressed: torch.Tensor, plain: torch.Tensor, values: torch.Tensor, shape: tuple[int, int],
     dense: torch.Tensor, sparse_left: bool,
 ) -> torch.Tensor:  # fmt: skip
-    """A 2-D compressed operand times a 2-D dense one, through torch.mm, or _SparseProduct where torch lacks a backward."""
+    """A 2-D compressed operand times a 2-D dense one (or, on the left, a vector), through torch.mm or
+    torch.mv, or _SparseProduct where torch lacks a backward."""
     if (layout.is_blocked or values.is_complex()) and _grad_needed(values, dense):
+        if dense.ndim == 1:
+            product = _product_2d(layout, compressed, plain, values, shape, dense[:, None], sparse_left)
+            return product[:, 0]
         return cast(torch.Tensor, _SparseProduct.apply(values, dense, compressed, plain, shape, layout, sparse_left))  # type: ignore[no-untyped-call]
     with _quiet():
         t = _tensor(compressed, plain, values, shape, layout)
+        if dense.ndim == 1:
+            # torch's SpMV (what `t @ x` runs): a matrix of one column would take its SpMM, at 2-3x the time
+            return torch.mv(t, dense)
         return torch.mm(t, dense) if sparse_left else torch.mm(dense, t)
 
 
@@ -224,18 +231,17 @@ def _supports_compressed_strided(xp: Any, a: CompressedArray, b: torch.Tensor) -
 
 @register("matmul", (COMPRESSED, strided), backend="torch", supports=_supports_compressed_strided)
 def _matmul_compressed_strided_torch(xp: Any, a: CompressedArray, b: torch.Tensor) -> torch.Tensor:
-    """matmul(CSR/CSC/BSR, strided) -> strided: torch.mm (MKL), batches folded block-diagonally."""
+    """matmul(CSR/CSC/BSR, strided) -> strided: torch.mv or torch.mm (MKL), batches folded block-diagonally."""
     nbd = a.batch_dim()
     vector = b.ndim == 1
-    b2 = b[:, None] if vector else b
     if nbd == 0:
-        out = _product_2d(a.layout, a._compressed, a._plain, a._vals, cast(tuple[int, int], tuple(a.shape)), b2, True)
-    else:
-        batch = tuple(a.shape[:nbd])
-        k, n = b2.shape[-2], b2.shape[-1]
-        compressed, plain, values, shape = _fold(a)
-        dense = b2.broadcast_to(*batch, k, n).reshape(math.prod(batch) * k, n)
-        out = _product_2d(a.layout, compressed, plain, values, shape, dense, True).reshape(*batch, a.shape[nbd], n)
+        return _product_2d(a.layout, a._compressed, a._plain, a._vals, cast(tuple[int, int], tuple(a.shape)), b, True)
+    b2 = b[:, None] if vector else b
+    batch = tuple(a.shape[:nbd])
+    k, n = b2.shape[-2], b2.shape[-1]
+    compressed, plain, values, shape = _fold(a)
+    dense = b2.broadcast_to(*batch, k, n).reshape(math.prod(batch) * k, n)
+    out = _product_2d(a.layout, compressed, plain, values, shape, dense, True).reshape(*batch, a.shape[nbd], n)
     return out[..., 0] if vector else out
 
 
