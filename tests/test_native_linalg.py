@@ -572,3 +572,20 @@ def test_sampled_addmm_declines_batched_factors_over_an_unbatched_mask() -> None
     mask = xs.sparse_csr_array([0, 1], [0], [1.0], (1, 1))
     kernel = native_kernel("sampled_addmm", (xs.sparse_csr, xs.strided, xs.strided))
     assert "broadcasts the factors" in kernel.supports(XP, mask, np.ones((2, 1, 1)), np.ones((1, 1)), 1.0, 1.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("offset", [0, 16, 8])
+def test_spmm_streams_large_outputs_at_any_alignment(dtype: Any, offset: int) -> None:
+    # An output larger than the caches is written past them (streaming stores need 16- or 32-byte
+    # aligned rows; other rows are written plainly): every alignment gives SciPy's result bit for bit.
+    rng = np.random.default_rng(7)
+    m, n, k = 70_000, 900, 64
+    a = sp.random_array((m, n), density=3 / n, format="csr", random_state=rng, dtype=dtype)
+    a.indptr, a.indices = a.indptr.astype(np.int32), a.indices.astype(np.int32)
+    d = rng.standard_normal((n, k)).astype(dtype)
+    raw = np.empty(m * k * np.dtype(dtype).itemsize + 64, np.uint8)
+    start = (-raw.ctypes.data) % 64 + offset
+    out = raw[start : start + m * k * np.dtype(dtype).itemsize].view(dtype).reshape(m, k)
+    _cpu.csr_matmul(a.indptr, a.indices, a.data, n, d, out=out)
+    np.testing.assert_array_equal(out, a @ d)
