@@ -589,3 +589,56 @@ def test_spmm_streams_large_outputs_at_any_alignment(dtype: Any, offset: int) ->
     out = raw[start : start + m * k * np.dtype(dtype).itemsize].view(dtype).reshape(m, k)
     _cpu.csr_matmul(a.indptr, a.indices, a.data, n, d, out=out)
     np.testing.assert_array_equal(out, a @ d)
+
+
+# --- large outputs from the pool of freed blocks -----------------------------------------------------------
+
+
+def test_large_outputs_reuse_freed_blocks_only_once_unviewed() -> None:
+    native = _cpu._native_module()
+    _cpu.release_cached_memory()
+    shape = (5 << 20,)  # 40 MiB of float64: above the pooled size
+    first = _cpu.empty(shape, np.float64)
+    assert first.flags.c_contiguous and first.flags.writeable and first.shape == shape
+    first[:] = 1.0
+    view = first[10:20]
+    address = first.ctypes.data
+    del first
+    assert native.pool_bytes() == 0  # the view still holds the block
+    second = _cpu.empty(shape, np.float64)
+    assert not np.shares_memory(second, view)
+    np.testing.assert_array_equal(view, 1.0)
+    del view
+    assert native.pool_bytes() >= 40 << 20  # back in the pool
+    third = _cpu.empty((9 << 20,), np.float32)  # smaller, but more than half of the pooled block: reused
+    assert third.ctypes.data == address
+    del second, third
+    assert _cpu.release_cached_memory() >= 80 << 20
+    assert native.pool_bytes() == 0
+
+
+def test_the_pool_keeps_a_few_blocks() -> None:
+    native = _cpu._native_module()
+    _cpu.release_cached_memory()
+    blocks = [_cpu.empty((33 << 20,), np.uint8) for _ in range(6)]
+    del blocks
+    assert native.pool_bytes() <= 4 * (34 << 20)  # at most four blocks (each rounded up to 2 MiB)
+    assert _cpu.release_cached_memory() > 0
+
+
+def test_small_outputs_are_plain_numpy_arrays() -> None:
+    small = _cpu.empty((3, 4), np.float32)
+    assert small.base is None and small.shape == (3, 4) and small.dtype == np.float32
+
+
+def test_pooled_products_match_scipy() -> None:
+    rng = np.random.default_rng(3)
+    a = sp.random_array((300_000, 500), density=4 / 500, format="csr", random_state=rng)
+    d = rng.standard_normal((500, 16))
+    ours = xs.sparse_csr_array(a.indptr, a.indices, a.data, a.shape)
+    results = [ours @ d for _ in range(3)]  # 38 MB each: pooled, and none shares another's memory
+    for r in results:
+        np.testing.assert_array_equal(r, a @ d)
+    assert not np.shares_memory(results[0], results[1])
+    with pytest.raises(ValueError, match="negative size"):
+        _cpu._native_module().pool_block(-1)

@@ -31,6 +31,7 @@ __all__ = [
     "default_backend",
     "set_default_backend",
     "get_default_backend",
+    "release_cached_memory",
 ]
 
 
@@ -221,3 +222,27 @@ def default_backend(name: str | Backend) -> Iterator[Backend]:
         yield backend
     finally:
         _default.reset(token)
+
+
+def release_cached_memory() -> int:
+    """Give back to the system the large output buffers the NumPy backend keeps for reuse.
+
+    Products whose result is 32 MiB or more (a SpMM of many columns) take its memory from the blocks
+    that earlier results of that size released, instead of a fresh mapping with a page fault per page.
+    The pool holds at most four blocks and an eighth of the machine's memory; this empties it (as
+    ``torch.cuda.empty_cache`` does for torch's CUDA allocator).
+
+    Returns
+    -------
+    int
+        The number of bytes freed; 0 when nothing was held (or the compiled kernels were never used).
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> xs.backends.release_cached_memory() >= 0
+    True
+    """
+    if "xsparse.backends._cpu" not in sys.modules:
+        return 0
+    return int(sys.modules["xsparse.backends._cpu"].release_cached_memory())

@@ -30,6 +30,8 @@ __all__ = [
     "csr_sddmm",
     "csr_merge",
     "csr_sums",
+    "empty",
+    "release_cached_memory",
     "supports_arith_dtype",
     "available_threads",
     "supports_dtype",
@@ -105,6 +107,63 @@ def _native_module() -> Any:
     if not _NATIVE:
         _NATIVE.append(module)
     return module
+
+
+# Outputs at least this large come from the extension's pool of freed blocks (see `empty`): below it,
+# the C allocator already reuses freed memory without returning it to the system.
+_POOLED_MIN_BYTES = 32 << 20
+
+
+def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """An uninitialised C-contiguous array, as ``numpy.empty``; large ones reuse freed memory.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        The array's shape.
+    dtype : numpy dtype
+        Its dtype.
+
+    Returns
+    -------
+    numpy.ndarray
+        A writable array. From 32 MiB up, its memory comes from a pool of the blocks that earlier large
+        results released (a block returns to it when the last array viewing it is freed), so that a
+        product called in a loop does not take a fresh mapping from the system, and a page fault per
+        page of it, on every call. The pool keeps at most four blocks and an eighth of the machine's
+        memory (2 GiB at most); :func:`release_cached_memory` empties it.
+
+    Examples
+    --------
+    >>> from xsparse.backends import _cpu
+    >>> out = _cpu.empty((3, 2), "float64")
+    >>> out.shape, out.dtype.name, out.flags.c_contiguous
+    ((3, 2), 'float64', True)
+    """
+    dtype = np.dtype(dtype)
+    count = math.prod(shape)
+    nbytes = count * dtype.itemsize
+    if nbytes < _POOLED_MIN_BYTES or not _NATIVE:
+        return np.empty(shape, dtype=dtype)
+    return np.frombuffer(_NATIVE[0].pool_block(nbytes), dtype=dtype, count=count).reshape(shape)
+
+
+def release_cached_memory() -> int:
+    """Free the large output blocks kept for reuse (see :func:`empty`); returns the bytes freed.
+
+    Returns
+    -------
+    int
+        The number of bytes given back to the system (0 when nothing was pooled, or without the
+        compiled kernels).
+
+    Examples
+    --------
+    >>> from xsparse.backends import _cpu
+    >>> _cpu.release_cached_memory() >= 0
+    True
+    """
+    return int(_NATIVE[0].pool_release()) if _NATIVE else 0
 
 
 def unavailable_reason() -> str | None:
@@ -486,7 +545,7 @@ def csr_matmul(
     native = _NATIVE[0] if _NATIVE else _native_module()
     if out is None:
         rows = n_minor if transpose else indptr.shape[-1] - 1
-        out = np.empty((*d.shape[:-2], rows, d.shape[-1]) if d.ndim > 1 else (rows,), dtype=data.dtype)
+        out = empty((*d.shape[:-2], rows, d.shape[-1]) if d.ndim > 1 else (rows,), dtype=data.dtype)
     if native.csr_mm(indptr, indices, data, n_minor, d, out, c, alpha, beta, transpose, checked) is NotImplemented:
         # index arrays of two dtypes, or rows that are not contiguous: normalised, once
         if indptr.dtype != indices.dtype:

@@ -35,6 +35,11 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+#include <cstdlib>
 
 namespace {
 
@@ -1483,7 +1488,7 @@ bool csr_mm_simd(const CsrView<I, T>& A, const View3<const T>& D, const View3<T>
     constexpr int NV = kTileBytes / static_cast<int>(sizeof(V));
     const int64_t nb = O.n0, K = O.n2;
     const int64_t d_bytes = (D.s0 == 0 ? 1 : nb) * D.n1 * K * static_cast<int64_t>(sizeof(T));
-    const bool prefetch = d_bytes > kCacheBytes;
+    const bool prefetch = d_bytes > kCacheBytes && getenv("XS_NOPF") == nullptr;
     const bool stream = Plain && O.s2 == 1 && nb * O.n1 * K * static_cast<int64_t>(sizeof(T)) > kCacheBytes;
     const int64_t pf_bytes = std::min<int64_t>(K * static_cast<int64_t>(sizeof(T)), kPrefetchRowBytes);
 #ifdef XSPARSE_AVX2_TILES
@@ -2784,6 +2789,151 @@ PyObject* py_csr_sums(PyObject*, PyObject* args) {
 
 PyObject* py_max_threads(PyObject*, PyObject*) { return PyLong_FromLong(max_threads()); }
 
+
+// =============================================================================================
+// Large output buffers, kept for reuse
+//
+// A product's output of hundreds of megabytes is a fresh mapping from the system on every call
+// (allocators map blocks that large on their own and unmap them when freed), and touching it for
+// the first time costs a page fault and the kernel's zeroing per page: a third of a 64-column SpMM's
+// time on the benchmark's Laplacian. A Block is a buffer of such an output (NumPy views it without
+// copying); when the last array that views it is freed, the memory goes back to a small pool, from
+// which the next output of about its size is served, already mapped. The pool holds at most
+// kPoolMaxBlocks blocks and pool_capacity() bytes; pool_release() returns them to the system.
+// Every use is under the GIL (allocation, and deallocation of the Python object), so the pool needs
+// no lock of its own.
+
+struct PooledMemory {
+    void* ptr;
+    size_t size;
+};
+
+std::vector<PooledMemory>& pool() {
+    static std::vector<PooledMemory> blocks;
+    return blocks;
+}
+
+constexpr size_t kPoolMaxBlocks = 4;
+constexpr size_t kPoolAlignment = size_t{2} << 20;  // a huge page
+
+size_t pool_capacity() {
+    static const size_t cap = [] {
+        size_t limit = size_t{2} << 30;
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+        const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        if (pages > 0 && page > 0) limit = std::min(limit, static_cast<size_t>(pages) * static_cast<size_t>(page) / 8);
+#endif
+        return limit;
+    }();
+    return cap;
+}
+
+size_t pooled_bytes() {
+    size_t total = 0;
+    for (const PooledMemory& b : pool()) total += b.size;
+    return total;
+}
+
+void* allocate_block(size_t size) {
+    void* p = nullptr;
+#if defined(__unix__) || defined(__APPLE__)
+    if (posix_memalign(&p, kPoolAlignment, size) != 0) return nullptr;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    madvise(p, size, MADV_HUGEPAGE);  // fewer faults on first touch, where the system allows it
+#endif
+#else
+    p = std::malloc(size);
+#endif
+    return p;
+}
+
+struct BlockObject {
+    PyObject_HEAD
+    void* ptr;
+    Py_ssize_t size;      // bytes exposed
+    size_t capacity;      // bytes allocated
+};
+
+int block_getbuffer(PyObject* self, Py_buffer* view, int flags) {
+    BlockObject* b = reinterpret_cast<BlockObject*>(self);
+    return PyBuffer_FillInfo(view, self, b->ptr, b->size, 0, flags);
+}
+
+void block_dealloc(PyObject* self) {
+    BlockObject* b = reinterpret_cast<BlockObject*>(self);
+    if (b->ptr != nullptr) {
+        std::vector<PooledMemory>& blocks = pool();
+        if (blocks.size() < kPoolMaxBlocks && pooled_bytes() + b->capacity <= pool_capacity()) {
+            blocks.push_back({b->ptr, b->capacity});
+        } else {
+            std::free(b->ptr);
+        }
+    }
+    Py_TYPE(self)->tp_free(self);
+}
+
+PyBufferProcs block_as_buffer = {block_getbuffer, nullptr};
+
+PyTypeObject BlockType = [] {
+    PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+    t.tp_name = "xsparse.backends._native.Block";
+    t.tp_basicsize = sizeof(BlockObject);
+    t.tp_dealloc = block_dealloc;
+    t.tp_as_buffer = &block_as_buffer;
+    t.tp_flags = Py_TPFLAGS_DEFAULT;
+    t.tp_doc = "A writable buffer of a large output; its memory is kept for reuse when it is freed.";
+    return t;
+}();
+
+PyObject* py_pool_block(PyObject*, PyObject* args) {
+    long long n;
+    if (!PyArg_ParseTuple(args, "L", &n)) return nullptr;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "pool_block: negative size");
+        return nullptr;
+    }
+    const size_t size = static_cast<size_t>(n);
+    // the smallest pooled block that holds n bytes without wasting more than half of it
+    std::vector<PooledMemory>& blocks = pool();
+    size_t best = blocks.size();
+    for (size_t i = 0; i < blocks.size(); ++i) {
+        if (blocks[i].size >= size && blocks[i].size / 2 <= size && (best == blocks.size() || blocks[i].size < blocks[best].size))
+            best = i;
+    }
+    void* ptr;
+    size_t capacity;
+    if (best < blocks.size()) {
+        ptr = blocks[best].ptr;
+        capacity = blocks[best].size;
+        blocks.erase(blocks.begin() + static_cast<std::ptrdiff_t>(best));
+    } else {
+        capacity = std::max<size_t>((size + kPoolAlignment - 1) / kPoolAlignment * kPoolAlignment, kPoolAlignment);
+        ptr = allocate_block(capacity);
+        if (ptr == nullptr) return PyErr_NoMemory();
+    }
+    BlockObject* b = PyObject_New(BlockObject, &BlockType);
+    if (b == nullptr) {
+        std::free(ptr);
+        return nullptr;
+    }
+    b->ptr = ptr;
+    b->size = static_cast<Py_ssize_t>(size);
+    b->capacity = capacity;
+    return reinterpret_cast<PyObject*>(b);
+}
+
+PyObject* py_pool_release(PyObject*, PyObject*) {
+    size_t freed = 0;
+    for (const PooledMemory& b : pool()) {
+        freed += b.size;
+        std::free(b.ptr);
+    }
+    pool().clear();
+    return PyLong_FromSize_t(freed);
+}
+
+PyObject* py_pool_bytes(PyObject*, PyObject*) { return PyLong_FromSize_t(pooled_bytes()); }
+
 PyMethodDef methods[] = {
     {"max_threads", py_max_threads, METH_NOARGS, "Number of threads the parallel kernels use (OpenMP's maximum)."},
     {"coo_to_compressed", py_coo_to_compressed, METH_VARARGS,
@@ -2792,6 +2942,10 @@ PyMethodDef methods[] = {
     {"dense_fill", py_dense_fill, METH_VARARGS, "dense_fill(dense, indptr, indices, data, kind)"},
     {"compressed_to_dense", py_compressed_to_dense, METH_VARARGS,
      "compressed_to_dense(indptr, indices, data, out, kind)"},
+    {"pool_block", py_pool_block, METH_VARARGS,
+     "pool_block(nbytes) -> Block: a writable buffer of nbytes, from the pool of freed large outputs when one fits"},
+    {"pool_release", py_pool_release, METH_NOARGS, "pool_release() -> bytes: free the pooled blocks"},
+    {"pool_bytes", py_pool_bytes, METH_NOARGS, "pool_bytes() -> bytes held by the pool"},
     {"csr_mm", py_csr_mm, METH_VARARGS,
      "csr_mm(indptr, indices, data, n_minor, d, out, c, alpha, beta, transpose, checked=False): out = alpha op(A) @ d + beta c; "
      "checked: the offsets and indices are known to be valid (skips their checks)"},
@@ -2825,7 +2979,7 @@ PyMODINIT_FUNC PyInit__native(void) {
 #else
     const int openmp = 0;
 #endif
-    if (PyModule_AddIntConstant(m, "openmp", openmp) < 0) {
+    if (PyType_Ready(&BlockType) < 0 || PyModule_AddIntConstant(m, "openmp", openmp) < 0) {
         Py_DECREF(m);
         return nullptr;
     }

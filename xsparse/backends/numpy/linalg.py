@@ -146,7 +146,7 @@ def _sparse_times_strided(a: CompressedArray, b: np.ndarray, c: Any = None, alph
         m, n = a._shape
         native = _cpu._NATIVE[0] if _cpu._NATIVE else _cpu._native_module()
         ci, pi = a._compressed, a._plain
-        out = np.empty((m,) if b.ndim == 1 else (m, b.shape[1]), dtype=vals.dtype)
+        out = _cpu.empty((m,) if b.ndim == 1 else (m, b.shape[1]), dtype=vals.dtype)
         # The kernel checks the bounds of the indices it reads (all of them, for one matrix) unless an
         # earlier product or the validator did: the array is immutable, so once is enough.
         checked = a._bounds_checked
