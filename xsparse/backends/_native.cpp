@@ -1488,7 +1488,7 @@ bool csr_mm_simd(const CsrView<I, T>& A, const View3<const T>& D, const View3<T>
     constexpr int NV = kTileBytes / static_cast<int>(sizeof(V));
     const int64_t nb = O.n0, K = O.n2;
     const int64_t d_bytes = (D.s0 == 0 ? 1 : nb) * D.n1 * K * static_cast<int64_t>(sizeof(T));
-    const bool prefetch = d_bytes > kCacheBytes && getenv("XS_NOPF") == nullptr;
+    const bool prefetch = d_bytes > kCacheBytes;
     const bool stream = Plain && O.s2 == 1 && nb * O.n1 * K * static_cast<int64_t>(sizeof(T)) > kCacheBytes;
     const int64_t pf_bytes = std::min<int64_t>(K * static_cast<int64_t>(sizeof(T)), kPrefetchRowBytes);
 #ifdef XSPARSE_AVX2_TILES
