@@ -311,7 +311,7 @@ def native_inputs(draw: Any, kernel: dispatch.Kernel, xp: Any) -> tuple[Any, Any
     layouts = [layout for layout in _layouts_of(kernel.signature[0]) if not layout.is_blocked] or _layouts_of(kernel.signature[0])
     layout = draw(st.sampled_from(layouts))
     dtype = draw(st.sampled_from(dtypes))
-    fill = False if op in ("softmax", "log_softmax") or layout is xs.sparse_coo and op == "sum" else None
+    fill = False if op in ("softmax", "log_softmax") or kernel.name == "_sum_coo_torch" else None
     case = draw(S.dense_cases(xp, dtype=dtype, fill=fill, max_batch_dims=0 if layout is not xs.sparse_coo else 1, max_dense_dims=1))
     if layout is xs.sparse_coo:
         x = case.sparse(layout)
@@ -319,7 +319,8 @@ def native_inputs(draw: Any, kernel: dispatch.Kernel, xp: Any) -> tuple[Any, Any
             x = S.uncoalesced_like(xp, np.random.default_rng(draw(st.integers(0, 2**32 - 1))), x, case.index_dtype)
         if op == "sum":
             sd = x.sparse_dim()
-            axis = tuple(draw(st.lists(st.integers(0, x.ndim - 1), min_size=1, max_size=x.ndim, unique=True)))
+            # not every axis: _sum_full_torch sums those
+            axis = tuple(draw(st.lists(st.integers(0, x.ndim - 1), min_size=1, max_size=x.ndim - 1, unique=True)))
             axis = axis if any(a < sd for a in axis) else (0,)
         else:
             axis = draw(st.integers(0, x.ndim - 1))
@@ -329,8 +330,8 @@ def native_inputs(draw: Any, kernel: dispatch.Kernel, xp: Any) -> tuple[Any, Any
         axis = draw(st.sampled_from([0, 1, -x.ndim, 1 - x.ndim]))
         keepdims = draw(st.booleans())
     if kernel.name.endswith("_full_torch"):
-        # the reductions over every axis; torch.sparse.sum serves a COO sum with fill value 0 but for keepdims
-        axis, keepdims = None, draw(st.booleans()) or (op == "sum" and layout is xs.sparse_coo and x.fill_value == 0)
+        # the reductions over every axis
+        axis, keepdims = None, draw(st.booleans())
     spec = make_spec(op, xp, x, axis, keepdims)
     # the layout the caller asks for, which a native kernel may produce directly
     return x, case.array, axis, dataclasses.replace(spec, layout=draw(st.sampled_from([None, xs.strided])))
@@ -371,31 +372,55 @@ def test_native_kernels_are_registered() -> None:
 
 
 @pytest.mark.skipif(backend_skip_reason("torch") is not None, reason="torch is not installed")
+@pytest.mark.parametrize("op", ["sum", "max", "min"])
 @SOME
 @given(data=st.data())
-def test_torch_sum_over_every_axis(data: st.DataObject) -> None:
-    """torch.sparse.sum without dim (no coalescing): a 0-d torch tensor of the spec's dtype, equal to the
-    generic kernel's, on uncoalesced COO arrays with dense dimensions, in the accumulation dtype and in
-    the input's own (integers wrap the same way, summed in any order)."""
+def test_torch_full_reduction_fast_paths(op: str, data: st.DataObject) -> None:
+    """The torch kernels over every axis (one torch reduction of the values, then the fill value): a 0-d
+    torch tensor of the spec's dtype, equal to the dense torch reduction and to the generic kernel, on
+    every layout (uncoalesced COO with dense dimensions, batched and blocked compressed arrays), fill
+    values 0 and non-zero (NaN included), NaN and -0.0 values, nnz = 0, int32 and int64 indices; for
+    sums in the accumulation dtype and in the input's own (integers wrap the same way); through the
+    public function too."""
     import torch
 
     xp = xs.get_backend("torch").load()
-    native = next(k for k in dispatch.resolve("sum", (xs.sparse_coo,), "torch") if k.name == "_sum_coo_torch")
-    generic = next(k for k in dispatch.resolve("sum", (xs.sparse_coo,), "torch") if k.backend is None)
-    dtype = data.draw(st.sampled_from([d for d in op_dtypes("sum", xp) if signed_twin(xp, getattr(xp, d)) is None]))
-    case = data.draw(S.dense_cases(xp, dtype=dtype, fill=False, max_batch_dims=1, max_dense_dims=1))
-    assume(case.array.ndim > 0)
-    x = case.sparse(xs.sparse_coo)
-    if x.nnz and data.draw(st.booleans()):
-        x = S.uncoalesced_like(xp, np.random.default_rng(data.draw(st.integers(0, 2**32 - 1))), x, case.index_dtype)
-    assume(x.sparse_dim() > 0)
-    spec = make_spec("sum", xp, x, None, False)
-    for spec in (spec, dataclasses.replace(spec, dtype=x.dtype)):
+    layout = data.draw(st.sampled_from(SPARSE_LAYOUTS), label="layout")
+    native = next(k for k in dispatch.resolve(op, (layout,), "torch") if k.name == f"_{op}_full_torch")
+    generic = next(k for k in dispatch.resolve(op, (layout,), "torch") if k.backend is None)
+    dtype = data.draw(st.sampled_from([d for d in op_dtypes(op, xp) if signed_twin(xp, getattr(xp, d)) is None]), label="dtype")
+    x, dense = data.draw(inputs(xp, layout, [dtype]), label="x")
+    keepdims = data.draw(st.booleans(), label="keepdims")
+    spec = make_spec(op, xp, x, None, keepdims)
+    assume(admissible(op, x, spec))
+    public = getattr(xs, op)
+    for spec in (spec, dataclasses.replace(spec, dtype=x.dtype)) if op == "sum" else (spec,):
         assert native.supports is not None and native.supports(xp, x, spec) is None
         with np.errstate(over="ignore"):
             got, want = native.func(xp, x, spec), generic.func(xp, x, spec)
-        assert type(got) is torch.Tensor and got.layout is torch.strided and got.shape == () and got.dtype == spec.dtype
-        torch.testing.assert_close(got, want, equal_nan=True, **tolerance("sum", spec.dtype))
+        assert type(got) is torch.Tensor and got.layout is torch.strided and got.dtype == spec.dtype
+        assert tuple(got.shape) == ((1,) * x.ndim if keepdims else ())
+        check(op, xp, got, x, dense, None, spec)
+        assert_sparse_equal(got, want, **tolerance(op, spec.dtype))
+        r = public(x, keepdims=keepdims, **({"dtype": spec.dtype} if op == "sum" else {}))
+        assert type(r) is torch.Tensor and r.dtype == spec.dtype
+        assert_sparse_equal(r, got)
+
+
+def test_torch_sum_over_every_axis_takes_the_full_kernel() -> None:
+    """A COO sum over every axis goes to _sum_full_torch, whatever the fill value; torch.sparse.sum
+    (_sum_coo_torch) declines it."""
+    pytest.importorskip("torch")
+    import torch
+
+    xp = xs.get_backend("torch").load()
+    a = xs.to_backend(xs.sparse_coo_array([[0, 1, 1], [2, 0, 2]], [3.0, 4.0, 5.0], (2, 3), dtype="float64"), "torch")
+    spec = ReduceSpec((0, 1), False, torch.float64)
+    coo = next(k for k in dispatch.resolve("sum", (xs.sparse_coo,), "torch") if k.name == "_sum_coo_torch")
+    assert coo.supports is not None and "reduces every axis" in str(coo.supports(xp, a, spec))
+    first = dispatch.resolve("sum", (xs.sparse_coo,), "torch")[0]
+    assert first.name == "_sum_full_torch" and first.supports is not None and first.supports(xp, a, spec) is None
+    assert float(xs.sum(a)) == 12.0
 
 
 def test_dispatch_picks_the_native_kernel() -> None:

@@ -27,7 +27,7 @@ import strategies as S
 import xsparse as xs
 from xsparse import dispatch
 from xsparse._common import dtype_name
-from xsparse.testing import assert_sparse_equal, to_numpy
+from xsparse.testing import assert_sparse_equal, check_invariants, to_numpy
 
 SPARSE_LAYOUTS = [xs.sparse_coo, xs.sparse_csr, xs.sparse_csc, xs.sparse_bsr, xs.sparse_bsc]
 COMPRESSED_LAYOUTS = SPARSE_LAYOUTS[1:]
@@ -996,3 +996,17 @@ def test_tile_of_one_entry_gives_contiguous_values(layout: xs.Layout) -> None:
     kwargs: dict[str, Any] = {"blocksize": (1, 1)} if layout is xs.sparse_bsr else {}
     a = xs.to_sparse(d, layout=layout, fill_value=True, **kwargs)
     assert_sparse_equal(xs.tile(a, (2, 1)), torch.tile(d, (2, 1)))
+
+
+def test_torch_bsr_with_empty_values_converts_to_sorted_coo() -> None:
+    # A dense dimension of size 0 leaves the values empty; torch then marks its block-ordered COO
+    # indices coalesced. Found by test_public_function (tile by 0 along a dense dimension).
+    torch = pytest.importorskip("torch")
+    a = np.zeros((4, 2, 2, 2), bool)
+    a[3, 0, 0, 0] = True
+    s = xs.to_sparse(torch.from_numpy(a), layout=xs.sparse_bsr, blocksize=(2, 1), dense_dim=2)
+    tiled = xs.tile(s, (1, 2, 0, 1))
+    coo = xs.to_sparse_coo(tiled)
+    check_invariants(coo)
+    expected = xs.to_sparse_coo(xs.tile(xs.to_sparse(a, layout=xs.sparse_bsr, blocksize=(2, 1), dense_dim=2), (1, 2, 0, 1)))
+    np.testing.assert_array_equal(np.asarray(coo.indices()), np.asarray(expected.indices()))

@@ -155,15 +155,14 @@ def _convert_to_sparse_torch(xp: Any, x: Any, target: Target) -> SparseArray:
         with _quiet():
             if layout is sparse_coo:
                 result = src.to_sparse(target.sparse_dim) if not isinstance(x, SparseArray) else src.to_sparse()
-                if isinstance(x, CompressedArray) and x.layout.compressed_dim == 1:
-                    # torch leaves CSC/BSC entries in column-major order, and even marks them coalesced
-                    # when the values hold no element (a dense dimension of size 0); every other backend
-                    # returns the COO array coalesced (it holds no duplicates, so this only sorts)
+                if isinstance(x, CompressedArray) and (x.layout.compressed_dim == 1 or x.layout.is_blocked):
+                    # torch leaves CSC/BSC entries in column-major order and BSR entries block by block,
+                    # and even marks them coalesced when the values hold no element (a dense dimension
+                    # of size 0); every other backend returns the COO array coalesced (it holds no
+                    # duplicates, so this only sorts)
                     result = torch.sparse_coo_tensor(
                         result._indices(), result._values(), result.shape, is_coalesced=False, check_invariants=False
                     ).coalesce()
-                elif isinstance(x, CompressedArray) and not result.is_coalesced():
-                    result = result.coalesce()  # BSR entries come block by block
             else:
                 blocksize = target.blocksize if layout.is_blocked else None
                 dense_dim = target.dense_dim if not isinstance(x, SparseArray) else None

@@ -11,6 +11,7 @@ kernels combine each slice with the fill value through the generic kernels' help
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -41,6 +42,8 @@ def _supports_sum_coo(xp: Any, a: COOArray, spec: ReduceSpec) -> str | None:
         return "torch.sparse.sum has no keepdim"
     if a.dtype in _UNSUPPORTED or spec.dtype in _UNSUPPORTED:
         return f"torch.sparse.sum does not handle dtype {a.dtype}"
+    if len(spec.axes) == a.ndim:
+        return "_sum_full_torch reduces every axis (the values' sum, without torch.sparse.sum's checks)"
     if a.sparse_dim() == 0 or result_kind(a.ndim, a.sparse_dim(), spec.axes) == "structure":
         return "no sparse dimension is reduced (the generic kernel keeps the structure in O(nnz))"
     return None
@@ -48,11 +51,7 @@ def _supports_sum_coo(xp: Any, a: COOArray, spec: ReduceSpec) -> str | None:
 
 @register("sum", (sparse_coo,), backend="torch", supports=_supports_sum_coo)
 def _sum_coo_torch(xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
-    """sum(COO) over sparse dimensions -> COO or strided through torch.sparse.sum; O(nnz log nnz), O(nnz) over all."""
-    if len(spec.axes) == a.ndim:
-        # with no dim, torch sums the stored values as they are (no coalescing, which costs 16 times more)
-        # and honours dtype=
-        return torch.sparse.sum(to_torch(a), dtype=spec.dtype)
+    """sum(COO) over some sparse dimensions, not all axes -> COO or strided through torch.sparse.sum; O(nnz log nnz)."""
     r = torch.sparse.sum(to_torch(a), dim=list(spec.axes), dtype=spec.dtype)
     if r.layout is torch.strided:
         # over every sparse dimension torch returns its own accumulation dtype (int64), whatever dtype= says
@@ -147,37 +146,64 @@ def _supports_full(xp: Any, a: SparseArray, spec: ReduceSpec) -> str | None:
     return None
 
 
+# The extrema reduce the values along their one axis (on one thread torch.amax(v, 0) takes about three
+# quarters of the time of v.max()), then clamp the result at the fill value: one torch call instead of
+# building the fill as a tensor for torch.maximum. Both propagate NaN, from the values or the fill.
+_EXTREMA: dict[str, tuple[Callable[..., torch.Tensor], Callable[..., torch.Tensor]]] = {
+    "max": (torch.amax, torch.clamp_min),
+    "min": (torch.amin, torch.clamp_max),
+}
+
+
 def _full_kernel(name: str) -> Any:
     monoid = MONOIDS[name]
-
-    def supports(xp: Any, a: SparseArray, spec: ReduceSpec) -> str | None:
-        if name == "sum" and isinstance(a, COOArray) and is_plus_zero(a.fill_value) and not spec.keepdims:
-            return "torch.sparse.sum (_sum_coo_torch) sums a COO array with fill value 0"
-        return _supports_full(xp, a, spec)
+    extremum = _EXTREMA.get(name)
 
     def kernel(xp: Any, a: SparseArray, spec: ReduceSpec) -> Any:
-        if isinstance(a, COOArray) and not a.is_coalesced() and not (monoid.linear and is_plus_zero(a.fill_value)):
+        # These calls take a few milliseconds over millions of values and are timed against torch's own
+        # one-call reductions. The Python and the small torch calls around the reduction run with the
+        # caches that it flushes, at ten times their cost in a tight loop, so the common cases below
+        # make as few calls as they can (docs/decisions.md, "Reductions over every axis on the torch
+        # backend").
+        fill, values = a.fill_value, a._vals
+        if monoid.linear and is_plus_zero(fill):
+            # fill +0 adds nothing, and a torch sum starts from +0 (all -0.0 sum to +0.0, as in the dense
+            # sum): the sum of the stored values, an uncoalesced COO array's duplicates as they are
+            r = torch.sum(values if values.dtype == spec.dtype else monoid.premap(xp, values, spec.dtype), dtype=spec.dtype)
+            return r.reshape((1,) * a.ndim) if spec.keepdims else r
+        if isinstance(a, COOArray) and not a.is_coalesced():
             # duplicates sum first, and the unspecified elements are those of no distinct position
             a = dispatch.call("coalesce", (sparse_coo,), a._backend.name, xp, a)
+            values = a._vals
         # every stored element is specified (a compressed array's blocks and batch padding included)
-        values = monoid.premap(xp, a._vals, spec.dtype).reshape(-1)
-        f = monoid.premap(xp, fill_array(xp, a), spec.dtype)
-        unspecified = max(math.prod(a.shape) - values.shape[0], 0)  # duplicates of a sum with fill 0 may exceed it
-        if values.shape[0] == 0:
-            r = fill_of(xp, monoid, f, unspecified)
+        values = monoid.premap(xp, values, spec.dtype)
+        values = values if values.ndim == 1 else values.reshape(-1)
+        n = values.shape[0]
+        unspecified = max(math.prod(a.shape) - n, 0)
+        if extremum is not None:
+            reduce, clamp = extremum
+            if n == 0:
+                r = torch.full((), fill, dtype=values.dtype, device=values.device)
+            else:
+                r = reduce(values, 0)
+                r = clamp(r, fill) if unspecified else r
         else:
-            r = monoid.reduce(xp, values, (0,)).reshape(())
-            if unspecified:
-                r = monoid.combine(xp, r, fill_of(xp, monoid, f, unspecified))
+            f = monoid.premap(xp, fill_array(xp, a), spec.dtype)
+            if n == 0:
+                r = fill_of(xp, monoid, f, unspecified)
+            else:
+                r = monoid.reduce(xp, values, (0,)).reshape(())
+                if unspecified:
+                    r = monoid.combine(xp, r, fill_of(xp, monoid, f, unspecified))
         r = r.to(spec.dtype) if r.dtype != spec.dtype else r
         return r.reshape((1,) * a.ndim) if spec.keepdims else r
 
     kernel.__name__ = kernel.__qualname__ = f"_{name}_full_torch"
     kernel.__doc__ = f"{name}(COO or compressed) over every axis -> 0-d strided: the stored values, then the fill value; O(nnz)."
-    return kernel, supports
+    return kernel
 
 
 for _name in MONOIDS:
-    _kernel, _supports = _full_kernel(_name)
-    register(_name, (COMPRESSED,), backend="torch", supports=_supports, priority=1)(_kernel)
-    register(_name, (sparse_coo,), backend="torch", supports=_supports, priority=1)(_kernel)
+    _kernel = _full_kernel(_name)
+    register(_name, (COMPRESSED,), backend="torch", supports=_supports_full, priority=1)(_kernel)
+    register(_name, (sparse_coo,), backend="torch", supports=_supports_full, priority=1)(_kernel)
