@@ -228,8 +228,8 @@ def default_backend(name: str | Backend) -> Iterator[Backend]:
 def release_cached_memory() -> int:
     """Give back to the system the large output buffers the NumPy backend keeps for reuse.
 
-    Products whose result is 32 MiB or more (a SpMM of many columns) take its memory from the blocks
-    that earlier results of that size released, instead of a fresh mapping with a page fault per page.
+    Products and sums whose result is 4 MiB or more (a SpMM of many columns, the sums of a million
+    columns) take its memory from the blocks that earlier results of about that size released, instead of a fresh mapping with a page fault per page.
     The pool holds at most four blocks and an eighth of the machine's memory; this empties it (as
     ``torch.cuda.empty_cache`` does for torch's CUDA allocator).
 

@@ -109,9 +109,11 @@ def _native_module() -> Any:
     return module
 
 
-# Outputs at least this large come from the extension's pool of freed blocks (see `empty`): below it,
-# the C allocator already reuses freed memory without returning it to the system.
-_POOLED_MIN_BYTES = 32 << 20
+# Outputs at least this large come from the extension's pool of freed blocks (see `empty`). Below
+# it the C allocator keeps freed memory; above it, it may give the memory back to the system, and the
+# next output faults every page in again (for the 8 MB of a million column sums, done by two threads
+# at once, that took twice as long as the sums).
+_POOLED_MIN_BYTES = 4 << 20
 
 
 def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
@@ -127,7 +129,7 @@ def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     Returns
     -------
     numpy.ndarray
-        A writable array. From 32 MiB up, its memory comes from a pool of the blocks that earlier large
+        A writable array. From 4 MiB up, its memory comes from a pool of the blocks that earlier large
         results released (a block returns to it when the last array viewing it is freed), so that a
         product called in a loop does not take a fresh mapping from the system, and a page fault per
         page of it, on every call. The pool keeps at most four blocks and an eighth of the machine's
@@ -794,8 +796,8 @@ def csr_sums(
     if data.dtype not in _ARITH_DTYPES:
         raise TypeError(f"csr_sums does not support values of dtype {data.dtype}")
     n_major = indptr.shape[0] - 1
-    out = np.empty(n_minor if axis == 0 else n_major, dtype=data.dtype)
-    mask = np.empty(n_minor, dtype=np.uint8) if (seen and axis == 0) else None
+    out = empty((n_minor if axis == 0 else n_major,), dtype=data.dtype)
+    mask = empty((n_minor,), dtype=np.uint8) if (seen and axis == 0) else None
     indices = np.ascontiguousarray(indices)
     threads = available_threads() if indices.shape[0] >= _PARALLEL_SCATTER_MIN_NNZ else 1
     known = native.csr_sums(int(axis), data.dtype.kind, np.ascontiguousarray(indptr), indices,
