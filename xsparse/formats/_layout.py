@@ -37,6 +37,10 @@ class Layout(enum.Enum):
     sparse_bsc = "sparse_bsc"
     sparse_semi_structured = "sparse_semi_structured"
 
+    # Members are singletons, so identity hashing is exact; Enum's own __hash__ runs Python code on every
+    # dictionary lookup, ten of them in each dispatched call.
+    __hash__ = object.__hash__
+
     def __str__(self) -> str:
         return self.value
 

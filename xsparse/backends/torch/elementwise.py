@@ -24,7 +24,7 @@ from ...formats import COOArray, CompressedArray, SparseArray, sparse_coo, spars
 from ...formats._spec import Target
 from ..array_api.conversion import is_plus_zero
 from ..array_api.elementwise import python_scalar
-from .conversion import _quiet, from_torch, to_torch
+from .conversion import from_torch, to_torch
 
 __all__: list[str] = []
 
@@ -118,8 +118,7 @@ def _supports_csr_csr_mul(xp: Any, x: CompressedArray, y: CompressedArray) -> st
 @register("multiply", (sparse_csr, sparse_csr), backend="torch", supports=_supports_csr_csr_mul)
 def _multiply_csr_csr_torch(xp: Any, x: CompressedArray, y: CompressedArray) -> SparseArray:
     """multiply(CSR, CSR), 2-D, one shape, fill 0, finite values: torch's intersection mul; O(nnz)."""
-    with _quiet():
-        return _result(to_torch(x) * to_torch(y), x, xp)
+    return _result(to_torch(x) * to_torch(y), x, xp)
 
 
 def _supports_csr_csr_add(xp: Any, x: CompressedArray, y: CompressedArray) -> str | None:
@@ -132,8 +131,7 @@ def _supports_csr_csr_add(xp: Any, x: CompressedArray, y: CompressedArray) -> st
 @register("add", (sparse_csr, sparse_csr), backend="torch", supports=_supports_csr_csr_add)
 def _add_csr_csr_torch(xp: Any, x: CompressedArray, y: CompressedArray) -> SparseArray:
     """add(CSR, CSR), 2-D, one shape, fill 0, one floating dtype: torch's (MKL) CSR add; O(nnz)."""
-    with _quiet():
-        return _result(to_torch(x) + to_torch(y), x, xp)
+    return _result(to_torch(x) + to_torch(y), x, xp)
 
 
 def _supports_mul_dense(xp: Any, x: Any, y: Any) -> str | None:
@@ -150,8 +148,7 @@ def _supports_mul_dense(xp: Any, x: Any, y: Any) -> str | None:
 def _multiply_sparse_strided_torch(xp: Any, x: Any, y: Any) -> SparseArray:
     """multiply(COO or CSR, strided) either way round, one shape, fill 0, finite: torch's sparse mul; O(nnz)."""
     a = x if isinstance(x, SparseArray) else y
-    with _quiet():
-        t = to_torch(x) * y if isinstance(x, SparseArray) else x * to_torch(y)
+    t = to_torch(x) * y if isinstance(x, SparseArray) else x * to_torch(y)
     return _result(t, a, xp)
 
 
@@ -173,8 +170,7 @@ def _supports_subtract_dense(xp: Any, x: Any, y: Any) -> str | None:
 def _add_sparse_strided_torch(xp: Any, x: Any, y: Any) -> torch.Tensor:
     """add(COO or CSR, strided) either way round, one shape, fill 0: torch's dense + sparse; O(numel + nnz)."""
     d, a = (x, y) if isinstance(y, SparseArray) else (y, x)
-    with _quiet():
-        return torch.add(d, to_torch(a))
+    return torch.add(d, to_torch(a))
 
 
 @register("subtract", (strided, sparse_coo), backend="torch", supports=_supports_subtract_dense)
@@ -183,9 +179,8 @@ def _add_sparse_strided_torch(xp: Any, x: Any, y: Any) -> torch.Tensor:
 @register("subtract", (sparse_csr, strided), backend="torch", supports=_supports_subtract_dense)
 def _subtract_sparse_strided_torch(xp: Any, x: Any, y: Any) -> torch.Tensor:
     """subtract(COO or CSR, strided) either way round, one shape, fill 0: torch's dense + sparse; O(numel + nnz)."""
-    with _quiet():
-        if isinstance(y, SparseArray):
-            return torch.add(x, to_torch(y), alpha=-1)
-        # torch has no sparse - dense: -(d - s) is the same number (negation is exact, and comes after the
-        # type promotion, which negating d first would not: -uint8 wraps around)
-        return torch.add(y, to_torch(x), alpha=-1).neg_()
+    if isinstance(y, SparseArray):
+        return torch.add(x, to_torch(y), alpha=-1)
+    # torch has no sparse - dense: -(d - s) is the same number (negation is exact, and comes after the
+    # type promotion, which negating d first would not: -uint8 wraps around)
+    return torch.add(y, to_torch(x), alpha=-1).neg_()

@@ -10,7 +10,7 @@ from ..._common import scalar_for
 from ...dispatch import register
 from ...formats import INDEXED, COOArray, CompressedArray, SparseArray, sparse_coo, strided
 from ...formats._spec import Target
-from .conversion import _UNSUPPORTED_DTYPES, _quiet, from_torch, to_torch
+from .conversion import _UNSUPPORTED_DTYPES, from_torch, to_torch
 
 __all__: list[str] = []
 
@@ -53,8 +53,7 @@ def _sparse_mask_strided_indexed_torch(xp: Any, x: torch.Tensor, mask: SparseArr
     if mask.dtype != x.dtype:
         # torch casts the mask's (ignored) values to x's dtype, and warns when that drops an imaginary part
         mask = mask._with_values(torch.zeros_like(mask._vals, dtype=x.dtype), scalar_for(xp, x.dtype, 0))
-    with _quiet():
-        t = x.sparse_mask(to_torch(mask))
+    t = x.sparse_mask(to_torch(mask))
     out = from_torch(t, _target(mask, xp), scalar_for(xp, x.dtype, 0))
     if isinstance(out, CompressedArray):
         # a compressed tensor's values() aliases the tensor, and views of it (torch.real, ...) then fail

@@ -39,7 +39,7 @@ from ...formats import (
 )
 from ...formats._spec import Target
 from ..array_api import linalg as generic
-from .conversion import _TORCH_LAYOUT, _quiet, from_torch, to_torch
+from .conversion import _TORCH_LAYOUT, from_torch, to_torch
 
 __all__: list[str] = []
 
@@ -94,10 +94,9 @@ def _scalar_reason(dtype: Any, **scalars: Any) -> str | None:
 
 
 def _tensor(compressed: torch.Tensor, plain: torch.Tensor, values: torch.Tensor, shape: tuple[int, ...], layout: Layout) -> torch.Tensor:
-    with _quiet():
-        return torch.sparse_compressed_tensor(
-            compressed, plain, values.contiguous(), shape, layout=_TORCH_LAYOUT[layout], check_invariants=False
-        )
+    return torch.sparse_compressed_tensor(
+        compressed, plain, values.contiguous(), shape, layout=_TORCH_LAYOUT[layout], check_invariants=False
+    )
 
 
 def _fold(a: CompressedArray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, tuple[int, int]]:
@@ -144,9 +143,8 @@ class _SparseProduct(torch.autograd.Function):
         layout: Layout,
         sparse_left: bool,
     ) -> torch.Tensor:
-        with _quiet():
-            t = _tensor(compressed, plain, values, shape, layout)
-            out = torch.mm(t, dense) if sparse_left else torch.mm(dense, t)
+        t = _tensor(compressed, plain, values, shape, layout)
+        out = torch.mm(t, dense) if sparse_left else torch.mm(dense, t)
         ctx.save_for_backward(values, dense, compressed, plain)
         ctx.shape, ctx.layout, ctx.sparse_left = shape, layout, sparse_left
         return out
@@ -187,12 +185,11 @@ def _product_2d(
             product = _product_2d(layout, compressed, plain, values, shape, dense[:, None], sparse_left)
             return product[:, 0]
         return cast(torch.Tensor, _SparseProduct.apply(values, dense, compressed, plain, shape, layout, sparse_left))  # type: ignore[no-untyped-call]
-    with _quiet():
-        t = _tensor(compressed, plain, values, shape, layout)
-        if dense.ndim == 1:
-            # torch's SpMV (what `t @ x` runs): a matrix of one column would take its SpMM, at 2-3x the time
-            return torch.mv(t, dense)
-        return torch.mm(t, dense) if sparse_left else torch.mm(dense, t)
+    t = _tensor(compressed, plain, values, shape, layout)
+    if dense.ndim == 1:
+        # torch's SpMV (what `t @ x` runs): a matrix of one column would take its SpMM, at 2-3x the time
+        return torch.mv(t, dense)
+    return torch.mm(t, dense) if sparse_left else torch.mm(dense, t)
 
 
 # -- sparse @ strided ---------------------------------------------------------------------------------
@@ -210,11 +207,10 @@ def _supports_coo_strided(xp: Any, a: COOArray, b: torch.Tensor) -> str | None:
 @register("matmul", (sparse_coo, strided), backend="torch", supports=_supports_coo_strided)
 def _matmul_coo_strided_torch(xp: Any, a: COOArray, b: torch.Tensor) -> torch.Tensor:
     """matmul(COO, strided) -> strided: torch.mv, torch.mm or torch.bmm (torch.sparse's SpMM)."""
-    with _quiet():
-        t = to_torch(a)
-        if b.ndim == 1:
-            return torch.mv(t, b)
-        return torch.mm(t, b) if a.ndim == 2 else torch.bmm(t, b)
+    t = to_torch(a)
+    if b.ndim == 1:
+        return torch.mv(t, b)
+    return torch.mm(t, b) if a.ndim == 2 else torch.bmm(t, b)
 
 
 def _supports_compressed_strided(xp: Any, a: CompressedArray, b: torch.Tensor) -> str | None:
@@ -258,11 +254,10 @@ def _supports_strided_coo(xp: Any, a: torch.Tensor, b: COOArray) -> str | None:
 @register("matmul", (strided, sparse_coo), backend="torch", supports=_supports_strided_coo)
 def _matmul_strided_coo_torch(xp: Any, a: torch.Tensor, b: COOArray) -> torch.Tensor:
     """matmul(strided, COO) -> strided: (b.T @ a.T).T through torch.mm, which lacks strided @ COO."""
-    with _quiet():
-        t = to_torch(b).t()
-        if a.ndim == 1:
-            return torch.mv(t, a)
-        return torch.mm(t, a.mT).mT
+    t = to_torch(b).t()
+    if a.ndim == 1:
+        return torch.mv(t, a)
+    return torch.mm(t, a.mT).mT
 
 
 def _supports_strided_compressed(xp: Any, a: torch.Tensor, b: CompressedArray) -> str | None:
@@ -301,8 +296,7 @@ def _supports_sparse_sparse(xp: Any, a: SparseArray, b: SparseArray) -> str | No
 @register("matmul", (sparse_coo, sparse_coo), backend="torch", supports=_supports_sparse_sparse)
 def _matmul_coo_coo_torch(xp: Any, a: COOArray, b: COOArray) -> COOArray:
     """matmul(COO, COO) -> COO: torch.sparse.mm (SpGEMM)."""
-    with _quiet():
-        r = torch.sparse.mm(to_torch(a), to_torch(b))
+    r = torch.sparse.mm(to_torch(a), to_torch(b))
     shape = (a.shape[0], b.shape[1])
     return cast(COOArray, from_torch(r, Target(sparse_coo, a._backend, xp, shape, 2, 0, (1, 1), a.index_dtype, 0)))
 
@@ -323,14 +317,13 @@ def _sorted_csr(r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tens
 def _matmul_compressed_compressed_torch(xp: Any, a: CompressedArray, b: CompressedArray) -> CompressedArray:
     """matmul(CSR/CSC, CSR/CSC) -> a's layout: torch.mm (SpGEMM), CSC as the transpose of a CSR product."""
     m, n = a.shape[0], b.shape[1]
-    with _quiet():
-        if a.layout is sparse_csr:
-            crow, col, values = _sorted_csr(torch.mm(to_torch(a), to_torch(b)))
-            shape = (m, n)
-        else:
-            # a CSC, so a.T is CSR: (a @ b).T == b.T @ a.T, whose CSR components are a @ b's CSC ones
-            crow, col, values = _sorted_csr(torch.mm(to_torch(b.transpose_sparse()), to_torch(a.transpose_sparse())))
-            shape = (m, n)
+    if a.layout is sparse_csr:
+        crow, col, values = _sorted_csr(torch.mm(to_torch(a), to_torch(b)))
+        shape = (m, n)
+    else:
+        # a CSC, so a.T is CSR: (a @ b).T == b.T @ a.T, whose CSR components are a @ b's CSC ones
+        crow, col, values = _sorted_csr(torch.mm(to_torch(b.transpose_sparse()), to_torch(a.transpose_sparse())))
+        shape = (m, n)
     idt = a.index_dtype
     return CompressedArray(
         crow.to(idt).contiguous(), col.to(idt).contiguous(), values.contiguous(), shape, layout=a.layout,
@@ -358,8 +351,7 @@ def _supports_addmm(xp: Any, input: torch.Tensor, a: SparseArray, b: torch.Tenso
 @register("addmm", (strided, COMPRESSED, strided), backend="torch", supports=_supports_addmm)
 def _addmm_strided_indexed_strided_torch(xp: Any, input: torch.Tensor, a: SparseArray, b: torch.Tensor, beta: Any, alpha: Any) -> torch.Tensor:
     """addmm(strided, COO/CSR/CSC/BSR, strided) -> strided: torch.addmm."""
-    with _quiet():
-        return torch.addmm(input, to_torch(a), b, beta=beta, alpha=alpha)
+    return torch.addmm(input, to_torch(a), b, beta=beta, alpha=alpha)
 
 
 def _supports_sampled(xp: Any, input: CompressedArray, a: torch.Tensor, b: torch.Tensor, beta: Any, alpha: Any) -> str | None:
@@ -383,9 +375,8 @@ def _sampled_addmm_csr_strided_strided_torch(
     xp: Any, input: CompressedArray, a: torch.Tensor, b: torch.Tensor, beta: Any, alpha: Any
 ) -> CompressedArray:
     """sampled_addmm(CSR, strided, strided) -> CSR: torch.sparse.sampled_addmm (SDDMM), batched."""
-    with _quiet():
-        t = _tensor(input._compressed, input._plain, input._vals, tuple(input.shape), sparse_csr)
-        r = torch.sparse.sampled_addmm(t, a, b, beta=beta, alpha=alpha)
+    t = _tensor(input._compressed, input._plain, input._vals, tuple(input.shape), sparse_csr)
+    r = torch.sparse.sampled_addmm(t, a, b, beta=beta, alpha=alpha)
     from ..._common import scalar_for
 
     fill = scalar_for(xp, input.dtype, 0 if beta == 0 else beta * input.fill_value)
@@ -406,8 +397,7 @@ def _supports_reduce(xp: Any, a: CompressedArray, b: torch.Tensor, reduce: str) 
 @register("matmul_reduce", (sparse_csr, strided), backend="torch", supports=_supports_reduce)
 def _matmul_reduce_csr_strided_torch(xp: Any, a: CompressedArray, b: torch.Tensor, reduce: str) -> torch.Tensor:
     """matmul_reduce(CSR, strided) -> strided: torch.sparse.mm(reduce=)."""
-    with _quiet():
-        return cast(torch.Tensor, torch.sparse.mm(to_torch(a), b, reduce))
+    return cast(torch.Tensor, torch.sparse.mm(to_torch(a), b, reduce))
 
 
 def _supports_coo_product(xp: Any, a: COOArray, b: torch.Tensor, *rest: Any) -> str | None:
@@ -427,15 +417,13 @@ def _coo_result(r: torch.Tensor, like: COOArray, xp: Any) -> COOArray:
 @register("smm", (sparse_coo, strided), backend="torch", supports=_supports_coo_product)
 def _smm_coo_strided_torch(xp: Any, a: COOArray, b: torch.Tensor) -> COOArray:
     """smm(COO, strided) -> COO: torch.smm."""
-    with _quiet():
-        return _coo_result(torch.smm(to_torch(a), b), a, xp)
+    return _coo_result(torch.smm(to_torch(a), b), a, xp)
 
 
 @register("hspmm", (sparse_coo, strided), backend="torch", supports=_supports_coo_product)
 def _hspmm_coo_strided_torch(xp: Any, a: COOArray, b: torch.Tensor) -> COOArray:
     """hspmm(COO, strided) -> hybrid COO: torch.hspmm."""
-    with _quiet():
-        return _coo_result(torch.hspmm(to_torch(a), b), a, xp)
+    return _coo_result(torch.hspmm(to_torch(a), b), a, xp)
 
 
 def _supports_sspaddmm(xp: Any, input: COOArray, a: COOArray, b: torch.Tensor, beta: Any, alpha: Any) -> str | None:
@@ -446,8 +434,7 @@ def _supports_sspaddmm(xp: Any, input: COOArray, a: COOArray, b: torch.Tensor, b
 @register("sspaddmm", (sparse_coo, sparse_coo, strided), backend="torch", supports=_supports_sspaddmm)
 def _sspaddmm_coo_coo_strided_torch(xp: Any, input: COOArray, a: COOArray, b: torch.Tensor, beta: Any, alpha: Any) -> COOArray:
     """sspaddmm(COO, COO, strided) -> uncoalesced COO: torch.sspaddmm."""
-    with _quiet():
-        return _coo_result(torch.sspaddmm(to_torch(input), to_torch(a), b, beta=beta, alpha=alpha), input, xp)
+    return _coo_result(torch.sspaddmm(to_torch(input), to_torch(a), b, beta=beta, alpha=alpha), input, xp)
 
 
 # -- spsolve ------------------------------------------------------------------------------------------
@@ -531,14 +518,14 @@ def _supports_decomposition(xp: Any, a: COOArray, *args: Any) -> str | None:
 @register("svd_lowrank", (sparse_coo,), backend="torch", supports=_supports_decomposition)
 def _svd_lowrank_coo_torch(xp: Any, a: COOArray, q: int, niter: int, m: Any, seed: Any) -> tuple[Any, Any, Any]:
     """svd_lowrank(COO) -> (U, S, V): torch.svd_lowrank."""
-    with _seeded(seed), _quiet():
+    with _seeded(seed):
         return cast(tuple[Any, Any, Any], torch.svd_lowrank(to_torch(a), q=q, niter=niter, M=m))
 
 
 @register("pca_lowrank", (sparse_coo,), backend="torch", supports=_supports_decomposition)
 def _pca_lowrank_coo_torch(xp: Any, a: COOArray, q: int, center: bool, niter: int, seed: Any) -> tuple[Any, Any, Any]:
     """pca_lowrank(COO) -> (U, S, V): torch.pca_lowrank."""
-    with _seeded(seed), _quiet():
+    with _seeded(seed):
         return cast(tuple[Any, Any, Any], torch.pca_lowrank(to_torch(a), q=q, center=center, niter=niter))
 
 
@@ -566,7 +553,7 @@ def _lobpcg_coo_torch(
         return to_torch(m) if isinstance(m, SparseArray) else m
 
     ortho = options.method == "ortho"
-    with _seeded(seed), _quiet():
+    with _seeded(seed):
         return cast(
             tuple[Any, Any],
             torch.lobpcg(
