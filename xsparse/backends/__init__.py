@@ -117,7 +117,10 @@ _BUILTIN = {
             "torch", "torch", _compat("array_api_compat.torch"), "xsparse.backends.torch", _torch_devices,
             contiguity=lambda x: bool(x.is_contiguous()),
         ),
-        Backend("cupy", "cupy", _compat("array_api_compat.cupy")),
+        Backend(
+            "cupy", "cupy", _compat("array_api_compat.cupy"), "xsparse.backends.cupy",
+            contiguity=lambda x: bool(x.flags.c_contiguous),
+        ),
         Backend("array_api_strict", "array_api_strict", _compat("array_api_strict")),
     )
 }

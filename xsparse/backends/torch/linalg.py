@@ -331,6 +331,36 @@ def _matmul_compressed_compressed_torch(xp: Any, a: CompressedArray, b: Compress
     )  # fmt: skip
 
 
+def _supports_compiled_spgemm(xp: Any, a: CompressedArray, b: CompressedArray) -> str | None:
+    reason = _supports_sparse_sparse(xp, a, b)
+    if reason is not None:
+        return reason
+    if not (_cpu(a) and _cpu(b)):
+        return "the compiled SpGEMM runs on CPU tensors only"
+    from .. import _cpu as compiled
+
+    return compiled.unavailable_reason()
+
+
+@register("matmul", (sparse_csr, sparse_csr), backend="torch", supports=_supports_compiled_spgemm, priority=1)
+@register("matmul", (sparse_csc, sparse_csc), backend="torch", supports=_supports_compiled_spgemm, priority=1)
+def _matmul_compressed_compressed_compiled_torch(xp: Any, a: CompressedArray, b: CompressedArray) -> CompressedArray:
+    """matmul(CSR, CSR) or (CSC, CSC) on CPU tensors: the compiled two-pass SpGEMM on their memory; O(flops)."""
+    # torch's CPU SpGEMM (MKL) leaves each row's columns unsorted, against invariant 5.6, and sorting
+    # them afterwards costs three times its product; the NumPy backend's compiled SpGEMM writes them
+    # sorted, reading and returning the tensors' memory without a copy (see docs/decisions.md).
+    from .. import _cpu as compiled
+
+    m, n = a.shape[0], b.shape[1]
+    left, right, n_cols = (a, b, n) if a.layout is sparse_csr else (b, a, m)
+    parts = [(s._compressed.numpy(), s._plain.numpy(), s._vals.numpy()) for s in (left, right)]
+    indptr, indices, data = compiled.csr_spgemm(parts[0], parts[1], n_cols)
+    return CompressedArray(
+        torch.from_numpy(indptr), torch.from_numpy(indices), torch.from_numpy(data), (m, n), layout=a.layout,
+        backend=a._backend, xp=xp,
+    )  # fmt: skip
+
+
 # -- addmm, sampled_addmm, reduce, smm, hspmm, sspaddmm -------------------------------------------
 
 
@@ -381,8 +411,10 @@ def _sampled_addmm_csr_strided_strided_torch(
 
     fill = scalar_for(xp, input.dtype, 0 if beta == 0 else beta * input.fill_value)
     # torch's values() of a CSR result is an alias of the sparse tensor on which view operations fail;
-    # a copy (which autograd follows) is a plain tensor. The pattern is the mask's: its indices are reused.
-    return input._with_values(r.values().clone(), fill)
+    # detached (or, to keep autograd's history, copied) it is a plain tensor. The pattern is the mask's:
+    # its indices are reused.
+    values = r.values()
+    return input._with_values(values.clone() if values.requires_grad else values.detach(), fill)
 
 
 def _supports_reduce(xp: Any, a: CompressedArray, b: torch.Tensor, reduce: str) -> str | None:

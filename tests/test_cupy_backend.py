@@ -1,0 +1,379 @@
+"""Tests of the CuPy backend's native kernels (``xsparse.backends.cupy``): cupyx/cuSPARSE conversions and
+products, and the custom SDDMM and BSR @ strided kernels.
+
+Every registered CuPy kernel is run directly (asserting it accepts the input) on Hypothesis inputs, and its
+result compared with the dense CuPy computation and with the generic kernel of the same operation; then
+each reason to decline is checked. The module skips as a whole where CuPy or a CUDA device is absent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from conftest import backend_skip_reason
+
+_SKIP = backend_skip_reason("cupy")
+if _SKIP is not None:
+    pytest.skip(_SKIP, allow_module_level=True)
+
+import cupy as cp  # noqa: E402
+
+import xsparse as xs  # noqa: E402
+from strategies import dense_cases, uncoalesced_coo  # noqa: E402
+from xsparse import dispatch  # noqa: E402
+from xsparse._conversion import _target  # noqa: E402
+from xsparse.backends.array_api.conversion import same_fill  # noqa: E402
+from xsparse.backends.cupy import conversion as cupy_conversion  # noqa: E402
+from xsparse.formats._spec import Target  # noqa: E402
+from xsparse.testing import assert_sparse_equal, check_invariants, to_numpy  # noqa: E402
+
+XP = xs.get_backend("cupy").load()
+BACKEND = xs.get_backend("cupy")
+FLOAT = ("float32", "float64", "complex64", "complex128")
+CSR, CSC, COO, BSR, STRIDED = xs.sparse_csr, xs.sparse_csc, xs.sparse_coo, xs.sparse_bsr, xs.strided
+examples = settings(deadline=None, max_examples=40)
+
+# every (operation, signature) this module runs a CuPy kernel for; test_every_kernel_is_tested keeps it whole
+TESTED = {
+    ("convert", (CSR, CSC)), ("convert", (CSC, CSR)),
+    ("convert", (COO, CSR)), ("convert", (COO, CSC)),
+    ("convert", (STRIDED, CSR)), ("convert", (STRIDED, CSC)), ("convert", (STRIDED, COO)),
+    ("convert", (CSR, STRIDED)), ("convert", (CSC, STRIDED)), ("convert", (COO, STRIDED)),
+    ("matmul", (CSR, STRIDED)), ("matmul", (CSC, STRIDED)),
+    ("matmul", (STRIDED, CSR)), ("matmul", (STRIDED, CSC)),
+    ("matmul", (CSR, CSR)), ("matmul", (CSC, CSC)),
+    ("matmul", (BSR, STRIDED)),
+    ("sampled_addmm", (CSR, STRIDED, STRIDED)),
+}  # fmt: skip
+
+
+# -- helpers -------------------------------------------------------------------------------------------
+
+
+def native(op: str, layouts: tuple[Any, ...]) -> dispatch.Kernel:
+    found = [k for k in dispatch.resolve(op, layouts, "cupy") if k.kind == "native"]
+    assert found, f"no native cupy kernel for {op}{layouts}"
+    return found[0]
+
+
+def generic(op: str, layouts: tuple[Any, ...]) -> dispatch.Kernel:
+    found = [k for k in dispatch.resolve(op, layouts, "cupy") if k.kind == "generic"]
+    assert found, f"no generic kernel for {op}{layouts}"
+    return found[0]
+
+
+def run_native(op: str, layouts: tuple[Any, ...], *args: Any) -> Any:
+    """Run the CuPy kernel, asserting that it accepts the arguments."""
+    kernel = native(op, layouts)
+    reason = kernel.supports(XP, *args) if kernel.supports else None
+    assert reason is None, f"{kernel.describe()} declined: {reason}"
+    return kernel.func(XP, *args)
+
+
+def run_generic(op: str, layouts: tuple[Any, ...], *args: Any) -> Any:
+    return generic(op, layouts).func(XP, *args)
+
+
+def reason_of(op: str, layouts: tuple[Any, ...], *args: Any) -> str | None:
+    kernel = native(op, layouts)
+    return kernel.supports(XP, *args) if kernel.supports else None
+
+
+def target(x: Any, layout: xs.Layout, index_dtype: str = "int64", **kwargs: Any) -> Target:
+    if layout is STRIDED:
+        return Target(STRIDED, BACKEND, XP, tuple(x.shape), x.ndim, 0, (1, 1), XP.int64, x.fill_value)
+    return _target(
+        "test", x, layout, BACKEND, XP, kwargs.get("sparse_dim"), kwargs.get("dense_dim"), kwargs.get("blocksize"),
+        index_dtype, kwargs.get("fill_value"),
+    )  # fmt: skip
+
+
+def make(x: Any, layout: xs.Layout, index_dtype: str, **kwargs: Any) -> Any:
+    """``x`` converted to ``layout`` by the generic kernel (so the input does not depend on the kernels under test)."""
+    return run_generic("convert", (STRIDED, layout), x, target(x, layout, index_dtype, **kwargs))
+
+
+def tolerance(dtype: Any) -> dict[str, Any]:
+    single = np.dtype(dtype) in (np.float32, np.complex64)
+    return {"rtol": 2e-5, "atol": 2e-5} if single else {"rtol": 1e-12, "atol": 1e-12}
+
+
+def positive_zeros(x: Any) -> Any:
+    """``x`` with every -0.0 made +0.0 (cuSPARSE drops or rewrites -0.0; its decline is tested apart)."""
+    return cp.where(x == 0, cp.zeros((), dtype=x.dtype), x)
+
+
+def random(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> Any:
+    out = rng.integers(-3, 4, shape).astype(np.float64)
+    if dtype.startswith("complex"):
+        out = out + 1j * rng.integers(-3, 4, shape)
+    return cp.asarray(out.astype(dtype))
+
+
+def same_components(a: Any, b: Any) -> None:
+    """The two canonical arrays hold the same indices (and index dtype) and values."""
+    assert a.layout is b.layout and tuple(a.shape) == tuple(b.shape)
+    if a.layout is COO:
+        pairs = [(a.indices(), b.indices()), (a.values(), b.values())]
+    else:
+        pairs = [(a.compressed_indices(), b.compressed_indices()), (a.plain_indices(), b.plain_indices()), (a.values(), b.values())]
+    for x, y in pairs:
+        assert x.dtype == y.dtype
+        np.testing.assert_array_equal(to_numpy(x), to_numpy(y))
+
+
+def finite(x: Any) -> Any:
+    """``x`` with every NaN made 1 (a stored NaN meets only the other operand's stored elements in a sparse
+    product, every element in the dense one)."""
+    return cp.where(cp.isnan(x), cp.ones((), dtype=x.dtype), x)
+
+
+@st.composite
+def float_cases(draw: Any, max_batch_dims: int = 0, max_grid: int = 4, fill: bool | None = False) -> Any:
+    dtype = draw(st.sampled_from(FLOAT))
+    return draw(dense_cases(XP, dtype=dtype, fill=fill, max_batch_dims=max_batch_dims, max_dense_dims=0, max_grid=max_grid))
+
+
+def test_every_kernel_is_tested() -> None:
+    registered = {(k.op, k.signature) for k in xs.kernels() if k.backend == "cupy"}
+    assert registered == TESTED
+
+
+def test_importing_the_kernels_needs_no_device_work() -> None:
+    # the package registers at import; CuPy is reached only through cupy_module() when a kernel runs
+    assert cupy_conversion.cupy_module() is cp
+
+
+# -- conversions ---------------------------------------------------------------------------------------
+
+
+@examples
+@given(case=float_cases(), dst=st.sampled_from([CSR, CSC, COO]), index_dtype=st.sampled_from(["int32", "int64"]))
+def test_strided_to_sparse(case: Any, dst: xs.Layout, index_dtype: str) -> None:
+    x = positive_zeros(case.array)
+    kw = {"sparse_dim": 2} if dst is COO else {"dense_dim": 0}
+    t = target(x, dst, index_dtype, **kw)
+    result = run_native("convert", (STRIDED, dst), x, t)
+    assert_sparse_equal(result, x, check_layout=dst, check_signed_zeros=True)
+    assert result.index_dtype == t.index_dtype
+    same_components(result, run_generic("convert", (STRIDED, dst), x, t))
+
+
+@examples
+@given(case=float_cases(), src=st.sampled_from([CSR, CSC]), index_dtype=st.sampled_from(["int32", "int64"]))
+def test_csr_csc(case: Any, src: xs.Layout, index_dtype: str) -> None:
+    x = positive_zeros(case.array)
+    dst = CSC if src is CSR else CSR
+    a = make(x, src, index_dtype, dense_dim=0)
+    t = target(a, dst, index_dtype, dense_dim=0)
+    result = run_native("convert", (src, dst), a, t)
+    assert_sparse_equal(result, x, check_layout=dst, check_signed_zeros=True)
+    same_components(result, run_generic("convert", (src, dst), a, t))
+
+
+@examples
+@given(data=st.data(), dst=st.sampled_from([CSR, CSC]), index_dtype=st.sampled_from(["int32", "int64"]))
+def test_coo_to_compressed_sums_duplicates(data: Any, dst: xs.Layout, index_dtype: str) -> None:
+    coo, expected = data.draw(uncoalesced_coo(XP, min_sparse_dims=2, max_sparse_dims=2, max_dense_dims=0))
+    assume(str(coo.dtype) in FLOAT)
+    t = target(coo, dst, index_dtype, dense_dim=0)
+    result = run_native("convert", (COO, dst), coo, t)
+    assert result.index_dtype == t.index_dtype
+    assert_sparse_equal(result, cp.asarray(expected), check_layout=dst)
+    assert_sparse_equal(result, run_generic("convert", (COO, dst), coo, t))
+
+
+@examples
+@given(case=float_cases(), src=st.sampled_from([CSR, CSC, COO]), index_dtype=st.sampled_from(["int32", "int64"]))
+def test_sparse_to_strided(case: Any, src: xs.Layout, index_dtype: str) -> None:
+    x = positive_zeros(case.array)
+    a = make(x, src, index_dtype, **({"sparse_dim": 2} if src is COO else {"dense_dim": 0}))
+    t = target(a, STRIDED)
+    result = run_native("convert", (src, STRIDED), a, t)
+    assert isinstance(result, cp.ndarray) and result.flags.c_contiguous
+    assert_sparse_equal(result, x, check_signed_zeros=True)
+    assert_sparse_equal(result, run_generic("convert", (src, STRIDED), a, t), check_signed_zeros=True)
+
+
+@examples
+@given(data=st.data())
+def test_uncoalesced_coo_to_strided(data: Any) -> None:
+    coo, expected = data.draw(uncoalesced_coo(XP, min_sparse_dims=2, max_sparse_dims=2, max_dense_dims=0))
+    assume(str(coo.dtype) in FLOAT)
+    result = run_native("convert", (COO, STRIDED), coo, target(coo, STRIDED))
+    np.testing.assert_allclose(to_numpy(result), expected, equal_nan=True)
+
+
+# -- products ------------------------------------------------------------------------------------------
+
+
+@examples
+@given(
+    case=float_cases(max_batch_dims=2), layout=st.sampled_from([CSR, CSC]), index_dtype=st.sampled_from(["int32", "int64"]),
+    form=st.sampled_from(["vector", "matrix", "batched"]), n=st.integers(0, 5),
+    other=st.sampled_from(FLOAT), seed=st.integers(0, 2**32 - 1),
+)  # fmt: skip
+def test_matmul_compressed_strided(
+    case: Any, layout: xs.Layout, index_dtype: str, form: str, n: int, other: str, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    a = make(case.array, layout, index_dtype, dense_dim=0)
+    k = case.sparse_shape[1]
+    shape = {"vector": (k,), "matrix": (k, n), "batched": (*case.batch_shape, k, n)}[form]
+    b = random(rng, shape, other)
+    result = run_native("matmul", (layout, STRIDED), a, b)
+    expected = run_generic("matmul", (layout, STRIDED), a, b)
+    assert result.dtype == expected.dtype
+    tol = tolerance(result.dtype)
+    np.testing.assert_allclose(to_numpy(result), to_numpy(expected), equal_nan=True, **tol)
+    np.testing.assert_allclose(to_numpy(result), to_numpy(cp.matmul(case.array.astype(result.dtype), b.astype(result.dtype))), equal_nan=True, **tol)
+
+
+@examples
+@given(
+    case=float_cases(), layout=st.sampled_from([CSR, CSC]), index_dtype=st.sampled_from(["int32", "int64"]),
+    vector=st.booleans(), p=st.integers(0, 5), seed=st.integers(0, 2**32 - 1),
+)  # fmt: skip
+def test_matmul_strided_compressed(case: Any, layout: xs.Layout, index_dtype: str, vector: bool, p: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    b = make(case.array, layout, index_dtype, dense_dim=0)
+    m = case.sparse_shape[0]
+    a = random(rng, (m,) if vector else (p, m), case.dtype)
+    result = run_native("matmul", (STRIDED, layout), a, b)
+    tol = tolerance(result.dtype)
+    np.testing.assert_allclose(to_numpy(result), to_numpy(run_generic("matmul", (STRIDED, layout), a, b)), equal_nan=True, **tol)
+    np.testing.assert_allclose(to_numpy(result), to_numpy(cp.matmul(a, case.array)), equal_nan=True, **tol)
+
+
+@examples
+@given(
+    case=float_cases(), layout=st.sampled_from([CSR, CSC]), index_dtype=st.sampled_from(["int32", "int64"]),
+    n=st.integers(0, 6), density=st.sampled_from([0.0, 0.3, 1.0]), seed=st.integers(0, 2**32 - 1),
+)  # fmt: skip
+def test_spgemm(case: Any, layout: xs.Layout, index_dtype: str, n: int, density: float, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    k = case.sparse_shape[1]
+    left = finite(case.array)
+    right = cp.where(cp.asarray(rng.random((k, n)) < density), random(rng, (k, n), case.dtype), cp.zeros((), dtype=case.dtype))
+    a = make(left, layout, index_dtype, dense_dim=0)
+    b = make(right, layout, index_dtype, dense_dim=0)
+    result = run_native("matmul", (layout, layout), a, b)
+    assert result.layout is layout and result.index_dtype == a.index_dtype
+    check_invariants(result)
+    tol = tolerance(result.dtype)
+    assert_sparse_equal(result, run_generic("matmul", (layout, layout), a, b), **tol)
+    assert_sparse_equal(result, cp.matmul(left, right), **tol)
+
+
+@examples
+@given(
+    case=float_cases(max_batch_dims=2), index_dtype=st.sampled_from(["int32", "int64"]),
+    form=st.sampled_from(["vector", "matrix", "batched"]), n=st.integers(0, 4), seed=st.integers(0, 2**32 - 1),
+)  # fmt: skip
+def test_matmul_bsr_strided(case: Any, index_dtype: str, form: str, n: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    a = make(case.array, BSR, index_dtype, dense_dim=0, blocksize=case.blocksize)
+    k = case.sparse_shape[1]
+    shape = {"vector": (k,), "matrix": (k, n), "batched": (*case.batch_shape, k, n)}[form]
+    b = random(rng, shape, case.dtype)
+    result = run_native("matmul", (BSR, STRIDED), a, b)
+    tol = tolerance(result.dtype)
+    np.testing.assert_allclose(to_numpy(result), to_numpy(run_generic("matmul", (BSR, STRIDED), a, b)), equal_nan=True, **tol)
+    np.testing.assert_allclose(to_numpy(result), to_numpy(cp.matmul(case.array, b)), equal_nan=True, **tol)
+
+
+@examples
+@given(
+    case=float_cases(max_batch_dims=2, fill=None), index_dtype=st.sampled_from(["int32", "int64"]), kk=st.integers(0, 5),
+    beta=st.sampled_from([0, 1, 0.5]), alpha=st.sampled_from([1, -2.0]), shared=st.booleans(), seed=st.integers(0, 2**32 - 1),
+)  # fmt: skip
+def test_sampled_addmm(case: Any, index_dtype: str, kk: int, beta: Any, alpha: Any, shared: bool, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    m, n = case.sparse_shape
+    mask = make(case.array, CSR, index_dtype, dense_dim=0, **({"fill_value": case.fill_value} if case.has_fill else {}))
+    batch = () if shared else case.batch_shape
+    a = random(rng, (*batch, m, kk), case.dtype)
+    b = random(rng, (*case.batch_shape, kk, n), case.dtype)
+    result = run_native("sampled_addmm", (CSR, STRIDED, STRIDED), mask, a, b, beta, alpha)
+    expected = run_generic("sampled_addmm", (CSR, STRIDED, STRIDED), mask, a, b, beta, alpha)
+    tol = tolerance(result.dtype)
+    assert same_fill(result.fill_value, expected.fill_value)
+    for x, y in [(result.crow_indices(), mask.crow_indices()), (result.col_indices(), mask.col_indices())]:
+        np.testing.assert_array_equal(to_numpy(x), to_numpy(y))
+    np.testing.assert_allclose(to_numpy(result.values()), to_numpy(expected.values()), equal_nan=True, **tol)
+    # the dense computation: alpha * (a @ b) + beta * mask on the pattern, beta * fill elsewhere
+    pattern = to_numpy(xs.to_dense(mask._with_values(cp.ones_like(mask.values()), 0))) != 0
+    product = to_numpy(cp.matmul(a, b))
+    own = to_numpy(xs.to_dense(mask))
+    with np.errstate(invalid="ignore"):
+        dense = np.where(pattern, alpha * product + (beta * own if beta else 0), beta * case.fill_value if beta else 0)
+    np.testing.assert_allclose(to_numpy(xs.to_dense(result)), dense, equal_nan=True, **tol)
+
+
+# -- reasons to decline --------------------------------------------------------------------------------
+
+
+def _csr(values: list[Any], dtype: str = "float64", **kwargs: Any) -> Any:
+    return xs.sparse_csr_array(cp.asarray([0, 1, 2]), cp.asarray([0, 1]), cp.asarray(values, dtype=dtype), (2, 2), **kwargs)
+
+
+def test_declines_other_dtypes() -> None:
+    a = _csr([1, 2], dtype="int32")
+    assert "float32, float64, complex64 and complex128" in str(reason_of("convert", (CSR, CSC), a, target(a, CSC)))
+    b = _csr([1.0, 2.0])
+    assert "got int64" in str(reason_of("matmul", (CSR, STRIDED), b, cp.ones(2, dtype=cp.int64)))
+    assert "got int32" in str(reason_of("matmul", (BSR, STRIDED), xs.to_sparse_bsr(a, (1, 1)), cp.ones(2)))
+
+
+def test_declines_other_fill_values() -> None:
+    a = _csr([1.0, 2.0], fill_value=1.0)
+    assert "fill value is 1.0" in str(reason_of("convert", (CSR, STRIDED), a, target(a, STRIDED)))
+    assert "fill value is 1.0" in str(reason_of("matmul", (CSR, STRIDED), a, cp.ones(2)))
+    x = cp.ones((2, 2))
+    assert "fill value is 2.0" in str(reason_of("convert", (STRIDED, CSR), x, target(x, CSR, fill_value=2.0)))
+
+
+def test_declines_dense_dimensions() -> None:
+    a = xs.to_sparse_csr(cp.ones((2, 2, 3)), dense_dim=1)
+    assert "no dense dimensions" in str(reason_of("convert", (CSR, CSC), a, target(a, CSC, dense_dim=1)))
+    assert "no dense dimensions" in str(reason_of("matmul", (CSR, STRIDED), a, cp.ones(2)))
+    assert "no dense dimensions" in str(reason_of("sampled_addmm", (CSR, STRIDED, STRIDED), a, cp.ones((2, 2)), cp.ones((2, 2)), 1, 1))
+
+
+def test_declines_batches_where_not_folded() -> None:
+    a = xs.to_sparse_csr(cp.ones((3, 2, 2)))
+    assert "are 2-D" in str(reason_of("convert", (CSR, CSC), a, target(a, CSC)))
+    assert "2-D sparse matrices only" in str(reason_of("matmul", (CSR, CSR), a, a))
+    assert "by a vector or a matrix only" in str(reason_of("matmul", (STRIDED, CSR), cp.ones((2, 2)), a))
+    assert "must broadcast" in str(reason_of("matmul", (CSR, STRIDED), a, cp.ones((4, 2, 2))))
+    b = xs.to_sparse_csr(cp.ones((2, 2)))
+    assert "must broadcast" in str(reason_of("sampled_addmm", (CSR, STRIDED, STRIDED), b, cp.ones((3, 2, 2)), cp.ones((2, 2)), 1, 1))
+    assert "takes matrices" in str(reason_of("sampled_addmm", (CSR, STRIDED, STRIDED), b, cp.ones(2), cp.ones((2, 2)), 1, 1))
+
+
+def test_declines_negative_zeros() -> None:
+    x = cp.asarray([[-0.0, 1.0], [0.0, 2.0]])
+    assert "leaves out -0.0" in str(reason_of("convert", (STRIDED, CSR), x, target(x, CSR)))
+    a = _csr([-0.0, 1.0])
+    assert "toarray turns a stored -0.0" in str(reason_of("convert", (CSR, STRIDED), a, target(a, STRIDED)))
+    coo = xs.sparse_coo_array(cp.asarray([[0, 1], [0, 1]]), cp.asarray([-0.0, 1.0]), (2, 2))
+    assert "duplicate sum turns a stored -0.0" in str(reason_of("convert", (COO, CSR), coo, target(coo, CSR)))
+
+
+def test_declines_sizes_past_int32() -> None:
+    assert cupy_conversion.index_reason(3, 2**31) == "cuSPARSE takes int32 indices, which cannot address 2147483648 elements"
+    assert cupy_conversion.index_reason(2**31 - 1) is None
+
+
+def test_public_functions_run_the_cupy_kernels() -> None:
+    x = cp.asarray([[0.0, 1.5], [2.0, 0.0]])
+    a = xs.to_sparse_csr(x)
+    assert_sparse_equal(a, x)
+    np.testing.assert_allclose(to_numpy(xs.matmul(a, cp.ones(2))), [1.5, 2.0])
+    assert_sparse_equal(xs.to_sparse_csc(a), x)
+    assert_sparse_equal(xs.matmul(a, a), x @ x)

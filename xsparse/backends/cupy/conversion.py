@@ -1,0 +1,247 @@
+"""Native kernels of the CuPy backend: cupyx.scipy.sparse's conversions (cuSPARSE), zero-copy.
+
+xsparse keeps CuPy components as plain ``cupy.ndarray`` objects; a kernel wraps them in a
+``cupyx.scipy.sparse`` matrix (:func:`to_cupyx`: the buffers are shared, and a compressed array is marked
+canonical, which it is by invariant 5.6), runs cupyx's conversion and unwraps the result's components
+(:func:`from_cupyx`). cupyx's sparse matrices are 2-D, read the unspecified elements as 0 and run
+cuSPARSE on float32, float64, complex64 and complex128 values with int32 indices, so the kernels decline
+the rest (a batch or dense dimension, another fill value or dtype, sizes past int32) with a reason, and
+the generic kernels take over. int64 indices that fit are narrowed explicitly (one copy of the indices)
+and the result's indices are cast back to the dtype asked for.
+
+CuPy is imported the first time a kernel runs (on a CuPy array), never when this module is imported, so
+the registry can list these kernels on a machine without CuPy.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, cast
+
+import numpy as np
+
+from ...dispatch import register
+from ...formats import COOArray, CompressedArray, SparseArray, sparse_coo, sparse_csc, sparse_csr, strided
+from ...formats._spec import Target
+from ..array_api.conversion import is_plus_zero
+
+__all__ = ["cupy_module", "cupyx_sparse", "to_cupyx", "from_cupyx"]
+
+CUSPARSE_DTYPES = frozenset(np.dtype(t) for t in ("float32", "float64", "complex64", "complex128"))
+INT32_MAX = 2**31 - 1
+
+
+def cupy_module() -> Any:
+    """The ``cupy`` module, imported on first use."""
+    import cupy
+
+    return cupy
+
+
+def cupyx_sparse() -> Any:
+    """The ``cupyx.scipy.sparse`` module, imported on first use."""
+    import cupyx.scipy.sparse
+
+    return cupyx.scipy.sparse
+
+
+# -- reasons to decline -----------------------------------------------------------------------------
+
+
+def dtype_reason(*dtypes: Any) -> str | None:
+    """Why cuSPARSE cannot take values of these dtypes, or None."""
+    for dtype in dtypes:
+        if np.dtype(dtype) not in CUSPARSE_DTYPES:
+            return f"cuSPARSE handles float32, float64, complex64 and complex128 values only, got {np.dtype(dtype)}"
+    return None
+
+
+def fill_reason(fill: Any) -> str | None:
+    """Why a sparse operand with this fill value cannot go to cupyx, or None."""
+    if not is_plus_zero(fill):
+        return f"cupyx's sparse matrices read the unspecified elements as 0 (+0.0), and the fill value is {fill!r}"
+    return None
+
+
+def plain_2d_reason(ndim: int, dense_dim: int) -> str | None:
+    """Why an array of this rank cannot be a cupyx sparse matrix, or None."""
+    if dense_dim:
+        return "cupyx's sparse matrices have no dense dimensions"
+    if ndim != 2:
+        return f"cupyx's sparse matrices are 2-D (no batch dimensions), got {ndim} dimensions"
+    return None
+
+
+def index_reason(*sizes: int) -> str | None:
+    """Why indices addressing these sizes (dimensions, element counts) cannot be int32, or None."""
+    if max(sizes, default=0) > INT32_MAX:
+        return f"cuSPARSE takes int32 indices, which cannot address {max(sizes)} elements"
+    return None
+
+
+def holds_negative_zero(x: Any) -> bool:
+    """Whether the CuPy array ``x`` holds a -0.0 (as either part of a complex value); one pass over ``x``."""
+    cp = cupy_module()
+    if x.dtype.kind == "c":
+        return holds_negative_zero(x.real) or holds_negative_zero(x.imag)
+    if x.dtype.kind != "f" or x.size == 0:
+        return False
+    return bool(cp.any(cp.signbit(x) & (x == 0)))
+
+
+def _sparse_reason(a: SparseArray) -> str | None:
+    return fill_reason(a.fill_value) or dtype_reason(a.dtype) or plain_2d_reason(a.ndim, a.dense_dim()) or index_reason(*a.shape, a.nnz)
+
+
+# -- wrappers ------------------------------------------------------------------------------------------
+
+
+def _int32(x: Any) -> Any:
+    return x.astype(cupy_module().int32, copy=False)
+
+
+def to_cupyx(a: SparseArray, dtype: Any = None) -> Any:
+    """The ``cupyx.scipy.sparse`` matrix holding the 2-D ``a`` (fill value 0), sharing its buffers.
+
+    The values are cast to ``dtype`` when one is given (a copy only where the dtype differs) and int64
+    indices are narrowed to int32 (a copy of the indices); everything else is shared.
+    """
+    sp = cupyx_sparse()
+    values = a._vals if dtype is None else a._vals.astype(dtype, copy=False)
+    shape = (int(a.shape[0]), int(a.shape[1]))
+    if isinstance(a, COOArray):
+        idx = _int32(a._idx)
+        m = sp.coo_matrix((values, (idx[0], idx[1])), shape=shape)
+        if a.is_coalesced():
+            # xsparse's coalesced order is row-major, cupyx's canonical order too
+            m.has_canonical_format = True
+        return m
+    c = cast(CompressedArray, a)
+    container = sp.csr_matrix if c.layout is sparse_csr else sp.csc_matrix
+    m = container((values, _int32(c._plain), _int32(c._compressed)), shape=shape)
+    # invariant 5.6: sorted, distinct plain indices; telling cupyx spares it a check (and a sync) per call
+    m.has_canonical_format = True
+    return m
+
+
+def from_cupyx(m: Any, target: Target, fill_value: Any = 0) -> CompressedArray:
+    """The xsparse CSR or CSC array (``target.layout``) with the components of the cupyx matrix ``m``.
+
+    ``m`` is made canonical first (sorted, distinct indices: a no-op, after one check, where it already
+    is); its indices are cast to ``target.index_dtype`` (no copy where they already have it).
+    """
+    m.sum_duplicates()
+    idt = target.index_dtype
+    return CompressedArray(
+        m.indptr.astype(idt, copy=False), m.indices.astype(idt, copy=False), m.data, target.shape,
+        layout=target.layout, backend=target.backend, xp=target.xp, fill_value=fill_value,
+    )  # fmt: skip
+
+
+def _empty_compressed(target: Target, n_compressed: int, dtype: Any) -> CompressedArray:
+    cp = cupy_module()
+    idt = target.index_dtype
+    return CompressedArray(
+        cp.zeros(n_compressed + 1, dtype=idt), cp.zeros(0, dtype=idt), cp.zeros(0, dtype=dtype), target.shape,
+        layout=target.layout, backend=target.backend, xp=target.xp,
+    )  # fmt: skip
+
+
+# -- CSR <-> CSC -----------------------------------------------------------------------------------------
+
+
+def _supports_compressed_compressed(xp: Any, a: CompressedArray, target: Target) -> str | None:
+    return _sparse_reason(a)
+
+
+@register("convert", (sparse_csr, sparse_csc), backend="cupy", supports=_supports_compressed_compressed)
+@register("convert", (sparse_csc, sparse_csr), backend="cupy", supports=_supports_compressed_compressed)
+def _convert_compressed_compressed_cupy(xp: Any, a: CompressedArray, target: Target) -> CompressedArray:
+    """CSR <-> CSC (2-D) through cupyx's tocsc / tocsr (cuSPARSE csr2csc); O(nnz + M + N)."""
+    m = to_cupyx(a)
+    return from_cupyx(m.tocsc() if target.layout is sparse_csc else m.tocsr(), target, a.fill_value)
+
+
+# -- COO -> CSR / CSC ----------------------------------------------------------------------------------
+
+
+def _supports_coo_compressed(xp: Any, a: COOArray, target: Target) -> str | None:
+    reason = _sparse_reason(a)
+    if reason is None and holds_negative_zero(a._vals):
+        # cupyx sums duplicates by atomic adds into +0.0, and +0.0 + -0.0 is +0.0
+        return "cupyx's duplicate sum turns a stored -0.0 into +0.0"
+    return reason
+
+
+@register("convert", (sparse_coo, sparse_csr), backend="cupy", supports=_supports_coo_compressed)
+@register("convert", (sparse_coo, sparse_csc), backend="cupy", supports=_supports_coo_compressed)
+def _convert_coo_compressed_cupy(xp: Any, a: COOArray, target: Target) -> CompressedArray:
+    """to_sparse_{csr,csc}(2-D COO) through cupyx's coo tocsr / tocsc (sort, duplicate sum, cuSPARSE coo2csr); O(nnz log nnz)."""
+    n_compressed = a.shape[target.layout.compressed_dim]
+    if a.nnz == 0:
+        return _empty_compressed(target, n_compressed, a.dtype)
+    m = to_cupyx(a)
+    return from_cupyx(m.tocsr() if target.layout is sparse_csr else m.tocsc(), target, a.fill_value)
+
+
+# -- strided <-> CSR / CSC / COO -----------------------------------------------------------------------
+
+
+def _supports_strided_sparse(xp: Any, x: Any, target: Target) -> str | None:
+    dense_dim = target.dense_dim if target.layout is not sparse_coo else x.ndim - target.sparse_dim
+    reason = (
+        fill_reason(target.fill_value) or dtype_reason(x.dtype) or plain_2d_reason(x.ndim, dense_dim)
+        or index_reason(*x.shape, math.prod(x.shape))
+    )  # fmt: skip
+    if reason is None and holds_negative_zero(x):
+        # with fill value +0.0 a -0.0 is specified (docs/decisions.md, "Fill values"); cupyx leaves it out
+        return "cupyx's conversion from dense leaves out -0.0, which is a specified element"
+    return reason
+
+
+@register("convert", (strided, sparse_csr), backend="cupy", supports=_supports_strided_sparse)
+@register("convert", (strided, sparse_csc), backend="cupy", supports=_supports_strided_sparse)
+def _convert_strided_compressed_cupy(xp: Any, x: Any, target: Target) -> CompressedArray:
+    """to_sparse_{csr,csc}(2-D strided) through cupyx's csr_matrix / csc_matrix (cuSPARSE denseToSparse); O(M * N)."""
+    n_compressed = x.shape[target.layout.compressed_dim]
+    if x.size == 0:
+        return _empty_compressed(target, n_compressed, x.dtype)
+    sp = cupyx_sparse()
+    container = sp.csr_matrix if target.layout is sparse_csr else sp.csc_matrix
+    return from_cupyx(container(x), target)
+
+
+@register("convert", (strided, sparse_coo), backend="cupy", supports=_supports_strided_sparse)
+def _convert_strided_coo_cupy(xp: Any, x: Any, target: Target) -> COOArray:
+    """to_sparse_coo(2-D strided) through cupyx's csr_matrix(x).tocoo() (cuSPARSE denseToSparse, csr2coo), row-major; O(M * N)."""
+    cp = cupy_module()
+    idt = target.index_dtype
+    if x.size == 0:
+        indices, values = cp.zeros((2, 0), dtype=idt), cp.zeros(0, dtype=x.dtype)
+    else:
+        m = cupyx_sparse().csr_matrix(x)
+        m.sum_duplicates()
+        coo = m.tocoo()
+        indices, values = cp.stack([coo.row.astype(idt), coo.col.astype(idt)]), coo.data
+    return COOArray(
+        indices, values, tuple(x.shape), backend=target.backend, xp=xp, coalesced=True, fill_value=target.fill_value
+    )
+
+
+def _supports_sparse_strided(xp: Any, a: SparseArray, target: Target) -> str | None:
+    reason = _sparse_reason(a)
+    if reason is None and holds_negative_zero(a._vals):
+        # toarray sums (duplicates) into +0.0, and +0.0 + -0.0 is +0.0
+        return "cupyx's toarray turns a stored -0.0 into +0.0"
+    return reason
+
+
+@register("convert", (sparse_csr, strided), backend="cupy", supports=_supports_sparse_strided)
+@register("convert", (sparse_csc, strided), backend="cupy", supports=_supports_sparse_strided)
+@register("convert", (sparse_coo, strided), backend="cupy", supports=_supports_sparse_strided)
+def _convert_indexed_strided_cupy(xp: Any, a: SparseArray, target: Target) -> Any:
+    """to_dense(2-D CSR, CSC or COO) through cupyx's toarray (cuSPARSE sparseToDense), row-major; O(M * N + nnz)."""
+    cp = cupy_module()
+    if a.nnz == 0 or math.prod(a.shape) == 0:
+        return cp.zeros(tuple(a.shape), dtype=a.dtype)
+    return cp.ascontiguousarray(to_cupyx(a).toarray())

@@ -1,0 +1,313 @@
+"""Native linear-algebra kernels of the CuPy backend: cuSPARSE through cupyx, and custom CUDA kernels.
+
+* CSR/CSC @ strided runs cupyx's ``matrix @ x``: cuSPARSE SpMV for a vector, SpMM for a matrix. A batch
+  of compressed matrices is folded into one block-diagonal matrix (each batch's indices offset), multiplied
+  once and unfolded; strided @ CSR/CSC is ``(b.T @ a.T).T``, the transposed sparse operand a view.
+* CSR @ CSR (and CSC @ CSC, as the transposed CSR product) runs cupyx's ``csr @ csr``: cuSPARSE SpGEMM.
+* SDDMM (``sampled_addmm`` on a CSR mask) and BSR @ strided have no cupyx binding; they run as
+  ``cupy.ElementwiseKernel`` kernels below, one thread per result element, reading int32 or int64 indices
+  as they are.
+
+Every kernel multiplies values of one of cuSPARSE's dtypes (float32, float64, complex64, complex128; the
+operands are promoted to their common dtype first) and reads the unspecified elements as 0, so it declines
+another fill value or dtype, dense dimensions, and sizes that int32 indices cannot address; the generic
+kernels take over. CuPy is imported the first time a kernel runs.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ...dispatch import register
+from ...formats import CompressedArray, SparseArray, sparse_bsr, sparse_csc, sparse_csr, strided
+from ..array_api.linalg import _broadcast_shapes
+from .conversion import cupy_module, cupyx_sparse, dtype_reason, fill_reason, index_reason, to_cupyx
+
+__all__: list[str] = []
+
+
+# -- reasons to decline -----------------------------------------------------------------------------
+
+
+def _sparse_reason(a: SparseArray) -> str | None:
+    if a.dense_dim():
+        return "cupyx's sparse matrices have no dense dimensions"
+    return fill_reason(a.fill_value) or dtype_reason(a.dtype)
+
+
+def _batch_reason(batch: tuple[int, ...], other: tuple[int, ...], what: str) -> str | None:
+    if len(other) > len(batch) or _broadcast_shapes(batch, other) != batch:
+        return f"the {what}'s batch dimensions {other} must broadcast to the sparse array's {batch}"
+    return None
+
+
+def _fold_reason(a: CompressedArray) -> str | None:
+    """Why the block-diagonal fold of ``a``'s batches cannot have int32 indices, or None."""
+    nb = math.prod(a.shape[: a.batch_dim()])
+    return index_reason(*(nb * s for s in a.shape[a.batch_dim() :]), nb * a.nnz)
+
+
+def _result_dtype(*dtypes: Any) -> Any:
+    # the four floating dtypes promote among themselves as the Array API's table says
+    return np.result_type(*(np.dtype(d) for d in dtypes))
+
+
+# -- helpers -------------------------------------------------------------------------------------------
+
+
+def _fold(a: CompressedArray, dtype: Any) -> Any:
+    """The cupyx matrix of the block-diagonal 2-D matrix of ``a``'s batches (int32 indices)."""
+    cp = cupy_module()
+    nbd = a.batch_dim()
+    nb, nse = math.prod(a.shape[:nbd]), a.nnz
+    m, k = a.shape[nbd], a.shape[nbd + 1]
+    n_compressed, n_plain = (m, k) if a.layout.compressed_dim == 0 else (k, m)
+    comp = a._compressed.reshape(nb, n_compressed + 1).astype(cp.int32)
+    lin = cp.arange(nb, dtype=cp.int32)[:, None]
+    indptr = cp.concatenate([(comp[:, :-1] + lin * nse).reshape(-1), cp.full(1, nb * nse, dtype=cp.int32)])
+    indices = (a._plain.reshape(nb, nse).astype(cp.int32) + lin * n_plain).reshape(-1)
+    values = a._vals.reshape(nb * nse).astype(dtype, copy=False)
+    container = cupyx_sparse().csr_matrix if a.layout.compressed_dim == 0 else cupyx_sparse().csc_matrix
+    mat = container((values, indices, indptr), shape=(nb * m, nb * k))
+    mat.has_canonical_format = True
+    return mat
+
+
+def _product(mat: Any, x: Any, dtype: Any) -> Any:
+    """``mat @ x`` for a cupyx matrix and a 1-D or 2-D CuPy array: cuSPARSE SpMV or SpMM (a matrix result
+    comes back column-major)."""
+    cp = cupy_module()
+    shape = (mat.shape[0], *x.shape[1:])
+    if mat.nnz == 0 or 0 in shape or x.shape[0] == 0:
+        # cuSPARSE gets no empty operand: an empty product is zeros
+        return cp.zeros(shape, dtype=dtype)
+    return mat @ x.astype(dtype, copy=False)
+
+
+# -- sparse @ strided ------------------------------------------------------------------------------
+
+
+def _supports_compressed_strided(xp: Any, a: CompressedArray, b: Any) -> str | None:
+    reason = _sparse_reason(a) or dtype_reason(b.dtype) or _fold_reason(a)
+    if reason is None and b.ndim > 2:
+        reason = _batch_reason(tuple(a.shape[: a.batch_dim()]), tuple(b.shape[:-2]), "strided operand")
+    return reason
+
+
+@register("matmul", (sparse_csr, strided), backend="cupy", supports=_supports_compressed_strided)
+@register("matmul", (sparse_csc, strided), backend="cupy", supports=_supports_compressed_strided)
+def _matmul_compressed_strided_cupy(xp: Any, a: CompressedArray, b: Any) -> Any:
+    """matmul(CSR/CSC, strided) -> strided: cuSPARSE SpMV (vector) or SpMM (matrix) via cupyx, batches folded block-diagonally; O(nnz * N)."""
+    cp = cupy_module()
+    dtype = _result_dtype(a.dtype, b.dtype)
+    nbd = a.batch_dim()
+    vector = b.ndim == 1
+    b2 = b[:, None] if vector else b
+    batch = tuple(a.shape[:nbd])
+    nb = math.prod(batch)
+    m, k, n = a.shape[nbd], a.shape[nbd + 1], b2.shape[-1]
+    if a.nnz == 0 or nb * m * n == 0:
+        # cuSPARSE gets no empty operand: an empty product is zeros
+        out = cp.zeros((*batch, m, n), dtype=dtype)
+    elif nbd == 0:
+        return cp.ascontiguousarray(_product(to_cupyx(a, dtype), b, dtype))
+    else:
+        dense = cp.broadcast_to(b2, (*batch, k, n)).reshape(nb * k, n)
+        out = cp.ascontiguousarray(_product(_fold(a, dtype), dense, dtype)).reshape(*batch, m, n)
+    return cp.ascontiguousarray(out[..., 0]) if vector else out
+
+
+def _supports_strided_compressed(xp: Any, a: Any, b: CompressedArray) -> str | None:
+    reason = _sparse_reason(b) or dtype_reason(a.dtype) or index_reason(*b.shape, b.nnz)
+    if reason is None and (b.ndim != 2 or a.ndim > 2):
+        return "cupyx multiplies 2-D sparse matrices by a vector or a matrix only"
+    return reason
+
+
+@register("matmul", (strided, sparse_csr), backend="cupy", supports=_supports_strided_compressed)
+@register("matmul", (strided, sparse_csc), backend="cupy", supports=_supports_strided_compressed)
+def _matmul_strided_compressed_cupy(xp: Any, a: Any, b: CompressedArray) -> Any:
+    """matmul(strided, CSR/CSC) -> strided: (b.T @ a.T).T, cuSPARSE SpMV or SpMM via cupyx on the transposed view; O(nnz * M)."""
+    cp = cupy_module()
+    dtype = _result_dtype(a.dtype, b.dtype)
+    out_shape = (*a.shape[:-1], b.shape[1])
+    if b.nnz == 0 or 0 in out_shape:
+        return cp.zeros(out_shape, dtype=dtype)
+    bt = to_cupyx(b.transpose_sparse(), dtype)
+    if a.ndim == 1:
+        return _product(bt, a, dtype)
+    # SpMM's column-major (N, M) result is the row-major (M, N) one, transposed
+    return cp.ascontiguousarray(_product(bt, a.T, dtype).T)
+
+
+# -- sparse @ sparse -----------------------------------------------------------------------------------
+
+
+def _supports_sparse_sparse(xp: Any, a: CompressedArray, b: CompressedArray) -> str | None:
+    reason = _sparse_reason(a) or _sparse_reason(b)
+    if reason is None and (a.ndim != 2 or b.ndim != 2):
+        return "cupyx multiplies 2-D sparse matrices only (no batch dimensions)"
+    return reason or index_reason(*a.shape, *b.shape, a.nnz, b.nnz)
+
+
+@register("matmul", (sparse_csr, sparse_csr), backend="cupy", supports=_supports_sparse_sparse)
+@register("matmul", (sparse_csc, sparse_csc), backend="cupy", supports=_supports_sparse_sparse)
+def _matmul_compressed_compressed_cupy(xp: Any, a: CompressedArray, b: CompressedArray) -> CompressedArray:
+    """matmul(CSR, CSR) -> CSR, matmul(CSC, CSC) -> CSC: cuSPARSE SpGEMM via cupyx's csr @ csr (CSC as the transposed product); O(flops)."""
+    cp = cupy_module()
+    dtype = _result_dtype(a.dtype, b.dtype)
+    # a CSC product is the transpose of a CSR one: (a @ b).T == b.T @ a.T, whose CSR components are a @ b's CSC ones
+    left, right = (a, b) if a.layout is sparse_csr else (b.transpose_sparse(), a.transpose_sparse())
+    m, k, n = left.shape[0], left.shape[1], right.shape[1]
+    idt = a.index_dtype
+    if left.nnz == 0 or right.nnz == 0 or 0 in (m, k, n):
+        # cuSPARSE gets no empty operand: the product of an empty pattern is empty
+        crow, col, values = cp.zeros(m + 1, dtype=idt), cp.zeros(0, dtype=idt), cp.zeros(0, dtype=dtype)
+    else:
+        r = to_cupyx(left, dtype) @ to_cupyx(right, dtype)
+        # cuSPARSE leaves the column order within a row unspecified; invariant 5.6 wants it increasing
+        r.sum_duplicates()
+        crow, col, values = r.indptr.astype(idt, copy=False), r.indices.astype(idt, copy=False), r.data
+    return CompressedArray(crow, col, values, (a.shape[0], b.shape[1]), layout=a.layout, backend=a._backend, xp=xp)
+
+
+# -- custom kernels: SDDMM and BSR @ strided ------------------------------------------------------
+# One thread per result element; the loops read the operands' row-major, flattened buffers. Index
+# arithmetic is 64-bit whatever the index dtype (I, J), so int32 and int64 indices run as they are.
+# Names n, i and those starting with "_" are reserved by ElementwiseKernel.
+
+_SDDMM_BODY = """
+const long long bt = row / nrows;
+T acc = T(0);
+for (long long p = 0; p < kdim; ++p) {
+    acc += x[row * kdim + p] * y[(bt * kdim + p) * ncols + (long long)col];
+}
+out = acc;
+"""
+
+_BSR_MATMUL_BODY = """
+const long long q = i % ncols;
+const long long t = i / ncols;
+const long long r = t % nrows;
+const long long bt = t / nrows;
+const long long base = bt * (mb + 1) + r / bm;
+const long long rin = r % bm;
+T acc = T(0);
+for (long long e = (long long)crow[base]; e < (long long)crow[base + 1]; ++e) {
+    const long long g = bt * nse + e;
+    const long long j = (long long)col[g];
+    for (long long c = 0; c < bn; ++c) {
+        acc += vals[(g * bm + rin) * bn + c] * dense[(bt * kdim + j * bn + c) * ncols + q];
+    }
+}
+out = acc;
+"""
+
+_KERNELS: dict[str, Any] = {}
+
+
+def _kernel(name: str) -> Any:
+    """The ElementwiseKernel ``name``, built on first use (CuPy compiles it per dtype on first call)."""
+    if name not in _KERNELS:
+        cp = cupy_module()
+        if name == "sddmm":
+            _KERNELS[name] = cp.ElementwiseKernel(
+                "int64 row, J col, raw T x, raw T y, int64 nrows, int64 kdim, int64 ncols",
+                "T out",
+                _SDDMM_BODY,
+                "xsparse_sddmm_csr",
+            )
+        else:
+            _KERNELS[name] = cp.ElementwiseKernel(
+                "raw I crow, raw J col, raw T vals, raw T dense, int64 nrows, int64 ncols, int64 kdim, "
+                "int64 mb, int64 bm, int64 bn, int64 nse",
+                "T out",
+                _BSR_MATMUL_BODY,
+                "xsparse_bsr_matmul",
+            )
+    return _KERNELS[name]
+
+
+def _flat(x: Any, shape: tuple[int, ...], dtype: Any) -> Any:
+    """``x`` broadcast to ``shape``, in ``dtype``, as a row-major 1-D CuPy array (a copy only where needed)."""
+    cp = cupy_module()
+    return cp.ascontiguousarray(cp.broadcast_to(x.astype(dtype, copy=False), shape)).reshape(-1)
+
+
+def _supports_sampled(xp: Any, input: CompressedArray, a: Any, b: Any, beta: Any, alpha: Any) -> str | None:
+    # a non-zero fill value is no obstacle: the result's is beta * fill, as in the generic kernel
+    if input.dense_dim():
+        return "the mask of a sampled product has no dense dimensions"
+    reason = dtype_reason(input.dtype, a.dtype, b.dtype)
+    if reason is None and (a.ndim < 2 or b.ndim < 2):
+        return "the SDDMM kernel takes matrices (or batches of them) as mat1 and mat2"
+    if reason is None:
+        batch = tuple(input.shape[: input.batch_dim()])
+        reason = _batch_reason(batch, tuple(a.shape[:-2]), "mat1") or _batch_reason(batch, tuple(b.shape[:-2]), "mat2")
+    return reason
+
+
+@register("sampled_addmm", (sparse_csr, strided, strided), backend="cupy", supports=_supports_sampled)
+def _sampled_addmm_csr_strided_strided_cupy(
+    xp: Any, input: CompressedArray, a: Any, b: Any, beta: Any, alpha: Any
+) -> CompressedArray:
+    """sampled_addmm(CSR, strided, strided) -> CSR: SDDMM as a custom CuPy kernel, one thread per specified element; O(nnz * K)."""
+    cp = cupy_module()
+    from ..._common import scalar_for
+
+    dtype = _result_dtype(input.dtype, a.dtype, b.dtype)
+    nbd = input.batch_dim()
+    batch = tuple(input.shape[:nbd])
+    nb, nse = math.prod(batch), input.nnz
+    m, n, k = input.shape[nbd], input.shape[nbd + 1], a.shape[-1]
+    if nb * nse == 0:
+        sampled = cp.zeros((*batch, nse), dtype=dtype)
+    else:
+        # the global row (batch * m + row) of every specified element, from the folded compressed indices
+        comp = input._compressed.reshape(nb, m + 1).astype(cp.int64)
+        lin = cp.arange(nb, dtype=cp.int64)[:, None]
+        indptr = cp.concatenate([(comp[:, :-1] + lin * nse).reshape(-1), cp.full(1, nb * nse, dtype=cp.int64)])
+        rows = (cp.searchsorted(indptr, cp.arange(nb * nse, dtype=cp.int64), side="right") - 1).astype(cp.int64)
+        x = _flat(a, (*batch, m, k), dtype)
+        y = _flat(b, (*batch, k, n), dtype)
+        cols = cp.ascontiguousarray(input._plain).reshape(-1)
+        sampled = _kernel("sddmm")(rows, cols, x, y, m, k, n).reshape(*batch, nse)
+    values = sampled if alpha == 1 else alpha * sampled
+    fill = scalar_for(xp, dtype, 0 if beta == 0 else beta * input.fill_value)
+    if beta != 0:
+        own = input._vals.astype(dtype, copy=False)
+        values = (own if beta == 1 else beta * own) + values
+    return input._with_values(values, fill)
+
+
+def _supports_bsr_strided(xp: Any, a: CompressedArray, b: Any) -> str | None:
+    reason = _sparse_reason(a) or dtype_reason(b.dtype)
+    if reason is None and b.ndim > 2:
+        reason = _batch_reason(tuple(a.shape[: a.batch_dim()]), tuple(b.shape[:-2]), "strided operand")
+    return reason
+
+
+@register("matmul", (sparse_bsr, strided), backend="cupy", supports=_supports_bsr_strided)
+def _matmul_bsr_strided_cupy(xp: Any, a: CompressedArray, b: Any) -> Any:
+    """matmul(BSR, strided) -> strided: a custom CuPy kernel, one thread per result element, batched; O(nnz * bm * bn * N)."""
+    cp = cupy_module()
+    dtype = _result_dtype(a.dtype, b.dtype)
+    nbd = a.batch_dim()
+    batch = tuple(a.shape[:nbd])
+    nb, nse = math.prod(batch), a.nnz
+    m, k = a.shape[nbd], a.shape[nbd + 1]
+    bm, bn = a.blocksize
+    vector = b.ndim == 1
+    b2 = b[:, None] if vector else b
+    n = b2.shape[-1]
+    out = cp.zeros((*batch, m, n), dtype=dtype)
+    if out.size and nse:
+        crow = cp.ascontiguousarray(a._compressed).reshape(-1)
+        col = cp.ascontiguousarray(a._plain).reshape(-1)
+        vals = _flat(a._vals, tuple(a._vals.shape), dtype)
+        dense = _flat(b2, (*batch, k, n), dtype)
+        _kernel("bsr")(crow, col, vals, dense, m, n, k, m // bm, bm, bn, nse, out)
+    return cp.ascontiguousarray(out[..., 0]) if vector else out
