@@ -73,6 +73,7 @@ TARGETS = {
     "laplace_spmv_copy_share": 0.70,  # Laplacian SpMV: at least 70 % of the 2-thread copy bandwidth
     "spgemm_vs_scipy": 1.0,  # SpGEMM: no slower than SciPy
     "dispatch_vs_scipy": 2.0,  # 10 x 10 SpMV: at most 2 x SciPy's A @ x
+    "torch_backend_vs_torch": 1.10,  # every kernel: xsparse[torch] within 10 % of torch.sparse on the same tensors
 }
 
 
@@ -397,6 +398,7 @@ def analyse(results: dict[str, Any]) -> list[dict[str, Any]]:
                 out[peer] = t[peer] * (1e6 if row["op"] == "dispatch" else 1e3)
         out["scipy/ours"] = _ratio(scipy_t, ours)
         out["torch2t/ours"] = _ratio(torch2, ours)
+        out["xs[torch]/torch2t"] = _ratio(t.get("xsparse[torch]"), torch2)
         if row["bytes"] and ours:
             out["GB/s"] = row["bytes"] / ours / 1e9
             out["copy share"] = row["bytes"] / ours / copy2
@@ -411,6 +413,8 @@ def analyse(results: dict[str, Any]) -> list[dict[str, Any]]:
             verdicts.append(out["scipy/ours"] is not None and out["scipy/ours"] >= TARGETS["spgemm_vs_scipy"])
         elif row["op"] == "dispatch":
             verdicts.append(out["scipy/ours"] is not None and 1 / out["scipy/ours"] <= TARGETS["dispatch_vs_scipy"])
+        if out["xs[torch]/torch2t"] is not None:
+            verdicts.append(out["xs[torch]/torch2t"] <= TARGETS["torch_backend_vs_torch"])
         out["target"] = "-" if not verdicts else ("met" if all(verdicts) else "MISSED")
         table.append(out)
     return table
@@ -429,14 +433,16 @@ def report(results: dict[str, Any], out_dir: Path = RESULTS_DIR) -> list[str]:
         + ", ".join(f"{t} thread{'s' if t > 1 else ''} {v['bytes_per_s'] / 1e9:.1f} GB/s (other load {v['other_load'] or 0:.0%})" for t, v in bw.items()),
         "times in ms (dispatch row: microseconds), best of several runs; scipy/ours and torch2t/ours: speedups of "
         "xsparse[numpy]; GB/s: its effective bandwidth (bytes it must move / time); copy share: of the 2-thread "
-        "copy bandwidth; load: share of the CPUs other processes used while the case was timed",
+        "copy bandwidth; xs[torch]/torch2t: xsparse's torch backend against torch.sparse on the same tensors (both 2 threads); "
+        "load: share of the CPUs other processes used while the case was timed",
         "",
     ]
     columns = [("case", "case", "")]
     present = [p for p in PEERS + ["xs.matmul", "dispatch.call"] if any(p in r for r in table)]
     columns += [(p, p, ".3g") for p in present]
     columns += [
-        ("scipy/ours", "scipy/ours", ".2f"), ("torch2t/ours", "torch2t/ours", ".2f"), ("GB/s", "GB/s", ".1f"),
+        ("scipy/ours", "scipy/ours", ".2f"), ("torch2t/ours", "torch2t/ours", ".2f"),
+        ("xs[torch]/torch2t", "xs[torch]/torch2t", ".2f"), ("GB/s", "GB/s", ".1f"),
         ("copy share", "copy share", ".0%"), ("load", "load", ".0%"), ("target", "target", ""),
     ]  # fmt: skip
     lines += format_table(table, columns)
