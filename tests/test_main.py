@@ -237,6 +237,17 @@ def test_array_api_tests_forwards_its_arguments(tmp_path: Path, capsys: pytest.C
     assert "array-api-tests" in proc.stdout and "conformance" in proc.stdout and "bench" in proc.stdout
 
 
+def test_bench_gpu_says_what_is_missing_without_a_device(capsys: pytest.CaptureFixture[str]) -> None:
+    # on a machine with a usable CUDA device this would run the GPU benchmarks instead
+    import importlib.util
+
+    torch_cuda = importlib.util.find_spec("torch") is not None and __import__("torch").cuda.is_available()
+    if torch_cuda or importlib.util.find_spec("cupy") is not None:
+        pytest.skip("a CUDA library is installed here: the GPU benchmarks would run")
+    assert cli.main(["bench", "--gpu", "--quick"]) == 0
+    assert "bench_gpu: nothing to run, no CUDA device is usable" in capsys.readouterr().err
+
+
 # -- packaging: what `pip install` ships for these commands -----------------------------------------
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
 """``python -m xsparse``: the backends found here and the table of registered kernels.
 
-Sub-commands: ``bench`` (the linear-algebra benchmarks), ``conformance`` (the sparse conformance suite
+Sub-commands: ``bench`` (the linear-algebra benchmarks; ``--gpu`` for the CUDA ones), ``conformance`` (the sparse conformance suite
 on one backend) and ``array-api-tests`` (the Array API test suite on a sparse-by-default namespace); with
 none, the report is printed.
 """
@@ -87,13 +87,15 @@ def kernel_table() -> list[str]:
     return lines
 
 
-def bench(quick: bool) -> int:
-    """Run the linear-algebra benchmark suite, ``benchmarks/bench_linalg.py`` of a source checkout."""
+def bench(quick: bool, gpu: bool = False) -> int:
+    """Run the linear-algebra benchmark suite of a source checkout: ``benchmarks/bench_linalg.py``, or
+    ``benchmarks/bench_gpu.py`` (CuPy and torch CUDA, and 2:4 matmul) with ``gpu``."""
     import importlib.util
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_linalg.py"
-    spec = importlib.util.spec_from_file_location("xsparse_bench_linalg", script)
+    name = "bench_gpu" if gpu else "bench_linalg"
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"xsparse_{name}", script)
     if not script.is_file() or spec is None or spec.loader is None:
         print(
             f"python -m xsparse bench: the benchmark suite is not here ({script}); it ships with the source "
@@ -178,6 +180,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", metavar="{bench,conformance,array-api-tests}")
     bench_parser = commands.add_parser("bench", help="benchmark the sparse linear algebra against SciPy, torch and pydata/sparse")
     bench_parser.add_argument("--quick", action="store_true", help="matrices about ten times smaller")
+    bench_parser.add_argument(
+        "--gpu", action="store_true",
+        help="the GPU benchmarks (CuPy and torch CUDA against cupyx and torch, 2:4 matmul); without a CUDA device, says so and exits 0",
+    )  # fmt: skip
     conf = commands.add_parser(
         "conformance",
         help="run the sparse conformance suite on a backend",
@@ -196,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.command == "bench":
-        return bench(args.quick)
+        return bench(args.quick, args.gpu)
     if args.command == "conformance":
         return conformance(args.backend, args.max_examples, args.ops, args.seed)
     print(f"xsparse {xs.__version__}")
