@@ -104,6 +104,7 @@ def bench(quick: bool, gpu: bool = False) -> int:
         )
         return 2
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return int(module.main(["--quick"] if quick else []))
 
