@@ -209,9 +209,9 @@ def product_case(op: str, name: str, a: sp.csr_array, quick: bool, rng: np.rando
 
     isz, vsz = idx.itemsize, dtype.itemsize
     moved = (m + 1) * isz + a.nnz * (isz + vsz) + (n + m) * k * vsz
-    # a SpMV takes milliseconds: more repeats let the best of them miss the machine's bursts of other load
+    # more repeats let the best of them miss the machine's bursts of other load
     # (the xsparse[torch] and torch columns run one torch kernel, so only such bursts tell them apart)
-    return Case(op, name, dtype.name, idx.name, impls, check, moved, a.nnz * k, 3 if not quick and op == "spmm" else 12)
+    return Case(op, name, dtype.name, idx.name, impls, check, moved, a.nnz * k, 7 if not quick and op == "spmm" else 12)
 
 
 def spgemm_case(name: str, a: sp.csr_array, quick: bool) -> Case:
