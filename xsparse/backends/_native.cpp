@@ -1615,7 +1615,7 @@ __attribute__((optimize("no-tree-vectorize"))) void spmv_rows(const I* __restric
 }
 
 // O[b] = alpha * A[b] @ D[b] + beta * C[b]: the gather form, parallel over rows of A.
-//   one column, D contiguous (SpMV): a dot product per row, the index check folded into the loop;
+//   one column, D contiguous (SpMV): spmv_rows, after one vectorised pass checks the block's indices;
 //   unit column strides (SpMM): register tiles of each output row (sparse_rows);
 //   otherwise (D stored by columns): a strided dot product per output element.
 // The row loops copy what they use into locals first: read through the structs, every store to the
