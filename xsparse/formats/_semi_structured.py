@@ -240,9 +240,15 @@ class SemiStructuredArray(SparseArray):
     so :meth:`t` flips the flag instead of re-encoding. Build one with
     :func:`xsparse.to_sparse_semi_structured`; the constructor validates the components (the check that
     reads the metadata when ``check`` or the context asks for it).
+
+    ``packed`` is an optional second encoding of the same stored matrix for an accelerator library
+    (torch's ``SparseSemiStructuredTensor`` on CUDA, the CuPy backend's cuSPARSELt buffer), built once by
+    a backend's conversion kernel and read by its matmul kernels. It is never built lazily: an array
+    either carries it from its construction or does not. The transpose view shares it; anything that
+    changes the values or the backend drops it.
     """
 
-    __slots__ = ("_vals", "_meta", "_transposed")
+    __slots__ = ("_vals", "_meta", "_transposed", "_packed")
 
     def __init__(
         self,
@@ -255,6 +261,7 @@ class SemiStructuredArray(SparseArray):
         transposed: bool = False,
         fill_value: Any = 0,
         check: bool | None = None,
+        packed: Any = None,
     ) -> None:
         stored = _stored_shape(values)
         if shape is None:
@@ -263,6 +270,7 @@ class SemiStructuredArray(SparseArray):
         self._vals = values
         self._meta = metadata
         self._transposed = bool(transposed)
+        self._packed = packed
         check_semi_structured(self, full_checks_enabled(check))
 
     @property
@@ -287,6 +295,11 @@ class SemiStructuredArray(SparseArray):
         return self._transposed
 
     @property
+    def packed(self) -> Any:
+        """The accelerator encoding of the stored matrix a backend built with the array, or ``None``."""
+        return self._packed
+
+    @property
     def stored_shape(self) -> tuple[int, int]:
         """The shape of the stored matrix, whose rows hold the pattern."""
         rows, cols = self._shape
@@ -309,7 +322,7 @@ class SemiStructuredArray(SparseArray):
         """The transpose, as a view: the same components with the ``transposed`` flag flipped."""
         return SemiStructuredArray(
             self._vals, self._meta, self._shape[::-1], backend=self._backend, xp=self._xp,
-            transposed=not self._transposed, fill_value=self._fill_value, check=False,
+            transposed=not self._transposed, fill_value=self._fill_value, check=False, packed=self._packed,
         )  # fmt: skip
 
     def detach(self) -> SemiStructuredArray:
