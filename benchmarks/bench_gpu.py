@@ -14,7 +14,8 @@ Cases (full sizes; ``--quick`` shrinks them):
 * SpMV (``A @ x``) and SpMM (``A @ X``, X with 64 columns) with the matrices of ``bench_linalg.py``: a
   1,000,000 x 1,000,000 matrix with 10 entries per row at uniformly random columns (``uniform``), and
   the 5-point Laplacian of a 1000 x 1000 grid (``laplace``); float32 and float64 values; int32 indices
-  (all four implementations) and int64 indices (torch only: cuSPARSE through cupyx takes int32).
+  (all four implementations) and int64 indices (torch only: xsparse's CuPy kernels narrow int64 indices
+  to int32 on every call, and cupyx's ``csr_matrix`` narrows those that fit when it is built).
   ``--quick``: 100,000 rows and a 300 x 300 grid.
 * SpGEMM ``A @ A`` of the Laplacian, same dtypes and indices.
 * 2:4 matmul: ``X @ W.T`` (``torch.nn.functional.linear(X, W)``) for square weights W of 4096, 8192 and
@@ -23,8 +24,10 @@ Cases (full sizes; ``--quick`` shrinks them):
   (``--quick``: 16, 256, 4096). The dense cuBLAS product of the pruned W against torch's
   ``to_sparse_semi_structured`` weight (cuSPARSELt, torch's default) and
   ``SparseSemiStructuredTensorCUTLASS``, and xsparse's ``to_sparse_semi_structured`` weight on torch
-  CUDA tensors and (float16 only: CuPy has no bfloat16) on CuPy arrays. An xsparse implementation that
-  takes longer than half a second per call is not run at the larger activations of that weight.
+  CUDA tensors and on CuPy arrays (bfloat16 reaches CuPy through DLPack only where CuPy has it: CuPy 14
+  with ``ml_dtypes`` installed; otherwise that implementation reports the error). An xsparse
+  implementation that takes longer than half a second per call is not run at the larger activations of
+  that weight.
 
 Implementations of the sparse cases: ``xsparse[cupy]`` (``xs.sparse_csr_array`` over CuPy arrays),
 ``cupyx`` (``cupyx.scipy.sparse.csr_matrix``), ``xsparse[torch]`` (over CUDA tensors) and ``torch``
@@ -458,9 +461,9 @@ def semi_weights(gpu: Gpu, n: int, dtype: str) -> tuple[Any, dict[str, Any], dic
     }
     if gpu.cupy is None:
         errors["xsparse[cupy]"] = f"not run: {gpu.cupy_reason}"
-    elif dtype == "bfloat16":
-        errors["xsparse[cupy]"] = "unsupported: CuPy has no bfloat16"
     else:
+        # CuPy 14 imports bfloat16 tensors through DLPack when ml_dtypes is installed, and raises a
+        # NotImplementedError naming ml_dtypes otherwise, which is reported as this implementation's error
         cupy = gpu.cupy
         makers["xsparse[cupy]"] = lambda: xs.to_sparse_semi_structured(cupy.from_dlpack(dense))
     for name, make in makers.items():

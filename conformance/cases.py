@@ -127,10 +127,10 @@ def _is_nan(v: Any) -> bool:
 
 def specified_mask(h: np.ndarray, fill: Any, dense_dim: int) -> np.ndarray:
     """Where the host array ``h`` differs from ``fill``, per sparse position (dense dims folded)."""
-    mask = ~(np.isnan(h) if _is_nan(fill) else h == fill)
+    mask: np.ndarray = np.asarray(~S.is_fill(h, fill))
     if dense_dim:
         lead = mask.shape[: mask.ndim - dense_dim]
-        mask = mask.reshape(*lead, math.prod(mask.shape[mask.ndim - dense_dim :])).any(axis=-1)
+        mask = np.asarray(mask.reshape(*lead, math.prod(mask.shape[mask.ndim - dense_dim :])).any(axis=-1))
     return np.asarray(mask)
 
 
@@ -180,15 +180,25 @@ def from_case(draw: Draw, xp: Any, c: S.DenseCase, layout: Hashable, *, duplicat
     )  # fmt: skip
 
 
-def companion(rng: np.random.Generator, c: S.DenseCase, dtype: str, fill: Any, *, specials: bool = True) -> np.ndarray:
+def companion(
+    rng: np.random.Generator, c: S.DenseCase, dtype: str, fill: Any, *, specials: bool = True, non_negative: bool = False
+) -> np.ndarray:
     """A host array of ``c``'s shape whose specified positions are ``c``'s flipped along both sparse
     dimensions (which keeps every batch's element and block counts), with new values and fill value
-    (the odd NaN among floating values unless ``specials`` is False)."""
+    (the odd NaN among floating values unless ``specials`` is False; no negative values, and a
+    non-negative fill value, with ``non_negative``)."""
     nb = c.batch_dim
+    if non_negative:
+        fill = abs(fill)
     mask = np.flip(specified_mask(c.host, c.fill_value, c.dense_dim), axis=(nb, nb + 1))
     out = np.full(c.shape, fill, dtype=np.dtype(dtype))
     count = int(mask.sum())
-    out[mask] = S.nonzero_values(rng, dtype, count * math.prod(c.dense_shape), fill, specials=specials).reshape(count, *c.dense_shape)
+    values = S.nonzero_values(rng, dtype, count * math.prod(c.dense_shape), fill, specials=specials)
+    if non_negative:
+        # |v| may equal the fill value (|-0.0| is +0.0): such an element would no longer be specified
+        values = np.abs(values)
+        values[S.is_fill(values, fill)] = np.asarray(fill, dtype=values.dtype) + 1
+    out[mask] = values.reshape(count, *c.dense_shape)
     return out
 
 
@@ -294,9 +304,9 @@ def _binary(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
     c = _elementwise_case(draw, ctx, dt1)
     rng = _seed(draw)
     fill2 = draw(st.sampled_from([np.zeros((), dtype=np.dtype(dt2)).item(), draw(S.fill_values(dt2))]))
-    hosts, fills = [c.host, companion(rng, c, dt2, fill2)], [c.fill_value, fill2]
-    if op in _NON_NEGATIVE_SECOND:
-        hosts[1], fills[1] = np.abs(hosts[1]), abs(fills[1])
+    non_negative = op in _NON_NEGATIVE_SECOND
+    fill2 = abs(fill2) if non_negative else fill2
+    hosts, fills = [c.host, companion(rng, c, dt2, fill2, non_negative=non_negative)], [c.fill_value, fill2]
     if "scalar" not in sig and c.batch_dim and c.batch_shape[0] and draw(st.integers(0, 2)) == 0:
         # broadcasting: one operand's batch dimension of size one, or none at all
         i = draw(st.integers(0, 1))
@@ -429,7 +439,9 @@ def _convert_call(x: Any, layout: Hashable, c: S.DenseCase | None) -> Callable[[
     assert isinstance(layout, xs.Layout)
     kw: dict[str, Any] = {"layout": layout}
     if c is not None:
-        kw = {k: v for k, v in c.kwargs(layout).items() if k != "fill_value"}
+        # a sparse source carries its fill value; a strided one is told it, so each batch holds the
+        # case's number of specified elements
+        kw = {k: v for k, v in c.kwargs(layout).items() if k != "fill_value" or not isinstance(x, xs.SparseArray)}
     elif layout.is_blocked:
         kw["blocksize"] = (2, 2)
     return lambda: xs.to_sparse(x, **kw)

@@ -38,6 +38,7 @@ from xsparse import dispatch
 from xsparse.testing import assert_sparse_equal
 
 from .cases import CASES, Context, Signature, Trial
+from .strategies import DeviceNamespace, device_named
 
 __all__ = [
     "Outcome",
@@ -240,10 +241,15 @@ def run_signature(
     return Outcome(op, sig, "pass", "", native, time.perf_counter() - start)
 
 
-def load_backend(name: str) -> Context:
-    """The context of the backend called ``name``, its native kernels registered."""
+def load_backend(name: str, device: str | None = None) -> Context:
+    """The context of the backend called ``name``, its native kernels registered.
+
+    With ``device`` (a name :func:`.strategies.device_named` understands), every input is created on
+    that device instead of the backend's default one.
+    """
     backend = xs.get_backend(name)
-    return Context(backend.name, backend.load())
+    xp = backend.load()
+    return Context(backend.name, xp if device is None else DeviceNamespace(xp, device_named(backend, device)))
 
 
 def run(
@@ -254,9 +260,11 @@ def run(
     seed_value: int | None = None,
     progress: Any = None,
     shrink: bool = True,
+    device: str | None = None,
 ) -> list[Outcome]:
-    """Run the suite on ``backend``; ``progress`` (a callable) receives each outcome as it comes."""
-    ctx = load_backend(backend)
+    """Run the suite on ``backend`` (its inputs on ``device``, if given); ``progress`` (a callable)
+    receives each outcome as it comes."""
+    ctx = load_backend(backend, device)
     outcomes = []
     for op in ops if ops is not None else dispatch.operations():
         sigs = signatures(op, ctx.backend)

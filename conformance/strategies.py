@@ -14,6 +14,7 @@ and hold the same multiset of per-block element counts, so one example converts 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +26,10 @@ import xsparse as xs
 from xsparse.testing import to_numpy
 
 __all__ = [
+    "DeviceNamespace",
+    "device_named",
     "DTYPE_NAMES",
+    "is_fill",
     "INDEX_DTYPE_NAMES",
     "DenseCase",
     "CooCase",
@@ -53,6 +57,55 @@ INDEX_DTYPE_NAMES = ("int32", "int64")
 
 # Keeps an example's element count small enough for the generic kernels on array_api_strict.
 _MAX_NUMEL = 600
+
+
+class DeviceNamespace:
+    """The namespace ``xp`` with its array-creating functions defaulting to ``device``.
+
+    The conformance suite and the tests draw every input through their namespace's ``asarray`` (and a
+    few other creation functions), so handing them this wrapper puts every input on ``device``: a CUDA
+    device of torch, or one of array-api-strict's extra devices, which refuse to mix with the default
+    one. Any array a kernel creates without passing the device on then surfaces as an error instead of a
+    silent copy. The ``*_like`` functions follow their argument and need no default.
+    """
+
+    CREATION = frozenset({"asarray", "arange", "empty", "eye", "full", "linspace", "ones", "zeros"})
+
+    def __init__(self, xp: Any, device: Any) -> None:
+        self._xp = xp
+        self.device = device
+
+    def __repr__(self) -> str:
+        return f"DeviceNamespace({getattr(self._xp, '__name__', self._xp)}, device={self.device!r})"
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._xp, name)
+        if name in self.CREATION:
+            return functools.partial(_on_device, attr, self.device)
+        return attr
+
+
+def _on_device(func: Any, default: Any, /, *args: Any, **kwargs: Any) -> Any:
+    if kwargs.get("device") is None:
+        kwargs["device"] = default
+    return func(*args, **kwargs)
+
+
+def device_named(backend: Any, name: str) -> Any:
+    """The device of ``backend`` (an :class:`xsparse.backends.Backend`) that ``name`` names.
+
+    ``name`` is how the device prints (``"cuda:0"``), its type alone for the first of that type
+    (``"cuda"``), or the name inside the device's repr (array-api-strict's ``"device1"``).
+    """
+    devices = backend.devices()
+    for d in devices:
+        text, rep = str(d), repr(d)
+        if name in (text, rep) or text.startswith(name + ":") or rep.endswith(f"({name!r})"):
+            return d
+    raise ValueError(
+        f"device_named: backend {backend.name!r} has no device {name!r} (devices={[str(d) for d in devices]}). "
+        "Pick one of those."
+    )
 
 
 def dtype_names(xp: Any) -> list[str]:
@@ -83,7 +136,7 @@ def fill_values(dtype: str) -> st.SearchStrategy[Any]:
     return st.sampled_from([1 + 1j, -2.0 + 0j])
 
 
-def _is_fill(x: np.ndarray, fill: Any) -> np.ndarray:
+def is_fill(x: np.ndarray, fill: Any) -> np.ndarray:
     """Where ``x`` is the fill value: equal to it with the same sign bits (so -0.0 is not the fill
     value +0.0, docs/decisions.md "Fill values"), or NaN where the fill value is NaN."""
     if isinstance(fill, float) and math.isnan(fill):
@@ -116,7 +169,7 @@ def nonzero_values(rng: np.random.Generator, dtype: str, n: int, fill: Any, *, s
         out = (rng.integers(-4, 5, n) + 1j * rng.integers(-4, 5, n)).astype(np_dtype)
         if specials and fill == 0:
             out[rng.random(n) < 0.05] = complex(-0.0, 0.0)
-    clash = _is_fill(out, fill)
+    clash = is_fill(out, fill)
     if np.any(clash):
         # fill + 1 differs from fill in every dtype here (uint8 fill values are small; NaN + 1 is NaN,
         # but a NaN fill never clashes with the finite values drawn above)

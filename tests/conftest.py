@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 import xsparse as xs
+from xsparse.conformance.strategies import DeviceNamespace, device_named
 
 BACKENDS = ["numpy", "torch", "array_api_strict", "cupy"]
 SPARSE_LAYOUTS = [xs.sparse_coo, xs.sparse_csr, xs.sparse_csc, xs.sparse_bsr, xs.sparse_bsc]
@@ -48,10 +49,29 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--device", action="append", default=[], metavar="BACKEND=DEVICE",
+        help="create the inputs that tests draw through the xp fixture on DEVICE of BACKEND (torch=cuda, "
+        "array_api_strict=device1); repeatable, one per backend",
+    )  # fmt: skip
+
+
+def _devices(config: pytest.Config) -> dict[str, str]:
+    pairs = [opt.partition("=") for opt in config.getoption("--device")]
+    bad = [b for b, eq, d in pairs if not (eq and b and d)]
+    if bad:
+        raise pytest.UsageError(f"--device takes BACKEND=DEVICE (got {bad!r}), e.g. --device torch=cuda.")
+    return {b: d for b, _, d in pairs}
+
+
 @pytest.fixture
-def xp(backend: str) -> Any:
-    """The Array API namespace of the backend."""
-    return xs.get_backend(backend).namespace()
+def xp(backend: str, request: pytest.FixtureRequest) -> Any:
+    """The Array API namespace of the backend; with ``--device BACKEND=DEVICE``, one that creates its
+    arrays on that device."""
+    b = xs.get_backend(backend)
+    device = _devices(request.config).get(backend)
+    return b.namespace() if device is None else DeviceNamespace(b.namespace(), device_named(b, device))
 
 
 @pytest.fixture(params=SPARSE_LAYOUTS, ids=str)

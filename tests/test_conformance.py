@@ -97,6 +97,33 @@ def test_a_wrong_native_kernel_fails_with_its_example(private_registry: None) ->
     assert "1 FAIL" in runner.summary(outcomes)
 
 
+def _negative_on_the_default_device(xp: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    """A kernel that forgets the device: its zeros land on the namespace's default device."""
+    return x._with_values(xp.negative(x._vals) + xp.zeros(tuple(x._vals.shape), dtype=x._vals.dtype), x.fill_value)
+
+
+def test_device_mode_catches_a_kernel_that_forgets_the_device(private_registry: None) -> None:
+    strict = pytest.importorskip("array_api_strict")
+    dispatch.register("negative", (xs.sparse_csr,), backend="array_api_strict", priority=10)(_negative_on_the_default_device)
+    # on the default device the kernel is right ...
+    outcomes = {o.name: o for o in runner.run("array_api_strict", max_examples=5, ops=["negative"])}
+    assert outcomes["negative(sparse_csr)"].status == "pass"
+    # ... and on another device its inputs live there, and the mix is caught
+    outcomes = {o.name: o for o in runner.run("array_api_strict", max_examples=5, ops=["negative"], device="device1")}
+    bad = outcomes["negative(sparse_csr)"]
+    assert bad.status == "FAIL" and "device" in bad.detail
+    assert outcomes["negative(sparse_coo)"].status == "pass"
+    ctx = runner.load_backend("array_api_strict", "device1")
+    assert ctx.xp.asarray([1.0]).device == strict.Device("device1")
+    assert ctx.xp.zeros((2,), device=strict.Device("device2")).device == strict.Device("device2")
+
+
+def test_lobpcg_keeps_to_the_device_of_its_inputs() -> None:
+    pytest.importorskip("array_api_strict")
+    outcomes = runner.run("array_api_strict", max_examples=3, ops=["lobpcg"], device="device1", shrink=False)
+    assert {o.status for o in outcomes} == {"pass", "skip"} and sum(o.status == "pass" for o in outcomes) == 6, runner.summary(outcomes)
+
+
 def test_known_failures_read_xfail_and_xpass_when_fixed(private_registry: None, monkeypatch: pytest.MonkeyPatch) -> None:
     dispatch.register("negative", (xs.sparse_csr,), backend="numpy", priority=10)(_wrong_negative)
     monkeypatch.setitem(runner.KNOWN_FAILURES, ("numpy", "negative", "negative(sparse_csr)"), "a test's broken kernel")
@@ -196,6 +223,7 @@ def test_command_exits_1_on_a_failure(private_registry: None, capsys: pytest.Cap
     [
         (["--backend", "nonesuch"], r"get_backend: unknown backend \(backend='nonesuch'\)"),
         (["--backend", "numpy", "--ops", "abs,frob"], r"unknown operation\(s\) \(ops=frob\)\. Pick among"),
+        (["--backend", "numpy", "--device", "gpu7"], r"device_named: backend 'numpy' has no device 'gpu7' \(devices=\['cpu'\]\)\. Pick one"),
     ],
 )
 def test_command_errors(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:

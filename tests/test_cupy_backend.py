@@ -8,6 +8,9 @@ each reason to decline is checked. The module skips as a whole where CuPy or a C
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,6 +32,7 @@ from xsparse import dispatch  # noqa: E402
 from xsparse._conversion import _target  # noqa: E402
 from xsparse.backends.array_api.conversion import same_fill  # noqa: E402
 from xsparse.backends.cupy import conversion as cupy_conversion  # noqa: E402
+from xsparse.backends.cupy import linalg as cupy_linalg  # noqa: E402
 from xsparse.formats._spec import Target  # noqa: E402
 from xsparse.testing import assert_sparse_equal, check_invariants, to_numpy  # noqa: E402
 
@@ -140,13 +144,35 @@ def float_cases(draw: Any, max_batch_dims: int = 0, max_grid: int = 4, fill: boo
 
 
 def test_every_kernel_is_tested() -> None:
-    registered = {(k.op, k.signature) for k in xs.kernels() if k.backend == "cupy"}
+    # the kernels of the two modules this file covers (other CuPy modules, such as the 2:4 one, have their own tests)
+    modules = {cupy_conversion.__name__, cupy_linalg.__name__}
+    registered = {(k.op, k.signature) for k in xs.kernels() if k.backend == "cupy" and k.func.__module__ in modules}
     assert registered == TESTED
 
 
-def test_importing_the_kernels_needs_no_device_work() -> None:
-    # the package registers at import; CuPy is reached only through cupy_module() when a kernel runs
+def test_importing_the_kernels_does_not_import_cupy() -> None:
+    # the modules register at import; CuPy is imported only through cupy_module() when a kernel runs
+    code = "import sys, xsparse.backends.cupy.conversion, xsparse.backends.cupy.linalg; print('cupy' in sys.modules)"
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
+    assert out.stdout.strip() == "False"
     assert cupy_conversion.cupy_module() is cp
+
+
+def test_to_cupyx_shares_buffers_and_is_canonical() -> None:
+    dense = np.asarray([[1.0, 0.0, 2.0], [0.0, 0.0, 0.0], [0.0, 3.0, 0.0]])
+    a = xs.sparse_csr_array(
+        cp.asarray([0, 2, 2, 3], dtype=cp.int32), cp.asarray([0, 2, 1], dtype=cp.int32), cp.asarray([1.0, 2.0, 3.0]), (3, 3)
+    )
+    for b, expected in ((a, dense), (a.transpose_sparse(), dense.T)):
+        m = cupy_conversion.to_cupyx(b)
+        assert m.format == ("csr" if b.layout is CSR else "csc") and tuple(m.shape) == tuple(b.shape)
+        # zero-copy: int32 indices and values are the array's own buffers
+        for mine, theirs in [(b.values(), m.data), (b.plain_indices(), m.indices), (b.compressed_indices(), m.indptr)]:
+            assert mine.data.ptr == theirs.data.ptr
+        # flagged canonical up front (cupyx's cached flag, set without its check kernel and synchronisation)
+        assert getattr(m, "_has_canonical_format", None) is True
+        np.testing.assert_array_equal(to_numpy(m.toarray()), expected)
 
 
 # -- conversions ---------------------------------------------------------------------------------------
@@ -360,9 +386,23 @@ def test_declines_negative_zeros() -> None:
     x = cp.asarray([[-0.0, 1.0], [0.0, 2.0]])
     assert "leaves out -0.0" in str(reason_of("convert", (STRIDED, CSR), x, target(x, CSR)))
     a = _csr([-0.0, 1.0])
-    assert "toarray turns a stored -0.0" in str(reason_of("convert", (CSR, STRIDED), a, target(a, STRIDED)))
+    assert "toarray may turn a stored -0.0" in str(reason_of("convert", (CSR, STRIDED), a, target(a, STRIDED)))
     coo = xs.sparse_coo_array(cp.asarray([[0, 1], [0, 1]]), cp.asarray([-0.0, 1.0]), (2, 2))
     assert "duplicate sum turns a stored -0.0" in str(reason_of("convert", (COO, CSR), coo, target(coo, CSR)))
+
+
+@pytest.mark.parametrize("dst", [CSR, CSC])
+def test_coalesced_coo_keeps_negative_zeros(dst: xs.Layout) -> None:
+    # a coalesced COO is flagged canonical: cupyx only permutes its values, so the kernel accepts a -0.0
+    indices = cp.asarray([[0, 0, 1, 2], [1, 2, 0, 2]])
+    coo = xs.sparse_coo_array(indices, cp.asarray([-0.0, 1.0, -0.0, 2.0]), (3, 3), is_coalesced=True)
+    t = target(coo, dst, dense_dim=0)
+    result = run_native("convert", (COO, dst), coo, t)
+    expected = run_generic("convert", (COO, dst), coo, t)
+    same_components(result, expected)
+    # assert_array_equal takes -0.0 for +0.0: compare the sign bits too
+    np.testing.assert_array_equal(to_numpy(cp.signbit(result.values())), to_numpy(cp.signbit(expected.values())))
+    assert int(cp.signbit(result.values()).sum()) == 2
 
 
 def test_declines_sizes_past_int32() -> None:
@@ -372,7 +412,14 @@ def test_declines_sizes_past_int32() -> None:
 
 def test_public_functions_run_the_cupy_kernels() -> None:
     x = cp.asarray([[0.0, 1.5], [2.0, 0.0]])
+    # the CuPy kernels come first in dispatch's order and accept these operands, so these are what run
+    for op, layouts in [("convert", (STRIDED, CSR)), ("matmul", (CSR, STRIDED)), ("convert", (CSR, CSC)), ("matmul", (CSR, CSR))]:
+        assert dispatch.resolve(op, layouts, "cupy")[0] is native(op, layouts)
+    assert reason_of("convert", (STRIDED, CSR), x, target(x, CSR)) is None
     a = xs.to_sparse_csr(x)
+    assert reason_of("matmul", (CSR, STRIDED), a, cp.ones(2)) is None
+    assert reason_of("convert", (CSR, CSC), a, target(a, CSC)) is None
+    assert reason_of("matmul", (CSR, CSR), a, a) is None
     assert_sparse_equal(a, x)
     np.testing.assert_allclose(to_numpy(xs.matmul(a, cp.ones(2))), [1.5, 2.0])
     assert_sparse_equal(xs.to_sparse_csc(a), x)

@@ -10,6 +10,7 @@ the comparison is exact.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -589,3 +590,199 @@ def test_checks_of_a_valid_array_pass_in_full() -> None:
         s = _semi()
     check_invariants(s)
     check_invariants(s.t())
+
+
+# -- the torch CUDA path, seen from a CPU -------------------------------------------------------------------
+#
+# The packed encoding is built only from CUDA tensors (tests/test_semi_structured_cuda.py runs it). On CPU,
+# the torch kernels of the CUDA path decline with their reasons, which these tests read. Their bodies run
+# here too with a *stand-in*: a semi-structured array whose packed slot holds the dense stored matrix, which
+# torch.mm and torch.addmm multiply as they multiply torch's SparseSemiStructuredTensor. That checks the
+# kernels' own arithmetic (orientations, vectors, batches, beta and alpha, the fused bias) against the
+# generic kernel and the dense product, which the GPU then repeats with the real encoding.
+
+SEMI, STRIDED = xs.sparse_semi_structured, xs.strided
+
+
+def _first_accepting(op: str, layouts: tuple[Any, ...], xp: Any, *args: Any) -> Any:
+    """The kernel ``dispatch.call`` runs for these arguments: the first in resolution order that accepts them."""
+    for kernel in dispatch.resolve(op, layouts, "torch"):
+        if kernel.supports is None or kernel.supports(xp, *args) is None:
+            return kernel
+    raise AssertionError(f"no kernel of {op}{layouts} accepts the arguments")
+
+
+def _reason(op: str, layouts: tuple[Any, ...], xp: Any, *args: Any) -> str:
+    """The reason the torch kernel of the CUDA path gives for declining these arguments."""
+    [kernel] = [k for k in dispatch.resolve(op, layouts, "torch") if k.backend == "torch"]
+    reason = kernel.supports(xp, *args)
+    assert reason is not None, f"{kernel.name} accepts"
+    return str(reason)
+
+
+def _target(x: Any, fill_value: Any = 0) -> Any:
+    from xsparse.formats._spec import Target
+
+    backend = xs.get_backend("torch")
+    return Target(SEMI, backend, backend.load(), tuple(x.shape), 2, 0, (1, 1), backend.load().int64, fill_value)
+
+
+def _stand_in(s: SemiStructuredArray, dense: Any) -> SemiStructuredArray:
+    """``s`` with the dense stored matrix in its packed slot (see the section comment)."""
+    return SemiStructuredArray(s.values(), s.indices(), backend=xs.get_backend("torch"), xp=xs.get_backend("torch").load(), packed=dense)
+
+
+@pytest.mark.parametrize("backend", TORCH)
+def test_cpu_arrays_carry_no_packed_encoding_and_the_cuda_kernels_say_why(backend: str) -> None:
+    import torch
+
+    xp = xs.get_backend(backend).load()
+    x = torch.tensor(random_pattern(np.random.default_rng(10), 64, 64, "float16")).half()
+    cuda = r"^torch's semi-structured kernels \(cuSPARSELt, CUTLASS\) need CUDA tensors, and this one is on cpu$"
+    for source, layout in ((x, STRIDED), (xs.to_sparse_coo(x), xs.sparse_coo), (xs.to_sparse_csr(x), xs.sparse_csr)):
+        s = xs.to_sparse_semi_structured(source)
+        assert s.packed is None and s.t().packed is None
+        assert re.match(cuda, _reason("convert", (layout, SEMI), xp, source, _target(x)))
+        assert _first_accepting("convert", (layout, SEMI), xp, source, _target(x)).kind == "generic"
+    s = xs.to_sparse_semi_structured(x)
+    b = torch.ones(64, 3, dtype=torch.float16)
+    no_packed = r"^the semi-structured operand carries no packed encoding \(packed=None\); xs\.to_sparse_semi_structured of a CUDA tensor .* builds one$"
+    assert re.match(no_packed, _reason("matmul", (SEMI, STRIDED), xp, s, b))
+    assert re.match(no_packed, _reason("matmul", (STRIDED, SEMI), xp, b.T, s.t()))
+    assert re.match(no_packed, _reason("addmm", (STRIDED, STRIDED, SEMI), xp, b[0, :1], b.T, s.t(), 1, 1))
+    assert re.match(no_packed, _reason("addmm", (STRIDED, SEMI, STRIDED), xp, b[:, 0], s, b, 1, 1))
+    assert _first_accepting("matmul", (STRIDED, SEMI), xp, b.T, s.t()).kind == "generic"
+
+
+@pytest.mark.parametrize("backend", TORCH)
+def test_the_decline_reasons_are_part_of_the_no_kernel_error(backend: str) -> None:
+    import torch
+
+    s = xs.to_sparse_semi_structured(xs.to_sparse_coo(torch.ones(32, 32), fill_value=1.0))
+    with pytest.raises(
+        xs.NoKernelError,
+        match=r"^matmul: no kernel for layouts \(sparse_semi_structured, strided\) on backend 'torch'\. matmul\(sparse_semi_structured, "
+        r"strided\) \[native, torch\] declined: the semi-structured operand carries no packed encoding \(packed=None\); .* "
+        r"\[generic, any backend\] declined: the product is computed with fill value 0",
+    ) as info:
+        s @ torch.ones(32, 1)
+    assert MESSAGE_SHAPE.fullmatch(str(info.value)), str(info.value)
+    xp = xs.get_backend(backend).load()
+    ones = xs.to_sparse_coo(torch.ones(32, 32), fill_value=1.0)
+    assert re.match(
+        r"^torch's semi-structured encoding reads the unspecified elements as 0, and the fill value is 1\.0$",
+        _reason("convert", (xs.sparse_coo, SEMI), xp, ones, _target(ones, 1.0)),
+    )
+    x = torch.zeros(32, 32, requires_grad=True)
+    assert re.match(
+        r"^the array requires grad, and torch's packed encoding records no autograd; .* Convert x\.detach\(\) to get the packed one$",
+        _reason("convert", (STRIDED, SEMI), xp, x, _target(x)),
+    )
+
+
+@pytest.mark.parametrize("backend", TORCH)
+def test_the_packed_slot_is_shared_by_t_kept_by_detach_and_dropped_by_everything_else(backend: str) -> None:
+    import torch
+
+    x = torch.tensor(random_pattern(np.random.default_rng(11), 64, 64, "float16")).half()
+    s = _stand_in(xs.to_sparse_semi_structured(x), x)
+    assert s.packed is x and s.t().packed is x and s.T.t().packed is x and s.mT.packed is x
+    detached = s.detach()
+    assert detached.packed is not x and torch.equal(detached.packed, x) and detached.transposed is False
+    assert s.t().detach().transposed and s.t().detach().packed is not None
+    assert s._with_values(s.values() * 2, 0).packed is None, "new values: the packed encoding no longer matches"
+    assert xs.to_backend(s, "numpy").packed is None and xs.to_backend(s, "numpy").to_dense().shape == (64, 64)
+    assert xs.to_sparse_semi_structured(s) is s
+
+
+def _generic_twin(op: str, layouts: tuple[Any, ...]) -> Any:
+    return next(k for k in dispatch.resolve(op, layouts, "torch") if k.kind == "generic")
+
+
+@pytest.mark.parametrize("backend", TORCH)
+@FEW
+@given(data=st.data(), seed=st.integers(0, 2**32 - 1), n=st.integers(1, 9), lead=st.sampled_from([(), (3,), (2, 3)]))
+def test_the_packed_kernels_with_a_stand_in_equal_the_generic_and_dense_products(
+    backend: str, data: st.DataObject, seed: int, n: int, lead: tuple[int, ...]
+) -> None:
+    import torch
+
+    xp = xs.get_backend(backend).load()
+    dtype = data.draw(st.sampled_from(["float16", "bfloat16", "float32"]))
+    p = PATTERNS[dtype]
+    rows, cols = p.min_rows * data.draw(st.integers(1, 2)), p.min_cols * data.draw(st.integers(1, 2))
+    tdt = getattr(torch, dtype)
+    w = torch.tensor(random_pattern(np.random.default_rng(seed), rows, cols, dtype, unit=True)).to(tdt)
+    s = _stand_in(xs.to_sparse_semi_structured(w), w)
+
+    def ints(k: int, *shape: int) -> Any:
+        return torch.tensor(_small_ints(seed + k, shape)).to(tdt)
+
+    b, a, a2, bias = ints(1, cols, n), ints(2, *lead, cols), ints(3, n, cols), ints(4, rows)
+    nan = torch.full((n, rows), math.nan, dtype=tdt)
+    cases = [
+        ("matmul", (SEMI, STRIDED), (s, b), w @ b),
+        ("matmul", (SEMI, STRIDED), (s, b[:, 0]), w @ b[:, 0]),
+        ("matmul", (SEMI, STRIDED), (s, ints(5, 2, cols, n)), w @ ints(5, 2, cols, n)),
+        ("matmul", (STRIDED, SEMI), (a, s.t()), a @ w.T),
+        ("addmm", (STRIDED, STRIDED, SEMI), (bias, a2, s.t(), 1, 1), bias + a2 @ w.T),  # torch.addmm, fused bias
+        ("addmm", (STRIDED, STRIDED, SEMI), (bias, a2, s.t(), 2, -1), 2 * bias - a2 @ w.T),
+        ("addmm", (STRIDED, STRIDED, SEMI), (bias[:1], a2, s.t(), 1, 1), bias[:1] + a2 @ w.T),
+        ("addmm", (STRIDED, STRIDED, SEMI), (nan, a2, s.t(), 0, 3), 3 * (a2 @ w.T)),
+        ("addmm", (STRIDED, SEMI, STRIDED), (ints(6, n), s, b, 1, 2), ints(6, n) + 2 * (w @ b)),
+    ]
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")  # the packed float32 kernels compute in TF32
+    try:
+        for op, layouts, args, want in cases:
+            assert _first_accepting(op, layouts, xp, *args).backend == "torch", (op, layouts)
+            got = dispatch.call(op, layouts, "torch", xp, *args)
+            assert tuple(got.shape) == tuple(want.shape) and got.dtype == want.dtype, (op, layouts)
+            assert torch.equal(got, want), (op, layouts)
+            assert torch.equal(got, _generic_twin(op, layouts).func(xp, *args)), (op, layouts)
+        # what xs.linear runs, with and without a bias
+        y = xs.linear(a, s, bias)
+        assert _first_accepting("addmm", (STRIDED, STRIDED, SEMI), xp, bias, a.reshape(-1, cols), s.t(), 1, 1).backend == "torch"
+        assert torch.equal(y, a @ w.T + bias) and torch.equal(xs.linear(a, s), a @ w.T)
+    finally:
+        torch.set_float32_matmul_precision(previous)
+
+
+@pytest.mark.parametrize("backend", TORCH)
+def test_the_packed_kernels_decline_what_torch_does_not_compute(backend: str) -> None:
+    import torch
+
+    xp = xs.get_backend(backend).load()
+    w = torch.tensor(random_pattern(np.random.default_rng(12), 64, 128, "float16")).half()
+    s = _stand_in(xs.to_sparse_semi_structured(w), w)
+    b, a = torch.ones(128, 2, dtype=torch.float16), torch.ones(2, 64, dtype=torch.float16)
+    orientation = r"^{} contracts the dimension along which the 2:4 pattern does not run, which torch's semi-structured kernels do not compute \(they compute S @ B and A @ S\.t\(\)\)$"
+    assert re.match(orientation.format(r"S\.t\(\) @ B"), _reason("matmul", (SEMI, STRIDED), xp, s.t(), a.T))
+    assert re.match(orientation.format("A @ S"), _reason("matmul", (STRIDED, SEMI), xp, a, s))
+    assert re.match(orientation.format("A @ S"), _reason("addmm", (STRIDED, STRIDED, SEMI), xp, a[0, :1], a, s, 1, 1))
+    # the generic kernel computes the other orientations, with the same answer
+    assert torch.equal(xs.matmul(a, s), a @ w) and torch.equal(xs.matmul(s.t(), a.T), w.T @ a.T)
+    assert re.match(
+        r"^torch's semi-structured kernels multiply operands of one dtype, got torch\.float16 and b\.dtype=torch\.float32$",
+        _reason("matmul", (SEMI, STRIDED), xp, s, b.float()),
+    )
+    assert torch.equal(xs.matmul(s, b.float()), w.float() @ b.float()), "the generic kernel promotes"
+    assert re.match(r"^a is empty \(a\.shape=\(0, 128\)\)$", _reason("matmul", (STRIDED, SEMI), xp, torch.ones(0, 128, dtype=torch.float16), s.t()))
+    assert re.match(
+        r"^input\.dtype=torch\.float32 promotes the result beyond the operands' torch\.float16, which the packed product computes in$",
+        _reason("addmm", (STRIDED, STRIDED, SEMI), xp, torch.ones(64), torch.ones(2, 128, dtype=torch.float16), s.t(), 1, 1),
+    )
+    grad = torch.ones(128, 2, dtype=torch.float16, requires_grad=True)
+    assert re.match(r"^an operand requires grad, and torch's semi-structured products have no backward for it$", _reason("matmul", (SEMI, STRIDED), xp, s, grad))
+    with torch.no_grad():
+        assert _first_accepting("matmul", (SEMI, STRIDED), xp, s, grad).backend == "torch"
+    w32 = torch.tensor(random_pattern(np.random.default_rng(13), 32, 32, "float32")).float()
+    s32 = _stand_in(xs.to_sparse_semi_structured(w32), w32)
+    assert torch.get_float32_matmul_precision() == "highest"
+    assert re.match(
+        r"^torch's packed float32 kernels compute in TF32, and torch\.get_float32_matmul_precision\(\) is 'highest'; "
+        r"torch\.set_float32_matmul_precision\('high'\) allows TF32 products$",
+        _reason("matmul", (SEMI, STRIDED), xp, s32, torch.ones(32, 1)),
+    )
+    filled = SemiStructuredArray(s.values(), s.indices(), backend=xs.get_backend(backend), xp=xp, fill_value=2.0, packed=w)
+    assert re.match(r"^the packed product reads the unspecified elements as 0, and the fill value is 2\.0$", _reason("matmul", (SEMI, STRIDED), xp, filled, b))

@@ -109,7 +109,7 @@ def bench(quick: bool, gpu: bool = False) -> int:
     return int(module.main(["--quick"] if quick else []))
 
 
-def conformance(backend: str, max_examples: int, ops: str | None, seed: int | None) -> int:
+def conformance(backend: str, max_examples: int, ops: str | None, seed: int | None, device: str | None = None) -> int:
     """Run the sparse conformance suite on ``backend``; print progress, the table and the failures.
 
     Returns 0 when no (operation, layout signature) fails, 1 otherwise, 2 when the suite cannot run.
@@ -126,7 +126,7 @@ def conformance(backend: str, max_examples: int, ops: str | None, seed: int | No
     try:
         selected = None if ops is None else [op.strip() for op in ops.split(",") if op.strip()]
         unknown = [op for op in selected or [] if op not in xs.dispatch.operations()]
-        runner.load_backend(backend)
+        runner.load_backend(backend, device)
     except (ValueError, ImportError) as exc:
         print(f"python -m xsparse conformance: {exc}", file=sys.stderr)
         return 2
@@ -141,8 +141,9 @@ def conformance(backend: str, max_examples: int, ops: str | None, seed: int | No
     def progress(outcome: runner.Outcome) -> None:
         print(f"  {outcome.status:<12} {outcome.name}", flush=True)
 
-    print(f"xsparse {xs.__version__}: conformance of backend '{backend}' ({max_examples} examples per layout signature)")
-    outcomes = runner.run(backend, max_examples=max_examples, ops=selected, seed_value=seed, progress=progress)
+    on = "" if device is None else f" on device {device}"
+    print(f"xsparse {xs.__version__}: conformance of backend '{backend}'{on} ({max_examples} examples per layout signature)")
+    outcomes = runner.run(backend, max_examples=max_examples, ops=selected, seed_value=seed, progress=progress, device=device)
     print()
     print("\n".join(runner.format_table(outcomes, backend)))
     print("\n".join(runner.failures_report(outcomes)))
@@ -195,6 +196,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     conf.add_argument("--max-examples", type=int, default=10, help="Hypothesis examples per layout signature (default 10)")
     conf.add_argument("--ops", default=None, help="comma-separated operations to run (default: all registered)")
     conf.add_argument("--seed", type=int, default=None, help="a Hypothesis seed (default: derandomized, the same every run)")
+    conf.add_argument(
+        "--device", default=None,
+        help="create every input on this device of the backend (cuda, cuda:1 for torch; device1 for array_api_strict); "
+        "default: the backend's default device",
+    )  # fmt: skip
     commands.add_parser(
         ARRAY_API_TESTS,
         add_help=False,
@@ -205,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "bench":
         return bench(args.quick, args.gpu)
     if args.command == "conformance":
-        return conformance(args.backend, args.max_examples, args.ops, args.seed)
+        return conformance(args.backend, args.max_examples, args.ops, args.seed, args.device)
     print(f"xsparse {xs.__version__}")
     print("\n".join(backends_report()))
     print()

@@ -47,7 +47,11 @@ def to_sparse_semi_structured(x: Any, /) -> SemiStructuredArray:
     -------
     SemiStructuredArray
         With ``values()`` of shape ``(rows, cols // 2)`` and ``indices()`` (the metadata) of int16 words,
-        or int32 words for int8. A semi-structured ``x`` is returned as is.
+        or int32 words for int8. A semi-structured ``x`` is returned as is. From a torch CUDA array
+        (fill value 0, not requiring grad, a dtype torch's cuSPARSELt or CUTLASS kernels take on that
+        GPU), the result also carries ``packed``: torch's ``SparseSemiStructuredTensor`` of the same
+        matrix, which ``@``, ``addmm`` and ``linear`` use; elsewhere ``packed`` is ``None`` (see
+        ``docs/semi_structured.md``, "The CUDA path").
 
     Raises
     ------
@@ -67,6 +71,8 @@ def to_sparse_semi_structured(x: Any, /) -> SemiStructuredArray:
     >>> int(s.indices()[0, 0])
     -4370
     >>> bool((s.to_dense() == a).all())
+    True
+    >>> s.packed is None
     True
     """
     op = "to_sparse_semi_structured"

@@ -9,9 +9,10 @@ stored as two components, as torch's ``SparseSemiStructuredTensor`` exposes them
   int16 words (float16, bfloat16, float32) or int32 words (int8) as the comment below describes.
 
 This module holds the encoding (written against the Array API namespace ``xp`` alone), the format class
-and its one validator. It is the *portable reference* form, the same on every backend; the
-cuSPARSELt-packed form of the CUDA path (values and metadata in one buffer, the metadata interleaved for
-the tensor cores) is a different encoding of the same information and is not implemented here.
+and its one validator. It is the *portable reference* form, the same on every backend. An accelerator's
+encoding of the same stored matrix (torch's ``SparseSemiStructuredTensor`` on CUDA: cuSPARSELt's single
+buffer of values and metadata, or CUTLASS's values and interleaved metadata) is built by a backend's
+conversion kernel and rides along in the array's ``packed`` slot; this module only carries it.
 """
 
 from __future__ import annotations
@@ -244,8 +245,10 @@ class SemiStructuredArray(SparseArray):
     ``packed`` is an optional second encoding of the same stored matrix for an accelerator library
     (torch's ``SparseSemiStructuredTensor`` on CUDA, the CuPy backend's cuSPARSELt buffer), built once by
     a backend's conversion kernel and read by its matmul kernels. It is never built lazily: an array
-    either carries it from its construction or does not. The transpose view shares it; anything that
-    changes the values or the backend drops it.
+    either carries it from its construction or does not. The transpose view shares it (it still encodes
+    the stored matrix; the products read the ``transposed`` flag); anything that changes the values or
+    the backend drops it, and torch's ``detach`` detaches it. The validator does not look inside it: the
+    kernel that builds it is responsible for it encoding the same matrix as the components.
     """
 
     __slots__ = ("_vals", "_meta", "_transposed", "_packed")

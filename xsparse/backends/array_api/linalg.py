@@ -1169,7 +1169,7 @@ class _Lobpcg:
             keep = xp.nonzero(w > floor)[0]
             w, z = xp.take(w, keep), self.columns(z, keep)
         else:
-            w = xp.where(w < floor, xp.asarray(floor, dtype=w.dtype), w)
+            w = xp.where(w < floor, xp.asarray(floor, dtype=w.dtype, device=_dev(w)), w)
         return xp.matmul(u, self.scale_columns(z, 1 / xp.sqrt(w)))
 
     def ortho(self, u: Any, v: Any) -> Any:

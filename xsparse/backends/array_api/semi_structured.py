@@ -349,7 +349,12 @@ def _matmul_strided_semi_structured(xp: Any, a: Any, b: SemiStructuredArray) -> 
 
 def addmm(xp: Any, input: Any, a: Any, b: Any, beta: Any, alpha: Any) -> Any:
     """``beta * input + alpha * (a @ b)``; with ``beta == 0`` the input is ignored (its NaNs too), as in torch."""
-    product = matmul(xp, a, b)
+    return combine(xp, input, matmul(xp, a, b), beta, alpha)
+
+
+def combine(xp: Any, input: Any, product: Any, beta: Any, alpha: Any) -> Any:
+    """``beta * input + alpha * product`` in this order of operations, which every backend's addmm follows
+    so that their results agree bit for bit."""
     if alpha != 1:
         product = product * _fill_scalar(xp, product.dtype, alpha)
     if beta == 0:

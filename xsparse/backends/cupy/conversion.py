@@ -4,10 +4,11 @@ xsparse keeps CuPy components as plain ``cupy.ndarray`` objects; a kernel wraps 
 ``cupyx.scipy.sparse`` matrix (:func:`to_cupyx`: the buffers are shared, and a compressed array is marked
 canonical, which it is by invariant 5.6), runs cupyx's conversion and unwraps the result's components
 (:func:`from_cupyx`). cupyx's sparse matrices are 2-D, read the unspecified elements as 0 and run
-cuSPARSE on float32, float64, complex64 and complex128 values with int32 indices, so the kernels decline
-the rest (a batch or dense dimension, another fill value or dtype, sizes past int32) with a reason, and
-the generic kernels take over. int64 indices that fit are narrowed explicitly (one copy of the indices)
-and the result's indices are cast back to the dtype asked for.
+cuSPARSE on float32, float64, complex64 and complex128 values, so the kernels decline the rest (a batch
+or dense dimension, another fill value or dtype, sizes past int32) with a reason, and the generic kernels
+take over. CuPy 14.2 also accepts int64 indices, but then runs its own CuPy fallbacks instead of
+cuSPARSE for csr2csc, coo2csr and csr2coo (``cupyx/cusparse.py``), so int64 indices that fit are narrowed
+explicitly (one copy of the indices) and the result's indices are cast back to the dtype asked for.
 
 CuPy is imported the first time a kernel runs (on a CuPy array), never when this module is imported, so
 the registry can list these kernels on a machine without CuPy.
@@ -25,7 +26,7 @@ from ...formats import COOArray, CompressedArray, SparseArray, sparse_coo, spars
 from ...formats._spec import Target
 from ..array_api.conversion import is_plus_zero
 
-__all__ = ["cupy_module", "cupyx_sparse", "to_cupyx", "from_cupyx"]
+__all__ = ["cupy_module", "cupyx_sparse", "compressed_matrix", "to_cupyx", "from_cupyx"]
 
 CUSPARSE_DTYPES = frozenset(np.dtype(t) for t in ("float32", "float64", "complex64", "complex128"))
 INT32_MAX = 2**31 - 1
@@ -100,6 +101,24 @@ def _int32(x: Any) -> Any:
     return x.astype(cupy_module().int32, copy=False)
 
 
+def compressed_matrix(container: Any, data: Any, indices: Any, indptr: Any, shape: tuple[int, int]) -> Any:
+    """The cupyx ``csr_matrix`` or ``csc_matrix`` (``container``) over these buffers (shared), marked canonical.
+
+    The caller vouches for the structure (sorted, distinct indices in range; equal index dtypes). CuPy
+    14.2's public ``(data, indices, indptr)`` constructor reads ``indptr[0]`` and ``indptr[-1]`` back to
+    the host, a device synchronisation per call that a product wrapping its operand on every call cannot
+    afford; the private ``_from_parts`` (``cupyx/scipy/sparse/_compressed.py``, CuPy 14.1 and later, same
+    signature in both) builds the same matrix with host-side checks only, so it is used where it exists,
+    and the public constructor elsewhere.
+    """
+    from_parts = getattr(container, "_from_parts", None)
+    if from_parts is not None:
+        return from_parts(data, indices, indptr, shape, has_canonical_format=True)
+    m = container((data, indices, indptr), shape=shape)
+    m.has_canonical_format = True
+    return m
+
+
 def to_cupyx(a: SparseArray, dtype: Any = None) -> Any:
     """The ``cupyx.scipy.sparse`` matrix holding the 2-D ``a`` (fill value 0), sharing its buffers.
 
@@ -118,17 +137,17 @@ def to_cupyx(a: SparseArray, dtype: Any = None) -> Any:
         return m
     c = cast(CompressedArray, a)
     container = sp.csr_matrix if c.layout is sparse_csr else sp.csc_matrix
-    m = container((values, _int32(c._plain), _int32(c._compressed)), shape=shape)
     # invariant 5.6: sorted, distinct plain indices; telling cupyx spares it a check (and a sync) per call
-    m.has_canonical_format = True
-    return m
+    return compressed_matrix(container, values, _int32(c._plain), _int32(c._compressed), shape)
 
 
 def from_cupyx(m: Any, target: Target, fill_value: Any = 0) -> CompressedArray:
     """The xsparse CSR or CSC array (``target.layout``) with the components of the cupyx matrix ``m``.
 
-    ``m`` is made canonical first (sorted, distinct indices: a no-op, after one check, where it already
-    is); its indices are cast to ``target.index_dtype`` (no copy where they already have it).
+    ``m`` is made canonical first (sorted, distinct indices). That is free where cupyx flagged it canonical
+    (its COO -> CSR/CSC, dense -> sparse and SpGEMM results) and costs one check kernel and a
+    synchronisation where it did not (csr2csc's results, which CuPy leaves unflagged); its indices are
+    cast to ``target.index_dtype`` (no copy where they already have it).
     """
     m.sum_duplicates()
     idt = target.index_dtype
@@ -138,12 +157,12 @@ def from_cupyx(m: Any, target: Target, fill_value: Any = 0) -> CompressedArray:
     )  # fmt: skip
 
 
-def _empty_compressed(target: Target, n_compressed: int, dtype: Any) -> CompressedArray:
+def _empty_compressed(target: Target, n_compressed: int, dtype: Any, fill_value: Any) -> CompressedArray:
     cp = cupy_module()
     idt = target.index_dtype
     return CompressedArray(
         cp.zeros(n_compressed + 1, dtype=idt), cp.zeros(0, dtype=idt), cp.zeros(0, dtype=dtype), target.shape,
-        layout=target.layout, backend=target.backend, xp=target.xp,
+        layout=target.layout, backend=target.backend, xp=target.xp, fill_value=fill_value,
     )  # fmt: skip
 
 
@@ -167,8 +186,9 @@ def _convert_compressed_compressed_cupy(xp: Any, a: CompressedArray, target: Tar
 
 def _supports_coo_compressed(xp: Any, a: COOArray, target: Target) -> str | None:
     reason = _sparse_reason(a)
-    if reason is None and holds_negative_zero(a._vals):
-        # cupyx sums duplicates by atomic adds into +0.0, and +0.0 + -0.0 is +0.0
+    if reason is None and not a.is_coalesced() and holds_negative_zero(a._vals):
+        # cupyx's coo sum_duplicates, where some indices repeat, adds every value atomically into +0.0, and
+        # +0.0 + -0.0 is +0.0; a coalesced array is flagged canonical and its values are only permuted
         return "cupyx's duplicate sum turns a stored -0.0 into +0.0"
     return reason
 
@@ -179,7 +199,7 @@ def _convert_coo_compressed_cupy(xp: Any, a: COOArray, target: Target) -> Compre
     """to_sparse_{csr,csc}(2-D COO) through cupyx's coo tocsr / tocsc (sort, duplicate sum, cuSPARSE coo2csr); O(nnz log nnz)."""
     n_compressed = a.shape[target.layout.compressed_dim]
     if a.nnz == 0:
-        return _empty_compressed(target, n_compressed, a.dtype)
+        return _empty_compressed(target, n_compressed, a.dtype, a.fill_value)
     m = to_cupyx(a)
     return from_cupyx(m.tocsr() if target.layout is sparse_csr else m.tocsc(), target, a.fill_value)
 
@@ -205,10 +225,10 @@ def _convert_strided_compressed_cupy(xp: Any, x: Any, target: Target) -> Compres
     """to_sparse_{csr,csc}(2-D strided) through cupyx's csr_matrix / csc_matrix (cuSPARSE denseToSparse); O(M * N)."""
     n_compressed = x.shape[target.layout.compressed_dim]
     if x.size == 0:
-        return _empty_compressed(target, n_compressed, x.dtype)
+        return _empty_compressed(target, n_compressed, x.dtype, target.fill_value)
     sp = cupyx_sparse()
     container = sp.csr_matrix if target.layout is sparse_csr else sp.csc_matrix
-    return from_cupyx(container(x), target)
+    return from_cupyx(container(x), target, target.fill_value)
 
 
 @register("convert", (strided, sparse_coo), backend="cupy", supports=_supports_strided_sparse)
@@ -231,8 +251,9 @@ def _convert_strided_coo_cupy(xp: Any, x: Any, target: Target) -> COOArray:
 def _supports_sparse_strided(xp: Any, a: SparseArray, target: Target) -> str | None:
     reason = _sparse_reason(a)
     if reason is None and holds_negative_zero(a._vals):
-        # toarray sums (duplicates) into +0.0, and +0.0 + -0.0 is +0.0
-        return "cupyx's toarray turns a stored -0.0 into +0.0"
+        # toarray sums duplicates atomically into +0.0 (where indices repeat: +0.0 + -0.0 is +0.0), and
+        # whether cuSPARSE's sparseToDense then writes a -0.0 as it is, nothing documents
+        return "cupyx's toarray may turn a stored -0.0 into +0.0"
     return reason
 
 
@@ -240,7 +261,7 @@ def _supports_sparse_strided(xp: Any, a: SparseArray, target: Target) -> str | N
 @register("convert", (sparse_csc, strided), backend="cupy", supports=_supports_sparse_strided)
 @register("convert", (sparse_coo, strided), backend="cupy", supports=_supports_sparse_strided)
 def _convert_indexed_strided_cupy(xp: Any, a: SparseArray, target: Target) -> Any:
-    """to_dense(2-D CSR, CSC or COO) through cupyx's toarray (cuSPARSE sparseToDense), row-major; O(M * N + nnz)."""
+    """to_dense(2-D CSR, CSC or COO) through cupyx's toarray (a canonicalised copy, then cuSPARSE sparseToDense), row-major; O(M * N + nnz log nnz)."""
     cp = cupy_module()
     if a.nnz == 0 or math.prod(a.shape) == 0:
         return cp.zeros(tuple(a.shape), dtype=a.dtype)

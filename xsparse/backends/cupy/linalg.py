@@ -24,7 +24,7 @@ import numpy as np
 from ...dispatch import register
 from ...formats import CompressedArray, SparseArray, sparse_bsr, sparse_csc, sparse_csr, strided
 from ..array_api.linalg import _broadcast_shapes
-from .conversion import cupy_module, cupyx_sparse, dtype_reason, fill_reason, index_reason, to_cupyx
+from .conversion import compressed_matrix, cupy_module, cupyx_sparse, dtype_reason, fill_reason, index_reason, to_cupyx
 
 __all__: list[str] = []
 
@@ -71,9 +71,8 @@ def _fold(a: CompressedArray, dtype: Any) -> Any:
     indices = (a._plain.reshape(nb, nse).astype(cp.int32) + lin * n_plain).reshape(-1)
     values = a._vals.reshape(nb * nse).astype(dtype, copy=False)
     container = cupyx_sparse().csr_matrix if a.layout.compressed_dim == 0 else cupyx_sparse().csc_matrix
-    mat = container((values, indices, indptr), shape=(nb * m, nb * k))
-    mat.has_canonical_format = True
-    return mat
+    # each block keeps its batch's sorted, distinct plain indices (invariant 5.6), offset by the block
+    return compressed_matrix(container, values, indices, indptr, (nb * m, nb * k))
 
 
 def _product(mat: Any, x: Any, dtype: Any) -> Any:
@@ -168,7 +167,9 @@ def _matmul_compressed_compressed_cupy(xp: Any, a: CompressedArray, b: Compresse
         crow, col, values = cp.zeros(m + 1, dtype=idt), cp.zeros(0, dtype=idt), cp.zeros(0, dtype=dtype)
     else:
         r = to_cupyx(left, dtype) @ to_cupyx(right, dtype)
-        # cuSPARSE leaves the column order within a row unspecified; invariant 5.6 wants it increasing
+        # invariant 5.6 wants increasing, distinct columns in a row. CuPy 14.2 flags cuSPARSE SpGEMM's result
+        # canonical (cupyx/cusparse.py, spgemm), which makes this a no-op there; where a CuPy version
+        # leaves it unflagged, it checks (and sorts if need be). tests/test_cupy_backend.py checks the result.
         r.sum_duplicates()
         crow, col, values = r.indptr.astype(idt, copy=False), r.indices.astype(idt, copy=False), r.data
     return CompressedArray(crow, col, values, (a.shape[0], b.shape[1]), layout=a.layout, backend=a._backend, xp=xp)
@@ -177,7 +178,8 @@ def _matmul_compressed_compressed_cupy(xp: Any, a: CompressedArray, b: Compresse
 # -- custom kernels: SDDMM and BSR @ strided ------------------------------------------------------
 # One thread per result element; the loops read the operands' row-major, flattened buffers. Index
 # arithmetic is 64-bit whatever the index dtype (I, J), so int32 and int64 indices run as they are.
-# Names n, i and those starting with "_" are reserved by ElementwiseKernel.
+# ElementwiseKernel refuses a parameter named i (the element index it defines) and names its own
+# variables with a leading "_" (_ind, _raw_<param>), so parameters avoid both.
 
 _SDDMM_BODY = """
 const long long bt = row / nrows;

@@ -1,0 +1,635 @@
+"""cuSPARSELt kernels of the CuPy backend for the semi-structured (2:4) layout.
+
+**Not yet run on a GPU** (see ``docs/backends.md``, "The CuPy backend's 2:4 path").
+
+A semi-structured array converted on the CuPy backend carries, next to the portable reference encoding
+(values and metadata, built and validated by the generic kernel), a second encoding of the same stored
+matrix ``W`` (``rows x cols``, the 2:4 pattern along each row): cuSPARSELt's compressed buffer, in the
+array's ``packed`` slot (:class:`CusparseLtPacked`). The products read only that buffer.
+
+**Conversion.** The generic kernel encodes the dense matrix and raises ``ss.11`` for a group with too many
+specified elements, so user data is never pruned here: cuSPARSELt's prune *check* runs on the already
+valid matrix (a disagreement keeps the reference encoding only, with a warning), then
+``cusparseLtSpMMACompress2`` packs it. The structured descriptor is always ``W`` itself: ``rows x cols``,
+row-major, leading dimension ``cols``, the pattern along ``cols`` (the ``K`` of cuSPARSELt's ``op(A)``).
+
+**Products.** cuSPARSELt computes ``D = op(A) @ op(B)`` with the structured matrix as ``A = W``, ``opA = N``
+(the descriptor it was compressed with); the pattern must run along the contracted dimension, so the two
+accelerated orientations are
+
+* ``S @ B`` (``S`` untransposed): ``D = W @ B``, with ``B`` (``cols x n``) passed row-major with ``opB = N``,
+  or, when ``B`` is the transpose of a row-major array (a ``.T`` view), that array with ``opB = T``;
+* ``A @ S.t()`` (``linear``, ``addmm(bias, A, S.t())``): ``(A @ W.T).T = W @ A.T``, so ``A`` (``m x cols``,
+  row-major) is passed as is with ``opB = T`` and ``D`` is written in column order, whose memory is the
+  row-major ``m x rows`` result: no transpose is copied on either side.
+
+int8 takes only ``opB = T`` (cuSPARSELt rejects ``opB = N`` for it), so a row-major ``B`` is transposed into
+a copy there; int8 products are computed into int32 and narrowed with wrap-around, as the generic kernel's
+int8 arithmetic does. A dense operand whose free dimension is not a multiple of 16 is copied into a
+zero-padded buffer (cuSPARSELt's minimum for dense operands is 8 or 16 rows and columns) and the result
+sliced. ``S.t() @ B`` and ``A @ S`` contract along the other dimension, which the hardware does not
+accelerate: those kernels decline and the generic gather runs.
+
+cuSPARSELt's library handle is created once per device, the first time a kernel runs there; CuPy and
+cuSPARSELt are imported at that moment too, never when xsparse or this module is imported.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import threading
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..._errors import SparseEfficiencyWarning
+from ...dispatch import register
+from ...formats import COMPRESSED, COOArray, CompressedArray, sparse_coo, sparse_semi_structured, strided
+from ...formats._invariants import dtype_name
+from ...formats._semi_structured import PATTERNS, SemiStructuredArray
+from ...formats._spec import Target
+from ..array_api.conversion import compressed_to_coo
+from ..array_api.semi_structured import _scalar_reason, combine, coo_to_semi_structured, dense_to_semi_structured, semi_structured_to_dense
+from .conversion import INT32_MAX, cupy_module
+
+__all__ = ["CusparseLtPacked", "plan_key"]
+
+# Every descriptor is declared 16-byte aligned (cuSPARSELt's minimum); operands that are not are copied.
+_ALIGNMENT = 16
+# Dense operands are padded to a multiple of this many rows or columns along their free dimension: 16 is
+# cuSPARSELt's minimum for 8-bit dense operands and a multiple of its minimum (8) for 16-bit ones.
+_PAD = 16
+# cuSPARSELt's int8 product accumulates in int32; whether its epilogue (alpha * acc, then the cast to the
+# int32 output) passes through float32 is not documented, and float32 holds every integer only up to 2**24.
+# With at most cols / 2 kept products of |128 * 128| per result, cols <= 2048 keeps every sum below 2**24,
+# so the result is exact (and wraps to int8 like the generic kernel) whichever way the epilogue goes.
+_INT8_EXACT_COLS = 2048
+# cusparseStatus_t values with which cuSPARSELt refuses a layout it does not implement
+_CUSPARSE_STATUS_INVALID_VALUE = 3
+_CUSPARSE_STATUS_NOT_SUPPORTED = 10
+
+
+@dataclass(frozen=True)
+class _Types:
+    """The cudaDataType of the operands and of the result, and the compute type, of one value dtype."""
+
+    value: int  # A and B
+    output: int  # C and D
+    compute: str  # the name of the cusparseComputeType in CuPy's binding
+    b_transposed_only: bool  # cuSPARSELt takes B only with opB = T
+
+
+# cudaDataType values (library_types.h); CuPy's runtime module names all of them but CUDA_R_32I.
+_CUDA_R_16F, _CUDA_R_8I, _CUDA_R_32I, _CUDA_R_16BF = 2, 3, 10, 14
+_TYPES = {
+    "float16": _Types(_CUDA_R_16F, _CUDA_R_16F, "CUSPARSE_COMPUTE_32F", False),
+    "bfloat16": _Types(_CUDA_R_16BF, _CUDA_R_16BF, "CUSPARSE_COMPUTE_32F", False),
+    "int8": _Types(_CUDA_R_8I, _CUDA_R_32I, "CUSPARSE_COMPUTE_32I", True),
+}
+
+
+def _cusparselt() -> Any:
+    """CuPy's cuSPARSELt binding, imported on first use (the package attribute loads the library first)."""
+    from cupy_backends.cuda.libs import cusparselt
+
+    return cusparselt
+
+
+def _cusparse() -> Any:
+    """CuPy's cuSPARSE binding (for the order and operation enumerators), imported on first use."""
+    from cupy_backends.cuda.libs import cusparse
+
+    return cusparse
+
+
+# -- the packed form ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Choice:
+    """What the first product of one shape settled: cuSPARSELt's algorithm id and the result's order."""
+
+    alg_id: int
+    column_order: bool
+
+
+def plan_key(n: int, b_rows_are_n: bool, column_order: bool) -> tuple[int, str, str]:
+    """The memo key of one product ``W @ B`` of a packed array: the shape and memory order of ``B`` and ``D``.
+
+    ``n`` is ``B``'s free (non-contracted) size after padding; ``b_rows_are_n`` says that ``B`` is given as
+    the row-major ``n x cols`` array (``opB = T``) rather than the row-major ``cols x n`` one (``opB = N``);
+    ``column_order`` that the result ``D`` is asked for in column order. The stored matrix and its dtype
+    are fixed per array, so these are all that select a plan.
+
+    Examples
+    --------
+    >>> from xsparse.backends.cupy.semi_structured import plan_key
+    >>> plan_key(64, True, True)
+    (64, 'nk', 'col')
+    >>> plan_key(64, False, False) == plan_key(64, True, False)
+    False
+    """
+    return (int(n), "nk" if b_rows_are_n else "kn", "col" if column_order else "row")
+
+
+class CusparseLtPacked:
+    """cuSPARSELt's compressed form of the stored matrix of a semi-structured CuPy array.
+
+    Built once by the CuPy backend's conversion kernel and kept in the array's ``packed`` slot (shared
+    by its transpose views, dropped by anything that changes the values). It holds what a product needs:
+
+    Attributes
+    ----------
+    buffer
+        The compressed matrix (kept values and tensor-core metadata) as a 1-D ``uint8`` CuPy array, written
+        by ``cusparseLtSpMMACompress2``.
+    shape
+        The stored matrix's ``(rows, cols)``; its structured descriptor is ``rows x cols``, row-major, leading
+        dimension ``cols``, 16-byte aligned, 50% sparsity (the one it was compressed with).
+    dtype
+        The value dtype's name: ``"float16"``, ``"bfloat16"`` or ``"int8"``.
+    device_id
+        The CUDA device holding the buffer.
+
+    Examples
+    --------
+    A stand-in buffer shows the bookkeeping on a machine without a GPU (on one, the conversion builds it):
+
+    >>> import numpy as np
+    >>> from xsparse.backends.cupy.semi_structured import CusparseLtPacked, plan_key
+    >>> p = CusparseLtPacked(np.zeros(16, dtype=np.uint8), (64, 128), "float16", 0)
+    >>> p.shape, p.dtype, p.device_id, p.planned(plan_key(16, True, True))
+    ((64, 128), 'float16', 0, None)
+    """
+
+    __slots__ = ("buffer", "shape", "dtype", "device_id", "_plans")
+
+    def __init__(self, buffer: Any, shape: tuple[int, int], dtype: str, device_id: int) -> None:
+        self.buffer = buffer
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.dtype = dtype
+        self.device_id = device_id
+        # A performance memo, not canonical state: for each product shape (plan_key) it records the
+        # algorithm cusparseLtMatmulSearch found fastest the first time, and the result order that
+        # cuSPARSELt accepted. Every algorithm computes the same product, so an empty memo changes only
+        # the time of the next product (which searches again), never what the array is or what the
+        # product means; the array and its buffer stay immutable. Concurrent first uses may both search;
+        # the later answer wins, and either is valid.
+        self._plans: dict[tuple[int, str, str], _Choice] = {}
+
+    def planned(self, key: tuple[int, str, str]) -> _Choice | None:
+        """What the memo holds for a product shape (:func:`plan_key`), or ``None`` before its first product."""
+        return self._plans.get(key)
+
+    def __repr__(self) -> str:
+        return f"CusparseLtPacked(shape={self.shape}, dtype={self.dtype}, device={self.device_id}, bytes={int(self.buffer.size)})"
+
+
+# -- the library handle ------------------------------------------------------------------------------
+
+# One cuSPARSELt handle per device, created the first time a kernel runs on it. A handle holds only host
+# resources (the device's properties) and is read-only after cusparseLtInit, so one per device serves
+# every thread. It lives as long as the process: cusparseLtDestroy at interpreter exit could run after
+# CUDA has been torn down, and the handle costs nothing while idle.
+_HANDLES: dict[int, Any] = {}
+_HANDLE_LOCK = threading.Lock()
+
+
+def _handle(device_id: int) -> Any:
+    found = _HANDLES.get(device_id)
+    if found is None:
+        with _HANDLE_LOCK:
+            found = _HANDLES.get(device_id)
+            if found is None:
+                lt = _cusparselt()
+                found = lt.Handle()
+                with cupy_module().cuda.Device(device_id):
+                    lt.init(found)
+                _HANDLES[device_id] = found
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def _library_reason() -> str | None:
+    """Why cuSPARSELt cannot be used in this process, or None (the environment does not change)."""
+    try:
+        _cusparselt()
+    except Exception as exc:  # ImportError without CuPy or the library, OSError from the loader
+        return (
+            f"CuPy cannot load cuSPARSELt ({type(exc).__name__}: {exc}); install CuPy and the nvidia-cusparselt "
+            "package of its CUDA version"
+        )
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _compute_capability(device_id: int) -> int:
+    return int(cupy_module().cuda.Device(device_id).compute_capability)
+
+
+def _device_id(x: Any) -> Any:
+    """The CUDA device number of a CuPy array, or whatever else ``x.device`` is (NumPy's ``"cpu"``)."""
+    device = getattr(x, "device", None)
+    return getattr(device, "id", device)
+
+
+def _environment_reason(device: Any) -> str | None:
+    reason = _library_reason()
+    if reason is not None:
+        return reason
+    if not isinstance(device, int):
+        return f"the array is not on a CUDA device (device={device!r})"
+    cc = _compute_capability(device)
+    if cc < 80:
+        return f"cuSPARSELt needs a GPU of compute capability 8.0 or newer (sparse tensor cores); device {device} has {cc // 10}.{cc % 10}"
+    return None
+
+
+# -- conversion: validate, prune-check, compress -----------------------------------------------------
+
+
+def _pack_reason(dtype: Any, shape: tuple[int, ...], fill: Any, device: Any) -> str | None:
+    name = dtype_name(dtype)
+    if name == "float32":
+        return "cuSPARSELt multiplies float32 (1:2) values in TF32, with 10 bits of mantissa; the generic kernels keep float32's precision"
+    if name not in _TYPES:
+        return f"cuSPARSELt's 2:4 kernels take float16, bfloat16 and int8 values, got {name}"
+    if fill != 0:
+        return f"cuSPARSELt reads the pruned elements as 0, and the fill value is {fill!r}"
+    pattern = PATTERNS[name]
+    if len(shape) != 2 or min(shape) <= 0 or shape[0] % pattern.min_rows or shape[1] % pattern.min_cols:
+        return f"the shape {tuple(shape)} is outside the {name} table (the generic conversion raises the error that names it)"
+    if shape[0] * shape[1] > INT32_MAX:
+        return f"cuSPARSELt's structured matrices hold at most 2**31 - 1 elements, got {shape[0] * shape[1]}"
+    return _environment_reason(device)
+
+
+def _pack(dense: Any) -> CusparseLtPacked | None:
+    """cuSPARSELt's compressed form of a valid 2:4 CuPy matrix, or None if cuSPARSELt's check disagrees."""
+    cp, lt, sp = cupy_module(), _cusparselt(), _cusparse()
+    rows, cols = int(dense.shape[0]), int(dense.shape[1])
+    name = dtype_name(dense.dtype)
+    device = _device_id(dense)
+    with cp.cuda.Device(device):
+        handle = _handle(device)
+        x = dense if dense.flags.c_contiguous and dense.data.ptr % _ALIGNMENT == 0 else dense.copy(order="C")
+        desc = lt.MatDescriptor()
+        lt.structuredDescriptorInit(
+            handle, desc, rows, cols, cols, _ALIGNMENT, _TYPES[name].value, sp.CUSPARSE_ORDER_ROW,
+            lt.CUSPARSELT_SPARSITY_50_PERCENT,
+        )  # fmt: skip
+        try:
+            op = sp.CUSPARSE_OPERATION_NON_TRANSPOSE
+            valid = cp.zeros(1, dtype=cp.int32)
+            lt.spMMAPruneCheck2(handle, desc, 1, op, x.data.ptr, valid.data.ptr)
+            if int(valid.get()[0]) != 0:
+                return None
+            size, scratch_size = lt.spMMACompressedSize2(handle, desc)
+            buffer = cp.empty(int(size), dtype=cp.uint8)
+            scratch = cp.empty(int(scratch_size), dtype=cp.uint8)
+            lt.spMMACompress2(handle, desc, 1, op, x.data.ptr, buffer.data.ptr, scratch.data.ptr)
+            stream = cp.cuda.get_current_stream()
+            if stream.ptr != 0:
+                # products run on the legacy default stream (see _spmm); the buffer must be complete first
+                stream.synchronize()
+        finally:
+            lt.matDescriptorDestroy(desc)
+    return CusparseLtPacked(buffer, (rows, cols), name, device)
+
+
+def _with_packed(ref: SemiStructuredArray, dense: Any) -> SemiStructuredArray:
+    packed = _pack(dense)
+    if packed is None:
+        warnings.warn(
+            "to_sparse_semi_structured: cuSPARSELt's prune check rejects a matrix that xsparse's validator accepted "
+            f"(shape={ref.shape}, dtype={dtype_name(ref.dtype)}); the array keeps the portable encoding only and its "
+            "products run on the generic kernels. Please report this as a bug of xsparse.",
+            SparseEfficiencyWarning,
+            stacklevel=4,
+        )
+        return ref
+    return SemiStructuredArray(
+        ref.values(), ref.indices(), ref.shape, backend=ref._backend, xp=ref._xp, fill_value=ref.fill_value,
+        check=False, packed=packed,
+    )  # fmt: skip
+
+
+def _supports_strided(xp: Any, x: Any, target: Target) -> str | None:
+    return _pack_reason(x.dtype, tuple(x.shape), target.fill_value, _device_id(x))
+
+
+def _supports_sparse(xp: Any, a: COOArray | CompressedArray, target: Target) -> str | None:
+    if a.dense_dim() or a.ndim != 2:
+        return "a semi-structured array is one 2-D matrix (the generic conversion raises the error that names it)"
+    return _pack_reason(a.dtype, tuple(a.shape), a.fill_value, _device_id(a.values()))
+
+
+@register("convert", (strided, sparse_semi_structured), backend="cupy", supports=_supports_strided)
+def _convert_strided_semi_structured_cupy(xp: Any, x: Any, target: Target) -> SemiStructuredArray:
+    """to_sparse_semi_structured(strided) with the cuSPARSELt-packed form: generic encoding and check, cuSPARSELt prune check and compress; O(numel)."""
+    return _with_packed(dense_to_semi_structured(xp, x, target), x)
+
+
+@register("convert", (sparse_coo, sparse_semi_structured), backend="cupy", supports=_supports_sparse)
+def _convert_coo_semi_structured_cupy(xp: Any, a: COOArray, target: Target) -> SemiStructuredArray:
+    """to_sparse_semi_structured(COO) with the cuSPARSELt-packed form, compressed from the encoding's dense matrix; O(nnz log nnz + numel)."""
+    ref = coo_to_semi_structured(xp, a, target)
+    return _with_packed(ref, semi_structured_to_dense(xp, ref))
+
+
+@register("convert", (COMPRESSED, sparse_semi_structured), backend="cupy", supports=_supports_sparse)
+def _convert_compressed_semi_structured_cupy(xp: Any, a: CompressedArray, target: Target) -> SemiStructuredArray:
+    """to_sparse_semi_structured(CSR, CSC, BSR, BSC) with the cuSPARSELt-packed form, through the element COO; O(nnz log nnz + numel)."""
+    ref = coo_to_semi_structured(xp, compressed_to_coo(xp, a), target)
+    return _with_packed(ref, semi_structured_to_dense(xp, ref))
+
+
+# -- the product W @ B ---------------------------------------------------------------------------------
+
+
+def _not_supported(exc: BaseException) -> bool:
+    return getattr(exc, "status", None) in (_CUSPARSE_STATUS_INVALID_VALUE, _CUSPARSE_STATUS_NOT_SUPPORTED)
+
+
+class _Plan:
+    """The descriptors, algorithm selection and plan of one product ``D = W @ op(B)``, destroyed after use."""
+
+    def __init__(self, handle: Any, packed: CusparseLtPacked, n: int, b_rows_are_n: bool, column_order: bool, alg_id: int | None) -> None:
+        lt, sp = _cusparselt(), _cusparse()
+        types = _TYPES[packed.dtype]
+        rows, k = packed.shape
+        row, col = sp.CUSPARSE_ORDER_ROW, sp.CUSPARSE_ORDER_COL
+        # (destroy function, object), in creation order; destroyed in reverse
+        self._made: list[tuple[Any, Any]] = []
+        try:
+            a = lt.MatDescriptor()
+            lt.structuredDescriptorInit(handle, a, rows, k, k, _ALIGNMENT, types.value, row, lt.CUSPARSELT_SPARSITY_50_PERCENT)
+            self._made.append((lt.matDescriptorDestroy, a))
+            b = lt.MatDescriptor()
+            if b_rows_are_n:
+                lt.denseDescriptorInit(handle, b, n, k, k, _ALIGNMENT, types.value, row)
+            else:
+                lt.denseDescriptorInit(handle, b, k, n, n, _ALIGNMENT, types.value, row)
+            self._made.append((lt.matDescriptorDestroy, b))
+            d = lt.MatDescriptor()
+            lt.denseDescriptorInit(handle, d, rows, n, rows if column_order else n, _ALIGNMENT, types.output, col if column_order else row)
+            self._made.append((lt.matDescriptorDestroy, d))
+            # cuSPARSELt has no destroy function for a matmul descriptor
+            self.matmul = lt.MatmulDescriptor()
+            op_b = sp.CUSPARSE_OPERATION_TRANSPOSE if b_rows_are_n else sp.CUSPARSE_OPERATION_NON_TRANSPOSE
+            lt.matmulDescriptorInit(handle, self.matmul, sp.CUSPARSE_OPERATION_NON_TRANSPOSE, op_b, a, b, d, d, getattr(lt, types.compute))
+            self.selection = lt.MatmulAlgSelection()
+            lt.matmulAlgSelectionInit(handle, self.selection, self.matmul, lt.CUSPARSELT_MATMUL_ALG_DEFAULT)
+            self._made.append((lt.matmulAlgSelectionDestroy, self.selection))
+            if alg_id is not None:
+                value = np.asarray([alg_id], dtype=np.int32)
+                lt.matmulAlgSetAttribute(handle, self.selection, lt.CUSPARSELT_MATMUL_ALG_CONFIG_ID, value.ctypes.data, value.itemsize)
+            self.plan = lt.MatmulPlan()
+            lt.matmulPlanInit(handle, self.plan, self.matmul, self.selection)
+            self._made.append((lt.matmulPlanDestroy, self.plan))
+        except BaseException:
+            self.destroy()
+            raise
+
+    def destroy(self) -> None:
+        while self._made:
+            destroy, obj = self._made.pop()
+            destroy(obj)
+
+
+def _spmm(packed: CusparseLtPacked, dense: Any, b_rows_are_n: bool, n: int, column_order: bool) -> tuple[Any, bool]:
+    """``D = W @ B`` for the packed ``W`` and a dense ``B`` of free size ``n`` (a multiple of ``_PAD``).
+
+    ``dense`` is ``B`` as a C-contiguous, aligned CuPy array: ``cols x n`` (``opB = N``) or, with
+    ``b_rows_are_n``, ``n x cols`` (``opB = T``). Returns ``(out, in_column_order)``: ``out`` is ``D``
+    (``rows x n``, row-major), or its transpose (``n x rows``, row-major) when ``D`` went in column order,
+    which is asked for with ``column_order`` and granted where cuSPARSELt takes it. int8 gives int32.
+    """
+    cp, lt = cupy_module(), _cusparselt()
+    rows, _ = packed.shape
+    out_dtype = cp.int32 if packed.dtype == "int8" else dense.dtype
+    key = plan_key(n, b_rows_are_n, column_order)
+    alpha, beta = np.ones(1, dtype=np.float32), np.zeros(1, dtype=np.float32)
+    with cp.cuda.Device(packed.device_id):
+        handle = _handle(packed.device_id)
+        # CuPy's binding runs cusparseLtMatmul(Search) on the legacy default stream (no stream array), while
+        # CuPy's own work runs on the current stream: order the two explicitly when they differ.
+        stream = cp.cuda.get_current_stream()
+        other_stream = stream.ptr != 0
+        if other_stream:
+            stream.synchronize()
+        choice = packed.planned(key)
+        out = None
+        if choice is None:
+            choice, out = _search(handle, packed, dense, b_rows_are_n, n, column_order, out_dtype, alpha, beta)
+            packed._plans[key] = choice
+        if out is None:
+            out = cp.empty((n, rows) if choice.column_order else (rows, n), dtype=out_dtype)
+        plan = _Plan(handle, packed, n, b_rows_are_n, choice.column_order, choice.alg_id)
+        try:
+            workspace = cp.empty(int(lt.matmulGetWorkspace(handle, plan.plan)), dtype=cp.uint8)
+            lt.matmul(
+                handle, plan.plan, alpha.ctypes.data, packed.buffer.data.ptr, dense.data.ptr, beta.ctypes.data,
+                out.data.ptr, out.data.ptr, workspace.data.ptr,
+            )  # fmt: skip
+        finally:
+            plan.destroy()
+        if other_stream:
+            cp.cuda.Stream.null.synchronize()
+    return out, choice.column_order
+
+
+def _search(
+    handle: Any, packed: CusparseLtPacked, dense: Any, b_rows_are_n: bool, n: int, column_order: bool,
+    out_dtype: Any, alpha: Any, beta: Any,
+) -> tuple[_Choice, Any]:  # fmt: skip
+    """The first product of a shape: the result order cuSPARSELt takes, and its fastest algorithm."""
+    cp, lt = cupy_module(), _cusparselt()
+    rows, _ = packed.shape
+    plan = None
+    for order in (True, False) if column_order else (False,):
+        try:
+            plan = _Plan(handle, packed, n, b_rows_are_n, order, None)
+        except Exception as exc:
+            if order and _not_supported(exc):
+                continue  # a row-ordered result, transposed afterwards
+            raise
+        column_order = order
+        break
+    assert plan is not None  # the last candidate raises rather than continues
+    try:
+        out = cp.empty((n, rows) if column_order else (rows, n), dtype=out_dtype)
+        workspace = cp.empty(int(lt.matmulGetWorkspace(handle, plan.plan)), dtype=cp.uint8)
+        lt.matmulSearch(
+            handle, plan.plan, alpha.ctypes.data, packed.buffer.data.ptr, dense.data.ptr, beta.ctypes.data,
+            out.data.ptr, out.data.ptr, workspace.data.ptr,
+        )  # fmt: skip
+        alg = np.zeros(1, dtype=np.int32)
+        lt.matmulAlgGetAttribute(handle, plan.selection, lt.CUSPARSELT_MATMUL_ALG_CONFIG_ID, alg.ctypes.data, alg.itemsize)
+    finally:
+        plan.destroy()
+    return _Choice(int(alg[0]), column_order), out
+
+
+def _round_up(n: int) -> int:
+    return -(-n // _PAD) * _PAD
+
+
+def _usable(x: Any) -> bool:
+    """Whether cuSPARSELt can read the CuPy matrix ``x`` as it is: C-contiguous and aligned."""
+    return bool(x.flags.c_contiguous) and x.data.ptr % _ALIGNMENT == 0
+
+
+def _padded_rows(x: Any, n: int) -> Any:
+    """A C-contiguous zero-padded copy of the ``m x cols`` matrix ``x`` with ``n >= m`` rows."""
+    cp = cupy_module()
+    out = cp.zeros((n, x.shape[1]), dtype=x.dtype)
+    out[: x.shape[0]] = x
+    return out
+
+
+def _narrow(y: Any, packed: CusparseLtPacked) -> Any:
+    """The C-contiguous result in the operands' dtype (int32 wraps to int8 as int8 arithmetic does)."""
+    cp = cupy_module()
+    return y.astype(cp.int8, order="C") if packed.dtype == "int8" else cp.ascontiguousarray(y)
+
+
+def _left_2d(packed: CusparseLtPacked, b: Any) -> Any:
+    """``W @ b`` for a 2-D CuPy ``b`` (``cols x n``)."""
+    cp = cupy_module()
+    rows, _ = packed.shape
+    n = int(b.shape[1])
+    if n == 0:
+        return cp.zeros((rows, 0), dtype=b.dtype)
+    np_ = _round_up(n)
+    bt = b.T
+    if np_ == n and _usable(b) and not _TYPES[packed.dtype].b_transposed_only:
+        dense, rows_are_n = b, False  # B itself, row-major, opB = N
+    elif np_ == n and _usable(bt):
+        dense, rows_are_n = bt, True  # b is a .T view: B as the row-major n x cols array, opB = T
+    else:
+        # one copy either way: into the n x cols form, zero-padded, which every dtype takes
+        dense, rows_are_n = _padded_rows(bt, np_), True
+    out, column_order = _spmm(packed, dense, rows_are_n, np_, False)
+    d = out.T if column_order else out
+    return _narrow(d[:, :n], packed)
+
+
+def _left_product(packed: CusparseLtPacked, b: Any) -> Any:
+    """``W @ b`` for a 1-D, 2-D or batched CuPy ``b``; a batch is folded into the columns of one matrix."""
+    cp = cupy_module()
+    rows, k = packed.shape
+    if b.ndim == 1:
+        return cp.ascontiguousarray(_left_2d(packed, b[:, None])[:, 0])
+    if b.ndim == 2:
+        return _left_2d(packed, b)
+    batch, n = tuple(b.shape[:-2]), int(b.shape[-1])
+    nb = math.prod(batch)
+    folded = b.reshape(nb, k, n).transpose(1, 0, 2).reshape(k, nb * n)
+    out = _left_2d(packed, folded)
+    return cp.ascontiguousarray(out.reshape(rows, nb, n).transpose(1, 0, 2)).reshape(*batch, rows, n)
+
+
+def _right_product(packed: CusparseLtPacked, a: Any) -> Any:
+    """``a @ W.T`` for a 1-D, 2-D or batched CuPy ``a`` (``..., cols``), computed as ``(W @ a.T).T``."""
+    cp = cupy_module()
+    rows, k = packed.shape
+    lead = tuple(a.shape[:-1])
+    a2 = a.reshape(-1, k)
+    m = int(a2.shape[0])
+    if m == 0:
+        return cp.zeros((*lead, rows), dtype=a.dtype)
+    mp = _round_up(m)
+    if mp == m and _usable(a2):
+        dense, rows_are_n = a2, True  # B = a2.T, given as a2 itself with opB = T
+    elif mp == m and _usable(a2.T) and not _TYPES[packed.dtype].b_transposed_only:
+        dense, rows_are_n = a2.T, False  # a2 is a .T view: a2.T is B itself, row-major
+    else:
+        dense, rows_are_n = _padded_rows(a2, mp), True
+    out, column_order = _spmm(packed, dense, rows_are_n, mp, True)
+    # D = W @ a2.T (rows x mp); in column order its memory is the row-major mp x rows result
+    y = out if column_order else out.T
+    return _narrow(y[:m], packed).reshape(*lead, rows)
+
+
+# -- product kernels -------------------------------------------------------------------------------------
+
+
+def _product_reason(s: SemiStructuredArray, dense: Any, transposed: bool) -> str | None:
+    """Why cuSPARSELt cannot multiply ``s`` (stored ``W``, ``transposed`` as required) with the strided ``dense``."""
+    packed = s.packed
+    if not isinstance(packed, CusparseLtPacked):
+        return (
+            "the semi-structured operand carries no cuSPARSELt-packed form (it was converted on another backend or "
+            "from a dtype cuSPARSELt does not take, or built by an operation that keeps only the portable encoding)"
+        )
+    if s.transposed is not transposed:
+        return (
+            "the 2:4 pattern runs along the non-contracted dimension in this orientation (A @ S or S.t() @ B), which "
+            "the sparse tensor cores do not accelerate; S @ B and A @ S.t() are the accelerated ones"
+        )
+    if s.fill_value != 0:
+        return f"cuSPARSELt reads the pruned elements as 0, and the fill value is {s.fill_value!r}"
+    name = dtype_name(dense.dtype)
+    if name != packed.dtype:
+        return f"cuSPARSELt multiplies operands of one dtype, got {packed.dtype} and {name} (the generic kernel promotes them)"
+    if dense.ndim == 0:
+        return "the strided operand is 0-D"
+    rows, k = packed.shape
+    if packed.dtype == "int8" and k > _INT8_EXACT_COLS:
+        return (
+            f"an int8 product over {k} columns may pass sums beyond 2**24 through cuSPARSELt's epilogue, where "
+            f"float32 rounds them; the int8 path is limited to {_INT8_EXACT_COLS} columns until that is checked"
+        )
+    n = _round_up(math.prod(dense.shape) // k)
+    if max(n * k, n * rows) > INT32_MAX:
+        return f"cuSPARSELt's dense matrices hold at most 2**31 - 1 elements, and this product needs {max(n * k, n * rows)}"
+    device = _device_id(dense)
+    if device != packed.device_id:
+        return f"the strided operand is on device {device!r} and the packed matrix on device {packed.device_id}"
+    return None
+
+
+def _supports_matmul(xp: Any, a: Any, b: Any) -> str | None:
+    if isinstance(a, SemiStructuredArray):
+        return _product_reason(a, b, transposed=False)
+    return _product_reason(b, a, transposed=True)
+
+
+def _supports_addmm(xp: Any, input: Any, a: Any, b: Any, beta: Any, alpha: Any) -> str | None:
+    sparse = a if isinstance(a, SemiStructuredArray) else b
+    if dtype_name(input.dtype) != dtype_name(sparse.dtype):
+        return f"the input's dtype {dtype_name(input.dtype)} differs from the operands' {dtype_name(sparse.dtype)} (the generic kernel promotes them)"
+    return (
+        _scalar_reason(xp, input.dtype, "beta", beta) or _scalar_reason(xp, input.dtype, "alpha", alpha)
+        or _supports_matmul(xp, a, b)
+    )  # fmt: skip
+
+
+
+
+@register("matmul", (sparse_semi_structured, strided), backend="cupy", supports=_supports_matmul)
+def _matmul_semi_structured_strided_cupy(xp: Any, a: SemiStructuredArray, b: Any) -> Any:
+    """semi-structured @ strided -> strided: cuSPARSELt's sparse tensor-core product on the packed form, batches folded; O(nnz * n)."""
+    return _left_product(a.packed, b)
+
+
+@register("matmul", (strided, sparse_semi_structured), backend="cupy", supports=_supports_matmul)
+def _matmul_strided_semi_structured_cupy(xp: Any, a: Any, b: SemiStructuredArray) -> Any:
+    """strided @ semi-structured.t() -> strided (the linear case): cuSPARSELt computes (W @ a.T).T into a column-ordered result; O(nnz * m)."""
+    return _right_product(b.packed, a)
+
+
+@register("addmm", (strided, sparse_semi_structured, strided), backend="cupy", supports=_supports_addmm)
+def _addmm_strided_semi_structured_strided_cupy(xp: Any, input: Any, a: SemiStructuredArray, b: Any, beta: Any, alpha: Any) -> Any:
+    """addmm(strided, semi-structured, strided) -> strided: the cuSPARSELt product, then beta * input + alpha * product; O(nnz * n)."""
+    return combine(xp, input, _left_product(a.packed, b), beta, alpha)
+
+
+@register("addmm", (strided, strided, sparse_semi_structured), backend="cupy", supports=_supports_addmm)
+def _addmm_strided_strided_semi_structured_cupy(xp: Any, input: Any, a: Any, b: SemiStructuredArray, beta: Any, alpha: Any) -> Any:
+    """addmm(strided, strided, semi-structured.t()) -> strided, linear with a bias: the cuSPARSELt product, then the bias; O(nnz * m)."""
+    return combine(xp, input, _right_product(b.packed, a), beta, alpha)
