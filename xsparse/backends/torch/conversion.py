@@ -30,6 +30,17 @@ _XS_LAYOUT = {v: k for k, v in _TORCH_LAYOUT.items()}
 _UNSUPPORTED_DTYPES = (torch.uint16, torch.uint32, torch.uint64)
 
 
+def on_cuda(x: Any) -> bool:
+    """Whether ``x`` (a torch tensor, or an xsparse array of torch components) lives on a CUDA device.
+
+    Reads the device only, never the data: the kernels' reasons to decline a CUDA input are checked
+    before anything that would copy to the host or wait for the device.
+    """
+    t = x._vals if isinstance(x, SparseArray) else x
+    device = getattr(t, "device", None)
+    return bool(device is not None and getattr(device, "type", None) == "cuda")
+
+
 def _spend_beta_warning() -> None:
     # torch warns, once per process, that its compressed layouts are in beta: the first compressed
     # tensor built anywhere triggers it, and no later one does. xsparse builds them on purpose, and the
@@ -129,6 +140,10 @@ def _supports_to_sparse(xp: Any, x: Any, target: Target) -> str | None:
     reason = _common_reason(x.dtype, target.fill_value)
     if reason is not None:
         return reason
+    if on_cuda(x) and source is not strided and not source.is_blocked and target.layout.is_blocked:
+        # TensorConversions.cpp: CSR -> BSR/BSC runs _compressed_to_block_compressed_cpu on a host copy
+        # (with a warning), and COO and CSC go through CSR; the generic kernel stays on the device
+        return "torch converts CUDA COO, CSR and CSC arrays to BSR or BSC through a copy on the host"
     if source is strided and _holds_negative_zero(x):
         # with fill value +0.0 a -0.0 is specified (docs/decisions.md, "Fill values"); torch leaves it out
         return "torch's to_sparse leaves out -0.0, which is a specified element"

@@ -10,6 +10,13 @@ dense gradient at the sparse operand's elements (SDDMM), shaped like the values.
 
 torch has no batched compressed product: a batch of compressed matrices is folded into one
 block-diagonal matrix (each batch's indices offset), multiplied once, and unfolded.
+
+On CUDA tensors torch's coverage is narrower than on the CPU, and a missing CUDA kernel raises inside
+torch; so each gap is declined before torch is called (reading the device, never the data), and the
+generic kernel runs on the device: integer operands (cuSPARSE computes floating and complex values
+only), complex COO bmm, blocks that are not square or are 1 x 1 (cuSPARSE bsrmm/bsrmv), BSC @ strided
+and strided @ BSR, ``sparse.mm(reduce=)`` (a CPU kernel only), ``smm`` and ``sspaddmm`` (not
+implemented on CUDA), and SciPy's solver and the compiled SpGEMM (host memory).
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from ...formats import (
 )
 from ...formats._spec import Target
 from ..array_api import linalg as generic
-from .conversion import _TORCH_LAYOUT, from_torch, to_torch
+from .conversion import _TORCH_LAYOUT, from_torch, on_cuda, to_torch
 
 __all__: list[str] = []
 
@@ -61,8 +68,25 @@ def _sparse_reason(a: SparseArray) -> str | None:
         return f"torch.sparse has no product kernels for {a.dtype}"
     if a.layout.is_compressed and a.dtype not in _FLOATING:
         return f"torch's compressed products (MKL) have no {a.dtype} kernel"
-    if a.layout.is_blocked and _cpu(a) and len(set(cast(CompressedArray, a).blocksize)) > 1:
+    if on_cuda(a):
+        return _cuda_reason(a)
+    if a.layout.is_blocked and len(set(cast(CompressedArray, a).blocksize)) > 1:
         return f"torch's CPU (MKL) block products need square blocks, got blocksize={cast(CompressedArray, a).blocksize}"
+    return None
+
+
+def _cuda_reason(a: SparseArray) -> str | None:
+    """Why torch's CUDA products cannot multiply the CUDA operand ``a`` (PyTorch's sources named)."""
+    if a.dtype not in _FLOATING:
+        # SparseCUDATensorMath.cu: the COO SpMM (addmm_sparse_cuda, which mv, hspmm and addmm run)
+        # dispatches on float32, float64, complex64 and complex128 only
+        return f"torch's CUDA sparse products (cuSPARSE) have no {a.dtype} kernel"
+    if a.layout.is_blocked:
+        # SparseBlasImpl.cpp: block_sparse_mm and block_sparse_mv (cuSPARSE bsrmm, bsrmv) assert
+        # square blocks larger than 1 x 1
+        bm, bn = cast(CompressedArray, a).blocksize
+        if bm != bn or bm == 1:
+            return f"torch's CUDA block products (cuSPARSE bsrmm) need square blocks larger than 1 x 1, got blocksize={(bm, bn)}"
     return None
 
 
@@ -199,6 +223,9 @@ def _supports_coo_strided(xp: Any, a: COOArray, b: torch.Tensor) -> str | None:
     reason = _sparse_reason(a) or _dtype_reason(a, b)
     if reason is not None:
         return reason
+    if a.ndim == 3 and on_cuda(a) and a.dtype not in _REAL_FLOATING:
+        # SparseCUDATensorMath.cu: bmm_out_sparse_cuda's getTensorCudaDataType takes float32 and float64 only
+        return f"torch's CUDA COO bmm has no {a.dtype} kernel"
     if (a.ndim == 2 and b.ndim in (1, 2)) or (a.ndim == 3 and b.ndim == 3 and a.shape[0] == b.shape[0]):
         return None
     return "torch multiplies 2-D COO arrays by vectors and matrices, and 3-D ones by batches of one size (bmm), only"
@@ -217,8 +244,9 @@ def _supports_compressed_strided(xp: Any, a: CompressedArray, b: torch.Tensor) -
     reason = _sparse_reason(a) or _dtype_reason(a, b)
     if reason is not None:
         return reason
-    if a.layout is sparse_bsc and _cpu(a):
-        return "torch has no CPU kernel for BSC @ strided"
+    if a.layout is sparse_bsc:
+        # SparseBlasImpl.cpp (CUDA): addmm_out_sparse_csr has no BSC @ strided case and addmv refuses BSC
+        return "torch has no CPU kernel for BSC @ strided" if _cpu(a) else "torch's CUDA addmm and addmv have no kernel for BSC @ strided"
     batch = tuple(a.shape[: a.batch_dim()])
     if b.ndim > 2 and (b.ndim - 2 > len(batch) or generic._broadcast_shapes(batch, tuple(b.shape[:-2])) != batch):
         return "the strided operand's batch dimensions must broadcast to the sparse array's"
@@ -264,8 +292,9 @@ def _supports_strided_compressed(xp: Any, a: torch.Tensor, b: CompressedArray) -
     reason = _sparse_reason(b) or _dtype_reason(a, b)
     if reason is not None:
         return reason
-    if b.layout is sparse_bsr and _cpu(b):
-        return "torch has no CPU kernel for strided @ BSR"
+    if b.layout is sparse_bsr:
+        # SparseBlasImpl.cpp (CUDA): addmm_out_sparse_csr has no strided @ BSR case either
+        return "torch has no CPU kernel for strided @ BSR" if _cpu(b) else "torch's CUDA addmm has no kernel for strided @ BSR"
     if b.ndim != 2 or a.ndim > 2:
         return "torch multiplies by 2-D compressed arrays only, from a vector or a matrix"
     return None
@@ -370,8 +399,8 @@ def _supports_addmm(xp: Any, input: torch.Tensor, a: SparseArray, b: torch.Tenso
         return reason
     if a.ndim != 2:
         return "torch's addmm takes 2-D arrays only"
-    if a.layout is sparse_bsc and _cpu(a):
-        return "torch has no CPU kernel for BSC @ strided"
+    if a.layout is sparse_bsc:
+        return "torch has no CPU kernel for BSC @ strided" if _cpu(a) else "torch's CUDA addmm has no kernel for BSC @ strided"
     if (a.layout.is_blocked or (a.layout.is_compressed and a.dtype.is_complex)) and _grad_needed(a._vals, b, input):
         return "torch's addmm has no backward for blocked or complex compressed operands (the generic addmm's product has one)"
     return None
@@ -423,6 +452,9 @@ def _supports_reduce(xp: Any, a: CompressedArray, b: torch.Tensor, reduce: str) 
         return f"torch's reduction kernel has no {a.dtype} kernel"
     if reason is None and not (a.ndim == 2 and b.ndim == 2):
         return "torch.sparse.mm(reduce=) takes 2-D arrays only"
+    if reason is None and (on_cuda(a) or on_cuda(b)):
+        # native_functions.yaml: _sparse_mm_reduce_impl is dispatched for SparseCsrCPU only
+        return "torch.sparse.mm(reduce=) has no CUDA kernel"
     return reason
 
 
@@ -441,12 +473,24 @@ def _supports_coo_product(xp: Any, a: COOArray, b: torch.Tensor, *rest: Any) -> 
     return reason
 
 
+def _supports_smm(xp: Any, a: COOArray, b: torch.Tensor) -> str | None:
+    return _supports_coo_product(xp, a, b) or _sspaddmm_cuda_reason(a, b)
+
+
+def _sspaddmm_cuda_reason(*operands: Any) -> str | None:
+    # SparseCUDATensorMath.cu: _sspaddmm_out_cuda raises "NYI: CUDA sspaddmm is not implemented", and
+    # torch.smm is sspaddmm with a zero input
+    if any(on_cuda(x) for x in operands):
+        return "torch's sspaddmm (and smm, which runs it) has no CUDA kernel"
+    return None
+
+
 def _coo_result(r: torch.Tensor, like: COOArray, xp: Any) -> COOArray:
     target = Target(sparse_coo, like._backend, xp, tuple(r.shape), r.sparse_dim(), r.dense_dim(), (1, 1), like.index_dtype, 0)
     return cast(COOArray, from_torch(r, target))
 
 
-@register("smm", (sparse_coo, strided), backend="torch", supports=_supports_coo_product)
+@register("smm", (sparse_coo, strided), backend="torch", supports=_supports_smm)
 def _smm_coo_strided_torch(xp: Any, a: COOArray, b: torch.Tensor) -> COOArray:
     """smm(COO, strided) -> COO: torch.smm."""
     return _coo_result(torch.smm(to_torch(a), b), a, xp)
@@ -460,7 +504,7 @@ def _hspmm_coo_strided_torch(xp: Any, a: COOArray, b: torch.Tensor) -> COOArray:
 
 def _supports_sspaddmm(xp: Any, input: COOArray, a: COOArray, b: torch.Tensor, beta: Any, alpha: Any) -> str | None:
     reason = _supports_coo_product(xp, a, b, input) or _sparse_reason(input) or _dtype_reason(input, a)
-    return reason or _scalar_reason(a.dtype, beta=beta, alpha=alpha)
+    return reason or _sspaddmm_cuda_reason(input, a, b) or _scalar_reason(a.dtype, beta=beta, alpha=alpha)
 
 
 @register("sspaddmm", (sparse_coo, sparse_coo, strided), backend="torch", supports=_supports_sspaddmm)
@@ -516,7 +560,7 @@ def _spsolve_indexed_strided_torch(xp: Any, a: SparseArray, b: torch.Tensor) -> 
     """spsolve(sparse, strided) -> strided: SciPy's SuperLU on the shared CPU components (torch has no CPU solver)."""
     dtype = torch.promote_types(a.dtype, b.dtype)
     if a.shape[0] == 0:
-        return torch.zeros(b.shape, dtype=dtype)
+        return torch.zeros(b.shape, dtype=dtype, device=b.device)
     return cast(torch.Tensor, _SuperLUSolve.apply(a._vals, b, a, dtype))  # type: ignore[no-untyped-call]
 
 
@@ -524,13 +568,20 @@ def _spsolve_indexed_strided_torch(xp: Any, a: SparseArray, b: torch.Tensor) -> 
 
 
 @contextlib.contextmanager
-def _seeded(seed: Any) -> Iterator[None]:
-    # torch's algorithms draw from the global generator: seed a forked copy so the caller's stays untouched
+def _seeded(seed: Any, device: torch.device) -> Iterator[None]:
+    # torch's algorithms draw from the global generator of the matrix's device: seed a forked copy so the
+    # caller's stays untouched. Only that generator (and the CPU one) is forked and seeded: torch.manual_seed
+    # would also reseed every CUDA device's generator, which fork_rng(devices=[]) does not restore.
     # torch's pca_lowrank builds a COO tensor with the invariant checks left implicit, which warns; its
     # inputs are valid by construction, so the checks are switched off explicitly
-    with torch.random.fork_rng(devices=[]), torch.sparse.check_sparse_tensor_invariants(enable=False):  # type: ignore[no-untyped-call]
+    cuda = device.type == "cuda"
+    index = (device.index if device.index is not None else torch.cuda.current_device()) if cuda else None
+    forked = [index] if index is not None else []
+    with torch.random.fork_rng(devices=forked), torch.sparse.check_sparse_tensor_invariants(enable=False):  # type: ignore[no-untyped-call]
         if seed is not None:
-            torch.manual_seed(int(seed))
+            torch.default_generator.manual_seed(int(seed))
+            if index is not None:
+                torch.cuda.default_generators[index].manual_seed(int(seed))
         yield
 
 
@@ -550,14 +601,14 @@ def _supports_decomposition(xp: Any, a: COOArray, *args: Any) -> str | None:
 @register("svd_lowrank", (sparse_coo,), backend="torch", supports=_supports_decomposition)
 def _svd_lowrank_coo_torch(xp: Any, a: COOArray, q: int, niter: int, m: Any, seed: Any) -> tuple[Any, Any, Any]:
     """svd_lowrank(COO) -> (U, S, V): torch.svd_lowrank."""
-    with _seeded(seed):
+    with _seeded(seed, a._vals.device):
         return cast(tuple[Any, Any, Any], torch.svd_lowrank(to_torch(a), q=q, niter=niter, M=m))
 
 
 @register("pca_lowrank", (sparse_coo,), backend="torch", supports=_supports_decomposition)
 def _pca_lowrank_coo_torch(xp: Any, a: COOArray, q: int, center: bool, niter: int, seed: Any) -> tuple[Any, Any, Any]:
     """pca_lowrank(COO) -> (U, S, V): torch.pca_lowrank."""
-    with _seeded(seed):
+    with _seeded(seed, a._vals.device):
         return cast(tuple[Any, Any, Any], torch.pca_lowrank(to_torch(a), q=q, center=center, niter=niter))
 
 
@@ -585,7 +636,7 @@ def _lobpcg_coo_torch(
         return to_torch(m) if isinstance(m, SparseArray) else m
 
     ortho = options.method == "ortho"
-    with _seeded(seed):
+    with _seeded(seed, a._vals.device):
         return cast(
             tuple[Any, Any],
             torch.lobpcg(
