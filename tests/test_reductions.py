@@ -368,11 +368,11 @@ def test_native_kernels_are_registered() -> None:
     assert {"_sum_compressed_numpy", "_max_compressed_numpy", "_count_nonzero_compressed_numpy"} <= names
     if backend_skip_reason("torch") is None:
         assert {"_sum_coo_torch", "_softmax_coo_torch", "_log_softmax_coo_torch", "_sum_compressed_torch"} <= names
-        assert {f"_{op}_full_torch" for op in MONOIDS} <= names
+        assert {f"_{op}_full_torch" for op in (*MONOIDS, "mean", "var", "std")} <= names
 
 
 @pytest.mark.skipif(backend_skip_reason("torch") is not None, reason="torch is not installed")
-@pytest.mark.parametrize("op", ["sum", "max", "min"])
+@pytest.mark.parametrize("op", ["sum", "max", "min", "mean", "var", "std"])
 @SOME
 @given(data=st.data())
 def test_torch_full_reduction_fast_paths(op: str, data: st.DataObject) -> None:
@@ -380,8 +380,8 @@ def test_torch_full_reduction_fast_paths(op: str, data: st.DataObject) -> None:
     torch tensor of the spec's dtype, equal to the dense torch reduction and to the generic kernel, on
     every layout (uncoalesced COO with dense dimensions, batched and blocked compressed arrays), fill
     values 0 and non-zero (NaN included), NaN and -0.0 values, nnz = 0, int32 and int64 indices; for
-    sums in the accumulation dtype and in the input's own (integers wrap the same way); through the
-    public function too."""
+    sums in the accumulation dtype and in the input's own (integers wrap the same way), for var and std
+    with several corrections; through the public function too."""
     import torch
 
     xp = xs.get_backend("torch").load()
@@ -391,9 +391,12 @@ def test_torch_full_reduction_fast_paths(op: str, data: st.DataObject) -> None:
     dtype = data.draw(st.sampled_from([d for d in op_dtypes(op, xp) if signed_twin(xp, getattr(xp, d)) is None]), label="dtype")
     x, dense = data.draw(inputs(xp, layout, [dtype]), label="x")
     keepdims = data.draw(st.booleans(), label="keepdims")
-    spec = make_spec(op, xp, x, None, keepdims)
+    # torch's dense std takes no fractional correction: test_torch_full_statistics_edges has one
+    correction = data.draw(st.sampled_from([0.0, 1.0, 2.0]), label="correction") if op in ("var", "std") else 0.0
+    spec = make_spec(op, xp, x, None, keepdims, correction)
     assume(admissible(op, x, spec))
     public = getattr(xs, op)
+    options = {"correction": correction} if op in ("var", "std") else {}
     for spec in (spec, dataclasses.replace(spec, dtype=x.dtype)) if op == "sum" else (spec,):
         assert native.supports is not None and native.supports(xp, x, spec) is None
         with np.errstate(over="ignore"):
@@ -402,9 +405,66 @@ def test_torch_full_reduction_fast_paths(op: str, data: st.DataObject) -> None:
         assert tuple(got.shape) == ((1,) * x.ndim if keepdims else ())
         check(op, xp, got, x, dense, None, spec)
         assert_sparse_equal(got, want, **tolerance(op, spec.dtype))
-        r = public(x, keepdims=keepdims, **({"dtype": spec.dtype} if op == "sum" else {}))
+        r = public(x, keepdims=keepdims, **options, **({"dtype": spec.dtype} if op == "sum" else {}))
         assert type(r) is torch.Tensor and r.dtype == spec.dtype
         assert_sparse_equal(r, got)
+
+
+@pytest.mark.skipif(backend_skip_reason("torch") is not None, reason="torch is not installed")
+@pytest.mark.parametrize("layout", [xs.sparse_coo, xs.sparse_csr, xs.sparse_bsc])
+def test_torch_full_statistics_edges(layout: xs.Layout) -> None:
+    """mean, var and std over every axis on torch, where the Hypothesis test's dense reference warns or
+    is not defined: no elements (NaN), ``N - correction <= 0`` (NaN), non-finite fill values (the mean
+    inf or NaN, the variance NaN), no stored element (the fill value's mean, variance 0), duplicates
+    summed before the variance; no warning in any of them (pytest turns warnings into errors)."""
+    import torch
+
+    def sparse(d: Any, fill: float = 0.0) -> Any:
+        kw: dict[str, Any] = {"layout": layout, "fill_value": fill}
+        if layout.is_blocked:
+            kw["blocksize"] = (1, 1)
+        return xs.to_sparse(torch.as_tensor(d, dtype=torch.float64), **kw)
+
+    def statistics(x: Any, correction: float = 0.0) -> list[float]:
+        rs = [xs.mean(x), xs.var(x, correction=correction), xs.std(x, correction=correction)]
+        assert all(type(r) is torch.Tensor and r.shape == () and r.dtype == torch.float64 for r in rs)
+        return [r.item() for r in rs]
+
+    empty = sparse(torch.zeros((0, 3)))
+    assert all(math.isnan(v) for v in statistics(empty))
+    one = sparse([[0.0, 2.0]])
+    assert statistics(one, correction=1.0)[1:] == [2.0, math.sqrt(2.0)]
+    assert all(math.isnan(v) for v in statistics(one, correction=2.0)[1:])
+    assert statistics(one, correction=0.5)[1:] == pytest.approx([2.0 / 1.5, math.sqrt(2.0 / 1.5)], rel=1e-15)
+    # every element stored: the values' own variance, the fractional correction included
+    full = sparse([[1.0, 2.0], [3.0, 6.0]])
+    assert full.nnz == 4 and statistics(full, correction=1.5) == [3.0, 14.0 / 2.5, math.sqrt(14.0 / 2.5)]
+    assert statistics(sparse([[0.25, 0.25], [0.25, 0.25]], fill=0.25)) == [0.25, 0.0, 0.0]
+    inf = statistics(sparse([[1.0, math.inf], [math.inf, math.inf]], fill=math.inf))
+    assert inf[0] == math.inf and math.isnan(inf[1]) and math.isnan(inf[2])
+    # a NaN fill value counts where an element is unspecified, and only there
+    assert [math.isnan(v) for v in statistics(sparse([[1.0, 3.0], [2.0, math.nan]], fill=math.nan))] == [True, True, True]
+    assert statistics(sparse([[1.0, 3.0], [2.0, 2.0]], fill=math.nan)) == [2.0, 0.5, math.sqrt(0.5)]
+    nan = statistics(sparse([[1.0, 3.0], [math.nan, 2.0]], fill=2.0))
+    assert all(math.isnan(v) for v in nan)
+    # duplicates add up before the variance: the elements are 4, 0, 0 and 2 (mean 1.5, variance 2.75)
+    dup = xs.sparse_coo_array(torch.tensor([[0, 0, 1], [0, 0, 1]]), torch.tensor([1.0, 3.0, 2.0], dtype=torch.float64), (2, 2))
+    assert statistics(dup) == [1.5, 2.75, math.sqrt(2.75)]
+    shifted = xs.sparse_coo_array(torch.tensor([[0, 0, 1], [0, 0, 1]]), torch.tensor([1.0, 3.0, 2.0], dtype=torch.float64), (2, 2), fill_value=1.0)
+    assert statistics(shifted) == [2.0, 1.5, math.sqrt(1.5)]
+    # a complex mean; var and std take real dtypes only, and the public layer says so
+    c = xs.to_sparse(torch.tensor([[1 + 2j, 0j], [0j, 3 - 1j]], dtype=torch.complex128), layout=layout, **({"blocksize": (1, 1)} if layout.is_blocked else {}))
+    assert xs.mean(c).item() == 1 + 0.25j
+    with pytest.raises(TypeError, match="real floating-point"):
+        xs.var(c)
+    # the kernels decline what they do not compute: some axes only, or a dtype other than the input's
+    xp = xs.get_backend("torch").load()
+    for op in ("mean", "var", "std"):
+        kernel = next(k for k in dispatch.resolve(op, (layout,), "torch") if k.name == f"_{op}_full_torch")
+        assert kernel.supports is not None
+        assert "every axis" in str(kernel.supports(xp, one, ReduceSpec((0,), False, torch.float64)))
+        assert "dtype" in str(kernel.supports(xp, one, ReduceSpec((0, 1), False, torch.float32)))
+    assert "real floating" in str(kernel.supports(xp, c, ReduceSpec((0, 1), False, torch.complex128)))
 
 
 def test_torch_sum_over_every_axis_takes_the_full_kernel() -> None:

@@ -9,6 +9,7 @@ zero gives NumPy's 0).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -17,12 +18,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import xsparse as xs
+from xsparse.testing import check_invariants
 
 torch = pytest.importorskip("torch")
 
 DTYPES = ["uint16", "uint32", "uint64"]
 LAYOUTS = [xs.sparse_coo, xs.sparse_csr]
-_SIGNED = {"uint16": np.int16, "uint32": np.int32, "uint64": np.int64}
+_SIGNED = {"uint8": np.int8, "uint16": np.int16, "uint32": np.int32, "uint64": np.int64}
 
 
 def to_torch(a: np.ndarray) -> Any:
@@ -80,7 +82,7 @@ BINARY = ["add", "subtract", "multiply", "less", "less_equal", "greater", "great
           "bitwise_right_shift", "floor_divide", "remainder", "pow"]  # fmt: skip
 
 
-def _reference(name: str, a: np.ndarray, b: Any) -> np.ndarray:
+def _reference(name: str, a: Any, b: Any) -> np.ndarray:
     with np.errstate(all="ignore"):
         return exact(getattr(np, "power" if name == "pow" else name)(a, b))
 
@@ -99,8 +101,6 @@ def _operands(name: str, dtype: str, a: np.ndarray, b: np.ndarray) -> tuple[np.n
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", BINARY)
 def test_binary(name: str, dtype: str, layout: Any, kinds: tuple[str, str]) -> None:
-    if dtype == "uint64" and name in ("floor_divide", "remainder"):
-        pytest.skip("uint64 division: see test_uint64_division_is_a_clear_error")
     top = edge_values(dtype)
     a = np.asarray([[0, top[5], 0, top[3]], [top[1], 0, top[4], 0]], dtype=dtype)
     b = np.asarray([[top[5], top[5], 0, top[3] + 1], [0, 0, top[2], 7]], dtype=dtype)
@@ -141,10 +141,149 @@ def test_binary_with_scalar(name: str, dtype: str, layout: Any) -> None:
     np.testing.assert_array_equal(to_numpy(got), _reference(name, a, np.asarray(s, dtype=dtype)))
 
 
-def test_uint64_division_is_a_clear_error() -> None:
-    a = to_torch(np.asarray([[2**64 - 1, 0]], dtype="uint64"))
+EDGE64 = [0, 1, 2, 3, 7, 2**32 - 1, 2**32, 2**62, 2**63 - 2, 2**63 - 1, 2**63, 2**63 + 1, 2**63 + 2, 2**64 - 2, 2**64 - 1]
+
+
+@pytest.mark.parametrize("name", ["floor_divide", "remainder"])
+def test_uint64_division_is_exact(name: str) -> None:
+    """torch divides no uint64; xsparse does, on the int64 bits: every pair of edge values (0, 1, around
+    2**32, 2**63 and 2**64; divisors 0 and >= 2**63, dividends >= 2**63) and of random ones, as arrays
+    and with a Python int on either side, gives NumPy's uint64 result (0 for a zero divisor)."""
     with pytest.raises(NotImplementedError, match="UInt64"):
-        xs.floor_divide(a, a)
+        torch.floor_divide(to_torch(np.asarray([5], dtype="uint64")), to_torch(np.asarray([2], dtype="uint64")))
+    rng = np.random.default_rng(7)
+    vals = np.asarray(EDGE64 + rng.integers(0, 2**64, 60, dtype=np.uint64).tolist() + rng.integers(1, 2**16, 20).tolist(), dtype="uint64")
+    a, b = np.meshgrid(vals, vals, indexing="ij")
+    got = getattr(xs, name)(to_torch(a), to_torch(b))
+    assert got.dtype == torch.uint64
+    np.testing.assert_array_equal(to_numpy(got), _reference(name, a, b))
+    # strided operands that are not contiguous: the bits are read through a view
+    np.testing.assert_array_equal(to_numpy(getattr(xs, name)(to_torch(a).mT, to_torch(b).mT)), _reference(name, a.T, b.T))
+    for s in EDGE64:
+        np.testing.assert_array_equal(to_numpy(getattr(xs, name)(to_torch(vals), s)), _reference(name, vals, np.uint64(s)))
+        np.testing.assert_array_equal(to_numpy(getattr(xs, name)(s, to_torch(vals))), _reference(name, np.uint64(s), vals))
+
+
+@pytest.mark.parametrize("name", ["floor_divide", "remainder"])
+@pytest.mark.parametrize("other", ["uint8", "uint16", "uint32"])
+def test_uint64_division_promotes_narrower_unsigned(name: str, other: str) -> None:
+    """A narrower unsigned operand promotes to uint64 (the standard's table, which torch refuses)."""
+    a = np.asarray([[0, 2**64 - 1, 7, 2**63], [5, 0, 2**63 + 3, 1]], dtype="uint64")
+    b = np.asarray([[3, 0, 2, 255], [0, 9, 1, 2]], dtype=other)
+    for x, y, ra, rb in ((to_torch(a), to_torch(b), a, b), (to_torch(b), to_torch(a), b, a)):
+        want = _reference(name, ra, rb)
+        for got in (getattr(xs, name)(x, y), getattr(xs, name)(xs.to_sparse_coo(x), xs.to_sparse_csr(y))):
+            assert got.dtype == torch.uint64
+            np.testing.assert_array_equal(to_numpy(got), want)
+
+
+@pytest.mark.parametrize("name", ["floor_divide", "remainder"])
+def test_uint64_division_kernels_wrap_the_generic_ones(name: str) -> None:
+    """The torch kernels of floor_divide and remainder cover every generic signature, come first, and
+    hand every other dtype to the generic kernel (torch's own int64 division, floats with IEEE 754)."""
+    generic = {k.signature for k in xs.kernels(name) if k.backend is None}
+    native = {k.signature: k for k in xs.kernels(name) if k.backend == "torch"}
+    assert set(native) == generic
+    assert all(k.func.__wrapped__ is next(g.func for g in xs.kernels(name) if g.backend is None and g.signature == s) for s, k in native.items())  # type: ignore[attr-defined]
+    i = xs.to_sparse_coo(torch.tensor([[7, 0], [-7, 3]]))
+    assert xs.to_dense(getattr(xs, name)(i, 2)).tolist() == ({"floor_divide": [[3, 0], [-4, 1]], "remainder": [[1, 0], [1, 1]]}[name])
+    assert xs.to_dense(getattr(xs, name)(i, 0)).tolist() == [[0, 0], [0, 0]]
+    f = getattr(xs, name)(xs.to_sparse_csr(torch.tensor([[7.5, 0.0]], dtype=torch.float64)), torch.tensor([[2.0, 0.0]], dtype=torch.float64))
+    assert f[0, 0].item() == {"floor_divide": 3.0, "remainder": 1.5}[name] and math.isnan(f[0, 1].item())
+
+
+def _uint64_dense(draw: Any, shape: tuple[int, ...], fill: int) -> np.ndarray:
+    """A uint64 array of ``shape``, mostly ``fill``, the other elements edge values or random ones."""
+    element = st.one_of(st.just(fill), st.just(fill), st.sampled_from(EDGE64), st.integers(0, 2**64 - 1))
+    flat = draw(st.lists(element, min_size=math.prod(shape), max_size=math.prod(shape)))
+    return np.asarray(flat, dtype="uint64").reshape(shape)
+
+
+def _batched(draw: Any, rows: int, cols: int) -> np.ndarray:
+    """Two batches of a uint64 matrix with fill value 0 and equally many specified elements (a compressed
+    array's invariant 3.9): the second one holds new values at the first one's flipped positions."""
+    first = _uint64_dense(draw, (rows, cols), 0)
+    values = _uint64_dense(draw, (rows, cols), 1)
+    second = np.where(np.flip(first != 0), np.where(values == 0, np.uint64(1), values), np.uint64(0))
+    return np.stack([first, second])
+
+
+def _uncoalesced(a: Any, rng: np.random.Generator) -> Any:
+    """The COO array ``a`` with each entry split in two duplicates that add up to it modulo 2**64."""
+    idx, vals = to_numpy(a._indices()).astype(np.int64), to_numpy(a._values()).astype("uint64")
+    part = np.asarray(rng.integers(0, 2**64, vals.shape, dtype=np.uint64))
+    with np.errstate(over="ignore"):
+        rest = vals - part
+    order = rng.permutation(2 * idx.shape[1])
+    indices = torch.from_numpy(np.concatenate([idx, idx], axis=1)[:, order]).to(a._indices().dtype)
+    return xs.sparse_coo_array(indices, to_torch(np.concatenate([part, rest])[order]), a.shape, fill_value=a.fill_value)
+
+
+@st.composite
+def uint64_operand(draw: Any) -> tuple[Any, np.ndarray]:
+    """``(x, dense)``: a sparse uint64 array on torch and its NumPy value. COO (hybrid, uncoalesced half
+    the time), CSR, CSC (batched ones too) and BSR; fill value 0 or another edge value; int32 and int64
+    indices; nnz = 0 and zero-size dimensions among them."""
+    layout = draw(st.sampled_from([xs.sparse_coo, xs.sparse_csr, xs.sparse_csc, xs.sparse_bsr]))
+    index_dtype = draw(st.sampled_from(["int32", "int64"]))
+    rows, cols = draw(st.sampled_from([(3, 4), (2, 2), (0, 4), (1, 6)]))
+    if layout in (xs.sparse_csr, xs.sparse_csc) and draw(st.booleans()):
+        dense = _batched(draw, rows, cols)
+        return xs.to_sparse(to_torch(dense), layout=layout, index_dtype=index_dtype), dense
+    fill = draw(st.sampled_from([0, 0, 1, 2**63, 2**64 - 1]))
+    shape = (rows, cols, 2) if layout is xs.sparse_coo and draw(st.booleans()) else (rows, cols)
+    dense = _uint64_dense(draw, shape, fill)
+    kw: dict[str, Any] = {"layout": layout, "index_dtype": index_dtype, "fill_value": fill}
+    if layout is xs.sparse_coo:
+        kw["sparse_dim"] = draw(st.integers(1, len(shape)))
+    if layout is xs.sparse_bsr:
+        kw["blocksize"] = (1, 2)
+    x = xs.to_sparse(to_torch(dense), **kw)
+    if layout is xs.sparse_coo and x.nnz and draw(st.booleans()):
+        x = _uncoalesced(x, np.random.default_rng(draw(st.integers(0, 2**32 - 1))))
+    return x, dense
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+@pytest.mark.parametrize("name", ["floor_divide", "remainder"])
+def test_uint64_division_of_sparse_arrays(name: str, data: Any) -> None:
+    """floor_divide and remainder of sparse uint64 arrays with sparse (of the same or another layout),
+    strided (of the same shape, or a broadcast row), 0-d and Python int operands, either way round: the
+    result is NumPy's on the dense operands, in the layout the generic kernels give (and hold the same
+    elements as the NumPy backend's generic kernel), with fill value ``name(fill_1, fill_2)``."""
+    x, dx = data.draw(uint64_operand(), label="x")
+    kind = data.draw(st.sampled_from(["sparse", "strided", "row", "0-d", "int"]), label="kind")
+    dy: Any
+    y: Any
+    if kind == "sparse":
+        fill_y = data.draw(st.sampled_from([0, 3, 2**64 - 1]), label="fill_y")
+        dy = _uint64_dense(data.draw, dx.shape, fill_y)
+        layouts = [xs.sparse_coo, xs.sparse_csr, xs.sparse_csc] if dx.ndim == 2 else [xs.sparse_coo]
+        y = xs.to_sparse(to_torch(dy), layout=data.draw(st.sampled_from(layouts), label="layout_y"), fill_value=fill_y)
+    elif kind in ("strided", "row"):
+        dy = _uint64_dense(data.draw, dx.shape if kind == "strided" else dx.shape[-1:], 0)
+        y = to_torch(dy)
+    elif kind == "0-d":
+        dy = np.asarray(data.draw(st.sampled_from(EDGE64), label="y"), dtype="uint64")
+        y = to_torch(dy.reshape(1)).reshape(())
+    else:
+        y = data.draw(st.sampled_from(EDGE64), label="y")
+        dy = np.uint64(y)
+    first = data.draw(st.booleans(), label="sparse first")
+    args, dense_args = ((x, y), (dx, dy)) if first else ((y, x), (dy, dx))
+    got = getattr(xs, name)(*args)
+    np.testing.assert_array_equal(to_numpy(got), _reference(name, *dense_args))
+    assert got.dtype == torch.uint64
+    host = [xs.to_backend(v, "numpy") if isinstance(v, (xs.SparseArray, torch.Tensor)) else v for v in args]
+    want = getattr(xs, name)(*host)
+    assert xs.layout_of(got) is xs.layout_of(want)
+    if isinstance(got, xs.SparseArray):
+        check_invariants(got)
+        assert got.fill_value == want.fill_value and got.nnz == want.nnz
+        if all(isinstance(v, xs.SparseArray) for v in args):
+            fills = [np.uint64(v.fill_value) for v in args]
+            assert got.fill_value == int(_reference(name, fills[0], fills[1]))
 
 
 @pytest.mark.parametrize(("d1", "d2"), [("uint16", "uint32"), ("uint32", "uint64"), ("int8", "uint32"), ("uint16", "int16")])

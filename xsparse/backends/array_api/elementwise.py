@@ -118,7 +118,8 @@ def _sign(xp: Any, x: Any) -> Any:
 # computed on the same-width signed twin: modular functions (sums, products, bitwise ones) give the same
 # bits there; comparisons and extrema run on the order-preserving map (conversion.to_ordered); a right
 # shift is made logical; floor division, remainder and powers of uint16/uint32 run exactly on int64.
-# Floor division and remainder of uint64 have no such twin and keep the backend's error.
+# Floor division and remainder of uint64 have no such twin and keep the backend's error here; the torch
+# backend registers an exact emulation of them (backends/torch/elementwise.py).
 
 _IDENTITY_ON_UNSIGNED = frozenset({"abs", "positive", "floor", "ceil", "trunc", "round", "real", "conj"})
 _MODULAR_UNARY = frozenset({"negative", "square", "bitwise_invert"})

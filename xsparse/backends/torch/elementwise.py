@@ -9,19 +9,29 @@
   them with no other dtype). Each kernel declines anything else with its reason, and the generic kernels
   compute it.
 
+- ``floor_divide`` and ``remainder`` of uint64 operands, which torch does not divide ("div_floor_cpu"
+  not implemented for 'UInt64') and which have no wider signed twin: computed exactly on the int64
+  reinterpretation of the bits (:func:`_uint64_division`). These kernels are the generic kernels again,
+  for every layout signature, with that division in place of torch's; every other dtype goes to the
+  generic kernel unchanged.
+
 Unary functions have no native kernel here: the generic kernel already calls torch on the values, which
 is what torch's own sparse unary functions do.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any, cast
 
 import torch
 
+from ... import dispatch
 from ...dispatch import register
 from ...formats import COOArray, CompressedArray, SparseArray, sparse_coo, sparse_csr, strided
 from ...formats._spec import Target
+from ..array_api import elementwise as generic  # registers the generic kernels that the division kernels wrap
 from ..array_api.conversion import is_plus_zero
 from ..array_api.elementwise import python_scalar
 from .conversion import from_torch, to_torch
@@ -184,3 +194,103 @@ def _subtract_sparse_strided_torch(xp: Any, x: Any, y: Any) -> torch.Tensor:
     # torch has no sparse - dense: -(d - s) is the same number (negation is exact, and comes after the
     # type promotion, which negating d first would not: -uint8 wraps around)
     return torch.add(y, to_torch(x), alpha=-1).neg_()
+
+
+# -- floor division and remainder of uint64 ---------------------------------------------------------------
+# torch divides no uint64 (nor uint16/uint32, which the generic kernels divide exactly on int64), and a
+# uint64 has no wider signed twin. The division runs on the int64 tensors with the same bits, in steps
+# that torch computes for int64 and that never overflow it:
+#
+# - a divisor d with the top bit set (d >= 2**63, negative as int64) goes into n at most once: the
+#   quotient is n >= d (unsigned, which is the signed comparison with both sign bits flipped), the
+#   remainder n - d where it is 1 (both negative as int64, so the difference is in [0, 2**63));
+# - a divisor 0 < d < 2**63 divides h = n >> 1 (a logical shift: non-negative) as int64: h = q*d + r;
+#   then n = 2*q*d + (2*r + b) with b = n & 1 and 0 <= 2*r + b < 2*d, so one more d fits where
+#   s = r + (r + b - d) >= 0 (each partial sum lies within [-d, d)): the quotient is 2*q + (s >= 0),
+#   the remainder s there, else 2*r + b (whose bits are right even where it exceeds 2**63 - 1);
+# - a divisor 0 gives 0 for both, NumPy's result and xsparse's rule for an integer division by zero.
+
+_SIGN_BIT = -(2**63)
+_LOW_BITS = 2**63 - 1
+_UNSIGNED = frozenset({torch.uint8, torch.uint16, torch.uint32, torch.uint64})
+
+
+def _as_int64_bits(v: Any, device: Any) -> torch.Tensor:
+    """An unsigned tensor or Python int as the int64 tensor with the bits of its uint64 value."""
+    if isinstance(v, int):
+        return torch.tensor((v + 2**63) % 2**64 - 2**63, dtype=torch.int64, device=device)
+    t = cast(torch.Tensor, v)
+    return t.view(torch.int64) if t.dtype == torch.uint64 else t.to(torch.int64)
+
+
+def _uint64_division(name: str, x: Any, y: Any, device: Any = None) -> torch.Tensor:
+    """``floor_divide`` or ``remainder`` of ``x`` and ``y`` (unsigned tensors or Python ints, one uint64
+    at least; two ints on ``device``) as uint64, exact for every value, 0 where ``y`` is 0. O(numel), a
+    dozen int64 passes."""
+    device = next((v.device for v in (x, y) if isinstance(v, torch.Tensor)), device)
+    n, d = _as_int64_bits(x, device), _as_int64_bits(y, device)
+    wide = d < 0
+    small = torch.where(d > 0, d, 1)
+    h = torch.bitwise_and(n >> 1, _LOW_BITS)
+    b = torch.bitwise_and(n, 1)
+    if name == "floor_divide":
+        q = torch.div(h, small, rounding_mode="trunc")
+        r = h - q * small
+    else:
+        r = torch.remainder(h, small)
+    s = r + (r + b - small)
+    fits = s >= 0
+    once = torch.bitwise_xor(n, _SIGN_BIT) >= torch.bitwise_xor(d, _SIGN_BIT)
+    if name == "floor_divide":
+        out = torch.where(wide, once.to(torch.int64), torch.bitwise_or(q << 1, fits.to(torch.int64)))
+    else:
+        out = torch.where(wide, n - torch.where(once, d, 0), torch.where(fits, s, torch.bitwise_or(r << 1, b)))
+    return torch.where(d == 0, 0, out).view(torch.uint64)
+
+
+def _divides_uint64(x: Any, y: Any) -> bool:
+    """Whether ``x`` and ``y`` are unsigned integers (arrays or Python ints) whose division is uint64's."""
+    if any(isinstance(v, (bool, float, complex)) for v in (x, y)):
+        return False
+    dtypes = [v.dtype for v in (x, y) if not isinstance(v, int)]
+    return torch.uint64 in dtypes and all(d in _UNSIGNED for d in dtypes)
+
+
+def _zeros_of(v: Any) -> Any:
+    """``v`` with every element 0 (a sparse array's structure and dtype kept, fill value 0)."""
+    if isinstance(v, SparseArray):
+        return v._with_values(torch.zeros_like(v._vals), 0)
+    return 0 if isinstance(v, int) else torch.zeros_like(v)
+
+
+def _division_kernel(name: str, kernel: dispatch.Kernel) -> Callable[..., Any]:
+    """The generic ``kernel`` of ``name`` again, dividing uint64 operands with :func:`_uint64_division`.
+
+    Where an operand is sparse, the generic kernel of ``bitwise_or`` (exact on uint64) aligns the
+    operands: ``x | zeros(y)`` and ``zeros(x) | y`` have the structure that ``name(x, y)`` has (the
+    union of the entries, in the result's layout, broadcast; a strided result where one operand is
+    strided), holding the elements of ``x`` and of ``y`` there and their fill values.
+    """
+
+    @functools.wraps(kernel.func)
+    def wrapper(xp: Any, x: Any, y: Any) -> Any:
+        if not _divides_uint64(x, y):
+            return kernel.func(xp, x, y)
+        if not (isinstance(x, SparseArray) or isinstance(y, SparseArray)):
+            return _uint64_division(name, x, y)
+        layouts = tuple(v.layout if isinstance(v, SparseArray) else e for v, e in zip((x, y), kernel.signature))
+        left = dispatch.call("bitwise_or", layouts, "torch", xp, x, _zeros_of(y))
+        right = dispatch.call("bitwise_or", layouts, "torch", xp, _zeros_of(x), y)
+        if not isinstance(left, SparseArray):
+            return _uint64_division(name, left, right)
+        fill = _uint64_division(name, left.fill_value, right.fill_value, left.device)
+        return left._with_values(_uint64_division(name, left._vals, right._vals), python_scalar(xp, fill))
+
+    wrapper.__name__ = wrapper.__qualname__ = f"{kernel.name}_torch"
+    wrapper.__doc__ = f"{(kernel.func.__doc__ or '').rstrip('.')}; uint64 divided exactly on its int64 bits."
+    return wrapper
+
+
+for _name in ("floor_divide", "remainder"):
+    for _kernel in [k for k in dispatch.kernels(_name) if k.backend is None]:
+        register(_name, _kernel.signature, backend="torch", supports=_kernel.supports)(_division_kernel(_name, _kernel))
