@@ -192,8 +192,13 @@ def _print_table(rows: list[dict[str, Any]], quick: bool) -> None:
         )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+Cases = Callable[[bool, int], list[dict[str, Any]]]
+
+
+def cli(doc: str, numpy_cases: Cases, torch_cases: Cases, print_table: Callable[[list[dict[str, Any]], bool], None]) -> None:
+    """The command line shared by the CPU benchmarks: ``--quick``, the NumPy-backend cases, the torch ones
+    where torch is installed, one table."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller inputs, fewer repeats")
     args = parser.parse_args()
     repeats = 5 if args.quick else 7
@@ -202,7 +207,11 @@ def main() -> None:
         print("torch is not installed: the torch cases are left out")
     else:
         rows += torch_cases(args.quick, repeats)
-    _print_table(rows, args.quick)
+    print_table(rows, args.quick)
+
+
+def main() -> None:
+    cli(__doc__ or "", numpy_cases, torch_cases, _print_table)
 
 
 if __name__ == "__main__":

@@ -34,8 +34,6 @@ their wall-clock time. Report the load (``uptime``) with the figures.
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -44,7 +42,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_elementwise import _as_xsparse, _print_table, _random_csr, _time_pair  # noqa: E402
+from bench_elementwise import _as_xsparse, _print_table, _random_csr, _time_pair, cli  # noqa: E402
 
 import xsparse as xs  # noqa: E402  (bench_elementwise made it importable from a checkout)
 
@@ -101,16 +99,7 @@ def torch_cases(quick: bool, repeats: int) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="smaller inputs")
-    args = parser.parse_args()
-    repeats = 5 if args.quick else 7
-    rows = numpy_cases(args.quick, repeats)
-    if importlib.util.find_spec("torch") is None:
-        print("torch is not installed: the torch cases are left out")
-    else:
-        rows += torch_cases(args.quick, repeats)
-    _print_table(rows, args.quick)
+    cli(__doc__ or "", numpy_cases, torch_cases, _print_table)
 
 
 if __name__ == "__main__":

@@ -343,6 +343,18 @@ def _reduction_dtypes(op: str, ctx: Context) -> list[str]:
     return [n for n in names if n != "bool" and not n.startswith("complex")]
 
 
+def _accumulation_dtype(xp: Any, dtype: str) -> Any:
+    """The Array API's default result dtype of ``sum``, ``prod`` and ``cumulative_*`` of ``dtype``: the
+    default integer dtype for signed integers, uint64 for unsigned ones (torch's own rule gives int64 and
+    has no uint64 sums, so its dense result is cast: sums and products agree modulo 2**64), the dtype
+    itself otherwise (docs/decisions.md, "dtypes follow the Array API's categories")."""
+    if dtype.startswith("uint"):
+        return xp.uint64
+    if dtype.startswith("int"):
+        return xp.int64
+    return getattr(xp, dtype)
+
+
 def _softmax_host(host: np.ndarray, axis: int, log: bool) -> np.ndarray:
     with np.errstate(all="ignore"):
         m = np.max(host, axis=axis, keepdims=True) if host.size else host
@@ -401,11 +413,13 @@ def _reduction(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
                 out = np.where(mask, out, -np.inf if op == "log_softmax" else 0.0)
             return xp.asarray(out.astype(dtype))
         if op in ("cumulative_sum", "cumulative_prod"):
-            accumulated = xs.sum(d).dtype  # the Array API's default accumulation dtype
-            return getattr(xp, op)(xp.astype(d, accumulated), axis=axis)
+            acc = _accumulation_dtype(xp, dtype)
+            return xp.astype(getattr(xp, op)(xp.astype(d, acc), axis=axis), acc)
         if op in ("argmax", "argmin") and axis is None:
             r = getattr(xp, op)(xp.reshape(d, (-1,)))
             return xp.reshape(xp.asarray(r), (1,) * ndim if keepdims else ())
+        if op in ("sum", "prod"):
+            return xp.astype(getattr(xp, op)(d, axis=axis, keepdims=keepdims), _accumulation_dtype(xp, dtype))
         return getattr(xp, op)(d, axis=axis, keepdims=keepdims)
 
     loose = op not in ("max", "min", "any", "all", "count_nonzero", "argmax", "argmin")
@@ -556,7 +570,24 @@ def _key(draw: Draw, shape: tuple[int, ...]) -> tuple[Any, ...]:
 def _getitem(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
     c, x = _shape_case(draw, ctx, sig)
     key = (*_key(draw, c.shape), ...)  # the Array API asks for the trailing ellipsis of a partial key
-    return Trial(lambda: x[key], lambda: dense(x)[key])
+    return Trial(lambda: x[key], lambda: dense(x)[key], raises=_partial_blocks(c, sig[0], key))
+
+
+def _partial_blocks(c: S.DenseCase, layout: Hashable, key: tuple[Any, ...]) -> tuple[type, str] | None:
+    """The documented refusal of a key whose BSR/BSC result keeps both sparse dimensions with a size
+    that is not a whole number of blocks (docs/decisions.md), else None."""
+    if layout not in (xs.sparse_bsr, xs.sparse_bsc):
+        return None
+    nb = c.batch_dim
+    lead = [k for k in key[:nb] if k is not Ellipsis]
+    sparse_keys = [k for k in key[nb : nb + 2] if k is not Ellipsis]
+    if any(isinstance(k, int) for k in sparse_keys):
+        return None
+    out = c.host[key].shape
+    at = nb - sum(isinstance(k, int) for k in lead)
+    if out[at] % c.blocksize[0] or out[at + 1] % c.blocksize[1]:
+        return (xs.LayoutError, r"not a whole number of blocks")
+    return None
 
 
 @case("take", skip=_no_semi)

@@ -53,7 +53,9 @@ def _complex(op: str, x: Any) -> bool:
     return bool(xp.isdtype(x.dtype, "complex floating"))
 
 
-def _unique(op: str, x: Any, positions: bool) -> Unique:
+def _unique(op: str, x: Any, positions: bool | str) -> Unique:
+    """The ``unique`` kernel's result; ``positions`` is True for ``unique_all`` (first positions too), or
+    the name of the outputs needed (``"counts"``, ``"inverse"``), which spares the others."""
     backend, xp = array_operand(op, x)
     return dispatch.call("unique", (layout_of(x),), backend.name, xp, x, positions)  # type: ignore[no-any-return]
 
@@ -92,7 +94,7 @@ def unique_counts(x: Any, /) -> UniqueCountsResult:
         _, xp = array_operand(op, x)
         r = xp.unique_counts(x)
         return UniqueCountsResult(r.values, r.counts)
-    u = _unique(op, x, False)
+    u = _unique(op, x, "counts")
     return UniqueCountsResult(u.values, u.counts)
 
 
@@ -132,7 +134,7 @@ def unique_values(x: Any, /) -> Any:
     if not isinstance(x, SparseArray) and not _complex(op, x):
         _, xp = array_operand(op, x)
         return xp.unique_values(x)
-    return _unique(op, x, False).values
+    return _unique(op, x, "counts").values
 
 
 def isin(x1: Any, x2: Any, /, *, invert: bool = False, layout: Layout | None = None) -> Any:

@@ -62,7 +62,8 @@ def sort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = 
     descending
         Sort in descending order (NaN first, as the ascending order reversed).
     stable
-        Accepted for the standard's signature: equal values are indistinguishable in the result.
+        Accepted for the standard's signature: a sparse sort has one result (docs/decisions.md,
+        "Sorting without stability").
     layout
         The result layout; by default ``x``'s (strided for a strided ``x``).
 

@@ -67,7 +67,8 @@ def _searchsorted_strided_sparse(xp: Any, x1: Any, x2: SparseArray, side: str, s
 def _searchsorted_coo_any(xp: Any, x1: COOArray, x2: Any, side: str, sorter: Any) -> Any:
     """searchsorted(COO vector, any) -> x2's layout: count of the elements before each value; O((nnz + m) log nnz)."""
     c = coalesce_coo(xp, x1)
-    specified = xp.sort(c._vals)
+    # only comparisons read the sorted values, so the default (non-stable, faster) sort serves
+    specified = xp.sort(c._vals, stable=False)
     n_unspecified = x1.shape[0] - int(specified.shape[0])
     fill = _scalar(xp, specified, x1.fill_value)
 

@@ -7,13 +7,24 @@ earlier specified element equal to it). ``unique_values`` and ``unique_counts`` 
 values; ``inverse_indices`` keeps the operand's structure (the fill value's index becomes its fill
 value); the ``indices`` of ``unique_all`` read the positions of the element COO.
 
-The unique values come from one stable sort (``_unique``), in ascending order with every NaN distinct,
-as the standard asks, on every backend (torch has no ``unique_all``).
+The unique values come from one sort (``_sorted_unique``), in ascending order with every NaN distinct,
+as the standard asks, on every backend (torch has no ``unique_all``). No sort asks for stability (a
+stable sort is several times slower than the default one): equal values have equal bits except the
+zeros (``-0.0 == +0.0``) and the NaNs, and ``sorting.ascending_order`` / ``sorting.sorted_values`` put
+those runs back in index order, so every output is a stable sort's, bit for bit: the zero found first
+stands for the zeros, the NaNs come in index order. ``unique_all``'s first indices need each run in
+index order: ``sorting.stable_order`` gives exactly a stable argsort from two default sorts. Complex
+values keep their two stable sorts.
+
+What the caller needs (``outputs``) picks the work: ``"all"`` (``unique_all``: first indices too),
+``"inverse"`` (no first indices) or ``"counts"`` (values and counts only: a sort of the values, no
+permutation). The operation's boolean argument reads ``True`` as ``"all"`` and ``False`` as
+``"inverse"``.
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, cast
+from typing import Any, Callable, NamedTuple, cast
 
 import array_api_compat
 
@@ -21,8 +32,9 @@ from ...dispatch import register
 from ...formats import ANY_SPARSE, COMPRESSED, INDEXED, COOArray, CompressedArray, SparseArray, sparse_coo, strided
 from ...formats._ops import prod
 from .conversion import _linearize, coalesce_coo, compressed_to_coo, result_dtype, signed_twin, take_values
+from .sorting import ascending_order, sorted_values, stable_order
 
-__all__ = ["Unique", "unique"]
+__all__ = ["Unique", "unique", "outputs_of", "coo_positions", "sorted_unique"]
 
 
 class Unique(NamedTuple):
@@ -46,57 +58,86 @@ def _ascending(xp: Any, v: Any) -> Any:
     return xp.take(by_imag, xp.argsort(xp.take(xp.real(v), by_imag), stable=True))
 
 
-def _sorted_unique(xp: Any, v: Any) -> tuple[Any, Any, Any, Any]:
-    """Unique values of the 1-D ``v`` (ascending, NaNs distinct), first indices, inverse and counts."""
+def outputs_of(ravel_positions: bool | str) -> str:
+    """The outputs the ``unique`` operation's argument asks for: ``"all"``, ``"inverse"`` or ``"counts"``."""
+    if isinstance(ravel_positions, str):
+        return ravel_positions
+    return "all" if ravel_positions else "inverse"
+
+
+def sorted_unique(xp: Any, v: Any, outputs: str) -> tuple[Any, Any, Any, Any]:
+    """Unique values of the 1-D ``v`` (ascending, NaNs distinct), first indices (``"all"``), inverse
+    (``"all"``, ``"inverse"``) and counts; the outputs not asked for are None."""
     dev = array_api_compat.device(v)
     n = int(v.shape[0])
-    order = _ascending(xp, v)
-    s = take_values(xp, v, order, axis=0)
+    order = None
+    if xp.isdtype(v.dtype, "complex floating"):
+        order = _ascending(xp, v)
+    elif outputs == "all":
+        # a stable order keeps equal values in their original order: the first of a run is the first occurrence
+        order = stable_order(xp, v)
+    elif outputs == "inverse":
+        order = ascending_order(xp, v)
+    s = take_values(xp, v, order, axis=0) if order is not None else sorted_values(xp, v)
     if n == 0:
         empty = xp.zeros((0,), dtype=xp.int64, device=dev)
-        return s, empty, empty, empty
+        return s, empty if outputs == "all" else None, empty if outputs != "counts" else None, empty
     new = xp.concat([xp.ones((1,), dtype=xp.bool, device=dev), s[1:] != s[:-1]])
     starts = xp.nonzero(new)[0]
-    group = xp.cumulative_sum(xp.astype(new, xp.int64)) - 1
     bounds = xp.concat([starts, xp.asarray([n], dtype=starts.dtype, device=dev)])
     counts = xp.astype(bounds[1:] - bounds[:-1], xp.int64)
-    # a stable sort keeps equal values in their original order: the first of a run is the first occurrence
-    first = xp.astype(xp.take(order, starts), xp.int64)
-    inverse = xp.take(group, xp.argsort(order, stable=True))
+    first = inverse = None
+    if outputs == "all" and order is not None:
+        first = xp.astype(xp.take(order, starts), xp.int64)
+    if outputs != "counts" and order is not None:
+        group = xp.cumulative_sum(xp.astype(new, xp.int64)) - 1
+        # order is a permutation: its distinct elements sort the same stably or not
+        inverse = xp.take(group, xp.argsort(order, stable=False))
     return take_values(xp, s, starts, axis=0), first, inverse, counts
 
 
 @register("unique", (strided,))
-def _unique_strided(xp: Any, x: Any, ravel_positions: bool) -> Unique:
-    """unique_all(strided) -> strided outputs: one stable sort; O(n log n)."""
-    values, first, inverse, counts = _sorted_unique(xp, xp.reshape(x, (-1,)))
-    return Unique(values, first, xp.reshape(inverse, tuple(x.shape)), counts)
+def _unique_strided(xp: Any, x: Any, ravel_positions: bool | str) -> Unique:
+    """unique_all(strided) -> strided outputs: one sort (stable for the first indices); O(n log n)."""
+    values, first, inverse, counts = sorted_unique(xp, xp.reshape(x, (-1,)), outputs_of(ravel_positions))
+    return Unique(values, first, None if inverse is None else xp.reshape(inverse, tuple(x.shape)), counts)
 
 
-def _supports_unique(xp: Any, a: SparseArray, ravel_positions: bool) -> str | None:
+def _supports_unique(xp: Any, a: SparseArray, ravel_positions: bool | str) -> str | None:
     f = a.fill_value
-    if isinstance(f, (float, complex)) and f != f and a.size > prod(tuple(a._vals.shape)):
+    if not (isinstance(f, (float, complex)) and f != f):
+        return None
+    if isinstance(a, COOArray):
+        a = coalesce_coo(xp, a)  # duplicates are one element: count the distinct ones
+    if a.size > prod(tuple(a._vals.shape)):
         return "the fill value is NaN and every NaN is a distinct value, so each unspecified element would be one"
     return None
 
 
-def unique(xp: Any, a: SparseArray, positions: Any) -> Unique:
+Core = Callable[[Any, Any, str], "tuple[Any, Any, Any, Any]"]
+
+
+def unique(xp: Any, a: SparseArray, positions: Any, outputs: str = "all", core: Core = sorted_unique) -> Unique:
     """``unique_all`` of a sparse ``a`` (coalesced) whose scalar values sit at the flat ``positions``
-    (ascending; ``None`` when the caller needs no ``indices``). O(nnz log nnz)."""
+    (ascending; ``None`` when the caller needs no ``indices``), computing ``outputs`` (the others are
+    None) with ``core`` (:func:`sorted_unique` or a backend's). O(nnz log nnz)."""
+    if positions is None and outputs == "all":
+        outputs = "inverse"
     vals = a._vals
     dev = array_api_compat.device(vals)
     flat = xp.reshape(vals, (-1,))
     nnz = int(flat.shape[0])
     n_unspecified = a.size - nnz
     if n_unspecified == 0:
-        values, first, inverse, counts = _sorted_unique(xp, flat)
-        fill_inverse = 0
+        values, first, inverse, counts = core(xp, flat, outputs)
         if positions is not None and nnz:
             first = xp.take(positions, first)
-        return Unique(values, first, a._with_values(xp.reshape(inverse, tuple(vals.shape)), fill_inverse), counts)
+        inv = None if inverse is None else a._with_values(xp.reshape(inverse, tuple(vals.shape)), 0)
+        return Unique(values, first, inv, counts)
     fill = xp.asarray([a.fill_value], dtype=vals.dtype, device=dev)
-    values, first, inverse, counts = _sorted_unique(xp, xp.concat([flat, fill]))
-    fill_group = int(inverse[nnz])
+    values, first, inverse, counts = core(xp, xp.concat([flat, fill]), outputs)
+    # the fill value is not NaN here (_supports_unique): its group is the one unique value equal to it
+    fill_group = int(inverse[nnz]) if inverse is not None else int(xp.nonzero(values == fill)[0][0])
     is_fill = xp.arange(int(values.shape[0]), dtype=xp.int64, device=dev) == fill_group
     counts = counts + xp.astype(is_fill, xp.int64) * (n_unspecified - 1)
     if positions is not None:
@@ -106,7 +147,7 @@ def unique(xp: Any, a: SparseArray, positions: Any) -> Unique:
         ext = xp.concat([positions, xp.asarray([gap], dtype=xp.int64, device=dev)])
         mapped = xp.take(ext, first)
         first = xp.where(is_fill, xp.minimum(mapped, xp.asarray(gap, dtype=xp.int64, device=dev)), mapped)
-    inv = a._with_values(xp.reshape(inverse[:nnz], tuple(vals.shape)), fill_group)
+    inv = None if inverse is None else a._with_values(xp.reshape(inverse[:nnz], tuple(vals.shape)), fill_group)
     return Unique(values, first, inv, counts)
 
 
@@ -122,21 +163,32 @@ def coo_positions(xp: Any, c: COOArray) -> Any:
 
 
 @register("unique", (sparse_coo,), supports=_supports_unique)
-def _unique_coo(xp: Any, a: COOArray, ravel_positions: bool) -> Unique:
+def _unique_coo(xp: Any, a: COOArray, ravel_positions: bool | str) -> Unique:
     """unique_all(COO) -> strided values/indices/counts, COO inverse: sort of the stored values; O(nnz log nnz)."""
+    return unique_coo(xp, a, outputs_of(ravel_positions))
+
+
+def unique_coo(xp: Any, a: COOArray, outputs: str, core: Core = sorted_unique) -> Unique:
+    """The ``unique`` operation on a COO array (coalesced first), with ``core``."""
     c = coalesce_coo(xp, a)
-    return unique(xp, c, coo_positions(xp, c) if ravel_positions else None)
+    return unique(xp, c, coo_positions(xp, c) if outputs == "all" else None, outputs, core)
 
 
 @register("unique", (COMPRESSED,), supports=_supports_unique)
-def _unique_compressed(xp: Any, a: CompressedArray, ravel_positions: bool) -> Unique:
+def _unique_compressed(xp: Any, a: CompressedArray, ravel_positions: bool | str) -> Unique:
     """unique_all(compressed) -> strided values/indices/counts, inverse in a's layout; O(nnz log nnz)."""
-    own = unique(xp, a, None)
-    if not ravel_positions:
+    return unique_compressed(xp, a, outputs_of(ravel_positions))
+
+
+def unique_compressed(xp: Any, a: CompressedArray, outputs: str, core: Core = sorted_unique) -> Unique:
+    """The ``unique`` operation on a compressed array, with ``core``."""
+    own = unique(xp, a, None, "inverse" if outputs == "all" else outputs, core)
+    if outputs != "all":
         return own
-    # the element COO lists the same scalars in row-major order, so the same unique values in the same order
+    # the element COO lists the same scalars in row-major order, so the same unique values in the same
+    # order; the zeros' representative is the first zero of the storage order (own's), as before
     c = compressed_to_coo(xp, a)
-    return Unique(own.values, unique(xp, c, coo_positions(xp, c)).indices, own.inverse_indices, own.counts)
+    return Unique(own.values, unique(xp, c, coo_positions(xp, c), "all", core).indices, own.inverse_indices, own.counts)
 
 
 @register("isin", (INDEXED, strided))

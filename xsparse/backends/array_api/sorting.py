@@ -11,6 +11,14 @@ descending).
 ``argsort`` of a sparse array is strided by definition: its result is a permutation of every lane, in
 which no value repeats, so no element can be left unspecified. It is computed from the dense copy,
 whose size is the result's.
+
+No sort here is asked to be stable where stability cannot show in the result (a stable sort is several
+times slower than the default one: 17 ms against 2.7 ms for 200k float64 on NumPy). Equal values
+have equal bits except the two zeros and the NaNs, so :func:`ascending_order` sorts without stability
+and puts those two runs back in index order: the sorted values are a stable sort's, bit for bit. The
+lanes are then grouped by one sort of a unique integer key (lane, rank), and the result put in
+index order by one sort of its unique linear indices; both keys are distinct, so no order of equal keys
+can differ. Where a key would overflow int64 the stable lexicographic sorts of before run instead.
 """
 
 from __future__ import annotations
@@ -21,11 +29,90 @@ import array_api_compat
 
 from ...dispatch import register
 from ...formats import ANY_SPARSE, COMPRESSED, COOArray, CompressedArray, SparseArray, sparse_coo
-from ...formats._ops import lexsort_indices
-from .conversion import coalesce_coo, compressed_to_coo, take_values, through_ordered
+from ...formats._ops import contiguous, lexsort_indices, prod
+from .conversion import _linearize, coalesce_coo, compressed_to_coo, take_values, through_ordered
 from .shape import as_layout_of
 
-__all__ = ["sort_coo"]
+__all__ = ["ascending_order", "group_by_lane", "sort_coo", "sorted_values", "stable_order"]
+
+_INT64_MAX = 2**63 - 1
+
+
+def _count(xp: Any, mask: Any) -> int:
+    return int(xp.sum(xp.astype(mask, xp.int64)))
+
+
+def ascending_order(xp: Any, v: Any) -> Any:
+    """The ascending order of the 1-D real ``v`` whose sorted values are a stable sort's, bit for bit; O(n log n).
+
+    A default (non-stable) argsort, with the two runs whose equal elements can differ in bits put back
+    in index order: the zeros (``-0.0 == +0.0``) and the NaNs (last, as the standard sorts them, each
+    with its own sign and payload). Other equal elements have equal bits and may come in any order.
+    """
+    order = xp.argsort(v, stable=False)
+    if not xp.isdtype(v.dtype, "real floating"):
+        return order
+    n = int(v.shape[0])
+    lo, hi, nan = _count(xp, v < 0), _count(xp, v <= 0), n - _count(xp, xp.isnan(v))
+    if hi - lo < 2 and n - nan < 2:
+        return order
+    runs = [order[:lo], xp.sort(order[lo:hi], stable=False), order[hi:nan], xp.sort(order[nan:], stable=False)]
+    return xp.concat(runs)
+
+
+def stable_order(xp: Any, v: Any) -> Any:
+    """The stable argsort of the 1-D real ``v``, exactly, from default sorts: O(n log n).
+
+    :func:`ascending_order` puts the runs of equal values together (the NaNs, each its own run, in index
+    order); one default sort of the distinct keys ``run * n + index`` then orders each run by index.
+    On NumPy that is a default argsort and a sort of int64, about a quarter of a stable argsort's time.
+    """
+    n = int(v.shape[0])
+    if n * n > _INT64_MAX:
+        return xp.argsort(v, stable=True)
+    order = ascending_order(xp, v)
+    if n < 2:
+        return order
+    s = take_values(xp, v, order, axis=0)
+    run = xp.cumulative_sum(xp.astype(s[1:] != s[:-1], xp.int64), include_initial=True)
+    key = xp.sort(run * n + xp.astype(order, xp.int64), stable=False)
+    return key % n
+
+
+def sorted_values(xp: Any, v: Any) -> Any:
+    """The 1-D ``v`` sorted ascending, bit for bit as a stable sort sorts it; O(n log n).
+
+    A default (non-stable) sort of the values alone, with the run of zeros and the NaNs (see
+    :func:`ascending_order`) replaced by those of ``v`` in index order: even a single NaN, as NumPy's
+    SIMD sort writes every NaN back as the default quiet NaN, sign and payload lost.
+    """
+    s = xp.sort(v, stable=False)
+    if not xp.isdtype(v.dtype, "real floating"):
+        return s
+    n = int(v.shape[0])
+    lo, hi, nan = _count(xp, v < 0), _count(xp, v <= 0), n - _count(xp, xp.isnan(v))
+    if hi - lo > 1:
+        s = xp.concat([s[:lo], xp.take(v, xp.nonzero(v == 0)[0]), s[hi:]])
+    if n - nan > 0:
+        s = xp.concat([s[:nan], xp.take(v, xp.nonzero(xp.isnan(v))[0])])
+    return s
+
+
+def group_by_lane(xp: Any, order: Any, lane: Any, lane_count: int) -> tuple[Any, Any]:
+    """``(order, lane)`` with ``order`` stably regrouped by ``lane`` (int64 lane of each element, ids in
+    ``[0, lane_count)``), and the lane of each regrouped element; O(n log n).
+
+    One non-stable sort of the distinct keys ``lane * n + rank`` (rank: the place in ``order``) where
+    they fit int64, else a stable argsort of the lanes.
+    """
+    n = int(order.shape[0])
+    dev = array_api_compat.device(order)
+    by_order = xp.take(lane, order)
+    if lane_count * max(n, 1) <= _INT64_MAX:
+        key = xp.sort(by_order * n + xp.arange(n, dtype=xp.int64, device=dev), stable=False)
+        return xp.take(order, key % n), key // n
+    perm = xp.argsort(by_order, stable=True)
+    return xp.take(order, perm), xp.take(by_order, perm)
 
 
 def _is_nan(value: Any) -> bool:
@@ -57,42 +144,58 @@ def _sort_coo_values(xp: Any, a: COOArray, axis: int, descending: bool) -> COOAr
     sd = a.sparse_dim()
     if axis >= sd:
         vals = xp.sort(a._vals, axis=axis - sd + 1, descending=descending, stable=True)
-        return a._with_values(vals, a.fill_value)
+        # a descending sort may be a reversed view (NumPy's), and values must be contiguous (invariant 3.7)
+        return a._with_values(contiguous(a._backend, xp, vals), a.fill_value)
     idx, v = a._idx, a._vals
     nse = int(v.shape[0])
     if nse == 0:
         return a
     dev = array_api_compat.device(v)
     others = [d for d in range(sd) if d != axis]
+    other_shape = tuple(a.shape[d] for d in others)
     # group the entries by lane, each lane's entries in ascending order of value
-    order = xp.argsort(v, stable=True)
-    if others:
+    order = ascending_order(xp, v)
+    if not others:
+        lane = xp.zeros((nse,), dtype=xp.int64, device=dev)
+    elif prod(other_shape) <= _INT64_MAX:
+        lane_of = _linearize(xp, xp.take(idx, xp.asarray(others, device=dev), axis=0), other_shape)
+        order, lane = group_by_lane(xp, order, lane_of, prod(other_shape))
+    else:
         lanes = xp.take(xp.take(idx, xp.asarray(others, device=dev), axis=0), order, axis=1)
         order = xp.take(order, lexsort_indices(xp, lanes), axis=0)
-        lane = xp.take(xp.take(idx, xp.asarray(others, device=dev), axis=0), order, axis=1)
-        first = xp.ones((1,), dtype=xp.bool, device=dev)
-        is_start = xp.concat([first, xp.any(lane[:, 1:] != lane[:, :-1], axis=0)])
-    else:
-        is_start = xp.concat([xp.ones((1,), dtype=xp.bool, device=dev), xp.zeros((nse - 1,), dtype=xp.bool, device=dev)])
+        lane_idx = xp.take(xp.take(idx, xp.asarray(others, device=dev), axis=0), order, axis=1)
+        lane = xp.cumulative_sum(xp.astype(xp.any(lane_idx[:, 1:] != lane_idx[:, :-1], axis=0), xp.int64), include_initial=True)
+    is_start = xp.concat([xp.ones((1,), dtype=xp.bool, device=dev), lane[1:] != lane[:-1]])
     sorted_v = take_values(xp, v, order, axis=0)
     starts = xp.nonzero(is_start)[0]
     lane_id = xp.cumulative_sum(xp.astype(is_start, xp.int64)) - 1
     bounds = xp.concat([starts, xp.asarray([nse], dtype=starts.dtype, device=dev)])
     counts = bounds[1:] - bounds[:-1]
-    start = xp.take(starts, lane_id)
-    count = xp.take(counts, lane_id)
-    rank = xp.arange(nse, dtype=xp.int64, device=dev) - xp.astype(start, xp.int64)
+    start = xp.astype(xp.take(starts, lane_id), xp.int64)
+    count = xp.astype(xp.take(counts, lane_id), xp.int64)
+    rank = xp.arange(nse, dtype=xp.int64, device=dev) - start
     n = a.shape[axis]
     before = sorted_v < a.fill_value
-    position = xp.where(before, rank, n - (xp.astype(count, xp.int64) - rank))
+    position = xp.where(before, rank, n - (count - rank))
     if descending:
         position = (n - 1) - position
     new_idx = xp.take(idx, order, axis=1)
     rows = [new_idx[d, :] if d != axis else xp.astype(position, idx.dtype) for d in range(sd)]
-    result = COOArray(
-        xp.stack(rows, axis=0), sorted_v, a.shape, backend=a._backend, xp=xp, coalesced=False, fill_value=a.fill_value
-    )
-    return coalesce_coo(xp, result)
+    new_idx = xp.stack(rows, axis=0)
+    # the lanes come in index order and their positions in (descending: reverse) order, so the entries
+    # are in index order along the last sparse dimension once each lane of a descending sort is reversed;
+    # along another, one sort of the distinct linear indices puts them in order
+    if axis == sd - 1:
+        perm = (start + count - 1 - rank) if descending else None
+    elif prod(tuple(a.shape[:sd])) <= _INT64_MAX:
+        perm = xp.argsort(_linearize(xp, new_idx, tuple(a.shape[:sd])), stable=False)
+    else:
+        result = COOArray(new_idx, sorted_v, a.shape, backend=a._backend, xp=xp, coalesced=False, fill_value=a.fill_value)
+        return coalesce_coo(xp, result)
+    if perm is not None:
+        new_idx = xp.take(new_idx, perm, axis=1)
+        sorted_v = take_values(xp, sorted_v, perm, axis=0)
+    return COOArray(new_idx, sorted_v, a.shape, backend=a._backend, xp=xp, coalesced=True, fill_value=a.fill_value)
 
 
 @register("sort", (sparse_coo,), supports=_supports_sort)

@@ -12,5 +12,6 @@ from . import linalg
 from . import reduction
 from . import shape
 from . import solve
+from . import sorting
 
-__all__ = ["indexing", "linalg", "conversion", "elementwise", "reduction", "shape", "solve"]
+__all__ = ["indexing", "linalg", "conversion", "elementwise", "reduction", "shape", "solve", "sorting"]

@@ -1,0 +1,359 @@
+"""Sorting, set and searching kernels: every registered kernel of ``sort``, ``argsort``, ``unique`` and
+``searchsorted``, taken from the registry, on Hypothesis inputs (nnz = 0, empty rows, duplicates in
+uncoalesced COO, batch and dense dimensions, int32 and int64 indices, fill values 0, -0.0 and others,
+NaN with several signs and payloads, -0.0), against the dense computation of the same backend, against
+a NumPy reference of the documented rule that tells the two zeros and the NaNs apart bit for bit, and,
+for a native kernel, against the generic kernel, component by component, bit for bit.
+
+The kernels sort without stability wherever it cannot show (docs/decisions.md, "Sorting without
+stability"): these tests are what says that it does not.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import BACKENDS, backend_skip_reason, load_native_kernels
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import strategies as S
+import xsparse as xs
+from xsparse import dispatch
+from xsparse.testing import assert_sparse_equal, to_numpy
+
+load_native_kernels()
+
+SOME = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+SORTABLE = [xs.sparse_coo, xs.sparse_csr, xs.sparse_csc, xs.sparse_bsr, xs.sparse_bsc]
+# NaNs that differ in their bits: the default quiet NaN, its negative, and one with a payload
+NANS = np.array([0x7FF8000000000000, 0xFFF8000000000000, 0x7FF8000000000123], dtype=np.uint64).view(np.float64)
+
+
+def _layouts_of(element: Any) -> list[xs.Layout]:
+    members = element if isinstance(element, frozenset) else frozenset((element,))
+    return [layout for layout in [xs.strided, *SORTABLE] if layout in members]
+
+
+def _cases(ops: tuple[str, ...]) -> list[Any]:
+    """Every kernel of ``ops``: a generic one on every backend, a native one on its own."""
+    cases = []
+    for op in ops:
+        for k in xs.kernels(op):
+            for backend in [k.backend] if k.backend is not None else BACKENDS:
+                reason = backend_skip_reason(backend)
+                marks = [pytest.mark.skip(reason=reason)] if reason else []
+                cases.append(pytest.param(k, backend, id=f"{k.name}-{backend}", marks=marks))
+    return cases
+
+
+def _generic(kernel: dispatch.Kernel, layouts: tuple[xs.Layout, ...], backend: str) -> dispatch.Kernel:
+    return next(k for k in dispatch.resolve(kernel.op, layouts, backend) if k.backend is None and not k.rewrite)
+
+
+def _bits(x: Any) -> bytes:
+    h = np.ascontiguousarray(to_numpy(x))
+    return h.view(np.uint8).tobytes() if h.dtype.kind in "fc" else h.tobytes()
+
+
+def _same_bits(actual: Any, expected: Any) -> None:
+    """Equal arrays, sparse (every component and the fill value) or strided, bit for bit."""
+    assert type(actual) is type(expected), (type(actual), type(expected))
+    if isinstance(expected, xs.SparseArray):
+        assert actual.layout is expected.layout and tuple(actual.shape) == tuple(expected.shape)
+        assert _bits(xs.asarray(actual.fill_value)) == _bits(xs.asarray(expected.fill_value))
+        for name, component in expected._components().items():
+            got = actual._components()[name]
+            assert to_numpy(got).dtype == to_numpy(component).dtype, name
+            assert _bits(got) == _bits(component), (name, to_numpy(got), to_numpy(component))
+        return
+    assert to_numpy(actual).dtype == to_numpy(expected).dtype
+    assert _bits(actual) == _bits(expected), (to_numpy(actual), to_numpy(expected))
+
+
+@st.composite
+def tie_cases(draw: Any, xp: Any, *, dtype: str, max_ndim: int = 3) -> tuple[Any, Any]:
+    """``(host, fill)``: a small dense array drawn from a pool heavy in ties that differ in bits (both
+    zeros, NaNs of several signs and payloads), and a fill value among them (never NaN)."""
+    shape = tuple(draw(st.lists(S.sizes(5), min_size=2, max_size=max_ndim)))
+    if dtype.startswith("float"):
+        pool = np.concatenate([np.array([-0.0, 0.0, 1.0, -1.0, 2.5]), NANS]).astype(dtype)
+        fill = draw(st.sampled_from([0.0, -0.0, 1.0, -1.0]))
+    else:
+        pool = np.array([0, 1, -1, 3], dtype=dtype)
+        fill = draw(st.sampled_from([0, 1, -1]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    host = pool[rng.integers(0, pool.shape[0], math.prod(shape))].reshape(shape)
+    # some elements the fill value itself (unspecified), so that lanes have gaps
+    host[rng.random(shape) < draw(st.sampled_from([0.0, 0.5, 0.9]))] = fill
+    return host, fill
+
+
+def _sparse(xp: Any, host: np.ndarray, fill: Any, layout: xs.Layout, index_dtype: str) -> Any:
+    kw: dict[str, Any] = {"layout": layout, "index_dtype": index_dtype, "fill_value": fill}
+    if layout.is_blocked:
+        kw["blocksize"] = (1, 1)
+    return xs.to_sparse(xp.asarray(host), **kw)
+
+
+def _reference_sort(xp: Any, host: np.ndarray, fill: Any, axis: int, descending: bool, dense_axis: bool) -> np.ndarray:
+    """The documented rule on NumPy: each lane's specified values in a stable sort, those below the fill
+    value first, then the lane's unspecified elements, then the others (NaN last); reversed when
+    descending. Along a dense dimension every lane is a stored sub-array (or all fill value), which the
+    backend's own stable sort sorts (descending: NumPy reverses the ascending order, torch keeps equal
+    elements in index order)."""
+    if dense_axis:
+        return to_numpy(xp.sort(xp.asarray(host), axis=axis, descending=descending, stable=True))
+    moved = np.moveaxis(host, axis, -1)
+    out = np.empty_like(moved)
+    specified = ~S.is_fill(moved, fill)
+    n = moved.shape[-1]
+    for lane in np.ndindex(moved.shape[:-1]):
+        values = np.sort(moved[lane][specified[lane]], kind="stable")
+        below = values < fill
+        row = np.concatenate([values[below], np.full(n - values.shape[0], fill, dtype=moved.dtype), values[~below]])
+        out[lane] = row[::-1] if descending else row
+    return np.moveaxis(out, -1, axis)
+
+
+# -- sort --------------------------------------------------------------------------------------------
+
+
+@st.composite
+def sort_inputs(draw: Any, kernel: dispatch.Kernel, xp: Any) -> tuple[Any, np.ndarray, Any]:
+    """``(x, host, fill)`` of the kind the kernel is meant for: a native kernel's own (CSR and
+    CSC without dense dimensions), any sortable array for a generic one."""
+    layouts = _layouts_of(kernel.signature[0])
+    native = kernel.backend is not None
+    if native:
+        layouts = [layout for layout in layouts if not layout.is_blocked]
+    layout = draw(st.sampled_from(layouts))
+    dtype = draw(st.sampled_from(["float64", "int32", "float32"]))
+    index_dtype = draw(S.index_dtypes())
+    if draw(st.booleans()):
+        host, fill = draw(tie_cases(xp, dtype=dtype, max_ndim=3 if layout is xs.sparse_coo else 2))
+        x = _sparse(xp, host, fill, layout, index_dtype)
+    else:
+        dense_dims = 0 if native and layout is not xs.sparse_coo else 1
+        case = draw(S.dense_cases(xp, dtype=dtype, fill=None, max_dense_dims=dense_dims, index_dtype=index_dtype))
+        assume(not (isinstance(case.fill_value, float) and math.isnan(case.fill_value)))
+        host, fill, x = case.host, case.fill_value, case.sparse(layout)
+    if layout is xs.sparse_coo and x.nnz and draw(st.booleans()):
+        x = S.uncoalesced_like(xp, np.random.default_rng(draw(st.integers(0, 2**32 - 1))), x, index_dtype)
+    assume(x.ndim > 0)
+    return x, host, fill
+
+
+def _sort_axis(draw: Any, kernel: dispatch.Kernel, x: Any) -> int:
+    """An axis the kernel sorts along: a dense one of a hybrid array (along a sparse one sort declines,
+    test_sort_declines); for the native kernels a sparse one, not a batch dimension."""
+    if x.dense_dim():
+        return int(draw(st.integers(x.ndim - x.dense_dim(), x.ndim - 1)))
+    first = x.batch_dim() if kernel.backend is not None and isinstance(x, xs.CompressedArray) else 0
+    return int(draw(st.integers(first, x.ndim - 1)))
+
+
+@pytest.mark.parametrize("kernel,backend", _cases(("sort",)))
+@SOME
+@given(data=st.data())
+def test_sort_kernel(kernel: dispatch.Kernel, backend: str, data: st.DataObject) -> None:
+    """Equal to the dense sort, to the documented rule bit for bit, and (native) to the generic kernel."""
+    xp = xs.get_backend(backend).load()
+    x, host, fill = data.draw(sort_inputs(kernel, xp), label="x")
+    axis = _sort_axis(data.draw, kernel, x)
+    descending, stable = data.draw(st.booleans(), label="descending"), data.draw(st.booleans(), label="stable")
+    assert kernel.supports is None or kernel.supports(xp, x, axis, descending, stable) is None
+    got = kernel.func(xp, x, axis, descending, stable)
+    assert_sparse_equal(got, xp.sort(xp.asarray(host), axis=axis, descending=descending), check_layout=x.layout)
+    assert got.fill_value == fill or (got.fill_value != got.fill_value and fill != fill)
+    assert _bits(xs.to_dense(got)) == _bits(_reference_sort(xp, host, fill, axis, descending, axis >= x.ndim - x.dense_dim()))
+    if kernel.backend is not None:
+        _same_bits(got, _generic(kernel, (x.layout,), backend).func(xp, x, axis, descending, stable))
+
+
+def test_sort_signed_zeros_and_nans_in_place() -> None:
+    """The two zeros and the NaNs keep their index order within a lane (a stable sort's), however the
+    default sort left them; a specified zero equal to the fill value follows the lane's unspecified ones."""
+    xp = xs.get_backend("numpy").load()
+    nan, neg_nan, payload = NANS
+    host = np.array([[-0.0, 0.0, payload, 0.0, -0.0, neg_nan, -1.0, nan, 0.0, -0.0]])
+    x = xs.to_sparse_csr(xp.asarray(host), fill_value=1.0)
+    for layout in (xs.sparse_csr, xs.sparse_coo):
+        s = xs.to_dense(xs.sort(xs.to_sparse(x, layout=layout), axis=1))
+        assert _bits(s) == _bits(np.sort(host, axis=1, kind="stable"))
+        s = xs.to_dense(xs.sort(xs.to_sparse(x, layout=layout), axis=1, descending=True))
+        assert _bits(s) == _bits(np.sort(host, axis=1, kind="stable")[:, ::-1])
+    z = xs.to_sparse_coo(xp.asarray(np.array([[-0.0, 0.0, 1.0, -0.0]])))
+    assert _bits(xs.to_dense(xs.sort(z, axis=1))) == _bits(np.array([[0.0, -0.0, -0.0, 1.0]]))
+
+
+def test_sort_declines() -> None:
+    xp = xs.get_backend("numpy").load()
+    d = xp.asarray([[3.0, 1.0], [0.0, -1.0]])
+    kernels = {k.name: k for k in xs.kernels("sort")}
+    native = kernels["_sort_compressed_numpy"]
+    assert native.supports is not None
+    assert native.supports(xp, xs.to_sparse_csr(d), 1, False, True) is None
+    assert native.signature in {(xs.sparse_csr,), (xs.sparse_csc,)}
+    assert "dense dimensions" in str(native.supports(xp, xs.to_sparse_csr(xp.reshape(d, (2, 1, 2)), dense_dim=1), 2, False, True))
+    batched = xs.to_sparse_csr(xp.reshape(xp.asarray([1.0, 0.0, 0.0, 2.0]), (2, 1, 2)))
+    assert "batch dimension 0" in str(native.supports(xp, batched, 0, False, True))
+    with pytest.raises(xs.NoKernelError, match=r"sort: no kernel .* declined: the fill value is NaN"):
+        xs.sort(xs.to_sparse_csr(d, fill_value=math.nan))
+
+
+def test_native_sort_kernels_are_picked() -> None:
+    for layout in (xs.sparse_csr, xs.sparse_csc):
+        assert [k.name for k in dispatch.resolve("sort", (layout,), "numpy")][:2] == ["_sort_compressed_numpy", "_sort_compressed"]
+    assert [k.name for k in dispatch.resolve("sort", (xs.sparse_bsr,), "numpy")] == ["_sort_compressed"]
+    assert dispatch.ambiguities() == []
+
+
+# -- argsort -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kernel,backend", _cases(("argsort",)))
+@SOME
+@given(data=st.data())
+def test_argsort_kernel(kernel: dispatch.Kernel, backend: str, data: st.DataObject) -> None:
+    """The dense argsort, ties in index order (stable=True) -- descending too."""
+    xp = xs.get_backend(backend).load()
+    layout = data.draw(st.sampled_from(_layouts_of(kernel.signature[0])), label="layout")
+    host, fill = data.draw(tie_cases(xp, dtype="float64", max_ndim=3 if layout is xs.sparse_coo else 2), label="x")
+    x = _sparse(xp, host, fill, layout, data.draw(S.index_dtypes()))
+    axis = data.draw(st.integers(0, x.ndim - 1))
+    descending = data.draw(st.booleans())
+    got = kernel.func(xp, x, axis, descending, True)
+    assert_sparse_equal(got, xp.argsort(xp.asarray(host), axis=axis, descending=descending, stable=True), check_dtype=False)
+
+
+# -- unique ------------------------------------------------------------------------------------------
+
+OUTPUTS = [True, False, "all", "inverse", "counts"]
+
+
+def _storage_values(x: Any) -> np.ndarray:
+    """The stored values of ``x`` in storage order, duplicates summed (what the kernels sort)."""
+    if not isinstance(x, xs.SparseArray):
+        return to_numpy(x).reshape(-1)
+    if x.layout is xs.sparse_coo:
+        x = x.coalesce()
+    return to_numpy(x._vals).reshape(-1)
+
+
+@st.composite
+def unique_inputs(draw: Any, kernel: dispatch.Kernel, xp: Any) -> tuple[Any, np.ndarray, Any]:
+    layout = draw(st.sampled_from(_layouts_of(kernel.signature[0])))
+    dtype = draw(st.sampled_from(["float64", "int64", "float32"]))
+    index_dtype = draw(S.index_dtypes())
+    if draw(st.booleans()):
+        host, fill = draw(tie_cases(xp, dtype=dtype, max_ndim=3 if layout in (xs.sparse_coo, xs.strided) else 2))
+        x = xp.asarray(host) if layout is xs.strided else _sparse(xp, host, fill, layout, index_dtype)
+    else:
+        case = draw(S.dense_cases(xp, dtype=dtype, fill=None, index_dtype=index_dtype))
+        host, fill, x = case.host, case.fill_value, case.sparse(layout)
+    if layout is xs.sparse_coo and x.nnz and draw(st.booleans()):
+        x = S.uncoalesced_like(xp, np.random.default_rng(draw(st.integers(0, 2**32 - 1))), x, index_dtype)
+    if isinstance(x, xs.SparseArray):
+        # a NaN fill value with unspecified elements is refused (test_unique_nan_fill_of_uncoalesced_coo)
+        assume(not (isinstance(fill, float) and math.isnan(fill) and x.size > _storage_values(x).shape[0]))
+    return x, host, fill
+
+
+@pytest.mark.parametrize("kernel,backend", _cases(("unique",)))
+@SOME
+@given(data=st.data())
+def test_unique_kernel(kernel: dispatch.Kernel, backend: str, data: st.DataObject) -> None:
+    """Values (bit for bit those of a stable sort of the stored values, then the fill value), counts,
+    inverse and first indices, for every kind of outputs; a native kernel bit for bit the generic one's."""
+    xp = xs.get_backend(backend).load()
+    x, host, fill = data.draw(unique_inputs(kernel, xp), label="x")
+    outputs = data.draw(st.sampled_from(OUTPUTS), label="outputs")
+    assert kernel.supports is None or kernel.supports(xp, x, outputs) is None
+    got = kernel.func(xp, x, outputs)
+    # the documented rule on NumPy: a stable sort of the stored values in storage order, then the fill value
+    stored = _storage_values(x)
+    unspecified = int(host.size) - stored.shape[0]
+    ref = np.sort(np.concatenate([stored, np.asarray([fill] if unspecified else [], dtype=stored.dtype)]), kind="stable")
+    starts = np.flatnonzero(np.concatenate([[True], ref[1:] != ref[:-1]])) if ref.size else np.zeros(0, dtype=np.int64)
+    values = ref[starts]
+    assert _bits(got.values) == _bits(values)
+    counts = np.diff(starts, append=ref.size)
+    if unspecified:
+        counts[np.flatnonzero(values == fill)[0]] += unspecified - 1
+    np.testing.assert_array_equal(to_numpy(got.counts), counts)
+    flat = host.reshape(-1)
+    if outputs == "counts":
+        assert got.inverse_indices is None
+    else:
+        inverse = to_numpy(xs.to_dense(got.inverse_indices)).reshape(-1)
+        np.testing.assert_array_equal(values[inverse], flat)  # NaNs equal
+        nan_groups = inverse[np.isnan(flat)] if flat.dtype.kind == "f" else inverse[:0]
+        assert len(set(nan_groups.tolist())) == nan_groups.shape[0]  # every NaN its own value
+    if outputs in (True, "all"):
+        first = to_numpy(got.indices)
+        np.testing.assert_array_equal(flat[first], values)
+        for value, i in zip(values, first):
+            if value == value:
+                assert i == np.flatnonzero(flat == value)[0]
+    if kernel.backend is not None:
+        layouts = (xs.layout_of(x),)
+        want = _generic(kernel, layouts, backend).func(xp, x, outputs)
+        for name in ("values", "indices", "counts", "inverse_indices"):
+            a, b = getattr(got, name), getattr(want, name)
+            assert (a is None) == (b is None), name
+            if a is not None:
+                _same_bits(a, b)
+
+
+def test_unique_nan_fill_of_uncoalesced_coo() -> None:
+    """Duplicates are one element: an uncoalesced COO array with as many entries as elements, some of
+    them duplicates, has unspecified elements, which a NaN fill value would make distinct values."""
+    xp = xs.get_backend("numpy").load()
+    x = xs.sparse_coo_array(xp.asarray([[0, 0, 1]]), xp.asarray([1.0, 2.0, 3.0]), (3,), fill_value=math.nan)
+    with pytest.raises(xs.NoKernelError, match=r"unique: no kernel .* declined: the fill value is NaN and every NaN is a distinct value"):
+        xs.unique_values(x)
+    full = xs.sparse_coo_array(xp.asarray([[0, 2, 1, 0]]), xp.asarray([1.0, 2.0, 3.0, 1.0]), (3,), fill_value=math.nan)
+    v, c = xs.unique_counts(full)  # position 0 holds 1.0 + 1.0
+    assert v.tolist() == [2.0, 3.0] and c.tolist() == [2, 1]
+
+
+def test_unique_public_functions_signed_zero() -> None:
+    """The zero found first in storage order stands for the zeros (the fill value where none is stored)."""
+    xp = xs.get_backend("numpy").load()
+    x = xs.to_sparse_coo(xp.asarray(np.array([0.0, -0.0, 1.0, -0.0, 0.0])))
+    for f in (xs.unique_values, lambda a: xs.unique_counts(a).values, lambda a: xs.unique_all(a).values):
+        assert _bits(f(x)) == _bits(np.array([-0.0, 1.0]))
+    y = xs.to_sparse_coo(xp.asarray(np.array([1.0, 0.0, 1.0])))
+    assert _bits(xs.unique_values(y)) == _bits(np.array([0.0, 1.0]))
+
+
+# -- searchsorted ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kernel,backend", _cases(("searchsorted",)))
+@SOME
+@given(data=st.data())
+def test_searchsorted_kernel(kernel: dispatch.Kernel, backend: str, data: st.DataObject) -> None:
+    """The dense searchsorted of the same backend (NaN-free operands: the standard leaves NaN's place open)."""
+    xp = xs.get_backend(backend).load()
+    side = data.draw(st.sampled_from(["left", "right"]), label="side")
+    pool = [-2.0, -1.0, -0.0, 0.0, 1.5, 2.0]
+    n = data.draw(st.integers(0, 12))
+    x1_host = np.sort(np.asarray(data.draw(st.lists(st.sampled_from(pool), min_size=n, max_size=n)), dtype=np.float64))
+    fill1 = data.draw(st.sampled_from([0.0, 1.5, -1.0]))
+    queries = np.asarray(data.draw(st.lists(st.sampled_from([*pool, -3.0, 5.0]), min_size=1, max_size=8)), dtype=np.float64)
+    fill2 = data.draw(st.sampled_from([0.0, 2.0]))
+    x1 = xs.to_sparse_coo(xp.asarray(x1_host), fill_value=fill1) if kernel.signature[0] is xs.sparse_coo else xp.asarray(x1_host)
+    x2_layouts = [layout for layout in _layouts_of(kernel.signature[1]) if not layout.is_blocked]
+    x2_layout = data.draw(st.sampled_from(x2_layouts))
+    q2 = queries.reshape(1, -1)
+    x2 = xp.asarray(q2) if x2_layout is xs.strided else xs.to_sparse(xp.asarray(q2), layout=x2_layout, fill_value=fill2)
+    if isinstance(x1, xs.SparseArray) and x1.nnz and data.draw(st.booleans()):
+        x1 = S.uncoalesced_like(xp, np.random.default_rng(data.draw(st.integers(0, 2**32 - 1))), x1, "int64")
+    got = kernel.func(xp, x1, x2, side, None)
+    dense_x1 = x1_host if isinstance(x1, xs.SparseArray) is False else to_numpy(xs.to_dense(x1))
+    assert_sparse_equal(got, xp.searchsorted(xp.asarray(dense_x1), xp.asarray(q2), side=side), check_dtype=False)
