@@ -636,7 +636,9 @@ def _where(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
     dtype = draw(st.sampled_from(ctx.has("float64", "int32")))
     c = draw(S.dense_cases(xp, dtype=dtype, fill=False, max_batch_dims=1, max_dense_dims=1))
     rng = _seed(draw)
-    cond_host = specified_mask(c.host, 0, 0) if c.dense_dim == 0 else c.host != 0
+    # -0.0 is a specified element of c (it is not the fill value +0.0): True, so every batch of the
+    # condition holds as many specified elements as c's
+    cond_host = specified_mask(c.host, 0, 0) if c.dense_dim == 0 else ~S.is_fill(c.host, 0)
     hosts = [cond_host, c.host, companion(rng, c, dtype, 0)]
     operands: list[Any] = []
     for i, layout in enumerate(sig):
@@ -840,7 +842,8 @@ def _spsolve(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
     rng = _seed(draw)
     b = draw(st.integers(1, 2))
     n = b * draw(st.integers(1, 3))
-    host = _matrix(rng, n, n, "float64", draw(st.sampled_from([0.0, 0.3, 1.0]))) + np.diag(np.full(n, 4.0 * n))
+    # strictly diagonally dominant (entries lie in [-4, 4]), so never singular
+    host = _matrix(rng, n, n, "float64", draw(st.sampled_from([0.0, 0.3, 1.0]))) + np.diag(np.full(n, 4.0 * n + 1.0))
     a = to_layout(draw, xp, host, sig[0], blocksize=(b, b), index_dtype=draw(S.index_dtypes()))
     rhs = xp.asarray(rng.integers(-3, 4, size=(n, draw(st.integers(1, 2)))).astype(np.float64))
     return Trial(lambda: xs.spsolve(a, rhs), lambda: xp.asarray(np.linalg.solve(host, to_numpy(rhs))), rtol=1e-9, atol=1e-10)
@@ -1187,8 +1190,9 @@ def _vector_norm(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
     axes = range(ndim) if axis is None else (axis,) if isinstance(axis, int) else axis
     keepdims = draw(st.booleans())
     order = draw(st.sampled_from([2, 1, _INF, -_INF, 0, 3, -1, 0.5]))
-    if order in (_INF, -_INF):
-        assume(all(shape[a] for a in axes))  # the largest or smallest of no element is undefined
+    if order in (_INF, -_INF) or order < 0:
+        # the largest or smallest of no element, and a negative power sum of none, are undefined
+        assume(all(shape[a] for a in axes))
     return Trial(
         lambda: xs.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=order),
         lambda: xp.linalg.vector_norm(dense(x), axis=axis, keepdims=keepdims, ord=order),
