@@ -61,7 +61,7 @@ def _devices(config: pytest.Config) -> dict[str, str]:
     pairs = [opt.partition("=") for opt in config.getoption("--device")]
     bad = [b for b, eq, d in pairs if not (eq and b and d)]
     if bad:
-        raise pytest.UsageError(f"--device takes BACKEND=DEVICE (got {bad!r}), e.g. --device torch=cuda.")
+        raise pytest.UsageError(f"pytest --device: expected BACKEND=DEVICE (got={bad!r}). Pass e.g. --device torch=cuda.")
     return {b: d for b, _, d in pairs}
 
 

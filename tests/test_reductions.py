@@ -839,3 +839,22 @@ def test_errors() -> None:
     filled = xs.sparse_coo_array([[0]], [1.0], (2,), dtype="float64", fill_value=1.5)
     with pytest.raises(ValueError, match=r"softmax: the unspecified elements are read as -inf .* \(fill_value=1\.5\)\. Densify it with xsparse\.to_dense"):
         xs.softmax(filled, axis=0)
+
+
+@pytest.mark.parametrize("layout", [xs.sparse_coo, xs.sparse_csr])
+def test_torch_full_mean_of_16_bit_floats_does_not_overflow(layout: xs.Layout) -> None:
+    torch = pytest.importorskip("torch")
+    for dtype in (torch.float16, torch.bfloat16):
+        # 2000 values of 100 sum past float16's largest (65504); their mean is 100, as dense torch says
+        dense = torch.full((40, 50), 100.0, dtype=dtype)
+        for fill in (0.0, 1.0):
+            a = xs.to_sparse(dense, layout=layout, fill_value=fill) if fill else xs.to_sparse(dense, layout=layout)
+            r = xs.mean(a)
+            assert r.dtype == dtype and float(r) == float(torch.mean(dense)) == 100.0
+        # the fill value's share overflows a 16-bit sum too: 1 of 200000 elements stored
+        c = xs.sparse_coo_array(torch.tensor([[0], [0]]), torch.tensor([2.0], dtype=dtype), (400, 500), fill_value=1.0)
+        assert float(xs.mean(to_layout_torch(c, layout))) == float(torch.mean(c.to_dense()))
+
+
+def to_layout_torch(a: Any, layout: xs.Layout) -> Any:
+    return a if layout is xs.sparse_coo else xs.to_sparse(a, layout=layout)

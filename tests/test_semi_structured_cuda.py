@@ -184,16 +184,18 @@ def test_the_packed_products_equal_the_dense_and_generic_ones(data: st.DataObjec
             ("addmm", (STRIDED, STRIDED, SEMI), (bias, a2, s.t(), 2, -1), 2 * bias - _dense_product(a2, wt)),
             ("addmm", (STRIDED, SEMI, STRIDED), (b[:1, :].reshape(-1), s, b, 1, 1), _dense_product(w, b) + b[:1, :].reshape(-1)),
         ]
+        # torch's packed int8 products decline until a GPU run settles saturation (docs/semi_structured.md)
+        native = "torch" if dtype != "int8" else None
         for op, layouts, args, want in cases:
             kernel = _first_accepting(op, layouts, XP, *args)
-            assert kernel.backend == "torch", (op, layouts, kernel.name)
+            assert kernel.backend == native, (op, layouts, kernel.name)
             got = dispatch.call(op, layouts, "torch", XP, *args)
             assert got.device == want.device and got.dtype == want.dtype and tuple(got.shape) == tuple(want.shape), (op, layouts)
             assert torch.equal(got, want), (op, layouts, dtype)
             assert torch.equal(got, _generic(op, layouts, *args)), (op, layouts, dtype)
         # xs.linear, with and without a bias: addmm(bias, input, weight.t()) and input @ weight.t()
         y = xs.linear(a, s, bias)
-        assert _first_accepting("addmm", (STRIDED, STRIDED, SEMI), XP, bias, a.reshape(-1, cols), s.t(), 1, 1).backend == "torch"
+        assert _first_accepting("addmm", (STRIDED, STRIDED, SEMI), XP, bias, a.reshape(-1, cols), s.t(), 1, 1).backend == native
         want = _dense_product(a.reshape(-1, cols), wt).reshape(*lead, rows)
         assert torch.equal(y, want + bias) and torch.equal(xs.linear(a, s), want)
         assert torch.equal(s @ b, _dense_product(w, b)) and torch.equal(xs.mm(a2, s.t()), _dense_product(a2, wt))

@@ -145,12 +145,21 @@ EDGE64 = [0, 1, 2, 3, 7, 2**32 - 1, 2**32, 2**62, 2**63 - 2, 2**63 - 1, 2**63, 2
 
 
 @pytest.mark.parametrize("name", ["floor_divide", "remainder"])
+def test_uint64_division_refuses_python_ints_outside_its_range(name: str) -> None:
+    t = to_torch(np.asarray([5, 7], dtype="uint64"))
+    for x1, x2, bad in ((t, 2**64, "x2=18446744073709551616"), (t, -1, "x2=-1"), (-3, t, "x1=-3")):
+        with pytest.raises(OverflowError, match=rf"^{name}: a Python int outside uint64's range \({bad}\)\. Pass a value in \[0, 2\*\*64\)\."):
+            getattr(xs, name)(x1, x2)
+    with pytest.raises(OverflowError, match=r"\(x2=-1\)"):
+        getattr(xs, name)(xs.to_sparse_coo(t), -1)
+    np.testing.assert_array_equal(to_numpy(getattr(xs, name)(t, 2**64 - 1)), _reference(name, np.asarray([5, 7], dtype="uint64"), np.uint64(2**64 - 1)))
+
+
+@pytest.mark.parametrize("name", ["floor_divide", "remainder"])
 def test_uint64_division_is_exact(name: str) -> None:
     """torch divides no uint64; xsparse does, on the int64 bits: every pair of edge values (0, 1, around
     2**32, 2**63 and 2**64; divisors 0 and >= 2**63, dividends >= 2**63) and of random ones, as arrays
     and with a Python int on either side, gives NumPy's uint64 result (0 for a zero divisor)."""
-    with pytest.raises(NotImplementedError, match="UInt64"):
-        torch.floor_divide(to_torch(np.asarray([5], dtype="uint64")), to_torch(np.asarray([2], dtype="uint64")))
     rng = np.random.default_rng(7)
     vals = np.asarray(EDGE64 + rng.integers(0, 2**64, 60, dtype=np.uint64).tolist() + rng.integers(1, 2**16, 20).tolist(), dtype="uint64")
     a, b = np.meshgrid(vals, vals, indexing="ij")

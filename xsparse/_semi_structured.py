@@ -50,7 +50,8 @@ def to_sparse_semi_structured(x: Any, /) -> SemiStructuredArray:
         or int32 words for int8. A semi-structured ``x`` is returned as is. From a torch CUDA array
         (fill value 0, not requiring grad, a dtype torch's cuSPARSELt or CUTLASS kernels take on that
         GPU), the result also carries ``packed``: torch's ``SparseSemiStructuredTensor`` of the same
-        matrix, which ``@``, ``addmm`` and ``linear`` use; elsewhere ``packed`` is ``None`` (see
+        matrix, which ``@``, ``addmm`` and ``linear`` use; from a CuPy array of float16, bfloat16 or
+        int8 on a GPU with cuSPARSELt, cuSPARSELt's compressed buffer; elsewhere ``packed`` is ``None`` (see
         ``docs/semi_structured.md``, "The CUDA path").
 
     Raises

@@ -354,7 +354,8 @@ def addmm(xp: Any, input: Any, a: Any, b: Any, beta: Any, alpha: Any) -> Any:
 
 def combine(xp: Any, input: Any, product: Any, beta: Any, alpha: Any) -> Any:
     """``beta * input + alpha * product`` in this order of operations, which every backend's addmm follows
-    so that their results agree bit for bit."""
+    so that their results agree bit for bit (except torch's fused-bias ``linear``, whose epilogue adds the
+    bias before rounding the product)."""
     if alpha != 1:
         product = product * _fill_scalar(xp, product.dtype, alpha)
     if beta == 0:

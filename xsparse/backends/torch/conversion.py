@@ -17,7 +17,7 @@ from ...formats import INDEXED, COOArray, CompressedArray, Layout, SparseArray, 
 from ...formats._spec import Target
 from ..array_api.conversion import is_plus_zero
 
-__all__ = ["to_torch", "from_torch"]
+__all__ = ["to_torch", "from_torch", "on_cuda"]
 
 _TORCH_LAYOUT = {
     Layout.sparse_coo: torch.sparse_coo,

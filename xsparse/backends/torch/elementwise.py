@@ -276,6 +276,10 @@ def _division_kernel(name: str, kernel: dispatch.Kernel) -> Callable[..., Any]:
     def wrapper(xp: Any, x: Any, y: Any) -> Any:
         if not _divides_uint64(x, y):
             return kernel.func(xp, x, y)
+        for i, v in enumerate((x, y), 1):
+            if isinstance(v, int) and not 0 <= v < 2**64:
+                # NumPy raises here too; wrapping modulo 2**64 would divide by another number
+                raise OverflowError(f"{name}: a Python int outside uint64's range (x{i}={v}). Pass a value in [0, 2**64).")
         if not (isinstance(x, SparseArray) or isinstance(y, SparseArray)):
             return _uint64_division(name, x, y)
         layouts = tuple(v.layout if isinstance(v, SparseArray) else e for v, e in zip((x, y), kernel.signature))

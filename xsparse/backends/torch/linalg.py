@@ -67,7 +67,7 @@ def _sparse_reason(a: SparseArray) -> str | None:
     if a.dtype in _NO_KERNELS:
         return f"torch.sparse has no product kernels for {a.dtype}"
     if a.layout.is_compressed and a.dtype not in _FLOATING:
-        return f"torch's compressed products (MKL) have no {a.dtype} kernel"
+        return f"torch's compressed products (MKL on CPU, cuSPARSE on CUDA) have no {a.dtype} kernel"
     if on_cuda(a):
         return _cuda_reason(a)
     if a.layout.is_blocked and len(set(cast(CompressedArray, a).blocksize)) > 1:

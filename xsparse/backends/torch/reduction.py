@@ -250,13 +250,16 @@ def _full_mean(xp: Any, a: SparseArray, spec: ReduceSpec) -> torch.Tensor:
     if total == 0:
         return _nan(a._vals, spec.dtype)
     fill = a.fill_value
+    # 16-bit floats are summed in float32, as torch's own mean does: their sum overflows long before
+    # their mean (1000 values of 100 sum to inf in float16)
+    acc = torch.float32 if spec.dtype in (torch.float16, torch.bfloat16) else None
     if is_plus_zero(fill):
         # the unspecified +0 add nothing, and duplicates add up: the values as they are
-        return torch.sum(a._vals) / total
+        return (torch.sum(a._vals, dtype=acc) / total).to(spec.dtype)
     values = _specified(xp, a)._vals
     unspecified = total - values.numel()
-    s = torch.sum(values)
-    return (s + fill * unspecified if unspecified else s) / total
+    s = torch.sum(values, dtype=acc)
+    return ((s + fill * unspecified if unspecified else s) / total).to(spec.dtype)
 
 
 def _full_var(xp: Any, a: SparseArray, spec: ReduceSpec) -> torch.Tensor:

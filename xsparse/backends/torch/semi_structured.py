@@ -184,6 +184,10 @@ def _dense_reason(s: SemiStructuredArray, x: Any, name: str) -> str | None:
         return f"torch's semi-structured kernels multiply operands of one dtype, got {s.dtype} and {name}.dtype={x.dtype}"
     if x.numel() == 0:
         return f"{name} is empty ({name}.shape={tuple(x.shape)})"
+    if s.dtype == torch.int8:
+        # until a GPU run shows what torch's int8 epilogue does with sums outside int8 (saturate or
+        # wrap), the generic kernel, which wraps, computes them: never a different answer
+        return "torch's packed int8 products may saturate where the generic kernel wraps (not yet checked on a GPU)"
     if s.dtype == torch.float32 and torch.get_float32_matmul_precision() == "highest":
         return (
             "torch's packed float32 kernels compute in TF32, and torch.get_float32_matmul_precision() is 'highest'; "
@@ -223,9 +227,10 @@ def _supports_addmm_second(xp: Any, input: Any, a: Any, b: SemiStructuredArray, 
 def _stored_times(s: SemiStructuredArray, b: torch.Tensor) -> torch.Tensor:
     """``W @ b`` for the stored matrix ``W`` of ``s`` and a 2-D ``b`` of its dtype, by the packed encoding."""
     packed = s.packed
-    if s.dtype == torch.int8 and isinstance(packed, SparseSemiStructuredTensorCUTLASS):
-        # torch's CUTLASS int8 kernel takes a column-major dense operand only, which torch passes in the
-        # A @ W.t() orientation: W @ b = (b.T @ W.T).T
+    if s.dtype == torch.int8:
+        # torch's int8 kernels (CUTLASS, and cuSPARSELt, which refuses opB = N for int8) take a
+        # column-major dense operand only, which torch passes in the A @ W.t() orientation:
+        # W @ b = (b.T @ W.T).T
         return torch.mm(b.t().contiguous(), packed.t()).t()
     # torch's kernels read a row-major or a column-major operand, not any other strides
     return torch.mm(packed, b.contiguous())
