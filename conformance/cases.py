@@ -1062,18 +1062,63 @@ def _nan_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray((a == b) | (np.isnan(a) & np.isnan(b)) if a.dtype.kind in "fc" else a == b)
 
 
+@dataclass(frozen=True)
+class _DenseUnique:
+    """The dense reference of a ``unique_*`` trial, on the host: the dense operand and the backend's
+    ``unique_counts`` of it (a type of its own, so that the comparison tells it from a result of
+    xsparse's generic kernels, which the runner compares a native kernel's result with)."""
+
+    host: np.ndarray
+    values: np.ndarray
+    counts: np.ndarray
+
+
+def _bits(x: Any) -> tuple[str, tuple[int, ...], bytes]:
+    h = np.ascontiguousarray(to_numpy(x))
+    return str(h.dtype), h.shape, h.tobytes()
+
+
+def _same_unique_field(name: str, actual: Any, expected: Any) -> None:
+    """One output of two ``unique_*`` results, equal bit for bit: a strided array's dtype, shape and
+    bytes (so a ``-0.0`` and each NaN's sign and payload), a sparse one's layout, shape, fill value and
+    every component."""
+    if isinstance(expected, xs.SparseArray):
+        if not isinstance(actual, xs.SparseArray) or actual.layout is not expected.layout or actual.shape != expected.shape:
+            raise AssertionError(f"{name}: {actual!r} is not of the layout and shape of {expected!r}")
+        if _bits(np.asarray(actual.fill_value)) != _bits(np.asarray(expected.fill_value)):
+            raise AssertionError(f"{name}: fill value {actual.fill_value!r} differs from {expected.fill_value!r}")
+        pairs = [(f"{name}.{k}", actual._components()[k], v) for k, v in expected._components().items()]
+    else:
+        pairs = [(name, actual, expected)]
+    for label, a, b in pairs:
+        if _bits(a) != _bits(b):
+            raise AssertionError(f"{label} differs bit for bit: {to_numpy(a)!r} against {to_numpy(b)!r}")
+
+
 def _compare_unique(fn: str, xp: Any, layout: Hashable) -> Callable[[Any, Any], None]:
-    """The comparison of a ``unique_*`` result with the backend's ``unique_counts`` of the dense operand.
+    """The comparison of a ``unique_*`` result with the backend's ``unique_counts`` of the dense operand,
+    or, for a native kernel's result, with the generic kernels' result.
 
     The standard leaves the order of the unique values to the implementation; xsparse gives them in
     ascending order (NaNs last, each distinct), which the reference's values are sorted into. The
     inverse indices must rebuild ``x`` (and keep its layout); the first indices must point at the first
-    occurrence of each value in row-major order (at one NaN each, for the NaNs).
+    occurrence of each value in row-major order (at one NaN each, for the NaNs). A native kernel's
+    result must be the generic kernels' output by output, bit for bit: the zero that stands for the
+    zeros and the NaNs in their order (docs/decisions.md, "Sorting without stability").
     """
     from xsparse.testing import assert_sparse_equal
 
     def compare(actual: Any, expected: Any) -> None:
-        host, ref_values, ref_counts = expected
+        if not isinstance(expected, _DenseUnique):  # the generic kernels' result
+            if fn == "unique_values":
+                _same_unique_field("values", actual, expected)
+                return
+            if type(actual) is not type(expected):
+                raise AssertionError(f"{fn}: a {type(actual).__name__} against a {type(expected).__name__}")
+            for name in expected._fields:
+                _same_unique_field(name, getattr(actual, name), getattr(expected, name))
+            return
+        host, ref_values, ref_counts = expected.host, expected.values, expected.counts
         flat = host.reshape(-1)
         order = np.argsort(ref_values, kind="stable")
         ref_values, ref_counts = ref_values[order], ref_counts[order]
@@ -1113,10 +1158,10 @@ def _unique(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
         # documented refusal: each unspecified element would be a distinct NaN
         return Trial(call, lambda: None, raises=(xs.NoKernelError, r"^unique: .*declined: the fill value is NaN"))
 
-    def expected() -> Any:
+    def expected() -> _DenseUnique:
         d = dense(x)
         r = xp.unique_counts(d)
-        return to_numpy(d), to_numpy(r.values), to_numpy(r.counts)
+        return _DenseUnique(to_numpy(d), to_numpy(r.values), to_numpy(r.counts))
 
     return Trial(call, expected, compare=_compare_unique(fn, xp, sig[0]))
 

@@ -99,7 +99,18 @@ def _sparse(xp: Any, host: np.ndarray, fill: Any, layout: xs.Layout, index_dtype
     return xs.to_sparse(xp.asarray(host), **kw)
 
 
-def _reference_sort(xp: Any, host: np.ndarray, fill: Any, axis: int, descending: bool, dense_axis: bool) -> np.ndarray:
+def _specified(x: Any) -> np.ndarray:
+    """Which elements of the sparse ``x`` are specified (a stored block's elements equal to the fill
+    value too)."""
+    if x.layout is xs.sparse_coo:
+        x = x.coalesce()
+    ones = x._vals == x._vals
+    return to_numpy(xs.to_dense(x._with_values(ones | ~ones, False)))
+
+
+def _reference_sort(
+    xp: Any, host: np.ndarray, fill: Any, axis: int, descending: bool, dense_axis: bool, specified: np.ndarray
+) -> np.ndarray:
     """The documented rule on NumPy: each lane's specified values in a stable sort, those below the fill
     value first, then the lane's unspecified elements, then the others (NaN last); reversed when
     descending. Along a dense dimension every lane is a stored sub-array (or all fill value), which the
@@ -109,7 +120,7 @@ def _reference_sort(xp: Any, host: np.ndarray, fill: Any, axis: int, descending:
         return to_numpy(xp.sort(xp.asarray(host), axis=axis, descending=descending, stable=True))
     moved = np.moveaxis(host, axis, -1)
     out = np.empty_like(moved)
-    specified = ~S.is_fill(moved, fill)
+    specified = np.moveaxis(specified, axis, -1)
     n = moved.shape[-1]
     for lane in np.ndindex(moved.shape[:-1]):
         values = np.sort(moved[lane][specified[lane]], kind="stable")
@@ -169,7 +180,8 @@ def test_sort_kernel(kernel: dispatch.Kernel, backend: str, data: st.DataObject)
     got = kernel.func(xp, x, axis, descending, stable)
     assert_sparse_equal(got, xp.sort(xp.asarray(host), axis=axis, descending=descending), check_layout=x.layout)
     assert got.fill_value == fill or (got.fill_value != got.fill_value and fill != fill)
-    assert _bits(xs.to_dense(got)) == _bits(_reference_sort(xp, host, fill, axis, descending, axis >= x.ndim - x.dense_dim()))
+    reference = _reference_sort(xp, host, fill, axis, descending, axis >= x.ndim - x.dense_dim(), _specified(x))
+    assert _bits(xs.to_dense(got)) == _bits(reference)
     if kernel.backend is not None:
         _same_bits(got, _generic(kernel, (x.layout,), backend).func(xp, x, axis, descending, stable))
 
@@ -330,6 +342,100 @@ def test_unique_public_functions_signed_zero() -> None:
     y = xs.to_sparse_coo(xp.asarray(np.array([1.0, 0.0, 1.0])))
     assert _bits(xs.unique_values(y)) == _bits(np.array([0.0, 1.0]))
 
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_native_unique_kernels_are_picked(backend: str) -> None:
+    for layout in SORTABLE:
+        family = "coo" if layout is xs.sparse_coo else "compressed"
+        picked = [k.name for k in dispatch.resolve("unique", (layout,), backend)]
+        assert picked[:2] == [f"_unique_{family}_{backend}", f"_unique_{family}"], picked
+    assert dispatch.ambiguities() == []
+
+
+def test_native_torch_sort_kernels_are_picked() -> None:
+    for layout in (xs.sparse_csr, xs.sparse_csc):
+        assert [k.name for k in dispatch.resolve("sort", (layout,), "torch")][:2] == ["_sort_compressed_torch", "_sort_compressed"]
+    assert [k.name for k in dispatch.resolve("sort", (xs.sparse_coo,), "torch")] == ["_sort_coo"]
+
+
+def test_torch_kernels_decline() -> None:
+    """The torch kernels leave to the generic ones what they do not sort: dense dimensions, batch
+    dimensions, unsigned dtypes beyond uint8 and complex values."""
+    if backend_skip_reason("torch"):
+        pytest.skip(str(backend_skip_reason("torch")))
+    import torch
+
+    xp = xs.get_backend("torch").load()
+    kernels = {(k.name, k.backend): k for k in [*xs.kernels("sort"), *xs.kernels("unique")]}
+    sort, unique = kernels["_sort_compressed_torch", "torch"], kernels["_unique_compressed_torch", "torch"]
+    assert sort.supports is not None and unique.supports is not None
+    d = torch.tensor([[3.0, 1.0], [0.0, -1.0]])
+    assert sort.supports(xp, xs.to_sparse_csr(d), 1, False, True) is None
+    assert "dense dimensions" in str(sort.supports(xp, xs.to_sparse_csr(d.reshape(2, 1, 2), dense_dim=1), 2, False, True))
+    batched = xs.to_sparse_csr(torch.tensor([1.0, 0.0, 0.0, 2.0]).reshape(2, 1, 2))
+    assert "batch dimension 0" in str(sort.supports(xp, batched, 0, False, True))
+    wide = xs.to_sparse_csr(torch.tensor([[3, 0, 1]], dtype=torch.uint16))
+    assert "dtype torch.uint16" in str(sort.supports(xp, wide, 1, False, True))
+    assert "dtype torch.uint16" in str(unique.supports(xp, wide, "all"))
+    assert xs.sort(wide, axis=1).to_dense().tolist() == [[0, 1, 3]]
+    cplx = xs.to_sparse_csr(torch.tensor([[1 + 2j, 0, 1 - 1j]]))
+    assert "complex" in str(unique.supports(xp, cplx, "all"))
+
+def test_native_unique_declines_complex_values() -> None:
+    """Complex values keep the generic kernel's two stable sorts (the dispatcher moves on to it)."""
+    xp = xs.get_backend("numpy").load()
+    x = xs.to_sparse_csr(xp.asarray(np.array([[1 + 2j, 0, 1 - 1j]])))
+    native = {k.name: k for k in xs.kernels("unique")}["_unique_compressed_numpy"]
+    assert native.supports is not None and "complex values" in str(native.supports(xp, x, "all"))
+    assert xs.unique_values(x).tolist() == [0j, 1 - 1j, 1 + 2j]
+
+
+@pytest.mark.parametrize("layout", SORTABLE)
+def test_unique_all_nan_first_indices_in_row_major_order(layout: xs.Layout) -> None:
+    """NaNs whose storage order (CSC: column-major; BSR: block by block) is not their row-major order:
+    the values keep the storage order's NaNs, the first indices are the NaNs' row-major positions in
+    ascending order, and the zeros' representative is the first zero in storage order; every kernel of
+    the layout, native or generic, gives the same bits."""
+    xp = xs.get_backend("numpy").load()
+    nan, neg_nan, payload = NANS
+    host = np.array([[0.0, payload, 3.0, -0.0], [neg_nan, -0.0, nan, 1.0], [2.0, 0.0, 0.0, neg_nan]])
+    kw: dict[str, Any] = {"blocksize": (1, 2)} if layout.is_blocked else {}
+    x = xs.to_sparse(xp.asarray(host), layout=layout, fill_value=1.0, **kw)
+    results = [k.func(xp, x, "all") for k in dispatch.resolve("unique", (layout,), "numpy") if not k.rewrite]
+    assert len(results) == 2  # the NumPy kernel and the generic one
+    for r in results[1:]:
+        for name in r._fields:
+            _same_bits(getattr(r, name), getattr(results[0], name))
+    u = results[0]
+    stored = _storage_values(x)
+    assert _bits(u.values[-4:]) == _bits(stored[np.isnan(stored)])
+    assert to_numpy(u.indices)[-4:].tolist() == np.flatnonzero(np.isnan(host.reshape(-1))).tolist()
+    zero = stored[stored == 0][0]
+    assert _bits(u.values[:1]) == _bits(np.array([zero])) and int(u.indices[0]) == 0
+
+
+def test_conformance_compares_a_native_unique_kernel_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The conformance runner compares a native ``unique`` kernel with the generic kernel output by
+    output, bit for bit: one that is right but for the sign of a zero (invisible to the dense
+    comparison) fails there, and the generic kernel registered as a native one passes."""
+    from xsparse.conformance import runner
+
+    registry = {op: [k for k in ks if k.backend != "numpy" or op != "unique"] for op, ks in dispatch._REGISTRY.items()}
+    monkeypatch.setattr(dispatch, "_REGISTRY", registry)
+    generic = next(k for k in dispatch.resolve("unique", (xs.sparse_csr,), "numpy") if k.backend is None)
+
+    def negative_zeros(xp: Any, a: Any, ravel_positions: Any) -> Any:
+        u = generic.func(xp, a, ravel_positions)
+        return u._replace(values=xp.where(u.values == 0, -xp.abs(u.values), u.values))
+
+    dispatch.register("unique", (xs.sparse_csr,), backend="numpy", priority=10)(generic.func)
+    good = runner.run("numpy", max_examples=10, ops=["unique"])
+    assert {o.name: o.status for o in good}["unique(sparse_csr)"] == "pass"
+    assert {o.name: o.native for o in good}["unique(sparse_csr)"]
+    dispatch.register("unique", (xs.sparse_csr,), backend="numpy", priority=20)(negative_zeros)
+    bad = {o.name: o for o in runner.run("numpy", max_examples=40, ops=["unique"])}["unique(sparse_csr)"]
+    assert bad.status == "FAIL" and "differs from the generic kernel's" in bad.detail and "values differs bit for bit" in bad.detail
 
 # -- searchsorted ------------------------------------------------------------------------------------
 

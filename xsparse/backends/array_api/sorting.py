@@ -33,13 +33,14 @@ from ...formats._ops import contiguous, lexsort_indices, prod
 from .conversion import _linearize, coalesce_coo, compressed_to_coo, take_values, through_ordered
 from .shape import as_layout_of
 
-__all__ = ["ascending_order", "group_by_lane", "sort_coo", "sorted_values", "stable_order"]
+__all__ = ["ascending_order", "group_by_lane", "lane_sort_reason", "sort_coo", "sorted_values", "stable_order"]
 
 _INT64_MAX = 2**63 - 1
 
 
 def _count(xp: Any, mask: Any) -> int:
-    return int(xp.sum(xp.astype(mask, xp.int64)))
+    # count_nonzero, not a sum of the mask cast to int64: no array of n integers to allocate
+    return int(xp.count_nonzero(mask))
 
 
 def ascending_order(xp: Any, v: Any) -> Any:
@@ -128,6 +129,21 @@ def _supports_sort(xp: Any, a: SparseArray, axis: int, descending: bool, stable:
             f"sorting along sparse dimension {axis} of a hybrid array (dense_dim={a.dense_dim()}) gives every dense "
             "position its own pattern; convert with xsparse.to_sparse_coo(xsparse.to_dense(x)) first"
         )
+    return None
+
+
+def lane_sort_reason(xp: Any, a: CompressedArray, axis: int, descending: bool, stable: bool, kernel: str) -> str | None:
+    """Why a backend's lane sort of the compressed ``a`` (a sort of the values, then a regrouping by lane
+    with integer keys) cannot sort along ``axis``, or None; ``kernel`` names it in the reason."""
+    reason = _supports_sort(xp, a, axis, descending, stable)
+    if reason is not None:
+        return reason
+    if a.dense_dim():
+        return f"the {kernel} kernel sorts arrays without dense dimensions (dense_dim={a.dense_dim()})"
+    if axis < a.batch_dim():
+        return f"the {kernel} kernel sorts along a sparse dimension, not along batch dimension {axis}"
+    if (prod(tuple(a.shape[: a.batch_dim()])) + 1) * (max(a.shape[-2:]) + 1) * (a.nnz + 1) > _INT64_MAX:
+        return "its lane keys would overflow int64"
     return None
 
 

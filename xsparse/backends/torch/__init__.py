@@ -11,6 +11,7 @@ from . import indexing
 from . import reduction
 from . import semi_structured
 from . import linalg
+from . import sorting
 from .conversion import from_torch, to_torch
 
-__all__ = ["indexing", "conversion", "elementwise", "reduction", "semi_structured", "linalg", "from_torch", "to_torch"]
+__all__ = ["indexing", "conversion", "elementwise", "reduction", "semi_structured", "linalg", "sorting", "from_torch", "to_torch"]
