@@ -25,9 +25,8 @@ import torch
 
 from ...dispatch import register
 from ...formats import COMPRESSED, COOArray, CompressedArray, SparseArray, sparse_coo, sparse_csc, sparse_csr
-from ...formats._ops import prod
 from ..array_api.set import Unique, _supports_unique, outputs_of, sorted_unique, unique_compressed, unique_coo
-from ..array_api.sorting import ascending_order, lane_sort_reason, sorted_values
+from ..array_api.sorting import ascending_order, lane_sort_reason, sort_by_lane, sorted_values
 
 __all__: list[str] = []
 
@@ -97,13 +96,6 @@ def _stable_order(key: torch.Tensor, nkeys: int) -> torch.Tensor:
     return torch.sort(key, stable=True).indices
 
 
-def _by_lane(xp: Any, vals: torch.Tensor, lane: torch.Tensor, nlanes: int) -> torch.Tensor:
-    """The permutation that sorts ``vals`` within each lane, lanes in ascending order: the generic
-    kernels' order wherever bits can tell (``ascending_order``), regrouped stably by lane."""
-    order: torch.Tensor = ascending_order(xp, vals)
-    return order[_stable_order(lane[order], nlanes)]
-
-
 def _supports_sort_compressed(xp: Any, a: CompressedArray, axis: int, descending: bool, stable: bool) -> str | None:
     return lane_sort_reason(xp, a, axis, descending, stable, "torch") or _declines_dtype(a._vals)
 
@@ -112,60 +104,4 @@ def _supports_sort_compressed(xp: Any, a: CompressedArray, axis: int, descending
 @register("sort", (sparse_csc,), backend="torch", supports=_supports_sort_compressed)
 def _sort_compressed_torch(xp: Any, a: CompressedArray, axis: int, descending: bool, stable: bool) -> SparseArray:
     """sort(CSR, CSC) -> same layout: one sort of the values, a radix regrouping by lane; O(nnz log nnz)."""
-    nb = a.batch_dim()
-    batches = prod(tuple(a.shape[:nb]))
-    nse = a.nnz
-    total = batches * nse
-    if total == 0:
-        return a
-    dev = a._vals.device
-    comp = a._compressed.reshape(batches, -1).to(torch.int64)
-    plain = a._plain
-    vals = a._vals.reshape(total)
-    ncomp = int(comp.shape[1]) - 1
-    compressed_axis = nb + a.layout.compressed_dim
-    nplain = a.shape[nb + 1 - a.layout.compressed_dim]
-    n = a.shape[axis]
-    slots = torch.arange(total, dtype=torch.int64, device=dev)
-    fill = a.fill_value
-    if axis != compressed_axis:
-        # each compressed slice is a lane, stored contiguously: the structure stays
-        counts = torch.diff(comp, dim=1).reshape(-1)
-        lane = torch.repeat_interleave(torch.arange(batches * ncomp, dtype=torch.int64, device=dev), counts, output_size=total)
-        order = _by_lane(xp, vals, lane, batches * ncomp)
-        svals = vals[order]
-        start = (comp[:, :-1] + (torch.arange(batches, dtype=torch.int64, device=dev) * nse)[:, None]).reshape(-1)[lane]
-        count = counts[lane]
-        rank = slots - start
-        position = torch.where(svals < fill, rank, n - count + rank)
-        if descending:
-            reverse = start + count - 1 - rank
-            svals, position = svals[reverse], (n - 1) - position[reverse]
-        new_plain = position.to(plain.dtype).reshape(plain.shape)
-        return CompressedArray(
-            a._compressed, new_plain, svals.reshape(a._vals.shape), a.shape, layout=a.layout,
-            backend=a._backend, xp=xp, fill_value=fill,
-        )  # fmt: skip
-    # along the compressed dimension a lane is one plain index of one batch
-    batch_of = torch.arange(batches, dtype=torch.int64, device=dev).repeat_interleave(nse)
-    lane = batch_of * nplain + plain.reshape(total).to(torch.int64)
-    order = _by_lane(xp, vals, lane, batches * nplain)
-    svals = vals[order]
-    lane_sorted = lane[order]
-    lane_counts = torch.bincount(lane, minlength=batches * nplain)
-    lane_starts = torch.cumsum(lane_counts, 0) - lane_counts
-    start, count = lane_starts[lane_sorted], lane_counts[lane_sorted]
-    rank = slots - start
-    position = torch.where(svals < fill, rank, n - count + rank)
-    if descending:
-        position = (n - 1) - position
-    # compress again: a stable sort by (batch, new compressed index) keeps each one's plain indices ascending
-    key = torch.div(lane_sorted, nplain, rounding_mode="floor") * ncomp + position
-    perm = _stable_order(key, batches * ncomp)
-    new_plain = (lane_sorted[perm] % nplain).to(plain.dtype).reshape(plain.shape)
-    per_slice = torch.bincount(key, minlength=batches * ncomp).reshape(batches, ncomp)
-    new_comp = torch.cat([torch.zeros((batches, 1), dtype=torch.int64, device=dev), torch.cumsum(per_slice, 1)], 1)
-    return CompressedArray(
-        new_comp.to(a._compressed.dtype).reshape(a._compressed.shape), new_plain,
-        svals[perm].reshape(a._vals.shape), a.shape, layout=a.layout, backend=a._backend, xp=xp, fill_value=fill,
-    )  # fmt: skip
+    return sort_by_lane(xp, a, axis, descending, _stable_order)
