@@ -37,7 +37,7 @@ import xsparse as xs
 from xsparse import dispatch
 from xsparse.testing import assert_sparse_equal
 
-from .cases import CASES, Context, Signature, Trial
+from .cases import CASES, GENERIC_SIGNS_WRONG, SIGNS_NOT_TRACKED, Context, Signature, Trial
 from .strategies import DeviceNamespace, device_named
 
 __all__ = [
@@ -134,10 +134,12 @@ class Unsupported(Exception):
     """The backend has no kernel for the dense reference, and the public call raised NoKernelError too."""
 
 
-def _compare(trial: Trial, actual: Any, expected: Any) -> None:
+def _compare(trial: Trial, actual: Any, expected: Any, op: str, backend: str, dense: bool) -> None:
     if trial.compare is not None:
         trial.compare(actual, expected)
         return
+    if dense and trial.zeros is not None:
+        expected = trial.zeros(actual, expected)
     # NumPy's functions give NumPy scalars for 0-d operands
     actual, expected = (np.asarray(r) if isinstance(r, np.generic) else r for r in (actual, expected))
     tol: dict[str, Any] = {}
@@ -149,7 +151,8 @@ def _compare(trial: Trial, actual: Any, expected: Any) -> None:
         from .cases import float_tolerance
 
         tol = float_tolerance(expected.dtype)
-    assert_sparse_equal(actual, expected, check_layout=trial.layout, **tol)
+    signed_zeros = trial.signed_zeros and op not in SIGNS_NOT_TRACKED and (dense or (backend, op) not in GENERIC_SIGNS_WRONG)
+    assert_sparse_equal(actual, expected, check_layout=trial.layout, check_signed_zeros=signed_zeros, **tol)
 
 
 def _expect_error(trial: Trial, raises: tuple[type[Exception], str]) -> None:
@@ -164,7 +167,7 @@ def _expect_error(trial: Trial, raises: tuple[type[Exception], str]) -> None:
     raise AssertionError(f"the call should raise {kind.__name__} (documented: {pattern!r}) but returned {type(result).__name__}")
 
 
-def _execute(trial: Trial, backend: str, native: bool) -> None:
+def _execute(trial: Trial, op: str, backend: str, native: bool) -> None:
     if trial.raises is not None:
         _expect_error(trial, trial.raises)
         return
@@ -178,7 +181,7 @@ def _execute(trial: Trial, backend: str, native: bool) -> None:
                 raise Unsupported(str(exc).split(". ")[0]) from None
             raise AssertionError(f"the dense reference has no kernel ({exc}), but the sparse call ran") from None
         actual = trial.call()
-    _compare(trial, actual, expected)
+    _compare(trial, actual, expected, op, backend, dense=True)
     if trial.check is not None:
         trial.check(actual)
     if native:
@@ -188,7 +191,7 @@ def _execute(trial: Trial, backend: str, native: bool) -> None:
         except xs.NoKernelError:
             return  # an operation that only native kernels compute (erf: the Array API has none)
         try:
-            _compare(trial, actual, generic)
+            _compare(trial, actual, generic, op, backend, dense=False)
         except AssertionError as exc:
             raise AssertionError(f"the native kernel's result differs from the generic kernel's: {exc}") from None
 
@@ -220,7 +223,7 @@ def run_signature(
     def check(data: st.DataObject) -> None:
         trial = c.build(data.draw, ctx, sig)
         try:
-            _execute(trial, ctx.backend, native)
+            _execute(trial, op, ctx.backend, native)
         except Unsupported as exc:
             unsupported.append(str(exc))
 

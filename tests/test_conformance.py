@@ -98,8 +98,9 @@ def test_a_wrong_native_kernel_fails_with_its_example(private_registry: None) ->
 
 
 def _negative_on_the_default_device(xp: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    """A kernel that forgets the device: its zeros land on the namespace's default device."""
-    return x._with_values(xp.negative(x._vals) + xp.zeros(tuple(x._vals.shape), dtype=x._vals.dtype), x.fill_value)
+    """A kernel that forgets the device: its mask lands on the namespace's default device."""
+    values = xp.negative(x._vals)
+    return x._with_values(xp.where(xp.ones(tuple(values.shape), dtype=xp.bool), values, values), -x.fill_value)
 
 
 def test_device_mode_catches_a_kernel_that_forgets_the_device(private_registry: None) -> None:
@@ -154,10 +155,10 @@ def test_a_documented_refusal_passes_only_when_raised_as_documented(call: Any, e
     trial = cases.Trial(call, lambda: pytest.fail("the reference of a refused example is not computed"),
                         raises=(xs.NoKernelError, "is not 0"))  # fmt: skip
     if error is None:
-        runner._execute(trial, "numpy", native=False)
+        runner._execute(trial, "tril", "numpy", native=False)
     else:
         with pytest.raises(AssertionError, match=error):
-            runner._execute(trial, "numpy", native=False)
+            runner._execute(trial, "tril", "numpy", native=False)
 
 
 def test_known_failures_name_registered_signatures() -> None:

@@ -342,7 +342,10 @@ def test_sort_stays_sparse(backend: str, xp: Any, layout: xs.Layout, data: Any) 
     axis = data.draw(st.integers(-case.array.ndim, case.array.ndim - 1))
     descending = data.draw(st.booleans())
     got = xs.sort(s, axis=axis, descending=descending)
-    assert_sparse_equal(got, xp.sort(case.array, axis=axis, descending=descending), check_layout=layout)
+    # a specified -0.0 follows the lane's unspecified +0.0 (docs/decisions.md, "Sorting without
+    # stability"), where a stable dense sort keeps the zeros in index order: tests/test_sorting.py checks
+    # the zeros' order bit for bit
+    assert_sparse_equal(got, xp.sort(case.array, axis=axis, descending=descending), check_layout=layout, check_signed_zeros=False)
     if case.array.ndim:
         assert_sparse_equal(xs.argsort(s, axis=axis, descending=descending), xp.argsort(case.array, axis=axis, descending=descending, stable=True))
 
@@ -518,7 +521,11 @@ def test_linalg_reductions(backend: str, xp: Any, layout: xs.Layout, data: Any) 
     if case.dense_dim == 0:
         got = xs.linalg.diagonal(s, offset=offset)
         assert_sparse_equal(got, xp.linalg.diagonal(d, offset=offset), check_layout=xs.sparse_coo)
-        assert_sparse_equal(xs.linalg.trace(s, offset=offset), _arr(xp, xp.linalg.trace(d, offset=offset)), rtol=1e-12, atol=1e-12)
+        # a sum: the sign of a zero trace is not tracked (docs/decisions.md, "Signs of zeros that xsparse does not track")
+        assert_sparse_equal(
+            xs.linalg.trace(s, offset=offset), _arr(xp, xp.linalg.trace(d, offset=offset)), rtol=1e-12, atol=1e-12,
+            check_signed_zeros=False,
+        )  # fmt: skip
     assume(0 not in tuple(d.shape))
     for ord in (2, 1, xs.inf, -xs.inf, 0, 3):
         assert_sparse_equal(xs.linalg.vector_norm(s, ord=ord), _arr(xp, xp.linalg.vector_norm(d, ord=ord)), rtol=1e-10, atol=1e-12)
@@ -539,8 +546,9 @@ def test_linalg_products(backend: str, xp: Any) -> None:
             assert_sparse_equal(got, xp.linalg.matrix_power(d, n), check_layout=layout)
     v = xp.asarray([0.0, 2.0, -1.0], dtype=xp.float64)
     sv = xs.to_sparse_coo(v)
-    assert_sparse_equal(xs.linalg.outer(sv, v), xp.linalg.outer(v, v), check_layout="strided")
-    assert_sparse_equal(xs.linalg.outer(sv, sv), xp.linalg.outer(v, v), check_layout=xs.sparse_coo)
+    # an unspecified zero times -1 reads +0.0 (docs/decisions.md, "Signs of zeros that xsparse does not track")
+    assert_sparse_equal(xs.linalg.outer(sv, v), xp.linalg.outer(v, v), check_layout="strided", check_signed_zeros=False)
+    assert_sparse_equal(xs.linalg.outer(sv, sv), xp.linalg.outer(v, v), check_layout=xs.sparse_coo, check_signed_zeros=False)
     assert_sparse_equal(xs.linalg.outer(v, v), xp.linalg.outer(v, v))
     a = xs.to_sparse_coo(d)
     b = xs.to_sparse_coo(xp.flip(d, axis=0))

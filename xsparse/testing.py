@@ -12,7 +12,7 @@ from .formats import COOArray, CompressedArray, SparseArray
 from .formats._invariants import check_compressed, check_coo
 from .formats._semi_structured import SemiStructuredArray, check_semi_structured
 
-__all__ = ["assert_sparse_equal", "to_numpy", "generic_to_dense", "check_invariants"]
+__all__ = ["assert_sparse_equal", "to_numpy", "generic_to_dense", "check_invariants", "apply_products_rule", "maps_duplicates"]
 
 
 def to_numpy(x: Any) -> np.ndarray:
@@ -57,15 +57,16 @@ def assert_sparse_equal(
     atol: float = 0.0,
     check_layout: Any = None,
     check_dtype: bool = True,
-    check_signed_zeros: bool = False,
+    check_signed_zeros: bool = True,
 ) -> None:
     """Assert that ``actual`` holds the same elements as ``expected``, and that it is a valid array.
 
     ``actual`` (sparse or strided) has every invariant of its format checked, including those that read
     index data; both sides are densified with the generic kernels and compared elementwise (NaNs equal),
     exactly unless ``rtol``/``atol`` are given. ``check_layout`` may name the layout ``actual`` must have.
-    With ``check_signed_zeros``, the zeros of floating and complex results must also have the same sign
-    bits (per component).
+    The zeros of floating and complex results must also have the same sign bits (per component), unless
+    ``check_signed_zeros=False``: for the results whose signs of zeros docs/decisions.md leaves untracked
+    ("Signs of zeros that xsparse does not track": reductions, sums of products, and the rest listed there).
     """
     if isinstance(actual, SparseArray):
         check_invariants(actual)
@@ -92,3 +93,55 @@ def assert_sparse_equal(
             if differ.any():
                 where = [tuple(int(i) for i in w) for w in np.argwhere(differ)[:5]]
                 raise AssertionError(f"signs of zeros differ at {where} (actual {pa[differ][:5]}, expected {pe[differ][:5]})")
+
+
+def _specified_elements(a: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """Where ``a`` (broadcast to ``shape``) specifies an element: everywhere for a strided array."""
+    if not isinstance(a, SparseArray):
+        return np.ones(shape, dtype=bool)
+    xp = a._xp
+    ones = a._with_values(xp.ones(a._vals.shape, dtype=xp.int64, device=a.device), 0)
+    return np.broadcast_to(to_numpy(generic_to_dense(ones)) != 0, shape)
+
+
+def apply_products_rule(op: str, x: Any, y: Any, result: Any, expected: Any) -> Any:
+    """``expected``, the dense result of ``op(x, y)`` as IEEE 754 gives it, with the documented rule for
+    the signs of zeros of sparse products applied (docs/decisions.md, "Signs of zeros that xsparse does
+    not track"): an entry of a sparse product (``multiply``, ``logical_and``, ``bitwise_and``) that not
+    both operands specify, and whose elements all equal the result's fill value by value, reads the fill
+    value, ``op`` of the two fill values (a strided operand's being +0). Anything else is returned as it is.
+    """
+    from .backends.array_api.elementwise import ANNIHILATING
+
+    if op not in ANNIHILATING or not isinstance(result, SparseArray) or isinstance(expected, SparseArray):
+        return expected
+    if any(not isinstance(v, SparseArray) and getattr(v, "ndim", 0) == 0 for v in (x, y)):
+        return expected  # with a scalar both sides are specified everywhere
+    e = to_numpy(expected)
+    if e.dtype.kind not in "fc":
+        return expected
+    fills = [np.asarray(v.fill_value if isinstance(v, SparseArray) else 0, dtype=e.dtype) for v in (x, y)]
+    fill = getattr(np, op)(*fills)
+    both = _specified_elements(x, e.shape) & _specified_elements(y, e.shape)
+    dense_axes = tuple(range(e.ndim - result.dense_dim(), e.ndim))
+    equal = (e == fill) | (np.isnan(e) & np.isnan(fill))
+    drop = ~np.any(both, axis=dense_axes, keepdims=True) & np.all(equal, axis=dense_axes, keepdims=True)
+    return result._xp.asarray(np.where(drop, fill, e), dtype=expected.dtype, device=result.device)
+
+
+def _has_duplicates(a: Any) -> bool:
+    if not isinstance(a, COOArray) or a.is_coalesced():
+        return False
+    return bool(a.nnz != a.coalesce().nnz)
+
+
+def maps_duplicates(op: str, x: Any, y: Any = None) -> bool:
+    """Whether ``op`` may map the duplicates of an uncoalesced COO operand as they are (a linear
+    function, or a product or quotient with a scalar, as torch does), so that the signs of the result's
+    zeros need not be IEEE 754's of the summed duplicates (docs/decisions.md, "Signs of zeros that
+    xsparse does not track")."""
+    from .backends.array_api.elementwise import LINEAR_UNARY
+
+    scalar = [v is not None and (not hasattr(v, "ndim") or v.ndim == 0) for v in (x, y)]
+    linear = op in LINEAR_UNARY or (op in ("multiply", "divide") and any(scalar))
+    return linear and (_has_duplicates(x) or _has_duplicates(y))

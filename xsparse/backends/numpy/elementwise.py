@@ -1,12 +1,14 @@
 """Native elementwise kernels of the NumPy backend.
 
-- ``erf`` and ``erfinv``, which the Array API lacks, from ``scipy.special``.
+- ``erf`` and ``erfinv``, which the Array API lacks, from ``scipy.special`` (``erfinv`` with the sign of
+  its argument copied, as SciPy gives ``erfinv(-0.0) = +0.0``).
 - ``add``, ``subtract`` and ``multiply`` of two 2-D CSR (or two CSC) arrays with fill value 0 and one
   shape: the compiled parallel merge of ``_cpu.csr_merge``, with exactly the generic kernel's result
   (the union of the entries, explicit zeros such as those of ``x - x`` kept; a product keeps the
   entries both sides hold and the NaNs of ``inf * 0``). Where it declines (other dtypes, index dtypes
   that differ, or the extension is not built), SciPy's compiled merge (``csr_plus_csr`` and friends,
-  zero-copy on the way in), which drops the entries that come out as 0.
+  zero-copy on the way in), which drops the entries that come out as 0; so it declines a stored -0.0
+  (``add``, ``subtract``) and floating values (``multiply``), whose -0.0 results it would lose.
 - The unary functions that NumPy computes with a ufunc (``sin``, ``exp``, ...), on large contiguous
   arrays, in pieces on the CPUs that no other task is running on (``_cpu.available_threads``; NumPy
   releases the GIL in its loops): the same ufunc loops, so the same results, as one call. A sparse
@@ -34,6 +36,7 @@ from ...formats import COMPRESSED, CompressedArray, sparse_csr, strided
 from .. import _cpu
 from ..array_api import elementwise as generic
 from ..array_api.conversion import is_plus_zero
+from .conversion import _holds_negative_zero
 
 __all__: list[str] = []
 
@@ -64,7 +67,10 @@ def _erfinv_strided_numpy(xp: Any, x: Any) -> Any:
     from scipy import special
 
     with np.errstate(all="ignore"):
-        return special.erfinv(x)
+        out = special.erfinv(x)
+    # SciPy gives erfinv(-0.0) = +0.0; erfinv is odd and keeps the sign of its argument everywhere
+    # (as torch's does), so copying the sign changes nothing else (a NaN stays NaN)
+    return np.copysign(out, x, out=out) if isinstance(out, np.ndarray) else np.copysign(out, x)
 
 
 # -- unary ufuncs on several threads -------------------------------------------------------------------
@@ -229,6 +235,23 @@ _SCIPY_DTYPES = frozenset(
 )  # fmt: skip
 
 
+def _supports_scipy_sum(xp: Any, x: Any, y: Any) -> str | None:
+    reason = _supports_scipy(xp, x, y)
+    if reason is None and (_holds_negative_zero(np.asarray(x._vals)) or _holds_negative_zero(np.asarray(y._vals))):
+        # SciPy drops every result equal to 0: -0.0 + -0.0 (and -0.0 - +0.0) would read +0.0
+        return "SciPy's merge drops the entries that come out as -0.0"
+    return reason
+
+
+def _supports_scipy_product(xp: Any, x: Any, y: Any) -> str | None:
+    reason = _supports_scipy(xp, x, y)
+    if reason is None and np.issubdtype(np.result_type(x.dtype, y.dtype), np.inexact):
+        # a product of two specified elements is kept by the generic kernel: SciPy drops it when it comes
+        # out as 0, and a -0.0 (a zero times a negative value, or an underflow) would read +0.0
+        return "SciPy's product drops the entries that come out as 0, a -0.0 among them"
+    return reason
+
+
 def _supports_scipy(xp: Any, x: Any, y: Any) -> str | None:
     if not (isinstance(x, CompressedArray) and isinstance(y, CompressedArray)):
         return "SciPy merges compressed arrays only"
@@ -244,7 +267,7 @@ def _supports_scipy(xp: Any, x: Any, y: Any) -> str | None:
 
 
 def _supports_scipy_difference(xp: Any, x: Any, y: Any) -> str | None:
-    reason = _supports_scipy(xp, x, y)
+    reason = _supports_scipy_sum(xp, x, y)
     if reason is None and np.dtype(x.dtype) == np.bool_ and np.dtype(y.dtype) == np.bool_:
         # NumPy refuses to subtract booleans; the generic kernel raises NumPy's own error
         return "NumPy has no subtraction of booleans"
@@ -269,7 +292,7 @@ def _from_scipy(xp: Any, m: Any, like: CompressedArray) -> CompressedArray:
     )  # fmt: skip
 
 
-@register("add", (COMPRESSED, COMPRESSED), backend="numpy", supports=_supports_scipy, priority=-1)
+@register("add", (COMPRESSED, COMPRESSED), backend="numpy", supports=_supports_scipy_sum, priority=-1)
 def _add_compressed_compressed_numpy(xp: Any, x: CompressedArray, y: CompressedArray) -> CompressedArray:
     """add(CSR, CSR) or add(CSC, CSC), 2-D, fill 0, one shape: SciPy's csr_plus_csr merge; O(nnz), zeros dropped."""
     return _from_scipy(xp, _scipy(x) + _scipy(y), x)
@@ -281,7 +304,7 @@ def _subtract_compressed_compressed_numpy(xp: Any, x: CompressedArray, y: Compre
     return _from_scipy(xp, _scipy(x) - _scipy(y), x)
 
 
-@register("multiply", (COMPRESSED, COMPRESSED), backend="numpy", supports=_supports_scipy, priority=-1)
+@register("multiply", (COMPRESSED, COMPRESSED), backend="numpy", supports=_supports_scipy_product, priority=-1)
 def _multiply_compressed_compressed_numpy(xp: Any, x: CompressedArray, y: CompressedArray) -> CompressedArray:
     """multiply(CSR, CSR) or (CSC, CSC), 2-D, fill 0, one shape: SciPy's csr_elmul_csr merge; O(nnz)."""
     # SciPy evaluates the product on the union of the entries and keeps the non-zero results, so that

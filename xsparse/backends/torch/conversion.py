@@ -212,7 +212,11 @@ def _convert_to_dense_torch(xp: Any, a: SparseArray, target: Target) -> torch.Te
 
 
 def _supports_coalesce(xp: Any, a: COOArray) -> str | None:
-    return _common_reason(a.dtype, 0)
+    reason = _common_reason(a.dtype, 0)
+    if reason is None and a._vals.is_complex() and _holds_negative_zero(a._vals):
+        # torch sums complex duplicates into +0: (2 - 0j) + (0 - 0j) comes out as 2 + 0j
+        return "torch's coalesce turns a -0.0 part of summed complex duplicates into +0.0"
+    return reason
 
 
 @register("coalesce", (sparse_coo,), backend="torch", supports=_supports_coalesce)

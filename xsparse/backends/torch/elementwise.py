@@ -15,8 +15,9 @@
   for every layout signature, with that division in place of torch's; every other dtype goes to the
   generic kernel unchanged.
 
-Unary functions have no native kernel here: the generic kernel already calls torch on the values, which
-is what torch's own sparse unary functions do.
+Unary functions have no native kernel here but one: the generic kernel already calls torch on the
+values, which is what torch's own sparse unary functions do. ``negative`` of complex values is computed
+on the real view, as torch's vectorised complex negation leaves a +0.0 part +0.0.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ...formats._spec import Target
 from ..array_api import elementwise as generic  # registers the generic kernels that the division kernels wrap
 from ..array_api.conversion import is_plus_zero
 from ..array_api.elementwise import python_scalar
-from .conversion import from_torch, to_torch
+from .conversion import _holds_negative_zero, from_torch, to_torch
 
 __all__: list[str] = []
 
@@ -50,6 +51,21 @@ _STORED_ONLY = frozenset({torch.uint16, torch.uint32, torch.uint64})
 def _erf_strided_torch(xp: Any, x: torch.Tensor) -> torch.Tensor:
     """erf(strided) through torch.special.erf; O(numel)."""
     return cast(torch.Tensor, torch.special.erf(x))
+
+
+def _supports_negative(xp: Any, x: torch.Tensor) -> str | None:
+    if not x.is_complex():
+        return "torch negates real values exactly"
+    return None
+
+
+@register("negative", (strided,), backend="torch", supports=_supports_negative)
+def _negative_strided_torch(xp: Any, x: torch.Tensor) -> torch.Tensor:
+    """negative(complex strided): both parts negated, signs of zeros included; O(numel)."""
+    # torch's vectorised complex negation computes 0 - x, which leaves a +0.0 part +0.0 (from 8 elements
+    # on; shorter tensors and 0-d ones give -0.0); negating the real view flips every sign bit
+    parts = torch.view_as_real(x.resolve_conj().resolve_neg()).neg()
+    return torch.view_as_complex(parts)
 
 
 @register("erfinv", (strided,), backend="torch")
@@ -135,6 +151,9 @@ def _supports_csr_csr_add(xp: Any, x: CompressedArray, y: CompressedArray) -> st
     reason = _plain_csr_reason(x, y) or _same_structure_reason(x, y)
     if reason is None and (x.dtype != y.dtype or x.dtype not in _FLOATING):
         return "torch adds CSR tensors of one floating or complex dtype only (MKL)"
+    if reason is None and (_holds_negative_zero(x._vals) or _holds_negative_zero(y._vals)):
+        # an entry of one side is copied as it is, where -0.0 + +0.0 is +0.0
+        return _NEGATIVE_ZERO_REASON
     return reason
 
 
@@ -157,14 +176,37 @@ def _supports_mul_dense(xp: Any, x: Any, y: Any) -> str | None:
 @register("multiply", (strided, sparse_csr), backend="torch", supports=_supports_mul_dense)
 def _multiply_sparse_strided_torch(xp: Any, x: Any, y: Any) -> SparseArray:
     """multiply(COO or CSR, strided) either way round, one shape, fill 0, finite: torch's sparse mul; O(nnz)."""
+    # torch multiplies the duplicates of an uncoalesced COO array one by one, and v1*d + v2*d is not
+    # (v1 + v2)*d when the sum is a zero (its sign): sum them first, as the generic kernel does
+    x, y = (generic._coalesced(xp, v) if isinstance(v, COOArray) else v for v in (x, y))
     a = x if isinstance(x, SparseArray) else y
     t = to_torch(x) * y if isinstance(x, SparseArray) else x * to_torch(y)
     return _result(t, a, xp)
 
 
+_NEGATIVE_ZERO_REASON = (
+    "torch's sparse add skips the unspecified elements, and a stored -0.0 meets them as IEEE 754 says only "
+    "in the generic kernel (-0.0 + +0.0 is +0.0)"
+)
+
+
 def _supports_add_dense(xp: Any, x: Any, y: Any) -> str | None:
     a, d = (x, y) if isinstance(x, SparseArray) else (y, x)
-    return _plain_csr_reason(a) or _same_structure_reason(a, d)
+    reason = _plain_csr_reason(a) or _same_structure_reason(a, d)
+    if reason is None and _holds_negative_zero(a._vals):
+        return _NEGATIVE_ZERO_REASON
+    return reason
+
+
+def _plus_zero(d: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A new tensor of ``d`` in ``dtype``, plus ``+0.0`` if floating: ``-0.0 + +0.0`` is ``+0.0``, the
+    element of ``d`` plus an unspecified one, which torch's sparse add leaves as it is. A clone costs
+    the same pass."""
+    if not (dtype.is_floating_point or dtype.is_complex):
+        return d.to(dtype, copy=True)
+    if d.dtype == dtype:
+        return torch.add(d, 0.0)
+    return d.to(dtype).add_(0.0)
 
 
 def _supports_subtract_dense(xp: Any, x: Any, y: Any) -> str | None:
@@ -180,7 +222,9 @@ def _supports_subtract_dense(xp: Any, x: Any, y: Any) -> str | None:
 def _add_sparse_strided_torch(xp: Any, x: Any, y: Any) -> torch.Tensor:
     """add(COO or CSR, strided) either way round, one shape, fill 0: torch's dense + sparse; O(numel + nnz)."""
     d, a = (x, y) if isinstance(y, SparseArray) else (y, x)
-    return torch.add(d, to_torch(a))
+    t = to_torch(a)
+    # no stored -0.0 (the kernel declines it): (d + 0.0) + v is d + v, sign of a zero included
+    return _plus_zero(d, torch.result_type(d, t)).add_(t)
 
 
 @register("subtract", (strided, sparse_coo), backend="torch", supports=_supports_subtract_dense)
@@ -190,10 +234,16 @@ def _add_sparse_strided_torch(xp: Any, x: Any, y: Any) -> torch.Tensor:
 def _subtract_sparse_strided_torch(xp: Any, x: Any, y: Any) -> torch.Tensor:
     """subtract(COO or CSR, strided) either way round, one shape, fill 0: torch's dense + sparse; O(numel + nnz)."""
     if isinstance(y, SparseArray):
+        # d + (-v) is d - v, and d - (+0.0) is d, so the unspecified elements may be skipped
         return torch.add(x, to_torch(y), alpha=-1)
-    # torch has no sparse - dense: -(d - s) is the same number (negation is exact, and comes after the
-    # type promotion, which negating d first would not: -uint8 wraps around)
-    return torch.add(y, to_torch(x), alpha=-1).neg_()
+    t = to_torch(x)
+    dtype = torch.result_type(t, y)
+    if dtype.is_floating_point or dtype.is_complex:
+        # torch has no sparse - dense: (+0.0 - d) + v is v - d, sign of a zero included (no stored -0.0)
+        return torch.rsub(y.to(dtype), 0.0).add_(t)
+    # integers: -(d - s) is the same number (negation comes after the type promotion, which negating d
+    # first would not: -uint8 wraps around)
+    return torch.add(y, t, alpha=-1).neg_()
 
 
 # -- floor division and remainder of uint64 ---------------------------------------------------------------
