@@ -549,6 +549,11 @@ def _shape(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
         if c.dtype.startswith("complex") and not target.startswith("complex"):
             target = "complex128"
         dt = getattr(xp, target)
+        fill = complex(c.fill_value) if c.dtype.startswith(("float", "complex")) else 0j
+        if target.startswith("int") and not (math.isfinite(fill.real) and math.isfinite(fill.imag)):
+            # documented: the unspecified elements would have no value of the integer dtype
+            message = r"^astype: the fill value has no integer representation"
+            return Trial(lambda: xs.astype(x, dt), lambda: None, raises=(ValueError, message))
         args, ref = (dt,), lambda d: xp.astype(d, dt)
     fn = getattr(xs, op)
     return Trial(lambda: fn(x, *args), lambda: ref(dense(x)))
@@ -746,6 +751,7 @@ SIGNS_NOT_TRACKED = frozenset({
 # only, which the native kernel computes
 GENERIC_SIGNS_WRONG = {
     ("torch", "negative"): "torch's vectorised complex negation gives +0.0 for -(+0.0)",
+    ("torch", "acos"): "torch's complex128 acos gives an imaginary part +0.0 on [-1, 1] of the real axis, where the standard's is -0.0 (acos(0j) is pi/2 - 0j)",
 }
 
 

@@ -174,6 +174,16 @@ def test_scalar_dunders_on_one_element_and_fill_values(sp: Any) -> None:
     assert math.isnan(float(nan)) and bool(nan)
 
 
+def test_uint64_above_int64_converts_to_a_python_int(sp: Any) -> None:
+    # torch reads no uint64 above int64's range as a Python int; xsparse reads its bits
+    if not hasattr(sp, "uint64"):
+        pytest.skip("the backend has no uint64")
+    big = 2**64 - 3
+    x = sp.asarray([big, 1], dtype=sp.uint64)[0]
+    assert isinstance(x, xs.SparseArray) and int(x) == big and operator.index(x) == big
+    assert int(sp.asarray(5, dtype=sp.uint64)) == 5
+
+
 def test_scalar_dunder_errors(sp: Any) -> None:
     x = sp.asarray([1, 2, 3])
     for method in ("__int__", "__float__", "__complex__", "__index__"):

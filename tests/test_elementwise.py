@@ -253,7 +253,7 @@ def _reference(xp: Any, op: str, x: Any, y: Any) -> Any:
         return getattr(xp, op)(dx, dy)
     import torch
 
-    out = getattr(np, op)(*(v if isinstance(v, int) else to_numpy(v) for v in (dx, dy)))
+    out = getattr(np, op)(*(v if isinstance(v, (int, float, complex)) else to_numpy(v) for v in (dx, dy)))
     return torch.from_numpy(np.asarray(out))
 
 

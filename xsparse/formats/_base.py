@@ -361,7 +361,7 @@ class SparseArray(abc.ABC):
         return bool(self._element("__bool__"))
 
     def __int__(self) -> int:
-        return int(self._element("__int__"))
+        return self._integer(self._element("__int__"), int)
 
     def __float__(self) -> float:
         return float(self._element("__float__"))
@@ -370,7 +370,18 @@ class SparseArray(abc.ABC):
         return complex(self._element("__complex__"))
 
     def __index__(self) -> int:
-        return operator.index(self._element("__index__"))
+        return self._integer(self._element("__index__"), operator.index)
+
+    def _integer(self, element: Any, convert: Any) -> int:
+        """``convert`` of a 0-d array; a uint64 above int64's range, which torch reads as no Python int,
+        from its int64 bits (the cast keeps them)."""
+        try:
+            return int(convert(element))
+        except RuntimeError:
+            xp = self._xp
+            if element.dtype != getattr(xp, "uint64", None):
+                raise
+            return int(convert(xp.astype(element, xp.int64))) % 2**64
 
     def _element(self, op: str) -> Any:
         """The one element of a one-element array, as a 0-d strided array of the backend.

@@ -15,14 +15,25 @@
   for every layout signature, with that division in place of torch's; every other dtype goes to the
   generic kernel unchanged.
 
-Unary functions have no native kernel here but one: the generic kernel already calls torch on the
-values, which is what torch's own sparse unary functions do. ``negative`` of complex values is computed
-on the real view, as torch's vectorised complex negation leaves a +0.0 part +0.0.
+Unary functions mostly have no native kernel here: the generic kernel already calls torch on the
+values, which is what torch's own sparse unary functions do. The exceptions fix complex values where
+torch's kernels give another value than the Array API standard:
+
+- ``negative`` of complex values is computed on the real view, as torch's vectorised complex negation
+  leaves a +0.0 part +0.0;
+- ``acos``, ``expm1``, ``log1p`` and ``tanh`` of complex values put the standard's special-case values
+  (:data:`_COMPLEX_SPECIAL_CASES`) over torch's result with one ``torch.where``; real values take the
+  generic kernel's path, the same call.
+
+The generic sparse kernels map the stored values and the fill value through these strided kernels, so
+a sparse array gets the same values, its fill value included (``acos`` of fill value ``0j`` is
+``pi/2 - 0j``).
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -66,6 +77,103 @@ def _negative_strided_torch(xp: Any, x: torch.Tensor) -> torch.Tensor:
     # on; shorter tensors and 0-d ones give -0.0); negating the real view flips every sign bit
     parts = torch.view_as_real(x.resolve_conj().resolve_neg()).neg()
     return torch.view_as_complex(parts)
+
+
+# -- complex special cases of the Array API standard -------------------------------------------------------
+# The standard lists, for each elementwise function, the value at special complex inputs (signed zeros,
+# infinities, NaN: "Special cases", "For complex floating-point operands"), and asks f(conj(x)) ==
+# conj(f(x)). torch's complex kernels miss a few of them, and which ones depends on the code path (a
+# vectorised loop from about 8 elements on, or not; the CPU's instruction set): complex128 acos gives an
+# imaginary part +0.0 on the whole segment [-1, 1] of both edges of the real axis; expm1 gives -0 + 0j for
+# -0 + 0j and NaN parts for a non-finite real part; log1p gives NaN + NaN j where one part is infinite and
+# the other NaN, or the imaginary part infinite and the real part tiny; tanh gives 1 - 0j for some
+# +infinity + yj, y > 0 (C99's 1 + 0*sin(2y) j). For each function, a mask of the inputs whose result is
+# replaced (from the real and imaginary parts) and the replacement there. The replacement at an infinite
+# or NaN input is computed on detached parts (the derivative there is 0 or undefined), at a finite input
+# (the zeros) from the input itself, so that gradients flow as through torch's function.
+
+
+def _acos_special(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return (b == 0) & (a.abs() <= 1)
+
+
+def _acos_value(z: torch.Tensor, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    # acos(±0 + 0j) is pi/2 - 0j, and by conjugate symmetry acos(x ± 0j) is acos(x) ∓ 0j on [-1, 1]: the
+    # imaginary part -b there (a zero), with torch's derivative: imag.detach() - imag is +0, and ∓0 - (+0)
+    # is ∓0
+    imag = out.imag
+    return torch.complex(out.real, -b.detach() - (imag.detach() - imag))
+
+
+def _expm1_special(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return ~torch.isfinite(a) | ((a == 0) & (b == 0))
+
+
+def _expm1_value(z: torch.Tensor, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    # the standard's table is exp(x) - 1 at a non-finite real part, with 1 subtracted from the real part
+    # alone (torch's complex x - 1 adds -1 + 0j, making a -0.0 part +0.0); at ±0 ± 0j it is +0 ± 0j, and
+    # expm1 is the identity to first order there: a + 0.0 turns -0.0 into +0.0 and keeps the gradient
+    e = torch.exp(z.detach())
+    return torch.where(torch.isfinite(a), torch.complex(a + 0.0, b), torch.complex(e.real - 1, e.imag))
+
+
+def _log1p_special(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.isinf(a) | torch.isinf(b)
+
+
+def _log1p_value(z: torch.Tensor, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    # 1 + x is x where a part is infinite, and the standard's table there is log's: +infinity + atan2(b, a) j
+    ad, bd = a.detach(), b.detach()
+    return torch.complex(torch.full_like(ad, math.inf), torch.atan2(bd, ad))
+
+
+def _tanh_special(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.isinf(a) & torch.isfinite(b)
+
+
+def _tanh_value(z: torch.Tensor, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    # tanh(+infinity + yj) is 1 + 0j for y > 0; tanh is odd and conjugate-symmetric: ±1 + 0j, the sign of y
+    ad, bd = a.detach(), b.detach()
+    return torch.complex(torch.sign(ad), torch.copysign(torch.zeros_like(bd), bd))
+
+
+_COMPLEX_SPECIAL_CASES: dict[str, tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor], Callable[..., torch.Tensor]]] = {
+    "acos": (_acos_special, _acos_value),
+    "expm1": (_expm1_special, _expm1_value),
+    "log1p": (_log1p_special, _log1p_value),
+    "tanh": (_tanh_special, _tanh_value),
+}
+
+
+def _complex_special_kernel(name: str) -> Callable[..., Any]:
+    """The strided kernel of ``name``: the generic kernel's call, and for complex values the standard's
+    special-case values put over it with one ``torch.where``."""
+    compute = generic.UNARY[name]
+    special, value = _COMPLEX_SPECIAL_CASES[name]
+
+    def kernel(xp: Any, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = compute(xp, x)
+        if not x.is_complex():
+            return out
+        z = x.resolve_conj().resolve_neg()
+        a, b = z.real, z.imag
+        where = special(a, b)
+        if where.device.type == "cpu" and not bool(where.any()):
+            # on the CPU the mask is read without a device synchronisation: nothing to replace is the
+            # common case, and it skips the replacement's cost (a transcendental function for some)
+            return out
+        return torch.where(where, value(z, a, b, out), out)
+
+    kernel.__name__ = kernel.__qualname__ = f"_{name}_strided_torch"
+    kernel.__doc__ = (
+        f"{name}(strided) through torch; complex values get the Array API's special-case values (one "
+        "torch.where), real values torch's result as it is; O(numel)."
+    )
+    return kernel
+
+
+for _name in _COMPLEX_SPECIAL_CASES:
+    register(_name, (strided,), backend="torch")(_complex_special_kernel(_name))
 
 
 @register("erfinv", (strided,), backend="torch")
