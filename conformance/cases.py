@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 import xsparse as xs
 from xsparse._common import dtype_name
 from xsparse.backends.array_api import elementwise as _elementwise
-from xsparse.testing import apply_products_rule, generic_to_dense, maps_duplicates, to_numpy
+from xsparse.testing import apply_products_rule, apply_zero_ties_rule, generic_to_dense, maps_duplicates, to_numpy
 
 from . import strategies as S
 
@@ -67,7 +67,8 @@ class Trial:
     ``expected`` is not computed. The default comparison checks the signs of zeros too, unless
     ``signed_zeros`` is False (the results docs/decisions.md leaves untracked, "Signs of zeros that
     xsparse does not track"); ``zeros``, given the result, applies a documented rule for them to the
-    dense reference (the rule of sparse products).
+    dense reference (the rule of sparse products, the divisor's sign of a zero remainder) and to the
+    generic kernel's result (the order of ``+0.0`` and ``-0.0`` in ``maximum`` and ``minimum``).
     """
 
     call: Callable[[], Any]
@@ -327,15 +328,10 @@ def _binary(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
     fn, ref = getattr(xs, op), getattr(ctx.xp, op)
     x, y = operands
     def zeros(result: Any, expected: Any) -> Any:
-        if op == "remainder":
+        if op == "remainder" and not isinstance(expected, xs.SparseArray):
             # a zero remainder takes the divisor's sign, as the standard says (torch's takes the dividend's)
-            e = to_numpy(expected)
-            if e.dtype.kind == "f":
-                divisor = np.broadcast_to(to_numpy(dense(y)) if hasattr(y, "shape") else np.asarray(y, dtype=e.dtype), e.shape)
-                e = np.where(e == 0, np.copysign(e, divisor), e)
-                return ctx.xp.asarray(e, dtype=expected.dtype, device=getattr(expected, "device", None))
-            return expected
-        return apply_products_rule(op, x, y, result, expected)
+            return _elementwise._sign_of_divisor(ctx.xp, expected, dense(y))
+        return apply_zero_ties_rule(op, x, y, result, apply_products_rule(op, x, y, result, expected))
 
     return Trial(lambda: fn(x, y), lambda: ref(dense(x), dense(y)), signed_zeros=not maps_duplicates(op, x, y), zeros=zeros)
 

@@ -134,11 +134,11 @@ class Unsupported(Exception):
     """The backend has no kernel for the dense reference, and the public call raised NoKernelError too."""
 
 
-def _compare(trial: Trial, actual: Any, expected: Any, op: str, backend: str, dense: bool) -> None:
+def _compare(trial: Trial, actual: Any, expected: Any, signed_zeros: bool) -> None:
     if trial.compare is not None:
         trial.compare(actual, expected)
         return
-    if dense and trial.zeros is not None:
+    if trial.zeros is not None:
         expected = trial.zeros(actual, expected)
     # NumPy's functions give NumPy scalars for 0-d operands
     actual, expected = (np.asarray(r) if isinstance(r, np.generic) else r for r in (actual, expected))
@@ -151,7 +151,6 @@ def _compare(trial: Trial, actual: Any, expected: Any, op: str, backend: str, de
         from .cases import float_tolerance
 
         tol = float_tolerance(expected.dtype)
-    signed_zeros = trial.signed_zeros and op not in SIGNS_NOT_TRACKED and (dense or (backend, op) not in GENERIC_SIGNS_WRONG)
     assert_sparse_equal(actual, expected, check_layout=trial.layout, check_signed_zeros=signed_zeros, **tol)
 
 
@@ -181,7 +180,8 @@ def _execute(trial: Trial, op: str, backend: str, native: bool) -> None:
                 raise Unsupported(str(exc).split(". ")[0]) from None
             raise AssertionError(f"the dense reference has no kernel ({exc}), but the sparse call ran") from None
         actual = trial.call()
-    _compare(trial, actual, expected, op, backend, dense=True)
+    signed_zeros = trial.signed_zeros and op not in SIGNS_NOT_TRACKED
+    _compare(trial, actual, expected, signed_zeros)
     if trial.check is not None:
         trial.check(actual)
     if native:
@@ -191,7 +191,7 @@ def _execute(trial: Trial, op: str, backend: str, native: bool) -> None:
         except xs.NoKernelError:
             return  # an operation that only native kernels compute (erf: the Array API has none)
         try:
-            _compare(trial, actual, generic, op, backend, dense=False)
+            _compare(trial, actual, generic, signed_zeros and (backend, op) not in GENERIC_SIGNS_WRONG)
         except AssertionError as exc:
             raise AssertionError(f"the native kernel's result differs from the generic kernel's: {exc}") from None
 

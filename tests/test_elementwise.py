@@ -35,11 +35,11 @@ import xsparse as xs
 from xsparse import dispatch
 from xsparse._common import dtype_name
 from xsparse.backends.array_api import elementwise as generic
-from xsparse.testing import apply_products_rule, assert_sparse_equal, generic_to_dense, maps_duplicates, to_numpy
+from xsparse.testing import apply_products_rule, apply_zero_ties_rule, assert_sparse_equal, generic_to_dense, maps_duplicates, to_numpy
 # The dtypes each function is tested with are the conformance suite's: those for which NumPy, torch
 # and array_api_strict all define it (the Array API's, where a library is stricter than the standard).
 from xsparse.conformance.strategies import is_fill
-from xsparse.conformance.cases import BINARY_DTYPES, BOOL, COMPLEX, FLOATS, INTS, SIGNED, UNARY_DTYPES
+from xsparse.conformance.cases import GENERIC_SIGNS_WRONG, BINARY_DTYPES, BOOL, COMPLEX, FLOATS, INTS, SIGNED, UNARY_DTYPES
 
 load_native_kernels()
 
@@ -259,13 +259,14 @@ def _reference(xp: Any, op: str, x: Any, y: Any) -> Any:
 
 def check_binary(xp: Any, op: str, x: Any, y: Any) -> Any:
     """``xs.<op>(x, y)`` against ``xp.<op>`` of the dense operands, with the expected result layout and
-    the documented signs of zeros of products (:func:`xsparse.testing.apply_products_rule`)."""
+    the documented signs of zeros of products (:func:`xsparse.testing.apply_products_rule`) and of
+    ``maximum`` and ``minimum`` of two zeros (:func:`xsparse.testing.apply_zero_ties_rule`)."""
     with quiet():
         result = getattr(xs, op)(x, y)
         expected = _reference(xp, op, x, y)
     # NumPy's functions give NumPy scalars for 0-d operands
     result, expected = (np.asarray(r) if isinstance(r, np.generic) else r for r in (result, expected))
-    expected = apply_products_rule(op, x, y, result, expected)
+    expected = apply_zero_ties_rule(op, x, y, result, apply_products_rule(op, x, y, result, expected))
     assert_sparse_equal(
         result, expected, check_layout=_expected_layout(op, x, y), check_signed_zeros=not maps_duplicates(op, x, y),
         **_tolerance(expected),
@@ -688,6 +689,16 @@ NATIVE = [
 ]  # fmt: skip
 
 
+def _in_layouts(xp: Any, kernel: dispatch.Kernel, hosts: tuple[np.ndarray, ...], blocksize: tuple[int, int]) -> list[Any]:
+    """The host arrays in the layouts of the kernel's signature (CSR for the compressed family)."""
+    out = []
+    for layout, h in zip(kernel.signature, hosts):
+        members = layout if isinstance(layout, frozenset) else frozenset((layout,))
+        chosen = sorted(members, key=str)[0] if members != frozenset(xs.formats.COMPRESSED) else xs.sparse_csr
+        out.append(_convert(xp, h, chosen, 0.0, 0, blocksize, "int64"))
+    return out
+
+
 def _native_inputs(xp: Any, kernel: dispatch.Kernel) -> tuple[Any, ...]:
     """Inputs in the kernel's layouts that it accepts: 2-D, one shape, fill 0, finite float64 values
     (int64 or complex128 for a kernel that takes no float64 values)."""
@@ -698,20 +709,11 @@ def _native_inputs(xp: Any, kernel: dispatch.Kernel) -> tuple[Any, ...]:
     h2 = rng.integers(-3, 4, (6, 8)).astype(np.float64) * (rng.random((6, 8)) < 0.4) + 0.0
     if kernel.op in generic.NATIVE_ONLY_UNARY:
         h1 = h1 / 4
-    out = []
-    for layout, h in zip(kernel.signature, (h1, h2)):
-        members = layout if isinstance(layout, frozenset) else frozenset((layout,))
-        chosen = sorted(members, key=str)[0] if members != frozenset(xs.formats.COMPRESSED) else xs.sparse_csr
-        out.append(_convert(xp, h, chosen, 0.0, 0, (2, 2), "int64"))
+    out = _in_layouts(xp, kernel, (h1, h2), (2, 2))
     for dtype in (xp.int64, xp.complex128):
         if kernel.supports is not None and kernel.supports(xp, *out) is not None:
             out = [xs.astype(a, dtype) for a in out]
     return tuple(out)
-
-
-# native kernels that replace a backend function the generic kernel calls, because that function is
-# wrong: they are compared with the other backend's result
-OWN_FUNCTION_WRONG = {"_negative_strided_torch": "torch's vectorised complex negation gives +0.0 for -(+0.0)"}
 
 
 @pytest.mark.parametrize("kernel", NATIVE, ids=lambda k: f"{k.name}{tuple(str(s) for s in k.signature)}")
@@ -724,7 +726,9 @@ def test_native_kernel_agrees_with_generic(kernel: dispatch.Kernel) -> None:
     generic_kernel = next(k for k in dispatch.resolve(kernel.op, layouts, backend.name) if k.kind == "generic")
     with quiet():
         got = kernel.func(xp, *args)
-        if kernel.op in generic.NATIVE_ONLY_UNARY or kernel.name in OWN_FUNCTION_WRONG:
+        # a native kernel that replaces a backend function the generic kernel calls, because that
+        # function is wrong, is compared with the other backend's result
+        if kernel.op in generic.NATIVE_ONLY_UNARY or (kernel.backend, kernel.op) in GENERIC_SIGNS_WRONG:
             want = getattr(xs, kernel.op)(xs.to_backend(args[0], "torch" if backend.name == "numpy" else "numpy"))
             want = xs.to_backend(want, backend.name)
         else:
@@ -740,11 +744,7 @@ def test_native_kernel_keeps_signed_zeros(kernel: dispatch.Kernel) -> None:
     xp = backend.load()
     h1 = np.array([[-0.0, 0.0, -0.0, -2.0, 0.0, 1.0], [0.0, -0.0, 3.0, 0.0, 0.0, -0.0]])
     h2 = np.array([[-0.0, -0.0, 0.0, 0.0, -1.0, 0.0], [2.0, -0.0, -3.0, 0.0, 0.0, -0.0]])
-    args = []
-    for layout, h in zip(kernel.signature, (h1, h2)):
-        members = layout if isinstance(layout, frozenset) else frozenset((layout,))
-        chosen = sorted(members, key=str)[0] if members != frozenset(xs.formats.COMPRESSED) else xs.sparse_csr
-        args.append(_convert(xp, h, chosen, 0.0, 0, (1, 2), "int64"))
+    args = _in_layouts(xp, kernel, (h1, h2), (1, 2))
     layouts = tuple(xs.layout_of(a) for a in args)
     generic_kernel = next(k for k in dispatch.resolve(kernel.op, layouts, backend.name) if k.kind == "generic")
     with quiet():

@@ -11,7 +11,7 @@ import torch
 import xsparse as xs
 from xsparse.backends.array_api import elementwise as generic
 from xsparse.formats import COOArray
-from xsparse.testing import assert_sparse_equal
+from xsparse.testing import apply_zero_ties_rule, assert_sparse_equal
 
 LAYOUTS = ["coo", "csr"]
 
@@ -149,6 +149,24 @@ def test_assert_sparse_equal_signed_zeros() -> None:
     with pytest.raises(AssertionError, match="signs of zeros differ"):
         assert_sparse_equal(xs.to_sparse_coo(np.array([0j])), np.array([complex(0.0, -0.0)]))
     assert_sparse_equal(xs.to_sparse_coo(np.array([-0.0, 1.0])), minus)
+
+
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_zero_ties_rule_accepts_either_sign_of_two_zeros_only(op: str) -> None:
+    # torch's vectorised loop returns the other zero than its scalar loop does, from 16 float32 elements on
+    x = xs.sparse_csr_array(torch.tensor([0, 0]), torch.tensor([], dtype=torch.int64), torch.tensor([]), (1, 1))
+    y = xs.sparse_csr_array(torch.tensor([0, 2, 2, 2, 2]), torch.tensor([1, 2]), torch.tensor([-1.0, -0.0]), (4, 4))
+    result = getattr(xs, op)(x, y)
+    expected = getattr(torch, op)(xs.to_dense(x).expand(4, 4), xs.to_dense(y))
+    flipped = torch.where((xs.to_dense(x) == 0) & (xs.to_dense(y) == 0), -expected, expected)
+    for other in (expected, flipped):  # either sign where both operands are zeros
+        assert_sparse_equal(result, apply_zero_ties_rule(op, x, y, result, other))
+    # where one operand is not zero, the sign is IEEE 754's: maximum(+0.0, -1.0) is +0.0
+    wrong = torch.where(xs.to_dense(y) == -1.0, -0.0, xs.to_dense(result)) if op == "maximum" else None
+    if wrong is not None:
+        with pytest.raises(AssertionError, match="signs of zeros differ"):
+            assert_sparse_equal(wrong, apply_zero_ties_rule(op, x, y, wrong, expected))
+    assert apply_zero_ties_rule("add", x, y, result, expected) is expected
 
 
 @pytest.mark.parametrize("backend", ["numpy", "torch"])

@@ -12,7 +12,7 @@ from .formats import COOArray, CompressedArray, SparseArray
 from .formats._invariants import check_compressed, check_coo
 from .formats._semi_structured import SemiStructuredArray, check_semi_structured
 
-__all__ = ["assert_sparse_equal", "to_numpy", "generic_to_dense", "check_invariants", "apply_products_rule", "maps_duplicates"]
+__all__ = ["assert_sparse_equal", "to_numpy", "generic_to_dense", "check_invariants", "apply_products_rule", "apply_zero_ties_rule", "maps_duplicates"]
 
 
 def to_numpy(x: Any) -> np.ndarray:
@@ -127,6 +127,30 @@ def apply_products_rule(op: str, x: Any, y: Any, result: Any, expected: Any) -> 
     equal = (e == fill) | (np.isnan(e) & np.isnan(fill))
     drop = ~np.any(both, axis=dense_axes, keepdims=True) & np.all(equal, axis=dense_axes, keepdims=True)
     return result._xp.asarray(np.where(drop, fill, e), dtype=expected.dtype, device=result.device)
+
+
+def apply_zero_ties_rule(op: str, x: Any, y: Any, result: Any, expected: Any) -> Any:
+    """``expected``, the dense result of ``maximum(x, y)`` or ``minimum(x, y)``, with the sign of each
+    zero whose operands are both zeros taken from ``result``: the standard leaves the order of ``+0.0``
+    and ``-0.0`` unspecified, and NumPy and torch return either one (docs/decisions.md, "Signs of zeros
+    that xsparse does not track"). Every other element, and anything else, is returned as it is.
+    """
+    if op not in ("maximum", "minimum"):
+        return expected
+    if isinstance(expected, SparseArray):  # another kernel's result
+        expected = generic_to_dense(expected)
+    e = to_numpy(expected)
+    if e.dtype.kind != "f":
+        return expected
+    dx, dy = (to_numpy(generic_to_dense(v)) if hasattr(v, "shape") else np.asarray(v) for v in (x, y))
+    r = to_numpy(generic_to_dense(result)) if isinstance(result, SparseArray) else to_numpy(result)
+    ties = (dx == 0) & (dy == 0) & (r == 0)
+    if not ties.any():
+        return expected
+    import array_api_compat
+
+    xp = array_api_compat.array_namespace(expected)
+    return xp.asarray(np.where(ties, r, e), dtype=expected.dtype, device=array_api_compat.device(expected))
 
 
 def _has_duplicates(a: Any) -> bool:
