@@ -133,6 +133,18 @@ def test_coo_products() -> None:
     check(lambda w, v, b: xs.to_dense(xs.sspaddmm(rebuild(s, w), rebuild(a, v), b, beta=2.0)), leaf(s), leaf(a), dense(6, 2))
 
 
+@pytest.mark.parametrize("path", ["dispatched", "generic"])
+def test_coalesce(path: str) -> None:
+    """Duplicates and an inversion: the native kernel (torch's coalesce) and the generic sort both pass
+    gradients to the values; indices that already increase keep the values themselves."""
+    idx = torch.tensor([[1, 0, 1, 0], [2, 0, 2, 1]])
+    coalesce = xs.coalesce if path == "dispatched" else generic_kernel("coalesce", xs.sparse_coo)
+    check(lambda v: xs.to_dense(coalesce(xs.sparse_coo_array(idx, v, (2, 3)))), dense(4))
+    check(lambda v: coalesce(xs.sparse_coo_array(idx, v, (2, 3)))._values(), dense(4))
+    increasing = torch.tensor([[0, 0, 1], [0, 1, 2]])
+    check(lambda v: coalesce(xs.sparse_coo_array(increasing, v, (2, 3)))._values(), dense(3))
+
+
 @pytest.mark.parametrize("layout", [xs.sparse_bsr, xs.sparse_bsc, xs.sparse_csr], ids=str)
 def test_complex_gradients(layout: xs.Layout) -> None:
     a = sparse(layout, dtype=torch.complex128)

@@ -313,6 +313,68 @@ def test_coalesce_keeps_compressed_arrays(backend: str, xp: Any) -> None:
     assert a.is_coalesced() and xs.coalesce(a) is a
 
 
+def test_coalesce_of_increasing_indices_sorts_nothing(backend: str, xp: Any) -> None:
+    """Indices that already increase strictly are kept as they are (one pass, no sort); a duplicate or
+    an inversion anywhere, in any sparse dimension, sends the array to the sorting kernel."""
+    values = xp.asarray(np.asarray([1.0, 2.0, 3.0, 4.0]))
+    cases = {
+        "increasing": ([[0, 0, 1, 2], [1, 3, 0, 0]], True),
+        "inversion in the second dimension": ([[0, 0, 1, 2], [3, 1, 0, 0]], False),
+        "duplicate": ([[0, 0, 1, 1], [1, 3, 2, 2]], False),
+        "inversion in the first dimension": ([[0, 1, 0, 2], [0, 0, 1, 0]], False),
+    }
+    for name, (indices, kept) in cases.items():
+        idx = xp.asarray(np.asarray(indices, dtype=np.int64))
+        coo = xs.sparse_coo_array(idx, values, (3, 4))
+        c = xs.coalesce(coo)
+        assert c.is_coalesced(), name
+        assert (c._indices() is coo._indices()) is kept, name
+        dense = np.zeros((3, 4))
+        np.add.at(dense, tuple(np.asarray(indices)), [1.0, 2.0, 3.0, 4.0])
+        assert_sparse_equal(c, xp.asarray(dense))
+    # a long array: the prefix checked first, then the whole (an inversion at the very end)
+    long = np.arange(5000, dtype=np.int64)[None, :]
+    ones = xp.asarray(np.ones(5000))
+    kept = xs.sparse_coo_array(xp.asarray(long), ones, (5000,))
+    assert xs.coalesce(kept)._indices() is kept._indices()
+    swapped = long.copy()
+    swapped[0, -2:] = swapped[0, -2:][::-1].copy()
+    c = xs.coalesce(xs.sparse_coo_array(xp.asarray(swapped), ones, (5000,)))
+    np.testing.assert_array_equal(to_numpy(c.indices()), long)
+    # without sparse dimensions two entries are duplicates of the one position
+    scalar = xs.sparse_coo_array(xp.asarray(np.zeros((0, 2), dtype=np.int64)), xp.asarray(np.asarray([1.0, 2.0])), ())
+    assert xs.coalesce(scalar).nnz == 1
+    assert float(xs.to_dense(xs.coalesce(scalar))) == 3.0
+
+
+@SOME
+@given(data=st.data())
+def test_numpy_coalesce_of_a_long_dimension(data: st.DataObject) -> None:
+    """A first dimension far longer than the entries (a vector of 10**12 elements) is coalesced without
+    allocating anything of its length, and as the generic kernel does it."""
+    from xsparse.backends.array_api.conversion import _coalesce_coo
+
+    xs.get_backend("numpy").load()
+    kernel = next(k for k in xs.kernels("coalesce") if k.backend == "numpy")
+    n = data.draw(st.sampled_from([10**4, 2**31 + 5, 10**12]), label="length")
+    rest = data.draw(st.sampled_from([(), (3,), (2, 5)]), label="rest")
+    nnz = data.draw(st.integers(0, 40), label="nnz")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    rows = rng.integers(0, min(n, 2 * nnz + 1), nnz) * (n // max(2 * nnz + 1, 1))  # spread out, with repeats
+    indices = np.stack([rows, *(rng.integers(0, size, nnz) for size in rest)]).astype(np.int64)
+    dtype = data.draw(st.sampled_from([np.float64, np.int32]), label="dtype")
+    values = rng.integers(-3, 4, nnz).astype(dtype)
+    coo = xs.sparse_coo_array(indices, values, (n, *rest))
+    assert kernel.supports is None or kernel.supports(np, coo) is None
+    got, want = kernel.func(np, coo), _coalesce_coo(np, coo)
+    assert_same_components(got, want)
+    sums: dict[tuple[int, ...], Any] = {}
+    for column, v in zip(map(tuple, indices.T.tolist()), values):
+        sums[column] = sums.get(column, 0) + v
+    assert [tuple(c) for c in np.asarray(got._indices()).T.tolist()] == sorted(sums)
+    np.testing.assert_array_equal(np.asarray(got._values()), np.asarray([sums[k] for k in sorted(sums)], dtype=dtype))
+
+
 @pytest.mark.parametrize("layout", COMPRESSED_LAYOUTS, ids=str)
 @SOME
 @given(data=st.data())

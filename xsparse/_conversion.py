@@ -10,7 +10,7 @@ from . import dispatch
 from ._common import backend_of, dtype_name, is_strided, resolve_dtype, scalar_for
 from ._errors import LayoutError
 from .backends import Backend, backend_of_array, get_backend
-from .backends.array_api.conversion import same_fill
+from .backends.array_api.conversion import coalesce_coo, same_fill
 from .formats import (
     COOArray,
     CompressedArray,
@@ -319,6 +319,8 @@ def coalesce(x: SparseArray, /) -> SparseArray:
     if x.is_coalesced():
         return x
     xp = x._backend.load()
+    if isinstance(x, COOArray):
+        return coalesce_coo(xp, x)
     return cast(SparseArray, dispatch.call("coalesce", (x.layout,), x._backend.name, xp, x))
 
 

@@ -41,6 +41,7 @@ from ...formats import INDEXED, COOArray, SparseArray, sparse_coo, strided
 from ...formats._ops import contiguous, lexsort_indices, prod
 from .conversion import (
     _linearize,
+    coalesce_coo,
     from_ordered,
     gather_or_fill,
     is_plus_zero,
@@ -259,13 +260,6 @@ def _fill_array(xp: Any, a: SparseArray) -> Any:
     return xp.asarray(a.fill_value, dtype=a.dtype, device=a.device)
 
 
-def _coalesced(xp: Any, a: COOArray) -> COOArray:
-    """``a`` coalesced, by the backend's fastest kernel."""
-    if a.is_coalesced():
-        return a
-    return cast(COOArray, dispatch.call("coalesce", (sparse_coo,), a._backend.name, xp, a))
-
-
 def _strided_kernel(name: str, compute: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     def kernel(xp: Any, x: Any) -> Any:
         return compute(xp, x)
@@ -280,7 +274,7 @@ def _sparse_kernel(name: str) -> Callable[..., Any]:
 
     def kernel(xp: Any, a: SparseArray) -> SparseArray:
         if not linear and isinstance(a, COOArray):
-            a = _coalesced(xp, a)
+            a = coalesce_coo(xp, a)
         backend = a._backend.name
         # real and imag return strided views of the complex values, which the formats store contiguous
         values = contiguous(a._backend, xp, dispatch.call(name, (strided,), backend, xp, a._vals))
@@ -357,7 +351,7 @@ def _clip_strided(xp: Any, x: Any, min: Any = None, max: Any = None) -> Any:
 def _clip_indexed(xp: Any, a: SparseArray, min: Any = None, max: Any = None) -> SparseArray:
     """clip(sparse, min, max) -> sparse: clips the stored values and the fill value; O(nnz)."""
     if isinstance(a, COOArray):
-        a = _coalesced(xp, a)
+        a = coalesce_coo(xp, a)
     values = _clip(xp, a._vals, min, max)
     return a._with_values(values, python_scalar(xp, _clip(xp, _fill_array(xp, a), min, max)))
 
@@ -463,7 +457,7 @@ def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
 def _group_sparse(xp: Any, c: COOArray, k: int) -> COOArray:
     """``c`` with its last ``k`` sparse dimensions made dense: the entries that share the leading indices
     become one entry, whose positions no entry gave hold the fill value. O(groups * their size)."""
-    c = _coalesced(xp, c)
+    c = coalesce_coo(xp, c)
     sd, n = c.sparse_dim(), c.nnz
     head = sd - k
     grouped = tuple(c.shape[head:sd])
@@ -623,7 +617,7 @@ def _binary_scalar_kernel(name: str, sparse_first: bool) -> Callable[..., Any]:
         fill = _fill_array(xp, a)
         new_fill = f(xp, fill, s) if sparse_first else f(xp, s, fill)
         if isinstance(a, COOArray) and not _linear_with(xp, name, sparse_first, a, s, new_fill):
-            a = _coalesced(xp, a)
+            a = coalesce_coo(xp, a)
         values = f(xp, a._vals, s) if sparse_first else f(xp, s, a._vals)
         return a._with_values(values, python_scalar(xp, new_fill))
 
@@ -674,7 +668,7 @@ def _annihilated(xp: Any, name: str, a: SparseArray, d: Any, sparse_first: bool)
     """``name(a, d)`` for an annihilating ``name`` and ``a`` with fill value 0: ``a``'s structure broadcast."""
     f = _binary_func(name)
     shape = broadcast_shapes(name, tuple(a.shape), tuple(d.shape))
-    c = broadcast_coo(xp, _coalesced(xp, _as_coo(xp, a)), shape)
+    c = broadcast_coo(xp, coalesce_coo(xp, _as_coo(xp, a)), shape)
     sd = c.sparse_dim()
     zero = xp.zeros((), dtype=d.dtype, device=a.device)
     fill = python_scalar(xp, f(xp, _fill_array(xp, a), zero) if sparse_first else f(xp, zero, _fill_array(xp, a)))
@@ -682,7 +676,7 @@ def _annihilated(xp: Any, name: str, a: SparseArray, d: Any, sparse_first: bool)
     # 0 * inf and 0 * nan are NaN: where d holds them, an element a leaves out is not the fill value
     extra = _nonfinite_entries(xp, d, shape, sd, c) if name == "multiply" else None
     if extra is not None:
-        idx, vals, _, _, _ = merge_coo(xp, _coalesced(xp, c), extra)
+        idx, vals, _, _, _ = merge_coo(xp, coalesce_coo(xp, c), extra)
     other = _gather(xp, d, idx, shape, sd)
     values = f(xp, vals, other) if sparse_first else f(xp, other, vals)
     coalesced = c.is_coalesced() or extra is not None
@@ -726,7 +720,7 @@ def _binary_sparse_kernel(name: str) -> Callable[..., Any]:
             b = _group_sparse(xp, b, b.sparse_dim() - a.sparse_dim())
         elif b.sparse_dim() < a.sparse_dim():
             b = regroup_coo(xp, b, a.sparse_dim() - b.sparse_dim())
-        out = _combine(xp, name, _coalesced(xp, a), _coalesced(xp, b))
+        out = _combine(xp, name, coalesce_coo(xp, a), coalesce_coo(xp, b))
         return as_layout_of(xp, out, x, name)
 
     kernel.__name__ = kernel.__qualname__ = f"_{name}_indexed_indexed"

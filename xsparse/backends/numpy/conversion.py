@@ -167,7 +167,9 @@ def _supports_coalesce(xp: Any, a: COOArray) -> str | None:
 
 @register("coalesce", (sparse_coo,), backend="numpy", supports=_supports_coalesce)
 def _coalesce_coo_numpy(xp: Any, a: COOArray) -> COOArray:
-    """coalesce(COO): first sparse dimension as major, the others as one key; O(nnz), 2 threads."""
+    """coalesce(COO): first sparse dimension (ranked if far longer than nnz) as major, the others as one key; O(nnz + shape[0]), 2 threads."""
+    # a first dimension much longer than the number of entries (a long vector) has its indices ranked
+    # first (a sort of the nnz row indices), so that nothing of the dimension's length is allocated
     idx = np.asarray(a._idx)
     sd = a.sparse_dim()
     rest = a.shape[1:sd]
@@ -175,9 +177,14 @@ def _coalesce_coo_numpy(xp: Any, a: COOArray) -> COOArray:
     for d, size in enumerate(rest, start=1):
         key = key * size + idx[d]
     n_rest = math.prod(rest)
-    work = np.int32 if max(n_rest, a.shape[0], a.nnz) <= _INT32_MAX else np.int64
-    indptr, minor, values = _cpu.coo_to_compressed(idx[0].astype(work), key.astype(work), np.asarray(a._vals), a.shape[0], n_rest)
-    rows = np.repeat(np.arange(a.shape[0], dtype=idx.dtype), np.diff(indptr))
+    major, n_major = idx[0], a.shape[0]
+    long_rows = n_major > 2 * a.nnz + 4096
+    if long_rows:
+        row_of, major = np.unique(idx[0], return_inverse=True)
+        n_major = row_of.shape[0]
+    work = np.int32 if max(n_rest, n_major, a.nnz) <= _INT32_MAX else np.int64
+    indptr, minor, values = _cpu.coo_to_compressed(major.astype(work), key.astype(work), np.asarray(a._vals), n_major, n_rest)
+    rows = np.repeat(row_of if long_rows else np.arange(n_major, dtype=idx.dtype), np.diff(indptr))
     out = np.empty((sd, minor.shape[0]), dtype=idx.dtype)
     out[0] = rows
     if sd > 1:

@@ -223,8 +223,9 @@ def _supports_coalesce(xp: Any, a: COOArray) -> str | None:
 def _coalesce_torch(xp: Any, a: COOArray) -> COOArray:
     """coalesce(COO) through torch's Tensor.coalesce."""
     t = to_torch(a).coalesce()
+    # values(), not _values(): gradients flow through the former only
     return COOArray(
-        t._indices().to(a._idx.dtype).contiguous(), t._values().contiguous(), a.shape, backend=a._backend, xp=xp,
+        t.indices().to(a._idx.dtype).contiguous(), t.values().contiguous(), a.shape, backend=a._backend, xp=xp,
         coalesced=True, fill_value=a.fill_value,
     )  # fmt: skip
 

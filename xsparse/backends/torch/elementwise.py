@@ -44,7 +44,7 @@ from ...dispatch import register
 from ...formats import COOArray, CompressedArray, SparseArray, sparse_coo, sparse_csr, strided
 from ...formats._spec import Target
 from ..array_api import elementwise as generic  # registers the generic kernels that the division kernels wrap
-from ..array_api.conversion import is_plus_zero
+from ..array_api.conversion import coalesce_coo, is_plus_zero
 from ..array_api.elementwise import python_scalar
 from .conversion import _holds_negative_zero, from_torch, to_torch
 
@@ -286,7 +286,7 @@ def _multiply_sparse_strided_torch(xp: Any, x: Any, y: Any) -> SparseArray:
     """multiply(COO or CSR, strided) either way round, one shape, fill 0, finite: torch's sparse mul; O(nnz)."""
     # torch multiplies the duplicates of an uncoalesced COO array one by one, and v1*d + v2*d is not
     # (v1 + v2)*d when the sum is a zero (its sign): sum them first, as the generic kernel does
-    x, y = (generic._coalesced(xp, v) if isinstance(v, COOArray) else v for v in (x, y))
+    x, y = (coalesce_coo(xp, v) if isinstance(v, COOArray) else v for v in (x, y))
     a = x if isinstance(x, SparseArray) else y
     t = to_torch(x) * y if isinstance(x, SparseArray) else x * to_torch(y)
     return _result(t, a, xp)
