@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -206,3 +207,83 @@ def test_sums_with_a_stored_minus_zero(backend: str, layout: str) -> None:
             for op in ("add", "subtract"):
                 _same(xs.to_backend(getattr(xs, op)(a, other), "numpy"), getattr(np, op)(hh, k))
                 _same(xs.to_backend(getattr(xs, op)(other, a), "numpy"), getattr(np, op)(k, hh))
+
+
+def _torch_operand(values: list[list[float]], layout: str) -> xs.SparseArray:
+    """The 4 x 4 array whose column j holds the j-th sparse value in every row: unspecified, -0.0, +0.0,
+    2.0; ``uncoalesced`` splits each stored value into two duplicates that add up to it, ``hybrid``
+    gives it a dense dimension of 2."""
+    rows, cols = np.meshgrid(np.arange(4), np.arange(1, 4), indexing="ij")
+    idx = np.stack([rows.ravel(), cols.ravel()])
+    vals = np.asarray([values[0][c] for c in cols.ravel()])
+    if layout == "uncoalesced":
+        parts = np.asarray([values[1][c] for c in cols.ravel()])
+        idx = np.concatenate([idx, idx], axis=1)
+        vals = np.concatenate([parts, [values[2][c] for c in cols.ravel()]])
+    if layout == "hybrid":
+        vals = np.stack([vals, vals[::-1]], axis=1)
+        return xs.sparse_coo_array(torch.tensor(idx), torch.tensor(vals), (4, 4, 2), is_coalesced=True)
+    coo = xs.sparse_coo_array(torch.tensor(idx), torch.tensor(vals), (4, 4), is_coalesced=layout != "uncoalesced")
+    return xs.to_sparse_csr(coo) if layout == "csr" else coo
+
+
+@pytest.mark.parametrize("layout", ["coo", "uncoalesced", "csr", "hybrid"])
+@pytest.mark.parametrize("op", ["add", "subtract"])
+@pytest.mark.parametrize("dense_dtype", [torch.float64, torch.float32, torch.complex128, torch.int64])
+def test_torch_dense_and_sparse_with_stored_minus_zeros(layout: str, op: str, dense_dtype: torch.dtype) -> None:
+    """Every pair of a dense element (-0.0, +0.0, 1.5, -2.0; row i) and a sparse one (unspecified, -0.0,
+    +0.0, 2.0; column j), both ways round: torch's dense + sparse runs, with the -0.0 that it loses put
+    back, and gives the dense result bit for bit."""
+    # the stored values, and for uncoalesced arrays two duplicates each that add up to them
+    values = [[0.0, -0.0, 0.0, 2.0], [0.0, -0.0, 1.0, 1.5], [0.0, -0.0, -1.0, 0.5]]
+    s = _torch_operand(values, layout)
+    d = torch.tensor([-0.0, 0.0, 1.5, -2.0], dtype=torch.float64)[:, None].expand(4, 4)
+    if layout == "hybrid":
+        d = d[..., None].expand(4, 4, 2)
+    d = d.to(dense_dtype) if dense_dtype != torch.complex128 else torch.complex(d, -d)
+    sd = xs.to_dense(s)
+    assert bool(torch.signbit(sd[0, 1]).any())  # the stored -0.0 is there
+    kernels = {k.signature: k for k in xs.kernels(op) if k.backend == "torch"}
+    xp = xs.get_backend("torch").load()
+    # torch subtracts complex values as x + (-1 + 0j) * y, dense ones too, and a zero part may take
+    # the other sign than IEEE 754's: the kernels decline, and the generic one gives torch's dense result
+    declines = op == "subtract" and dense_dtype == torch.complex128
+    for x, y, dx, dy in ((d, s, d, sd), (s, d, sd, d)):
+        expected = getattr(torch, op)(dx, dy)
+        if not declines:  # which is IEEE 754's (NumPy's)
+            ieee = getattr(np, op)(dx.numpy(), dy.numpy())
+            for part, want in ((expected.real, ieee.real), (expected.imag if expected.is_complex() else None, ieee.imag)):
+                if part is not None:
+                    np.testing.assert_array_equal(np.signbit(part.numpy()), np.signbit(want))
+        kernel = kernels.get((xs.layout_of(x), xs.layout_of(y)))
+        if layout != "hybrid":
+            assert kernel is not None and (kernel.supports(xp, x, y) is None) is not declines, (x, y)
+        assert_sparse_equal(getattr(xs, op)(x, y), expected)
+        if kernel is not None and kernel.supports(xp, x, y) is None:
+            assert_sparse_equal(kernel.func(xp, x, y), expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.complex64])
+def test_torch_negative_zero_detection(dtype: torch.dtype) -> None:
+    """The bit tests that find a -0.0 (a least-integer test first, then an exact one for float64)."""
+    from xsparse.backends.torch.conversion import _holds_negative_zero
+
+    def minus_zero(v: complex) -> bool:
+        return any(p == 0 and math.copysign(1.0, p) < 0 for p in (v.real, v.imag))
+
+    # negative subnormals of float64 and of float32 (which the narrower dtypes round to -0.0)
+    cases = [(1.0, -0.0), (1.0, 0.0, -1.0), (-1e-310, 2.0), (-1e-40, 0.5), (-math.inf, math.nan, -math.nan), (), (-0.0,)]
+    for values in cases:
+        t = torch.tensor(values, dtype=dtype)
+        holds = any(minus_zero(complex(v)) for v in t.tolist())
+        assert _holds_negative_zero(t) is holds, values
+        if t.numel():
+            assert _holds_negative_zero(t.flip(0)) is holds
+            assert _holds_negative_zero(t[-1]) is minus_zero(complex(t[-1].item()))
+    assert _holds_negative_zero(torch.tensor([1.0, -0.0], dtype=dtype))
+    m = torch.zeros(4, 4, dtype=dtype)
+    m[1, 2] = -0.0
+    assert _holds_negative_zero(m.t()) and _holds_negative_zero(m[:, ::2]) and not _holds_negative_zero(m[:, ::3])
+    # a float64 whose low half is the least int32 (the pre-test passes, the exact test says no)
+    tricky = torch.tensor([1.0], dtype=torch.float64).view(torch.int64) | (1 << 31)
+    assert not _holds_negative_zero(tricky.view(torch.float64))

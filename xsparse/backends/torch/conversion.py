@@ -127,12 +127,27 @@ def _holds_negative_zero(x: torch.Tensor) -> bool:
         return False
     if x.is_complex():
         return _holds_negative_zero(x.real) or _holds_negative_zero(x.imag)
+    if x.numel() == 0:
+        return False
+    x = x.detach().resolve_neg().reshape(-1) if x.ndim == 0 else x.detach().resolve_neg()
+    twin = _NEGATIVE_ZERO_BITS.get(x.dtype)
+    if twin is not None and twin[0] != torch.int64:
+        # -0.0 has the least bits of all, as a signed integer; torch's min of int32 and int16 is vectorised
+        return int(torch.amin(x.view(twin[0]))) == twin[1]
+    if x.dtype == torch.float64 and x.stride(-1) == 1 and int(torch.amin(x.view(torch.int32))) != -(2**31):
+        # its min of int64 is not: the int32 halves first, where -0.0's high half is the least of all
+        return False
+    return bool(torch.any(negative_zeros(x)))
+
+
+def negative_zeros(x: torch.Tensor) -> torch.Tensor:
+    """Where the real floating ``x`` holds -0.0 (bool, ``x``'s shape): one integer comparison of the bits."""
     # the bits of a lazily negated view (the imaginary part of a conjugate) are not its values' bits
     x = x.detach().resolve_neg()
     twin = _NEGATIVE_ZERO_BITS.get(x.dtype)
     if twin is None:
-        return bool(torch.any((x == 0) & torch.signbit(x)))
-    return bool(torch.any(x.view(twin[0]) == twin[1]))
+        return (x == 0) & torch.signbit(x)
+    return x.view(twin[0]) == twin[1]
 
 
 def _supports_to_sparse(xp: Any, x: Any, target: Target) -> str | None:
@@ -209,6 +224,30 @@ def _supports_to_dense(xp: Any, a: SparseArray, target: Target) -> str | None:
 def _convert_to_dense_torch(xp: Any, a: SparseArray, target: Target) -> torch.Tensor:
     """to_dense(...) through torch's Tensor.to_dense."""
     return to_torch(a).to_dense()
+
+
+def _supports_to_dense_by_assignment(xp: Any, a: SparseArray, target: Target) -> str | None:
+    return _common_reason(a.dtype, a.fill_value)
+
+
+@register("convert", (INDEXED, strided), backend="torch", supports=_supports_to_dense_by_assignment, priority=-1)
+def _convert_to_dense_by_assignment_torch(xp: Any, a: SparseArray, target: Target) -> torch.Tensor:
+    """to_dense(...) by assigning the entries into zeros: every value's bits kept (-0.0, complex infinities); O(numel + nnz)."""
+    from ..array_api.conversion import block_coo_to_coo, coalesce_coo, compressed_to_block_coo
+
+    if isinstance(a, COOArray):
+        c = coalesce_coo(xp, a)
+    else:  # a compressed array holds no duplicates: its entries need no sorting
+        compressed = cast(CompressedArray, a)
+        c = compressed_to_block_coo(xp, compressed)
+        if a.layout.is_blocked:
+            c = block_coo_to_coo(xp, c, compressed.batch_dim(), a.shape)
+    out = torch.zeros(tuple(a.shape), dtype=a.dtype, device=a._vals.device)
+    if c.nnz and c.sparse_dim():
+        out[tuple(c._idx)] = c._vals
+    elif c.nnz:
+        out.copy_(c._vals[0])
+    return out
 
 
 def _supports_coalesce(xp: Any, a: COOArray) -> str | None:

@@ -46,7 +46,7 @@ from ...formats._spec import Target
 from ..array_api import elementwise as generic  # registers the generic kernels that the division kernels wrap
 from ..array_api.conversion import coalesce_coo, is_plus_zero
 from ..array_api.elementwise import python_scalar
-from .conversion import _holds_negative_zero, from_torch, to_torch
+from .conversion import _NEGATIVE_ZERO_BITS, _holds_negative_zero, from_torch, negative_zeros, to_torch
 
 __all__: list[str] = []
 
@@ -301,9 +301,58 @@ _NEGATIVE_ZERO_REASON = (
 def _supports_add_dense(xp: Any, x: Any, y: Any) -> str | None:
     a, d = (x, y) if isinstance(x, SparseArray) else (y, x)
     reason = _plain_csr_reason(a) or _same_structure_reason(a, d)
-    if reason is None and _holds_negative_zero(a._vals):
-        return _NEGATIVE_ZERO_REASON
+    if reason is None and a._vals.is_complex() and _holds_negative_zero(a._vals):
+        return _NEGATIVE_ZERO_REASON  # a real -0.0 is put right after torch's add (_put_negative_zeros)
     return reason
+
+
+def _with_negative_zeros(xp: Any, a: SparseArray) -> tuple[SparseArray, torch.Tensor | None]:
+    """``a``, coalesced if it is a COO array, and where its values are -0.0 (None where none is, and for
+    integer and complex dtypes).
+
+    torch adds the duplicates of an uncoalesced array into the dense operand one by one, and
+    ``(d + v1) + v2`` is not ``d + (v1 + v2)``: rounded otherwise, and with another sign where it is a
+    zero (``(-0.0 + 1.0) + -1.0`` is ``+0.0``, ``-0.0 + (1.0 + -1.0)`` is ``-0.0``).
+    """
+    if isinstance(a, COOArray):
+        a = coalesce_coo(xp, a)
+    if not a._vals.is_floating_point():
+        return a, None
+    mask = negative_zeros(a._vals)
+    return a, mask if bool(mask.any()) else None
+
+
+def _put_negative_zeros(out: torch.Tensor, a: SparseArray, stored: torch.Tensor, where: torch.Tensor) -> None:
+    """Write -0.0 into ``out`` where ``a`` stores a -0.0 (``stored``, over its values) and ``where`` (bool,
+    ``out``'s shape) holds."""
+    if not bool(where.any()):
+        return
+    nz = torch.nonzero(stored)
+    entry, within = nz[:, 0], nz[:, 1:].unbind(1)
+    if isinstance(a, COOArray):
+        lead = tuple(a._idx[:, entry].long())
+    else:  # a 2-D CSR array (_plain_csr_reason)
+        c = cast(CompressedArray, a)
+        rows = torch.repeat_interleave(torch.arange(a.shape[0], device=out.device), c._compressed.diff())
+        lead = (rows[entry], c._plain[entry].long())
+    positions = (*lead, *within)
+    keep = where[positions]
+    out[tuple(p[keep] for p in positions)] = -0.0
+
+
+def _signed_zeros_of(d: torch.Tensor, negative: bool) -> torch.Tensor:
+    """Where ``d`` (its real part) holds -0.0 (``negative``) or a zero that converts to +0.0 (+0.0, the 0
+    of an integer, False); one comparison of the bits."""
+    if d.dtype == torch.bool:
+        return torch.zeros_like(d) if negative else ~d
+    if d.is_complex():
+        d = d.real  # a real sparse operand meets the real part
+    if not d.is_floating_point():
+        return torch.zeros_like(d, dtype=torch.bool) if negative else d == 0
+    if negative:
+        return negative_zeros(d)
+    twin = _NEGATIVE_ZERO_BITS.get(d.dtype)
+    return d.view(twin[0]) == 0 if twin is not None else (d == 0) & ~torch.signbit(d)
 
 
 def _plus_zero(d: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -320,6 +369,9 @@ def _plus_zero(d: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 def _supports_subtract_dense(xp: Any, x: Any, y: Any) -> str | None:
     if x.dtype == torch.bool or y.dtype == torch.bool:
         return "torch has no subtraction of booleans (the generic kernel raises torch's own error)"
+    if x.dtype.is_complex or y.dtype.is_complex:
+        # torch's dense subtraction does the same, and the generic kernel gives its result
+        return "torch subtracts complex values as x + (-1 + 0j) * y, whose zero parts the sparse kernels cannot match"
     return _supports_add_dense(xp, x, y)
 
 
@@ -330,9 +382,15 @@ def _supports_subtract_dense(xp: Any, x: Any, y: Any) -> str | None:
 def _add_sparse_strided_torch(xp: Any, x: Any, y: Any) -> torch.Tensor:
     """add(COO or CSR, strided) either way round, one shape, fill 0: torch's dense + sparse; O(numel + nnz)."""
     d, a = (x, y) if isinstance(y, SparseArray) else (y, x)
+    a, stored = _with_negative_zeros(xp, a)
     t = to_torch(a)
-    # no stored -0.0 (the kernel declines it): (d + 0.0) + v is d + v, sign of a zero included
-    return _plus_zero(d, torch.result_type(d, t)).add_(t)
+    if not _holds_negative_zero(d.real if d.is_complex() else d):
+        return cast(torch.Tensor, d + t)  # d + (+0.0) is d where d holds no -0.0: torch's own sum is exact
+    # (d + 0.0) + v is d + v, sign of a zero included, but where both are -0.0 (it gives +0.0)
+    out = _plus_zero(d, torch.result_type(d, t)).add_(t)
+    if stored is not None:
+        _put_negative_zeros(out, a, stored, _signed_zeros_of(d, negative=True))
+    return out
 
 
 @register("subtract", (strided, sparse_coo), backend="torch", supports=_supports_subtract_dense)
@@ -343,12 +401,18 @@ def _subtract_sparse_strided_torch(xp: Any, x: Any, y: Any) -> torch.Tensor:
     """subtract(COO or CSR, strided) either way round, one shape, fill 0: torch's dense + sparse; O(numel + nnz)."""
     if isinstance(y, SparseArray):
         # d + (-v) is d - v, and d - (+0.0) is d, so the unspecified elements may be skipped
+        y, _ = _with_negative_zeros(xp, y)
         return torch.add(x, to_torch(y), alpha=-1)
+    x, stored = _with_negative_zeros(xp, x)
     t = to_torch(x)
     dtype = torch.result_type(t, y)
     if dtype.is_floating_point or dtype.is_complex:
-        # torch has no sparse - dense: (+0.0 - d) + v is v - d, sign of a zero included (no stored -0.0)
-        return torch.rsub(y.to(dtype), 0.0).add_(t)
+        # torch has no sparse - dense: (+0.0 - d) + v is v - d, sign of a zero included, but where v is
+        # -0.0 and d is +0.0 (it gives +0.0)
+        out = torch.rsub(y.to(dtype), 0.0).add_(t)
+        if stored is not None:
+            _put_negative_zeros(out, x, stored, _signed_zeros_of(y, negative=False))
+        return out
     # integers: -(d - s) is the same number (negation comes after the type promotion, which negating d
     # first would not: -uint8 wraps around)
     return torch.add(y, t, alpha=-1).neg_()
