@@ -55,7 +55,7 @@ def _complex(op: str, x: Any) -> bool:
 
 def _unique(op: str, x: Any, positions: bool | str) -> Unique:
     """The ``unique`` kernel's result; ``positions`` is True for ``unique_all`` (first positions too), or
-    the name of the outputs needed (``"counts"``, ``"inverse"``), which spares the others."""
+    the name of the outputs needed (``"counts"``, ``"inverse"``, ``"values"``), which spares the others."""
     backend, xp = array_operand(op, x)
     return dispatch.call("unique", (layout_of(x),), backend.name, xp, x, positions)  # type: ignore[no-any-return]
 
@@ -134,7 +134,7 @@ def unique_values(x: Any, /) -> Any:
     if not isinstance(x, SparseArray) and not _complex(op, x):
         _, xp = array_operand(op, x)
         return xp.unique_values(x)
-    return _unique(op, x, "counts").values
+    return _unique(op, x, "values").values
 
 
 def isin(x1: Any, x2: Any, /, *, invert: bool = False, layout: Layout | None = None) -> Any:

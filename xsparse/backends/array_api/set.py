@@ -17,8 +17,8 @@ index order: ``sorting.stable_order`` gives exactly a stable argsort from two de
 values keep their two stable sorts.
 
 What the caller needs (``outputs``) picks the work: ``"all"`` (``unique_all``: first indices too),
-``"inverse"`` (no first indices) or ``"counts"`` (values and counts only: a sort of the values, no
-permutation). The operation's boolean argument reads ``True`` as ``"all"`` and ``False`` as
+``"inverse"`` (no first indices), ``"counts"`` (values and counts only: a sort of the values, no
+permutation) or ``"values"`` (the NumPy and torch kernels skip the counts too). The operation's boolean argument reads ``True`` as ``"all"`` and ``False`` as
 ``"inverse"``.
 """
 
@@ -59,7 +59,8 @@ def _ascending(xp: Any, v: Any) -> Any:
 
 
 def outputs_of(ravel_positions: bool | str) -> str:
-    """The outputs the ``unique`` operation's argument asks for: ``"all"``, ``"inverse"`` or ``"counts"``."""
+    """The outputs the ``unique`` operation's argument asks for: ``"all"``, ``"inverse"``, ``"counts"`` or
+    ``"values"`` (which a backend's kernel may compute without the counts)."""
     if isinstance(ravel_positions, str):
         return ravel_positions
     return "all" if ravel_positions else "inverse"
@@ -81,7 +82,7 @@ def sorted_unique(xp: Any, v: Any, outputs: str) -> tuple[Any, Any, Any, Any]:
     s = take_values(xp, v, order, axis=0) if order is not None else sorted_values(xp, v)
     if n == 0:
         empty = xp.zeros((0,), dtype=xp.int64, device=dev)
-        return s, empty if outputs == "all" else None, empty if outputs != "counts" else None, empty
+        return s, empty if outputs == "all" else None, empty if outputs in ("all", "inverse") else None, None if outputs == "values" else empty
     new = xp.concat([xp.ones((1,), dtype=xp.bool, device=dev), s[1:] != s[:-1]])
     starts = xp.nonzero(new)[0]
     bounds = xp.concat([starts, xp.asarray([n], dtype=starts.dtype, device=dev)])
@@ -93,7 +94,7 @@ def sorted_unique(xp: Any, v: Any, outputs: str) -> tuple[Any, Any, Any, Any]:
         group = xp.cumulative_sum(xp.astype(new, xp.int64)) - 1
         # order is a permutation: its distinct elements sort the same stably or not
         inverse = xp.take(group, xp.argsort(order, stable=False))
-    return take_values(xp, s, starts, axis=0), first, inverse, counts
+    return take_values(xp, s, starts, axis=0), first, inverse, None if outputs == "values" else counts
 
 
 @register("unique", (strided,))
@@ -137,6 +138,8 @@ def unique(xp: Any, a: SparseArray, positions: Any, outputs: str = "all", core: 
     fill = xp.asarray([a.fill_value], dtype=vals.dtype, device=dev)
     values, first, inverse, counts = core(xp, xp.concat([flat, fill]), outputs)
     # the fill value is not NaN here (_supports_unique): its group is the one unique value equal to it
+    if counts is None:  # the values alone
+        return Unique(values, None, None, None)
     fill_group = int(inverse[nnz]) if inverse is not None else int(xp.nonzero(values == fill)[0][0])
     is_fill = xp.arange(int(values.shape[0]), dtype=xp.int64, device=dev) == fill_group
     counts = counts + xp.astype(is_fill, xp.int64) * (n_unspecified - 1)

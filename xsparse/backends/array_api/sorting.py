@@ -91,7 +91,13 @@ def sorted_values(xp: Any, v: Any) -> Any:
     if not xp.isdtype(v.dtype, "real floating"):
         return s
     n = int(v.shape[0])
-    lo, hi, nan = _count(xp, v < 0), _count(xp, v <= 0), n - _count(xp, xp.isnan(v))
+    if n == 0:
+        return s
+    # the runs' bounds: the NaNs are last (counted only if there are any), and the zeros are found by
+    # binary search in what comes before them (libraries' searches place a NaN differently)
+    nan = n - _count(xp, xp.isnan(s)) if bool(xp.isnan(s[n - 1])) else n
+    zero = xp.zeros((1,), dtype=v.dtype, device=array_api_compat.device(v))
+    lo, hi = (int(xp.searchsorted(s[:nan], zero, side=side)[0]) for side in ("left", "right"))
     if hi - lo > 1:
         s = xp.concat([s[:lo], xp.take(v, xp.nonzero(v == 0)[0]), s[hi:]])
     if n - nan > 0:

@@ -19,10 +19,9 @@ repeated from the counts. A compressed array's first indices come from the row-m
 stored values, computed from its indices, where the generic kernel runs ``unique`` a second time on the
 element COO.
 
-COO ``sort`` and ``searchsorted`` have no NumPy kernels: the generic ones, which sort without stability
-where it cannot show, run at NumPy's speed. (A COO kernel that coalesced with NumPy's compiled kernel
-would add duplicates in another order than the generic coalesce, which can change the last bit of a
-floating sum.)
+COO ``sort`` and ``searchsorted`` have no NumPy kernels: the generic ones, which coalesce through the
+NumPy kernel (as every generic kernel does) and sort without stability where it cannot show, run at
+NumPy's speed.
 """
 
 from __future__ import annotations
@@ -74,11 +73,13 @@ def _sorted_unique(xp: Any, v: Any, outputs: str, key: np.ndarray | None = None)
     n = v.shape[0]
     if n == 0:
         return sorted_unique(xp, v, outputs)
-    order = None if outputs == "counts" else np.asarray(ascending_order(xp, v))
+    order = None if outputs in ("counts", "values") else np.asarray(ascending_order(xp, v))
     s = np.asarray(sorted_values(xp, v)) if order is None else v[order]
     new = np.empty(n, dtype=bool)
     new[0] = True
     np.not_equal(s[1:], s[:-1], out=new[1:])
+    if outputs == "values":
+        return s[new], None, None, None  # no positions: one array fewer to allocate
     starts = np.flatnonzero(new)
     bounds = np.empty(starts.shape[0] + 1, dtype=np.int64)
     bounds[:-1], bounds[-1] = starts, n

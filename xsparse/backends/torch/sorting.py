@@ -49,11 +49,13 @@ def _sorted_unique(xp: Any, v: torch.Tensor, outputs: str) -> tuple[Any, Any, An
     n = int(v.shape[0])
     if n == 0:
         return sorted_unique(xp, v, outputs)
-    order = None if outputs == "counts" else ascending_order(xp, v)
+    order = None if outputs in ("counts", "values") else ascending_order(xp, v)
     s = sorted_values(xp, v) if order is None else v[order]
     new = torch.empty(n, dtype=torch.bool, device=v.device)
     new[0] = True
     torch.ne(s[1:], s[:-1], out=new[1:])
+    if outputs == "values":
+        return s[new], None, None, None
     starts = torch.nonzero(new).reshape(-1)
     counts = torch.diff(starts, append=torch.tensor([n], dtype=starts.dtype, device=v.device))
     first = inverse = None
