@@ -316,10 +316,9 @@ def _with_negative_zeros(xp: Any, a: SparseArray) -> tuple[SparseArray, torch.Te
     """
     if isinstance(a, COOArray):
         a = coalesce_coo(xp, a)
-    if not a._vals.is_floating_point():
+    if not a._vals.is_floating_point() or not _holds_negative_zero(a._vals):
         return a, None
-    mask = negative_zeros(a._vals)
-    return a, mask if bool(mask.any()) else None
+    return a, negative_zeros(a._vals)
 
 
 def _put_negative_zeros(out: torch.Tensor, a: SparseArray, stored: torch.Tensor, where: torch.Tensor) -> None:
@@ -384,11 +383,10 @@ def _add_sparse_strided_torch(xp: Any, x: Any, y: Any) -> torch.Tensor:
     d, a = (x, y) if isinstance(y, SparseArray) else (y, x)
     a, stored = _with_negative_zeros(xp, a)
     t = to_torch(a)
-    if not _holds_negative_zero(d.real if d.is_complex() else d):
-        return cast(torch.Tensor, d + t)  # d + (+0.0) is d where d holds no -0.0: torch's own sum is exact
-    # (d + 0.0) + v is d + v, sign of a zero included, but where both are -0.0 (it gives +0.0)
+    # (d + 0.0) + v is d + v, sign of a zero included, but where both are -0.0 (it gives +0.0); the
+    # + 0.0 costs what torch's own copy of d does
     out = _plus_zero(d, torch.result_type(d, t)).add_(t)
-    if stored is not None:
+    if stored is not None and _holds_negative_zero(d.real if d.is_complex() else d):
         _put_negative_zeros(out, a, stored, _signed_zeros_of(d, negative=True))
     return out
 
