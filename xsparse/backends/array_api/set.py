@@ -141,14 +141,16 @@ def unique(xp: Any, a: SparseArray, positions: Any, outputs: str = "all", core: 
     if counts is None:  # the values alone
         return Unique(values, None, None, None)
     fill_group = int(inverse[nnz]) if inverse is not None else int(xp.nonzero(values == fill)[0][0])
-    is_fill = xp.arange(int(values.shape[0]), dtype=xp.int64, device=dev) == fill_group
-    counts = counts + xp.astype(is_fill, xp.int64) * (n_unspecified - 1)
+    # the fill value's group counts every unspecified element: one new array, the others' counts copied
+    g = fill_group
+    counts = xp.concat([counts[:g], counts[g : g + 1] + (n_unspecified - 1), counts[g + 1 :]])
     if positions is not None:
         # the first unspecified position: the first i where the i-th specified position is not i
         gaps = xp.nonzero(positions != xp.arange(nnz, dtype=xp.int64, device=dev))[0]
         gap = int(gaps[0]) if int(gaps.shape[0]) else nnz
         ext = xp.concat([positions, xp.asarray([gap], dtype=xp.int64, device=dev)])
         mapped = xp.take(ext, first)
+        is_fill = xp.arange(int(values.shape[0]), dtype=xp.int64, device=dev) == fill_group
         first = xp.where(is_fill, xp.minimum(mapped, xp.asarray(gap, dtype=xp.int64, device=dev)), mapped)
     inv = None if inverse is None else a._with_values(xp.reshape(inverse[:nnz], tuple(vals.shape)), fill_group)
     return Unique(values, first, inv, counts)

@@ -81,9 +81,9 @@ def _sorted_unique(xp: Any, v: Any, outputs: str, key: np.ndarray | None = None)
     if outputs == "values":
         return s[new], None, None, None  # no positions: one array fewer to allocate
     starts = np.flatnonzero(new)
-    bounds = np.empty(starts.shape[0] + 1, dtype=np.int64)
-    bounds[:-1], bounds[-1] = starts, n
-    counts = bounds[1:] - bounds[:-1]
+    counts = np.empty(starts.shape[0], dtype=np.int64)  # one new array: fresh memory is what costs here
+    np.subtract(starts[1:], starts[:-1], out=counts[:-1])
+    counts[-1] = n - starts[-1]
     first = inverse = None
     if order is not None:
         if outputs == "all":
