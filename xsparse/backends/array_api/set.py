@@ -108,10 +108,11 @@ def _supports_unique(xp: Any, a: SparseArray, ravel_positions: bool | str) -> st
     f = a.fill_value
     if not (isinstance(f, (float, complex)) and f != f):
         return None
-    if isinstance(a, COOArray):
-        a = coalesce_coo(xp, a)  # duplicates are one element: count the distinct ones
+    reason = "the fill value is NaN and every NaN is a distinct value, so each unspecified element would be one"
     if a.size > prod(tuple(a._vals.shape)):
-        return "the fill value is NaN and every NaN is a distinct value, so each unspecified element would be one"
+        return reason  # duplicates would only leave fewer elements specified
+    if isinstance(a, COOArray) and a.size > prod(tuple(coalesce_coo(xp, a)._vals.shape)):
+        return reason  # duplicates are one element: the distinct ones
     return None
 
 
