@@ -287,3 +287,26 @@ def test_torch_negative_zero_detection(dtype: torch.dtype) -> None:
     # a float64 whose low half is the least int32 (the pre-test passes, the exact test says no)
     tricky = torch.tensor([1.0], dtype=torch.float64).view(torch.int64) | (1 << 31)
     assert not _holds_negative_zero(tricky.view(torch.float64))
+
+
+def test_torch_complex_products_with_dense_dimensions() -> None:
+    """torch's hybrid sparse mul gives (-0+0j) * 1j as +0+0j, where its dense product (and IEEE 754)
+    gives -0+0j: the native kernels decline complex arrays with dense dimensions, and the result is the
+    dense product's, bit for bit (every element specified on both sides)."""
+    idx = torch.tensor([[0, 0, 1, 1], [0, 1, 0, 1]])
+    xv = torch.tensor([[-4 - 4j, 0j], [complex(-0.0, 0.0), 0j], [2 - 4j, 3], [0j, -3 - 4j]], dtype=torch.complex64)
+    yv = torch.tensor([[3 - 3j, 1 + 3j], [1j, complex(-0.0, 0.0)], [-2, complex(-0.0, 0.0)], [-4 + 4j, -4 + 2j]], dtype=torch.complex64)
+    x = xs.sparse_coo_array(idx, xv, (2, 2, 2), is_coalesced=True)
+    y = xs.sparse_coo_array(idx, yv, (2, 2, 2), is_coalesced=True)
+    xp = xs.get_backend("torch").load()
+    expected = xs.to_dense(x) * xs.to_dense(y)
+    for a, b in ((x, y), (x, xs.to_dense(y)), (xs.to_dense(x), y)):
+        native = [k for k in xs.kernels("multiply") if k.backend == "torch" and k.signature == (xs.layout_of(a), xs.layout_of(b))]
+        assert native and "dense dimensions gives zero parts other signs" in native[0].supports(xp, a, b)
+        assert_sparse_equal(xs.multiply(a, b), expected)
+    # without dense dimensions torch's product is the dense one, and the native kernel runs
+    flat = xs.sparse_coo_array(torch.tensor([[0, 1, 2, 3]]), xv[:, 0], (4,), is_coalesced=True)
+    other = xs.sparse_coo_array(torch.tensor([[0, 1, 2, 3]]), yv[:, 0], (4,), is_coalesced=True)
+    native = next(k for k in xs.kernels("multiply") if k.backend == "torch" and k.signature == (xs.sparse_coo, xs.sparse_coo))
+    assert native.supports(xp, flat, other) is None
+    assert_sparse_equal(native.func(xp, flat, other), xs.to_dense(flat) * xs.to_dense(other))

@@ -208,6 +208,9 @@ def _product_reason(a: SparseArray, other: Any) -> str | None:
         return reason
     if a.dtype == torch.bool or other.dtype == torch.bool:
         return "torch has no sparse mul for bool"
+    if (a.dtype.is_complex or other.dtype.is_complex) and a.dense_dim():
+        # (-0+0j) * 1j is -0+0j, and torch's dense product says so, but its hybrid sparse mul gives +0+0j
+        return "torch's sparse mul of complex values with dense dimensions gives zero parts other signs than its dense product"
     others = [a._vals] + ([other._vals] if isinstance(other, SparseArray) else [other])
     if not all(_finite(t) for t in others):
         return "torch's sparse mul gives 0 where a non-finite value meets an unspecified element (IEEE 754 gives NaN)"
