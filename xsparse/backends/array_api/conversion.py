@@ -489,12 +489,13 @@ def block_coo_to_coo(xp: Any, c: COOArray, nb_dims: int, shape: tuple[int, ...])
     return COOArray(indices, values, shape, backend=c._backend, xp=xp, coalesced=False, fill_value=c.fill_value)
 
 
-def compressed_to_coo(xp: Any, a: CompressedArray) -> COOArray:
-    """The coalesced element COO of a compressed array (batch dimensions become sparse dimensions)."""
+def compressed_to_coo(xp: Any, a: CompressedArray, *, sort: bool = True) -> COOArray:
+    """The coalesced element COO of a compressed array (batch dimensions become sparse dimensions); with
+    ``sort=False`` its entries in storage order, unsorted but without duplicates."""
     c = compressed_to_block_coo(xp, a)
     if a.layout.is_blocked:
         c = block_coo_to_coo(xp, c, a.batch_dim(), a.shape)
-    return coalesce_coo(xp, c)
+    return coalesce_coo(xp, c) if sort else c
 
 
 def coo_to_compressed(xp: Any, a: COOArray, target: Target) -> CompressedArray:

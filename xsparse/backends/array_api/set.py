@@ -18,8 +18,8 @@ values keep their two stable sorts.
 
 What the caller needs (``outputs``) picks the work: ``"all"`` (``unique_all``: first indices too),
 ``"inverse"`` (no first indices), ``"counts"`` (values and counts only: a sort of the values, no
-permutation) or ``"values"`` (the NumPy and torch kernels skip the counts too). The operation's boolean argument reads ``True`` as ``"all"`` and ``False`` as
-``"inverse"``.
+permutation) or ``"values"`` (the NumPy and torch kernels skip the counts too). The operation's
+boolean argument reads ``True`` as ``"all"`` and ``False`` as ``"inverse"``.
 """
 
 from __future__ import annotations
@@ -143,8 +143,7 @@ def unique(xp: Any, a: SparseArray, positions: Any, outputs: str = "all", core: 
         return Unique(values, None, None, None)
     fill_group = int(inverse[nnz]) if inverse is not None else int(xp.nonzero(values == fill)[0][0])
     # the fill value's group counts every unspecified element: one new array, the others' counts copied
-    g = fill_group
-    counts = xp.concat([counts[:g], counts[g : g + 1] + (n_unspecified - 1), counts[g + 1 :]])
+    counts = xp.concat([counts[:fill_group], counts[fill_group : fill_group + 1] + (n_unspecified - 1), counts[fill_group + 1 :]])
     if positions is not None:
         # the first unspecified position: the first i where the i-th specified position is not i
         gaps = xp.nonzero(positions != xp.arange(nnz, dtype=xp.int64, device=dev))[0]

@@ -140,14 +140,15 @@ def _holds_negative_zero(x: torch.Tensor) -> bool:
     return bool(torch.any(negative_zeros(x)))
 
 
-def negative_zeros(x: torch.Tensor) -> torch.Tensor:
-    """Where the real floating ``x`` holds -0.0 (bool, ``x``'s shape): one integer comparison of the bits."""
+def negative_zeros(x: torch.Tensor, negative: bool = True) -> torch.Tensor:
+    """Where the real floating ``x`` holds -0.0 (or +0.0, with ``negative=False``; bool, ``x``'s shape):
+    one integer comparison of the bits."""
     # the bits of a lazily negated view (the imaginary part of a conjugate) are not its values' bits
     x = x.detach().resolve_neg()
     twin = _NEGATIVE_ZERO_BITS.get(x.dtype)
     if twin is None:
-        return (x == 0) & torch.signbit(x)
-    return x.view(twin[0]) == twin[1]
+        return (x == 0) & (torch.signbit(x) if negative else ~torch.signbit(x))
+    return x.view(twin[0]) == (twin[1] if negative else 0)
 
 
 def _supports_to_sparse(xp: Any, x: Any, target: Target) -> str | None:
@@ -233,15 +234,10 @@ def _supports_to_dense_by_assignment(xp: Any, a: SparseArray, target: Target) ->
 @register("convert", (INDEXED, strided), backend="torch", supports=_supports_to_dense_by_assignment, priority=-1)
 def _convert_to_dense_by_assignment_torch(xp: Any, a: SparseArray, target: Target) -> torch.Tensor:
     """to_dense(...) by assigning the entries into zeros: every value's bits kept (-0.0, complex infinities); O(numel + nnz)."""
-    from ..array_api.conversion import block_coo_to_coo, coalesce_coo, compressed_to_block_coo
+    from ..array_api.conversion import coalesce_coo, compressed_to_coo
 
-    if isinstance(a, COOArray):
-        c = coalesce_coo(xp, a)
-    else:  # a compressed array holds no duplicates: its entries need no sorting
-        compressed = cast(CompressedArray, a)
-        c = compressed_to_block_coo(xp, compressed)
-        if a.layout.is_blocked:
-            c = block_coo_to_coo(xp, c, compressed.batch_dim(), a.shape)
+    # a compressed array holds no duplicates: its entries need no sorting
+    c = coalesce_coo(xp, a) if isinstance(a, COOArray) else compressed_to_coo(xp, cast(CompressedArray, a), sort=False)
     out = torch.zeros(tuple(a.shape), dtype=a.dtype, device=a._vals.device)
     if c.nnz and c.sparse_dim():
         out[tuple(c._idx)] = c._vals

@@ -46,7 +46,7 @@ from ...formats._spec import Target
 from ..array_api import elementwise as generic  # registers the generic kernels that the division kernels wrap
 from ..array_api.conversion import coalesce_coo, is_plus_zero
 from ..array_api.elementwise import python_scalar
-from .conversion import _NEGATIVE_ZERO_BITS, _holds_negative_zero, from_torch, negative_zeros, to_torch
+from .conversion import _holds_negative_zero, from_torch, negative_zeros, to_torch
 
 __all__: list[str] = []
 
@@ -351,10 +351,7 @@ def _signed_zeros_of(d: torch.Tensor, negative: bool) -> torch.Tensor:
         d = d.real  # a real sparse operand meets the real part
     if not d.is_floating_point():
         return torch.zeros_like(d, dtype=torch.bool) if negative else d == 0
-    if negative:
-        return negative_zeros(d)
-    twin = _NEGATIVE_ZERO_BITS.get(d.dtype)
-    return d.view(twin[0]) == 0 if twin is not None else (d == 0) & ~torch.signbit(d)
+    return negative_zeros(d, negative)
 
 
 def _plus_zero(d: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
