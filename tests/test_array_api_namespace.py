@@ -65,6 +65,41 @@ def test_creation_functions_are_sparse(sp: Any, backend: str) -> None:
             np.testing.assert_allclose(_dense(x), expected[name], err_msg=name)
 
 
+@pytest.mark.parametrize("layout", [xs.sparse_csr, xs.sparse_csc])
+def test_a_compressed_default_makes_coo_what_it_cannot_hold(backend: str, layout: xs.Layout) -> None:
+    """2-d and batched arrays of equal counts get the compressed default; 0-d and 1-d arrays, and batches
+    of unequal counts (invariant 3.9), are COO; a layout passed to the call is obeyed."""
+    cp = xs.bound_namespace(backend, layout=layout)
+    plain = xs.bound_namespace(backend)
+    uneven = np.zeros((2, 3, 3))
+    uneven[0, 0, 0], uneven[1, 1, 1], uneven[1, 2, 2] = 1.0, 2.0, 3.0
+    made = {
+        "zeros 2-d": (cp.zeros((2, 3)), layout, np.zeros((2, 3))),
+        "zeros batched": (cp.zeros((2, 2, 3)), layout, np.zeros((2, 2, 3))),
+        "ones 1-d": (cp.ones(3), xs.sparse_coo, np.ones(3)),
+        "full 0-d": (cp.full((), 2.0), xs.sparse_coo, np.array(2.0)),
+        "eye": (cp.eye(3), layout, np.eye(3)),
+        "asarray 0-d": (cp.asarray(3.5), xs.sparse_coo, np.array(3.5)),
+        "asarray 1-d": (cp.asarray([1.0, 0.0]), xs.sparse_coo, np.array([1.0, 0.0])),
+        "asarray 2-d": (cp.asarray([[1.0, 0.0], [0.0, 2.0]]), layout, np.array([[1.0, 0.0], [0.0, 2.0]])),
+        "asarray uneven batches": (cp.asarray(uneven.tolist()), xs.sparse_coo, uneven),
+        "asarray of an array": (cp.asarray(plain.asarray(uneven.tolist())), xs.sparse_coo, uneven),
+        "to_sparse uneven": (cp.to_sparse(plain.asarray(uneven.tolist())), xs.sparse_coo, uneven),
+        "to_sparse even": (cp.to_sparse(plain.asarray(uneven[:1].tolist())), layout, uneven[:1]),
+        "arange": (cp.arange(4), xs.sparse_coo, np.arange(4)),
+        "linspace": (cp.linspace(0.0, 1.0, num=3), xs.sparse_coo, np.linspace(0.0, 1.0, 3)),
+        "asarray, strided asked": (cp.asarray([1.0, 2.0], layout=xs.strided), xs.strided, np.array([1.0, 2.0])),
+    }  # fmt: skip
+    for name, (x, expected_layout, expected) in made.items():
+        assert xs.layout_of(x) is expected_layout, name
+        np.testing.assert_array_equal(_dense(x), expected, err_msg=name)
+    with pytest.raises(ValueError, match=r"cannot hold a 1-d array \(shape \(3,\)\)"):
+        cp.zeros(3, layout=layout)  # asked for explicitly: the layout's own error
+    bsr = xs.bound_namespace(backend, layout=xs.sparse_bsr)
+    assert bsr.zeros((4, 4), blocksize=(2, 2)).layout is xs.sparse_bsr
+    assert bsr.asarray([1.0, 2.0], blocksize=(2, 2)).layout is xs.sparse_coo, "a 1-d array has no blocks"
+
+
 def test_like_functions_and_operations_keep_their_layouts(sp: Any, backend: str) -> None:
     csr = xs.to_sparse_csr(xs.bound_namespace(backend).asarray([[1.0, 0.0], [0.0, 2.0]]))
     assert sp.zeros_like(csr).layout is xs.sparse_csr, "the *_like functions keep their input's layout"

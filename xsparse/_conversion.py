@@ -138,6 +138,11 @@ def _target(
             f"{op}: a {source} array with dense_dim={natural_dense} converts to a {layout} array with the same dense_dim, "
             f"not dense_dim={dense_dim}. Convert through to_dense() to regroup the dimensions."
         )
+    if ndim < 2:
+        raise ValueError(
+            f"{op}: a {layout} array has 2 sparse dimensions, so it cannot hold a {ndim}-d array (shape {shape}). "
+            "Use to_sparse_coo (COO holds every number of dimensions), or reshape to 2 or more dimensions."
+        )
     if not 0 <= dense_dim <= ndim - 2:
         raise ValueError(
             f"{op}: a {layout} array needs 2 sparse dimensions after its batch dimensions, so dense_dim must lie in "

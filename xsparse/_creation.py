@@ -349,6 +349,11 @@ def _empty_compressed(
     blocksize: tuple[int, int] | None, dense_dim: int, fill_value: Any, check: bool | None, index_dtype: Any = None,
 ) -> CompressedArray:  # fmt: skip
     n_batch = len(shape) - 2 - dense_dim
+    if len(shape) < 2:
+        raise ValueError(
+            f"{op}: a {layout} array has 2 sparse dimensions, so it cannot hold a {len(shape)}-d array (shape {shape}). "
+            "Use layout=sparse_coo (COO holds every number of dimensions), or give 2 or more dimensions."
+        )
     if n_batch < 0 or dense_dim < 0:
         raise ValueError(
             f"{op}: a {layout} array of shape {shape} has 2 sparse dimensions after its batch dimensions, so dense_dim "

@@ -31,7 +31,8 @@ class BoundNamespace:
     backend's own namespace, so code written against the Array API runs unchanged on xsparse arrays.
     With a default ``layout``, the creation functions (``asarray``, ``zeros``, ``arange``, ...) return
     arrays of that layout: a function that takes ``layout=`` gets it, and the strided result of one that
-    does not is converted with :func:`xsparse.to_sparse`. The extensions ``fft`` and ``linalg`` are
+    does not is converted with :func:`xsparse.to_sparse` (a compressed default gives COO arrays where
+    it cannot hold them: see :func:`bound_namespace`). The extensions ``fft`` and ``linalg`` are
     xsparse's own (:class:`BoundExtension`, bound the same way); any other extension module of the
     backend takes only the backend's own arrays and is hidden.
     """
@@ -123,10 +124,11 @@ def _bound_function(obj: Any, backend: Backend, creation_layout: Any) -> Any:
     if "backend" in params:
         bound["backend"] = backend
     if creation_layout is not None:
-        if "layout" in params:
-            bound["layout"] = creation_layout
-        else:
+        if "layout" not in params:
             return _bind(obj, functools.partial(_to_layout, backend, obj, bound, creation_layout))
+        if creation_layout.is_compressed:
+            return _bind(obj, functools.partial(_compressed_default, backend, obj, bound, creation_layout))
+        bound["layout"] = creation_layout
     if bound or var_keyword:
         return _bind(obj, functools.partial(_with_defaults, backend, obj, bound))
     return obj
@@ -164,16 +166,90 @@ def _with_defaults(backend: Backend, func: Any, defaults: dict[str, Any], *args:
 
 def _to_layout(backend: Backend, func: Any, defaults: dict[str, Any], layout: Any, *args: Any, **kwargs: Any) -> Any:
     """Call a creation function that has no ``layout=`` and convert its strided result(s) to ``layout``."""
-    from ._conversion import to_sparse
     from .formats import SparseArray
 
     result = _with_defaults(backend, func, defaults, *args, **kwargs)
 
     def convert(x: Any) -> Any:
-        return x if isinstance(x, SparseArray) else to_sparse(x, layout=layout)
+        return x if isinstance(x, SparseArray) else _convert(x, layout, {})
 
     # ``meshgrid`` returns a list (or tuple) of arrays; everything else returns one array.
     return type(result)(convert(x) for x in result) if isinstance(result, (list, tuple)) else convert(result)
+
+
+def _layout_for(layout: Any, ndim: int) -> Any:
+    """The layout a namespace whose default is ``layout`` gives a created array of ``ndim`` dimensions:
+    a compressed layout holds 2 or more, so fewer are COO (the layout that holds every ndim)."""
+    from .formats import sparse_coo
+
+    return sparse_coo if layout.is_compressed and ndim < 2 else layout
+
+
+def _unequal_batches(exc: Exception) -> bool:
+    """Whether ``exc`` refuses a compressed array whose batches hold different numbers of specified
+    elements (invariant 3.9), which only COO holds."""
+    from ._errors import InvariantError
+
+    return isinstance(exc, InvariantError) and exc.invariant == "3.9"
+
+
+def _convert(x: Any, layout: Any, extra: dict[str, Any]) -> Any:
+    """The strided ``x`` converted to the layout a namespace whose default is ``layout`` gives it."""
+    from ._conversion import to_sparse
+    from .formats import sparse_coo
+
+    target = _layout_for(layout, x.ndim)
+    if target is not layout:
+        extra = {k: v for k, v in extra.items() if k != "blocksize"}  # a COO array has no blocks
+    try:
+        return to_sparse(x, layout=target, **extra)
+    except Exception as exc:
+        if not (target is layout and layout.is_compressed and _unequal_batches(exc)):
+            raise
+        return to_sparse(x, layout=sparse_coo, **{k: v for k, v in extra.items() if k != "blocksize"})
+
+
+# The creation functions with a ``layout=`` parameter whose result's ndim follows from their arguments,
+# before anything is made (``asarray`` of a scalar or a sequence is the one that does not: it is converted first).
+_SHAPED = frozenset({"zeros", "ones", "empty", "full"})
+_ONE_D = frozenset({"arange", "linspace"})
+
+
+def _compressed_default(backend: Backend, func: Any, defaults: dict[str, Any], layout: Any, /, *args: Any, **kwargs: Any) -> Any:
+    """Call a creation function that takes ``layout=`` in a namespace whose default layout is compressed:
+    an array of 2 or more dimensions gets that layout, one of fewer is COO, and so is a batched array
+    whose batches hold different numbers of specified elements (invariant 3.9)."""
+    from .formats import SparseArray, sparse_coo
+
+    if "layout" in kwargs:
+        return _with_defaults(backend, func, defaults, *args, **kwargs)
+    name = func.__name__
+    first: Any = args[0] if args else None
+    ndim: int | None = None
+    if name in _SHAPED:
+        shape = first if args else kwargs.get("shape")
+        ndim = 1 if isinstance(shape, int) else (len(shape) if shape is not None else None)
+    elif name in _ONE_D:
+        ndim = 1
+    elif name == "eye":
+        ndim = 2
+    elif hasattr(first, "ndim"):
+        ndim = first.ndim  # asarray or to_sparse of an array
+    if ndim is not None:
+        target = _layout_for(layout, ndim)
+        coo_kwargs = {k: v for k, v in kwargs.items() if k != "blocksize"}
+        if target is not layout:
+            return _with_defaults(backend, func, {**defaults, "layout": target}, *args, **coo_kwargs)
+        try:
+            return _with_defaults(backend, func, {**defaults, "layout": target}, *args, **kwargs)
+        except Exception as exc:
+            if not _unequal_batches(exc):
+                raise
+            return _with_defaults(backend, func, {**defaults, "layout": sparse_coo}, *args, **coo_kwargs)
+    # asarray of a scalar, a sequence or a buffer: made strided, then converted as it would have been
+    extra = {k: kwargs.pop(k) for k in ("blocksize", "fill_value") if kwargs.get(k) is not None}
+    x = _with_defaults(backend, func, defaults, *args, **kwargs)
+    return x if isinstance(x, SparseArray) else _convert(x, layout, extra)
 
 
 @functools.lru_cache(maxsize=None)
@@ -191,7 +267,9 @@ def bound_namespace(backend: Backend | str, *, layout: Any = None, api_version: 
     layout
         The layout of the arrays its creation functions (``asarray``, ``zeros``, ``full``, ``arange``,
         ``linspace``, ``eye``, ``meshgrid``, ...) make when no ``layout=`` is passed; ``None`` keeps
-        them strided. ``xs.sparse_coo`` makes every array sparse, whatever its ndim (0-d included).
+        them strided. ``xs.sparse_coo`` makes every array sparse, whatever its ndim (0-d included). A
+        compressed layout holds 2 or more dimensions with as many specified elements in every batch:
+        the arrays it cannot hold (0-d, 1-d, batches of unequal counts) are made COO instead.
     api_version
         The value of ``__array_api_version__``; ``"2024.12"`` by default.
 
@@ -201,6 +279,8 @@ def bound_namespace(backend: Backend | str, *, layout: Any = None, api_version: 
     >>> xp = xs.bound_namespace("numpy", layout=xs.sparse_csr)
     >>> xp.zeros((3, 4)).layout
     xsparse.sparse_csr
+    >>> xp.zeros(3).layout  # 1-d: COO
+    xsparse.sparse_coo
     >>> sp = xs.bound_namespace("numpy", layout=xs.sparse_coo)
     >>> x = sp.asarray(2.5)
     >>> x.layout, x.shape, float(x)
