@@ -7,7 +7,10 @@ registers its own). The peers are called directly on components shared with the 
 
 Usage::
 
-    python benchmarks/bench_gpu.py [--quick] [--only TEXT] [--out DIR] [--repeats N] [--budget-s S]
+    python benchmarks/bench_gpu.py [--quick] [--only TEXT] [--out DIR] [--repeats N] [--budget-s S] [--torch-device cpu]
+
+``--torch-device cpu`` runs the torch implementations on the CPU (CuPy's need a GPU), which checks the
+harness on a machine without one; its times mean nothing.
 
 Cases (full sizes; ``--quick`` shrinks them):
 
@@ -128,9 +131,10 @@ class Gpu:
     torch: Any
     cupy_reason: str | None
     torch_reason: str | None
+    torch_device: str = "cuda"
 
     def sync(self) -> None:
-        if self.torch is not None:
+        if self.torch is not None and self.torch_device != "cpu":
             self.torch.cuda.synchronize()
         if self.cupy is not None:
             self.cupy.cuda.Device().synchronize()
@@ -141,7 +145,7 @@ class Gpu:
         if self.cupy is not None:
             self.cupy.get_default_memory_pool().free_all_blocks()
             self.cupy.get_default_pinned_memory_pool().free_all_blocks()
-        if self.torch is not None:
+        if self.torch is not None and self.torch_device != "cpu":
             self.torch.cuda.empty_cache()
 
 
@@ -150,7 +154,8 @@ def _describe(exc: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def probe() -> Gpu:
+def probe(torch_device: str = "cuda") -> Gpu:
+    """The usable libraries; ``torch_device="cpu"`` checks the harness itself on a machine without a GPU."""
     cupy = cupyx_sparse = torch = None
     cupy_reason = torch_reason = None
     try:
@@ -164,7 +169,7 @@ def probe() -> Gpu:
         cupy = cupyx_sparse = None
     try:
         torch = importlib.import_module("torch")
-        if not torch.cuda.is_available():
+        if torch_device != "cpu" and not torch.cuda.is_available():
             torch_reason = f"torch {torch.__version__} has no CUDA device (torch.cuda.is_available() is False)"
     except Exception as exc:
         torch_reason = f"torch is not usable ({_describe(exc)})"
@@ -174,7 +179,7 @@ def probe() -> Gpu:
         # torch warns once that its compressed layouts are in beta and that invariant checks are off
         warnings.filterwarnings("ignore", message=".*Sparse CSR tensor support is in beta.*")
         warnings.filterwarnings("ignore", message=".*Sparse invariant checks are implicitly disabled.*")
-    return Gpu(cupy, cupyx_sparse, torch, cupy_reason, torch_reason)
+    return Gpu(cupy, cupyx_sparse, torch, cupy_reason, torch_reason, torch_device)
 
 
 # --- timing ---------------------------------------------------------------------------------------
@@ -372,7 +377,7 @@ def sparse_impls(gpu: Gpu, a: sp.csr_array, x: np.ndarray | None) -> tuple[dict[
     if gpu.torch is not None:
         torch = gpu.torch
         try:
-            device = torch.device("cuda")
+            device = torch.device(gpu.torch_device)
             t_ptr, t_idx, t_val = (torch.from_numpy(v).to(device) for v in (a.indptr, a.indices, a.data))
             t_x = None if x is None else torch.from_numpy(x).to(device)
         except Exception as exc:
@@ -450,8 +455,8 @@ def prune_2_4(torch: Any, w: Any) -> Any:
 def semi_weights(gpu: Gpu, n: int, dtype: str) -> tuple[Any, dict[str, Any], dict[str, str]]:
     """The pruned dense weight and its sparse forms per implementation (built under guards)."""
     torch = gpu.torch
-    gen = torch.Generator(device="cuda").manual_seed(n)
-    dense = prune_2_4(torch, torch.randn(n, n, generator=gen, device="cuda")).to(getattr(torch, dtype)).contiguous()
+    gen = torch.Generator(device=gpu.torch_device).manual_seed(n)
+    dense = prune_2_4(torch, torch.randn(n, n, generator=gen, device=gpu.torch_device)).to(getattr(torch, dtype)).contiguous()
     weights: dict[str, Any] = {"dense": dense}
     errors: dict[str, str] = {}
     makers: dict[str, Callable[[], Any]] = {
@@ -530,8 +535,8 @@ def run_semi(gpu: Gpu, quick: bool, only: str | None, repeats: int, deadline: fl
                     emit({**rows[r], "skipped": "time budget spent", "times": {}, "errors": {}})
                     continue
                 try:
-                    gen = torch.Generator(device="cuda").manual_seed(r)
-                    x = torch.randn(r, n, generator=gen, device="cuda").to(dense.dtype)
+                    gen = torch.Generator(device=gpu.torch_device).manual_seed(r)
+                    x = torch.randn(r, n, generator=gen, device=gpu.torch_device).to(dense.dtype)
                     expected = torch.nn.functional.linear(x, dense).float()
                     norm = float(expected.norm())
                 except Exception as exc:
@@ -590,8 +595,8 @@ def analyse_sparse(row: dict[str, Any]) -> dict[str, Any]:
         out["target"] = "-"  # cuSPARSE through cupyx takes int32 indices: no CuPy comparison here
     else:
         peers = [p for p in ("cupyx", "torch") if t.get(p) is not None]
-        if not peers:
-            out["target"] = "-"
+        if not peers or (ours is None and t.get("cupyx") is None):
+            out["target"] = "-"  # nothing to compare, or no CuPy at all (the report names what is missing)
         else:
             met = ours is not None and all(ours / t[p] <= TARGET_VS_PEERS for p in peers)
             out["target"] = "met" if met else "MISSED"
@@ -642,7 +647,7 @@ def machine(gpu: Gpu) -> dict[str, Any]:
     info: dict[str, Any] = {"python": platform.python_version(), "numpy": np.__version__, "xsparse": xs.__version__}
     torch, cupy = gpu.torch, gpu.cupy
     if torch is not None:
-        info["gpu"] = torch.cuda.get_device_name()
+        info["gpu"] = torch.cuda.get_device_name() if gpu.torch_device != "cpu" else "none (torch on the CPU: a check of the harness)"
         info["torch"] = torch.__version__
         info["torch_cuda"] = torch.version.cuda
         cusparselt = getattr(torch.backends, "cusparselt", None)
@@ -730,8 +735,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="directory of the JSON results (default: benchmarks/results)")
     parser.add_argument("--repeats", type=int, default=5, help="timed loops per implementation and case; the best is kept (default 5)")
     parser.add_argument("--budget-s", type=float, default=DEFAULT_BUDGET_S, help=f"start no case after this many seconds (default {DEFAULT_BUDGET_S:.0f})")
+    parser.add_argument(
+        "--torch-device", default="cuda", choices=("cuda", "cpu"),
+        help="the torch implementations' device; cpu checks the harness on a machine without a GPU (its times mean nothing)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
-    gpu = probe()
+    gpu = probe(args.torch_device)
     if gpu.cupy is None and gpu.torch is None:
         print(f"bench_gpu: nothing to run, no CUDA device is usable. CuPy: {gpu.cupy_reason}. torch: {gpu.torch_reason}.", file=sys.stderr)
         return 0

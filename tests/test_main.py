@@ -248,6 +248,30 @@ def test_bench_gpu_says_what_is_missing_without_a_device(capsys: pytest.CaptureF
     assert "bench_gpu: nothing to run, no CUDA device is usable" in capsys.readouterr().err
 
 
+def test_bench_gpu_harness_runs_with_torch_on_the_cpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--torch-device cpu`` runs the GPU benchmark's harness (inputs, result checks, timing loops, the
+    table and the JSON) without a GPU; the times mean nothing, only that every step runs."""
+    import importlib.util
+
+    pytest.importorskip("torch")
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_gpu.py"
+    spec = importlib.util.spec_from_file_location("xsparse_bench_gpu_cpu_check", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    args = ["--quick", "--torch-device", "cpu", "--only", "spgemm laplace float64 int32", "--repeats", "1", "--out", str(tmp_path)]
+    assert module.main(args) == 0
+    results = json.loads((tmp_path / "gpu_quick.json").read_text())
+    (row,) = results["rows"]
+    assert row["case"] == "spgemm laplace float64 int32" and row["nnz"] > 0
+    for name in ("xsparse[torch]", "torch"):  # both ran and matched SciPy's product
+        assert name not in row["errors"] and row["times"][name] > 0, row
+    (table,) = results["table"]
+    assert table["target"] == "-", "no CuPy: no target to meet or miss"
+    assert results["complete"] and "spgemm laplace float64 int32" in capsys.readouterr().out
+
+
 # -- packaging: what `pip install` ships for these commands -----------------------------------------
 
 ROOT = Path(__file__).resolve().parents[1]
