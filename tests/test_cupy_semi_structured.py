@@ -466,6 +466,7 @@ def test_the_plan_memo_searches_once_per_shape(monkeypatch: pytest.MonkeyPatch) 
     np.testing.assert_array_equal(_host(first), _host(second))
     choice = s.packed.planned(plan_key(32, True, True))
     assert choice is not None and isinstance(choice.alg_id, int)
+    assert all(name in lt_kernels._SPLIT_K_ATTRIBUTES and value > 0 for name, value in choice.split_k), choice
     xs.matmul(_device(_activations(2, (48, 128)), "float16"), s.t())
     assert searches == [32, 48]
 

@@ -110,10 +110,18 @@ def _cusparse() -> Any:
 
 @dataclass(frozen=True)
 class _Choice:
-    """What the first product of one shape settled: cuSPARSELt's algorithm id and the result's order."""
+    """What the first product of one shape settled: cuSPARSELt's algorithm id, the split-K settings the
+    search picked with it (``(attribute name, value)`` pairs, set again on every later plan), and the
+    result's order."""
 
     alg_id: int
     column_order: bool
+    split_k: tuple[tuple[str, int], ...] = ()
+
+
+# The algorithm attributes the search settles besides the configuration id (what torch keeps too): the
+# number of splits of the contracted dimension and how they are reduced; kept where it splits.
+_SPLIT_K_ATTRIBUTES = ("CUSPARSELT_MATMUL_SPLIT_K", "CUSPARSELT_MATMUL_SPLIT_K_MODE")
 
 
 def plan_key(n: int, b_rows_are_n: bool, column_order: bool) -> tuple[int, str, str]:
@@ -357,7 +365,9 @@ def _not_supported(exc: BaseException) -> bool:
 class _Plan:
     """The descriptors, algorithm selection and plan of one product ``D = W @ op(B)``, destroyed after use."""
 
-    def __init__(self, handle: Any, packed: CusparseLtPacked, n: int, b_rows_are_n: bool, column_order: bool, alg_id: int | None) -> None:
+    def __init__(
+        self, handle: Any, packed: CusparseLtPacked, n: int, b_rows_are_n: bool, column_order: bool, choice: _Choice | None,
+    ) -> None:  # fmt: skip
         lt, sp = _cusparselt(), _cusparse()
         types = _TYPES[packed.dtype]
         rows, k = packed.shape
@@ -384,9 +394,10 @@ class _Plan:
             self.selection = lt.MatmulAlgSelection()
             lt.matmulAlgSelectionInit(handle, self.selection, self.matmul, lt.CUSPARSELT_MATMUL_ALG_DEFAULT)
             self._made.append((lt.matmulAlgSelectionDestroy, self.selection))
-            if alg_id is not None:
-                value = np.asarray([alg_id], dtype=np.int32)
-                lt.matmulAlgSetAttribute(handle, self.selection, lt.CUSPARSELT_MATMUL_ALG_CONFIG_ID, value.ctypes.data, value.itemsize)
+            if choice is not None:
+                for name, setting in (("CUSPARSELT_MATMUL_ALG_CONFIG_ID", choice.alg_id), *choice.split_k):
+                    value = np.asarray([setting], dtype=np.int32)
+                    lt.matmulAlgSetAttribute(handle, self.selection, getattr(lt, name), value.ctypes.data, value.itemsize)
             self.plan = lt.MatmulPlan()
             lt.matmulPlanInit(handle, self.plan, self.matmul, self.selection)
             self._made.append((lt.matmulPlanDestroy, self.plan))
@@ -395,9 +406,16 @@ class _Plan:
             raise
 
     def destroy(self) -> None:
+        """Destroy every object made (each tried, the first failure raised after the others)."""
+        failure: Exception | None = None
         while self._made:
             destroy, obj = self._made.pop()
-            destroy(obj)
+            try:
+                destroy(obj)
+            except Exception as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
 
 
 def _spmm(packed: CusparseLtPacked, dense: Any, b_rows_are_n: bool, n: int, column_order: bool) -> tuple[Any, bool]:
@@ -428,7 +446,7 @@ def _spmm(packed: CusparseLtPacked, dense: Any, b_rows_are_n: bool, n: int, colu
             packed._plans[key] = choice
         if out is None:
             out = cp.empty((n, rows) if choice.column_order else (rows, n), dtype=out_dtype)
-        plan = _Plan(handle, packed, n, b_rows_are_n, choice.column_order, choice.alg_id)
+        plan = _Plan(handle, packed, n, b_rows_are_n, choice.column_order, choice)
         try:
             workspace = cp.empty(int(lt.matmulGetWorkspace(handle, plan.plan)), dtype=cp.uint8)
             lt.matmul(
@@ -449,29 +467,36 @@ def _search(
     """The first product of a shape: the result order cuSPARSELt takes, and its fastest algorithm."""
     cp, lt = cupy_module(), _cusparselt()
     rows, _ = packed.shape
-    plan = None
-    for order in (True, False) if column_order else (False,):
+    orders = (True, False) if column_order else (False,)
+    for order in orders:
+        # cuSPARSELt may refuse a column-ordered result when the plan is made or only when it runs
         try:
             plan = _Plan(handle, packed, n, b_rows_are_n, order, None)
         except Exception as exc:
-            if order and _not_supported(exc):
-                continue  # a row-ordered result, transposed afterwards
-            raise
-        column_order = order
-        break
-    assert plan is not None  # the last candidate raises rather than continues
-    try:
-        out = cp.empty((n, rows) if column_order else (rows, n), dtype=out_dtype)
-        workspace = cp.empty(int(lt.matmulGetWorkspace(handle, plan.plan)), dtype=cp.uint8)
-        lt.matmulSearch(
-            handle, plan.plan, alpha.ctypes.data, packed.buffer.data.ptr, dense.data.ptr, beta.ctypes.data,
-            out.data.ptr, out.data.ptr, workspace.data.ptr,
-        )  # fmt: skip
-        alg = np.zeros(1, dtype=np.int32)
-        lt.matmulAlgGetAttribute(handle, plan.selection, lt.CUSPARSELT_MATMUL_ALG_CONFIG_ID, alg.ctypes.data, alg.itemsize)
-    finally:
-        plan.destroy()
-    return _Choice(int(alg[0]), column_order), out
+            if order is orders[-1] or not _not_supported(exc):
+                raise
+            continue  # a row-ordered result, transposed afterwards
+        try:
+            out = cp.empty((n, rows) if order else (rows, n), dtype=out_dtype)
+            workspace = cp.empty(int(lt.matmulGetWorkspace(handle, plan.plan)), dtype=cp.uint8)
+            lt.matmulSearch(
+                handle, plan.plan, alpha.ctypes.data, packed.buffer.data.ptr, dense.data.ptr, beta.ctypes.data,
+                out.data.ptr, out.data.ptr, workspace.data.ptr,
+            )  # fmt: skip
+            settled = []
+            for name in ("CUSPARSELT_MATMUL_ALG_CONFIG_ID", *_SPLIT_K_ATTRIBUTES):
+                value = np.zeros(1, dtype=np.int32)
+                lt.matmulAlgGetAttribute(handle, plan.selection, getattr(lt, name), value.ctypes.data, value.itemsize)
+                settled.append((name, int(value[0])))
+        except Exception as exc:
+            if order is orders[-1] or not _not_supported(exc):
+                raise
+            continue
+        finally:
+            plan.destroy()
+        split_k = tuple(settled[1:]) if settled[1][1] > 1 else ()
+        return _Choice(settled[0][1], order, split_k), out
+    raise AssertionError("unreachable: the last order raises rather than continues")
 
 
 def _round_up(n: int) -> int:
