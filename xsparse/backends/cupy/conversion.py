@@ -130,10 +130,13 @@ def to_cupyx(a: SparseArray, dtype: Any = None) -> Any:
     shape = (int(a.shape[0]), int(a.shape[1]))
     if isinstance(a, COOArray):
         idx = _int32(a._idx)
+        # xsparse's coalesced order is row-major, cupyx's canonical order too
+        canonical = a.is_coalesced()
+        from_parts = getattr(sp.coo_matrix, "_from_parts", None)
+        if from_parts is not None:  # CuPy 14.1 and later: host-side checks only, as for CSR and CSC
+            return from_parts(values, idx[0], idx[1], shape, has_canonical_format=canonical)
         m = sp.coo_matrix((values, (idx[0], idx[1])), shape=shape)
-        if a.is_coalesced():
-            # xsparse's coalesced order is row-major, cupyx's canonical order too
-            m.has_canonical_format = True
+        m.has_canonical_format = canonical
         return m
     c = cast(CompressedArray, a)
     container = sp.csr_matrix if c.layout is sparse_csr else sp.csc_matrix
@@ -145,8 +148,8 @@ def from_cupyx(m: Any, target: Target, fill_value: Any = 0) -> CompressedArray:
     """The xsparse CSR or CSC array (``target.layout``) with the components of the cupyx matrix ``m``.
 
     ``m`` is made canonical first (sorted, distinct indices). That is free where cupyx flagged it canonical
-    (its COO -> CSR/CSC, dense -> sparse and SpGEMM results) and costs one check kernel and a
-    synchronisation where it did not (csr2csc's results, which CuPy leaves unflagged); its indices are
+    (its COO -> CSR/CSC, ``cupyx.cusparse.denseToSparse`` and SpGEMM results) and costs one check kernel
+    and a synchronisation where it did not (csr2csc's results, which CuPy leaves unflagged); its indices are
     cast to ``target.index_dtype`` (no copy where they already have it).
     """
     m.sum_duplicates()
@@ -222,26 +225,37 @@ def _supports_strided_sparse(xp: Any, x: Any, target: Target) -> str | None:
 @register("convert", (strided, sparse_csr), backend="cupy", supports=_supports_strided_sparse)
 @register("convert", (strided, sparse_csc), backend="cupy", supports=_supports_strided_sparse)
 def _convert_strided_compressed_cupy(xp: Any, x: Any, target: Target) -> CompressedArray:
-    """to_sparse_{csr,csc}(2-D strided) through cupyx's csr_matrix / csc_matrix (cuSPARSE denseToSparse); O(M * N)."""
+    """to_sparse_{csr,csc}(2-D strided) through cuSPARSE denseToSparse (``cupyx.cusparse``); O(M * N)."""
     n_compressed = x.shape[target.layout.compressed_dim]
     if x.size == 0:
         return _empty_compressed(target, n_compressed, x.dtype, target.fill_value)
+    return from_cupyx(_dense_to_sparse(x, "csr" if target.layout is sparse_csr else "csc"), target, target.fill_value)
+
+
+def _dense_to_sparse(x: Any, form: str) -> Any:
+    """The cupyx matrix (``"csr"`` or ``"csc"``) of the dense ``x``, flagged canonical.
+
+    ``cupyx.cusparse.denseToSparse`` flags its result canonical (it is: cuSPARSE writes each row's or
+    column's elements in order); the constructors ``csr_matrix(x)`` and ``csc_matrix(x)`` call it but
+    rebuild the matrix without the flag, which costs a check kernel and a synchronisation later.
+    """
+    from cupyx import cusparse
+
+    if cusparse.check_availability("denseToSparse"):
+        return cusparse.denseToSparse(x, format=form)
     sp = cupyx_sparse()
-    container = sp.csr_matrix if target.layout is sparse_csr else sp.csc_matrix
-    return from_cupyx(container(x), target, target.fill_value)
+    return (sp.csr_matrix if form == "csr" else sp.csc_matrix)(x)
 
 
 @register("convert", (strided, sparse_coo), backend="cupy", supports=_supports_strided_sparse)
 def _convert_strided_coo_cupy(xp: Any, x: Any, target: Target) -> COOArray:
-    """to_sparse_coo(2-D strided) through cupyx's csr_matrix(x).tocoo() (cuSPARSE denseToSparse, csr2coo), row-major; O(M * N)."""
+    """to_sparse_coo(2-D strided) through cuSPARSE denseToSparse and csr2coo (``tocoo``), row-major; O(M * N)."""
     cp = cupy_module()
     idt = target.index_dtype
     if x.size == 0:
         indices, values = cp.zeros((2, 0), dtype=idt), cp.zeros(0, dtype=x.dtype)
     else:
-        m = cupyx_sparse().csr_matrix(x)
-        m.sum_duplicates()
-        coo = m.tocoo()
+        coo = _dense_to_sparse(x, "csr").tocoo()
         indices, values = cp.stack([coo.row.astype(idt), coo.col.astype(idt)]), coo.data
     return COOArray(
         indices, values, tuple(x.shape), backend=target.backend, xp=xp, coalesced=True, fill_value=target.fill_value
@@ -252,8 +266,8 @@ def _supports_sparse_strided(xp: Any, a: SparseArray, target: Target) -> str | N
     reason = _sparse_reason(a)
     if reason is None and holds_negative_zero(a._vals):
         # toarray sums duplicates atomically into +0.0 (where indices repeat: +0.0 + -0.0 is +0.0), and
-        # whether cuSPARSE's sparseToDense then writes a -0.0 as it is, nothing documents
-        return "cupyx's toarray may turn a stored -0.0 into +0.0"
+        # whether cuSPARSE's sparseToDense writes a -0.0 as it is, nothing documents
+        return "cuSPARSE's sparseToDense (and toarray's duplicate sum) may turn a stored -0.0 into +0.0"
     return reason
 
 
@@ -261,8 +275,21 @@ def _supports_sparse_strided(xp: Any, a: SparseArray, target: Target) -> str | N
 @register("convert", (sparse_csc, strided), backend="cupy", supports=_supports_sparse_strided)
 @register("convert", (sparse_coo, strided), backend="cupy", supports=_supports_sparse_strided)
 def _convert_indexed_strided_cupy(xp: Any, a: SparseArray, target: Target) -> Any:
-    """to_dense(2-D CSR, CSC or COO) through cupyx's toarray (a canonicalised copy, then cuSPARSE sparseToDense), row-major; O(M * N + nnz log nnz)."""
+    """to_dense(2-D CSR, CSC or COO) through cuSPARSE sparseToDense, row-major; O(M * N + nnz), O(M * N + nnz log nnz) for an uncoalesced COO."""
+    from cupyx import cusparse
+
     cp = cupy_module()
     if a.nnz == 0 or math.prod(a.shape) == 0:
         return cp.zeros(tuple(a.shape), dtype=a.dtype)
-    return cp.ascontiguousarray(to_cupyx(a).toarray())
+    if not cusparse.check_availability("sparseToDense") or (isinstance(a, COOArray) and not a.is_coalesced()):
+        # toarray sums the duplicates of a copy first (and canonicalises any input it is given)
+        return cp.ascontiguousarray(to_cupyx(a).toarray())
+    if isinstance(a, COOArray):
+        return cp.ascontiguousarray(cusparse.sparseToDense(to_cupyx(a)))
+    # The transpose of a CSR matrix is the CSC matrix of the same buffers (and the other way round):
+    # sparseToDense writes it column-major, which is this matrix row-major, with no copy.
+    sp = cupyx_sparse()
+    c = cast(CompressedArray, a)
+    other = sp.csc_matrix if c.layout is sparse_csr else sp.csr_matrix
+    rows, cols = int(a.shape[0]), int(a.shape[1])
+    return cusparse.sparseToDense(compressed_matrix(other, c._vals, _int32(c._plain), _int32(c._compressed), (cols, rows))).T
