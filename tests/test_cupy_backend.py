@@ -248,16 +248,21 @@ def test_uncoalesced_coo_to_strided(data: Any) -> None:
 @given(
     case=float_cases(max_batch_dims=2), layout=st.sampled_from([CSR, CSC]), index_dtype=st.sampled_from(["int32", "int64"]),
     form=st.sampled_from(["vector", "matrix", "batched"]), n=st.integers(0, 5),
-    other=st.sampled_from(FLOAT), seed=st.integers(0, 2**32 - 1),
+    other=st.sampled_from(FLOAT), seed=st.integers(0, 2**32 - 1), order=st.sampled_from(["C", "F", "strided"]),
 )  # fmt: skip
 def test_matmul_compressed_strided(
-    case: Any, layout: xs.Layout, index_dtype: str, form: str, n: int, other: str, seed: int
+    case: Any, layout: xs.Layout, index_dtype: str, form: str, n: int, other: str, seed: int, order: str
 ) -> None:
     rng = np.random.default_rng(seed)
     a = make(case.array, layout, index_dtype, dense_dim=0)
     k = case.sparse_shape[1]
     shape = {"vector": (k,), "matrix": (k, n), "batched": (*case.batch_shape, k, n)}[form]
     b = random(rng, shape, other)
+    # a row-major operand goes to SpMM transposed (no copy), a column-major or strided one through cupyx
+    if order == "F":
+        b = cp.asfortranarray(b)
+    elif order == "strided" and b.ndim:
+        b = cp.concatenate([b, b], axis=-1)[..., ::2]
     result = run_native("matmul", (layout, STRIDED), a, b)
     expected = run_generic("matmul", (layout, STRIDED), a, b)
     assert result.dtype == expected.dtype

@@ -77,13 +77,22 @@ def _fold(a: CompressedArray, dtype: Any) -> Any:
 
 def _product(mat: Any, x: Any, dtype: Any) -> Any:
     """``mat @ x`` for a cupyx matrix and a 1-D or 2-D CuPy array: cuSPARSE SpMV or SpMM (a matrix result
-    comes back column-major)."""
+    comes back column-major).
+
+    cupyx's ``mat @ x`` hands SpMM a column-major copy of ``x``; a row-major ``x`` is instead given as
+    its transpose, which is column-major as it is, with ``transb`` (the same product, no copy).
+    """
+    from cupyx import cusparse
+
     cp = cupy_module()
     shape = (mat.shape[0], *x.shape[1:])
     if mat.nnz == 0 or 0 in shape or x.shape[0] == 0:
         # cuSPARSE gets no empty operand: an empty product is zeros
         return cp.zeros(shape, dtype=dtype)
-    return mat @ x.astype(dtype, copy=False)
+    x = x.astype(dtype, copy=False)
+    if x.ndim == 2 and x.flags.c_contiguous and not x.flags.f_contiguous and cusparse.check_availability("spmm"):
+        return cusparse.spmm(mat, x.T, transb=True)
+    return mat @ x
 
 
 # -- sparse @ strided ------------------------------------------------------------------------------
