@@ -3,11 +3,15 @@ products, and the custom SDDMM and BSR @ strided kernels.
 
 Every registered CuPy kernel is run directly (asserting it accepts the input) on Hypothesis inputs, and its
 result compared with the dense CuPy computation and with the generic kernel of the same operation; then
-each reason to decline is checked. The module skips as a whole where CuPy or a CUDA device is absent.
+each reason to decline is checked. The module skips as a whole where CuPy or a CUDA device is absent,
+unless ``XSPARSE_CUPY_STANDIN=1``: then NumPy and SciPy stand in for CuPy and cupyx
+(``tests/cupy_standin.py``), which runs the kernels' Python side without a GPU and skips the tests that
+need CuPy's own kernels or device buffers (``tests/test_cupy_standin.py`` runs the module so).
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,10 +25,16 @@ from hypothesis import strategies as st
 from conftest import backend_skip_reason
 
 _SKIP = backend_skip_reason("cupy")
-if _SKIP is not None:
+STANDIN = _SKIP is not None and os.environ.get("XSPARSE_CUPY_STANDIN") == "1"
+if _SKIP is not None and not STANDIN:
     pytest.skip(_SKIP, allow_module_level=True)
 
-import cupy as cp  # noqa: E402
+if STANDIN:
+    import cupy_standin
+
+    cp: Any = cupy_standin.install()
+else:
+    import cupy as cp  # noqa: E402
 
 import xsparse as xs  # noqa: E402
 from strategies import dense_cases, uncoalesced_coo  # noqa: E402
@@ -36,8 +46,11 @@ from xsparse.backends.cupy import linalg as cupy_linalg  # noqa: E402
 from xsparse.formats._spec import Target  # noqa: E402
 from xsparse.testing import assert_sparse_equal, check_invariants, to_numpy  # noqa: E402
 
-XP = xs.get_backend("cupy").load()
-BACKEND = xs.get_backend("cupy")
+BACKEND = xs.get_backend("numpy" if STANDIN else "cupy")
+XP = BACKEND.load()
+# the tests that run CuPy's own kernels (ElementwiseKernel), read device buffers or go through the public
+# functions (which dispatch on the arrays' backend) need CuPy itself
+gpu_only = pytest.mark.skipif(STANDIN, reason="needs CuPy itself (its kernels, device buffers or the backend of its arrays)")
 FLOAT = ("float32", "float64", "complex64", "complex128")
 CSR, CSC, COO, BSR, STRIDED = xs.sparse_csr, xs.sparse_csc, xs.sparse_coo, xs.sparse_bsr, xs.strided
 examples = settings(deadline=None, max_examples=40)
@@ -165,6 +178,7 @@ def test_importing_the_kernels_does_not_import_cupy() -> None:
     assert cupy_conversion.cupy_module() is cp
 
 
+@gpu_only
 def test_to_cupyx_shares_buffers_and_is_canonical() -> None:
     dense = np.asarray([[1.0, 0.0, 2.0], [0.0, 0.0, 0.0], [0.0, 3.0, 0.0]])
     a = xs.sparse_csr_array(
@@ -306,6 +320,7 @@ def test_spgemm(case: Any, layout: xs.Layout, index_dtype: str, n: int, density:
     assert_sparse_equal(result, cp.matmul(left, right), **product_tolerance(result.dtype))
 
 
+@gpu_only
 @examples
 @given(
     case=float_cases(max_batch_dims=2), index_dtype=st.sampled_from(["int32", "int64"]),
@@ -323,6 +338,7 @@ def test_matmul_bsr_strided(case: Any, index_dtype: str, form: str, n: int, seed
     np.testing.assert_allclose(to_numpy(result), to_numpy(cp.matmul(case.array, b)), equal_nan=True, **tol)
 
 
+@gpu_only
 @examples
 @given(
     case=float_cases(max_batch_dims=2, fill=None), index_dtype=st.sampled_from(["int32", "int64"]), kk=st.integers(0, 5),
@@ -420,6 +436,7 @@ def test_declines_sizes_past_int32() -> None:
     assert cupy_conversion.index_reason(2**31 - 1) is None
 
 
+@gpu_only
 def test_public_functions_run_the_cupy_kernels() -> None:
     x = cp.asarray([[0.0, 1.5], [2.0, 0.0]])
     # the CuPy kernels come first in dispatch's order and accept these operands, so these are what run

@@ -1,0 +1,125 @@
+"""NumPy and SciPy standing in for CuPy, ``cupyx.scipy.sparse`` and ``cupyx.cusparse``, so that the CuPy
+backend's Python side (index narrowing, batch folding, transposed views, result orders, reasons to
+decline) runs on a machine without a GPU.
+
+``XSPARSE_CUPY_STANDIN=1 python -m pytest tests/test_cupy_backend.py`` runs that module on these stand-ins
+(``tests/test_cupy_standin.py`` does, in the regular suite). It is no GPU test: cuSPARSE's arithmetic is
+SciPy's here, and the two custom kernels (``cupy.ElementwiseKernel``) do not run. The stand-ins keep the
+contracts of CuPy 14.2 that the backend relies on, checked as CuPy checks them:
+
+- ``csr_matrix._from_parts`` / ``csc_matrix._from_parts`` / ``coo_matrix._from_parts``: equal index dtypes,
+  consistent lengths, the canonical flag set as given;
+- ``cupyx.cusparse.denseToSparse``: float32/64 and complex64/128 only, the result flagged canonical;
+- ``cupyx.cusparse.sparseToDense``: a column-major result;
+- ``cupyx.cusparse.spmm``: a column-major ``b`` (``ValueError`` otherwise, as CuPy's), a canonical ``a``,
+  ``transa``/``transb``, a column-major result.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sps
+
+_CUSPARSE_CHARS = "fdFD"
+
+
+def _check_parts(data: Any, indices: Any, other: Any) -> None:
+    if indices.dtype != other.dtype:
+        raise ValueError(f"index arrays must have the same dtype, got {indices.dtype} and {other.dtype}")
+    if data.ndim != 1 or indices.ndim != 1 or other.ndim != 1:
+        raise ValueError("data and index arrays must be 1-D")
+
+
+class _FromParts:
+    """cupyx's ``_from_parts`` of a compressed matrix; ``_major`` is the axis ``indptr`` runs along."""
+
+    _major = 0
+
+    @classmethod
+    def _from_parts(cls, data: Any, indices: Any, indptr: Any, shape: Any, has_canonical_format: Any = None, has_sorted_indices: Any = None) -> Any:
+        _check_parts(data, indices, indptr)
+        if indptr.size != shape[cls._major] + 1 or data.size != indices.size:
+            raise ValueError("indptr must have one entry more than its axis, and indices as many as data")
+        m = cls((data, indices, indptr), shape=shape, copy=False)  # type: ignore[call-arg]
+        if has_canonical_format:
+            m.has_canonical_format = True
+        return m
+
+
+class csr_matrix(_FromParts, sps.csr_matrix):  # noqa: N801 - cupyx's name
+    _major = 0
+
+
+class csc_matrix(_FromParts, sps.csc_matrix):  # noqa: N801
+    _major = 1
+
+
+class coo_matrix(sps.coo_matrix):  # noqa: N801
+    @classmethod
+    def _from_parts(cls, data: Any, row: Any, col: Any, shape: Any, has_canonical_format: bool = False) -> Any:
+        _check_parts(data, row, col)
+        if not data.size == row.size == col.size:
+            raise ValueError("data, row and col must have the same length")
+        m = cls((data, (row, col)), shape=shape, copy=False)
+        m.has_canonical_format = bool(has_canonical_format)
+        return m
+
+
+def _check_availability(name: str) -> bool:
+    return name in ("denseToSparse", "sparseToDense", "spmm")
+
+
+def _dense_to_sparse(x: Any, format: str = "csr") -> Any:
+    if x.ndim != 2:
+        raise ValueError("expected 2-D matrix")
+    if x.dtype.char not in _CUSPARSE_CHARS:
+        raise ValueError("unsupported dtype")
+    m = {"csr": csr_matrix, "csc": csc_matrix, "coo": coo_matrix}[format](x)
+    m.has_canonical_format = True
+    return m
+
+
+def _sparse_to_dense(x: Any, out: Any = None) -> Any:
+    if x.dtype.char not in _CUSPARSE_CHARS:
+        raise ValueError("unsupported dtype")
+    return np.asfortranarray(x.toarray())
+
+
+def _spmm(a: Any, b: Any, c: Any = None, alpha: Any = 1, beta: Any = 0, transa: bool = False, transb: bool = False) -> Any:
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError("expected 2-D matrices")
+    if not b.flags.f_contiguous:
+        raise ValueError("expected F-contiguous array for b")
+    if not a.has_canonical_format:
+        raise ValueError("expected canonical format for a")
+    op_a = a.T if transa else a
+    op_b = b.T if transb else b
+    if op_a.shape[1] != op_b.shape[0]:
+        raise ValueError("dimension mismatch")
+    return np.asfortranarray(alpha * (op_a @ op_b))
+
+
+def install() -> Any:
+    """Put the stand-ins in place of ``cupyx`` (in ``sys.modules``) and of the CuPy backend's module
+    lookups; return the stand-in for ``cupy`` (NumPy itself)."""
+    from xsparse.backends.cupy import conversion, linalg
+
+    cupyx = types.ModuleType("cupyx")
+    cusparse = types.ModuleType("cupyx.cusparse")
+    cusparse.check_availability = _check_availability  # type: ignore[attr-defined]
+    cusparse.denseToSparse = _dense_to_sparse  # type: ignore[attr-defined]
+    cusparse.sparseToDense = _sparse_to_dense  # type: ignore[attr-defined]
+    cusparse.spmm = _spmm  # type: ignore[attr-defined]
+    scipy_ = types.ModuleType("cupyx.scipy")
+    sparse = types.ModuleType("cupyx.scipy.sparse")
+    sparse.csr_matrix, sparse.csc_matrix, sparse.coo_matrix = csr_matrix, csc_matrix, coo_matrix  # type: ignore[attr-defined]
+    cupyx.cusparse, cupyx.scipy, scipy_.sparse = cusparse, scipy_, sparse  # type: ignore[attr-defined]
+    sys.modules.update({"cupyx": cupyx, "cupyx.cusparse": cusparse, "cupyx.scipy": scipy_, "cupyx.scipy.sparse": sparse})
+    for module in (conversion, linalg):
+        module.cupy_module = lambda: np  # type: ignore[assignment]
+        module.cupyx_sparse = lambda: sparse  # type: ignore[assignment]
+    return np
