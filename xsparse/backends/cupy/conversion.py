@@ -148,8 +148,8 @@ def from_cupyx(m: Any, target: Target, fill_value: Any = 0) -> CompressedArray:
     """The xsparse CSR or CSC array (``target.layout``) with the components of the cupyx matrix ``m``.
 
     ``m`` is made canonical first (sorted, distinct indices). That is free where cupyx flagged it canonical
-    (its COO -> CSR/CSC, ``cupyx.cusparse.denseToSparse`` and SpGEMM results) and costs one check kernel
-    and a synchronisation where it did not (csr2csc's results, which CuPy leaves unflagged); its indices are
+    (its COO -> CSR/CSC, ``cupyx.cusparse.denseToSparse`` and SpGEMM results, and the CSR <-> CSC results,
+    flagged here) and costs one check kernel and a synchronisation where it did not; its indices are
     cast to ``target.index_dtype`` (no copy where they already have it).
     """
     m.sum_duplicates()
@@ -179,9 +179,14 @@ def _supports_compressed_compressed(xp: Any, a: CompressedArray, target: Target)
 @register("convert", (sparse_csr, sparse_csc), backend="cupy", supports=_supports_compressed_compressed)
 @register("convert", (sparse_csc, sparse_csr), backend="cupy", supports=_supports_compressed_compressed)
 def _convert_compressed_compressed_cupy(xp: Any, a: CompressedArray, target: Target) -> CompressedArray:
-    """CSR <-> CSC (2-D) through cupyx's tocsc / tocsr (cuSPARSE csr2csc); O(nnz + M + N)."""
+    """CSR <-> CSC (2-D) through cupyx's tocsc / tocsr (cuSPARSE csr2cscEx2); O(nnz + M + N)."""
     m = to_cupyx(a)
-    return from_cupyx(m.tocsc() if target.layout is sparse_csc else m.tocsr(), target, a.fill_value)
+    r = m.tocsc() if target.layout is sparse_csc else m.tocsr()
+    # csr2cscEx2 (CUSPARSE_CSR2CSC_ALG1) moves the elements in order, so the transpose of a canonical matrix
+    # is canonical; CuPy leaves it unflagged, and its check would cost a kernel and a synchronisation.
+    # tests/test_cupy_backend.py compares the components with the generic kernel's, order included.
+    r.has_canonical_format = True
+    return from_cupyx(r, target, a.fill_value)
 
 
 # -- COO -> CSR / CSC ----------------------------------------------------------------------------------
