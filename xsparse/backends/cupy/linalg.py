@@ -281,7 +281,7 @@ def _sampled_addmm_csr_strided_strided_cupy(
         comp = input._compressed.reshape(nb, m + 1).astype(cp.int64)
         lin = cp.arange(nb, dtype=cp.int64)[:, None]
         indptr = cp.concatenate([(comp[:, :-1] + lin * nse).reshape(-1), cp.full(1, nb * nse, dtype=cp.int64)])
-        rows = (cp.searchsorted(indptr, cp.arange(nb * nse, dtype=cp.int64), side="right") - 1).astype(cp.int64)
+        rows = (cp.searchsorted(indptr, cp.arange(nb * nse, dtype=cp.int64), side="right") - 1).astype(cp.int64, copy=False)
         x = _flat(a, (*batch, m, k), dtype)
         y = _flat(b, (*batch, k, n), dtype)
         cols = cp.ascontiguousarray(input._plain).reshape(-1)
