@@ -12,11 +12,17 @@ contracts of CuPy 14.2 that the backend relies on, checked as CuPy checks them:
 - ``cupyx.cusparse.denseToSparse``: float32/64 and complex64/128 only, the result flagged canonical;
 - ``cupyx.cusparse.sparseToDense``: a column-major result;
 - ``cupyx.cusparse.spmm``: a column-major ``b`` (``ValueError`` otherwise, as CuPy's), a canonical ``a``,
-  ``transa``/``transb``, a column-major result.
+  ``transa``/``transb``, a column-major result;
+- ``cupy.ElementwiseKernel``: the kernel's C body is translated line by line into Python (the subset the
+  backend's two kernels are written in: declarations, ``for`` loops, casts, integer division) and run once
+  per element, with CuPy's parameter rules (``raw`` arrays indexed whole, the others element by element,
+  ``i`` the element index, the type names bound to the arguments' dtypes). This runs the kernels' index
+  arithmetic, not their CUDA compilation.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import types
 from typing import Any
@@ -103,6 +109,79 @@ def _spmm(a: Any, b: Any, c: Any = None, alpha: Any = 1, beta: Any = 0, transa: 
     return np.asfortranarray(alpha * (op_a @ op_b))
 
 
+def _python_of(body: str) -> str:
+    """The Python of an ElementwiseKernel body in the C subset of the backend's kernels."""
+    lines, depth = [], 1
+    for raw in body.strip().splitlines():
+        line = raw.strip()
+        if line == "}":
+            depth -= 1
+            continue
+        loop = re.fullmatch(r"for \(long long (\w+) = (.+); \1 < (.+); \+\+\1\) \{", line)
+        if loop:
+            var, start, stop = loop.groups()
+            lines.append("    " * depth + f"for {var} in range(int({_expression(start)}), int({_expression(stop)})):")
+            depth += 1
+            continue
+        assert line.endswith(";"), f"not in the translated subset: {line!r}"
+        line = re.sub(r"^(const )?(long long|T) ", "", line[:-1])
+        lines.append("    " * depth + _expression(line))
+    return "def kernel(i, T, out_name, env):\n    globals().update(env)\n" + "\n".join(lines) + "\n    return out\n"
+
+
+def _expression(text: str) -> str:
+    text = re.sub(r"\(long long\)\s*(\w+(\[[^\]]*\])?)", r"int(\1)", text)
+    return text.replace(" / ", " // ")
+
+
+class ElementwiseKernel:
+    """``cupy.ElementwiseKernel`` on NumPy: the body translated into Python and run once per element."""
+
+    def __init__(self, in_params: str, out_params: str, operation: str, name: str = "kernel") -> None:
+        self.inputs = [p.split() for p in in_params.split(",")]
+        self.output = out_params.split()
+        namespace: dict[str, Any] = {}
+        exec(_python_of(operation), namespace)
+        self.kernel = namespace["kernel"]
+
+    def __call__(self, *args: Any) -> Any:
+        types_: dict[str, Any] = {}
+        env: dict[str, Any] = {}
+        elementwise = []
+        for spec, value in zip(self.inputs, args):
+            raw = spec[0] == "raw"
+            type_name, name = spec[-2], spec[-1]
+            if isinstance(value, np.ndarray):
+                if type_name not in ("int64", "int32", "float32", "float64"):
+                    types_.setdefault(type_name, value.dtype)
+                env[name] = value.reshape(-1) if raw else value
+                if not raw:
+                    elementwise.append((name, value))
+            else:
+                env[name] = int(value)
+        out_type, out_name = self.output
+        given = args[len(self.inputs)] if len(args) > len(self.inputs) else None
+        dtype = types_[out_type]
+        out = given if given is not None else np.empty(np.broadcast_shapes(*(v.shape for _, v in elementwise)), dtype=dtype)
+        flat_out = out.reshape(-1)
+        t = dtype.type
+        for index in range(flat_out.size):
+            local = dict(env)
+            local.update({name: value.reshape(-1)[index] for name, value in elementwise})
+            local["T"] = t
+            flat_out[index] = self.kernel(index, t, out_name, local)
+        return out
+
+
+class _Cupy(types.ModuleType):
+    """NumPy, with CuPy's ``ElementwiseKernel``."""
+
+    ElementwiseKernel = ElementwiseKernel
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(np, name)
+
+
 def install() -> Any:
     """Put the stand-ins in place of ``cupyx`` (in ``sys.modules``) and of the CuPy backend's module
     lookups; return the stand-in for ``cupy`` (NumPy itself)."""
@@ -119,7 +198,8 @@ def install() -> Any:
     sparse.csr_matrix, sparse.csc_matrix, sparse.coo_matrix = csr_matrix, csc_matrix, coo_matrix  # type: ignore[attr-defined]
     cupyx.cusparse, cupyx.scipy, scipy_.sparse = cusparse, scipy_, sparse  # type: ignore[attr-defined]
     sys.modules.update({"cupyx": cupyx, "cupyx.cusparse": cusparse, "cupyx.scipy": scipy_, "cupyx.scipy.sparse": sparse})
+    cupy = _Cupy("cupy_standin")
     for module in (conversion, linalg):
-        module.cupy_module = lambda: np  # type: ignore[assignment]
+        module.cupy_module = lambda: cupy  # type: ignore[assignment]
         module.cupyx_sparse = lambda: sparse  # type: ignore[assignment]
-    return np
+    return cupy
