@@ -12,6 +12,7 @@ the kernels run without a GPU; the tests that need device buffers or CuPy arrays
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -194,6 +195,22 @@ def test_to_cupyx_shares_buffers_and_is_canonical() -> None:
         # flagged canonical up front (cupyx's cached flag, set without its check kernel and synchronisation)
         assert getattr(m, "_has_canonical_format", None) is True
         np.testing.assert_array_equal(to_numpy(m.toarray()), expected)
+
+
+def test_wrapped_matrices_are_made_once_per_array() -> None:
+    x = cp.asarray(np.arange(12, dtype=np.float64).reshape(3, 4))
+    a = make(x, CSR, "int64", dense_dim=0)  # int64 indices: the narrowed int32 copy is made once too
+    m = cupy_conversion.to_cupyx(a)
+    assert cupy_conversion.to_cupyx(a) is m and cupy_conversion.to_cupyx(a, dtype=a.dtype) is m
+    t = cupy_conversion.to_cupyx(a, transposed=True)
+    assert t.format == "csc" and tuple(t.shape) == (4, 3) and cupy_conversion.to_cupyx(a, transposed=True) is t
+    np.testing.assert_array_equal(to_numpy(t.toarray()), to_numpy(x).T)
+    cast_ = cupy_conversion.to_cupyx(a, dtype=cp.float32)
+    assert cast_.dtype == cp.float32 and cupy_conversion.to_cupyx(a, dtype=cp.float32) is not cast_, "casts are not kept"
+    key = id(a)
+    del a, m, t
+    gc.collect()
+    assert not any(k[0] == key for k in cupy_conversion._WRAPPED), "the entries go with the array"
 
 
 # -- conversions ---------------------------------------------------------------------------------------

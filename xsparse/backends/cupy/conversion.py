@@ -17,6 +17,7 @@ the registry can list these kernels on a machine without CuPy.
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any, cast
 
 import numpy as np
@@ -119,27 +120,60 @@ def compressed_matrix(container: Any, data: Any, indices: Any, indptr: Any, shap
     return m
 
 
-def to_cupyx(a: SparseArray, dtype: Any = None) -> Any:
+# The cupyx matrices wrapping an array's buffers, per (array, value dtype, transposed), made once: wrapping
+# costs some microseconds of Python per call (cupyx's checks, the index casts: a copy where int64 indices
+# are narrowed), a tenth of a product of a million rows on a GPU. A matrix shares the array's buffers (or
+# holds its narrowed indices) and no reference to the array, so the array stays immutable and its entries go
+# when it does. Matrices of values cast to another dtype are not kept.
+_WRAPPED: dict[tuple[int, str, bool], Any] = {}
+
+
+def _forget(key: int) -> None:
+    for k in [k for k in _WRAPPED if k[0] == key]:
+        _WRAPPED.pop(k, None)
+
+
+def to_cupyx(a: SparseArray, dtype: Any = None, transposed: bool = False) -> Any:
     """The ``cupyx.scipy.sparse`` matrix holding the 2-D ``a`` (fill value 0), sharing its buffers.
 
     The values are cast to ``dtype`` when one is given (a copy only where the dtype differs) and int64
-    indices are narrowed to int32 (a copy of the indices); everything else is shared.
+    indices are narrowed to int32 (a copy of the indices); everything else is shared. ``transposed`` (CSR
+    and CSC) gives the matrix of ``a.T``: the other compressed format over the same buffers. The matrix
+    is made once per array (see ``_WRAPPED``); callers do not modify it.
     """
+    cast_values = dtype is not None and np.dtype(dtype) != np.dtype(a.dtype)
+    key = (id(a), np.dtype(a.dtype).str, transposed)
+    if not cast_values:
+        found = _WRAPPED.get(key)
+        if found is not None:
+            return found
+    m = _wrap(a, a._vals.astype(dtype) if cast_values else a._vals, transposed)
+    if not cast_values:
+        if not any(k[0] == key[0] for k in _WRAPPED):
+            weakref.finalize(a, _forget, key[0])
+        _WRAPPED[key] = m
+    return m
+
+
+def _wrap(a: SparseArray, values: Any, transposed: bool) -> Any:
     sp = cupyx_sparse()
-    values = a._vals if dtype is None else a._vals.astype(dtype, copy=False)
-    shape = (int(a.shape[0]), int(a.shape[1]))
+    rows, cols = int(a.shape[0]), int(a.shape[1])
     if isinstance(a, COOArray):
+        assert not transposed
         idx = _int32(a._idx)
         # xsparse's coalesced order is row-major, cupyx's canonical order too
         canonical = a.is_coalesced()
         from_parts = getattr(sp.coo_matrix, "_from_parts", None)
         if from_parts is not None:  # CuPy 14.1 and later: host-side checks only, as for CSR and CSC
-            return from_parts(values, idx[0], idx[1], shape, has_canonical_format=canonical)
-        m = sp.coo_matrix((values, (idx[0], idx[1])), shape=shape)
+            return from_parts(values, idx[0], idx[1], (rows, cols), has_canonical_format=canonical)
+        m = sp.coo_matrix((values, (idx[0], idx[1])), shape=(rows, cols))
         m.has_canonical_format = canonical
         return m
     c = cast(CompressedArray, a)
-    container = sp.csr_matrix if c.layout is sparse_csr else sp.csc_matrix
+    # the transpose of a CSR matrix is the CSC matrix of the same buffers, and the other way round
+    csr = (c.layout is sparse_csr) is not transposed
+    container = sp.csr_matrix if csr else sp.csc_matrix
+    shape = (cols, rows) if transposed else (rows, cols)
     # invariant 5.6: sorted, distinct plain indices; telling cupyx spares it a check (and a sync) per call
     return compressed_matrix(container, values, _int32(c._plain), _int32(c._compressed), shape)
 
@@ -287,14 +321,10 @@ def _convert_indexed_strided_cupy(xp: Any, a: SparseArray, target: Target) -> An
     if a.nnz == 0 or math.prod(a.shape) == 0:
         return cp.zeros(tuple(a.shape), dtype=a.dtype)
     if not cusparse.check_availability("sparseToDense") or (isinstance(a, COOArray) and not a.is_coalesced()):
-        # toarray sums the duplicates of a copy first (and canonicalises any input it is given)
-        return cp.ascontiguousarray(to_cupyx(a).toarray())
+        # toarray sums the duplicates of a copy first (and canonicalises any input it is given); a matrix of
+        # its own, not the kept one, in case a CuPy version sums in place
+        return cp.ascontiguousarray(_wrap(a, a._vals, False).toarray())
     if isinstance(a, COOArray):
         return cp.ascontiguousarray(cusparse.sparseToDense(to_cupyx(a)))
-    # The transpose of a CSR matrix is the CSC matrix of the same buffers (and the other way round):
-    # sparseToDense writes it column-major, which is this matrix row-major, with no copy.
-    sp = cupyx_sparse()
-    c = cast(CompressedArray, a)
-    other = sp.csc_matrix if c.layout is sparse_csr else sp.csr_matrix
-    rows, cols = int(a.shape[0]), int(a.shape[1])
-    return cusparse.sparseToDense(compressed_matrix(other, c._vals, _int32(c._plain), _int32(c._compressed), (cols, rows))).T
+    # sparseToDense writes the transpose column-major, which is this matrix row-major, with no copy
+    return cusparse.sparseToDense(to_cupyx(a, transposed=True)).T

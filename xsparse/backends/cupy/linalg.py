@@ -144,7 +144,7 @@ def _matmul_strided_compressed_cupy(xp: Any, a: Any, b: CompressedArray) -> Any:
     out_shape = (*a.shape[:-1], b.shape[1])
     if b.nnz == 0 or 0 in out_shape:
         return cp.zeros(out_shape, dtype=dtype)
-    bt = to_cupyx(b.transpose_sparse(), dtype)
+    bt = to_cupyx(b, dtype, transposed=True)
     if a.ndim == 1:
         return _product(bt, a, dtype)
     # SpMM's column-major (N, M) result is the row-major (M, N) one, transposed
@@ -168,14 +168,17 @@ def _matmul_compressed_compressed_cupy(xp: Any, a: CompressedArray, b: Compresse
     cp = cupy_module()
     dtype = _result_dtype(a.dtype, b.dtype)
     # a CSC product is the transpose of a CSR one: (a @ b).T == b.T @ a.T, whose CSR components are a @ b's CSC ones
-    left, right = (a, b) if a.layout is sparse_csr else (b.transpose_sparse(), a.transpose_sparse())
-    m, k, n = left.shape[0], left.shape[1], right.shape[1]
+    csr = a.layout is sparse_csr
+    left, right = (a, b) if csr else (b, a)
+    m, n = (a.shape[0], b.shape[1]) if csr else (b.shape[1], a.shape[0])
+    k = a.shape[1]
     idt = a.index_dtype
-    if left.nnz == 0 or right.nnz == 0 or 0 in (m, k, n):
+    if a.nnz == 0 or b.nnz == 0 or 0 in (m, k, n):
         # cuSPARSE gets no empty operand: the product of an empty pattern is empty
         crow, col, values = cp.zeros(m + 1, dtype=idt), cp.zeros(0, dtype=idt), cp.zeros(0, dtype=dtype)
     else:
-        r = to_cupyx(left, dtype) @ to_cupyx(right, dtype)
+        # the transposed CSC operands are CSR matrices over the same buffers
+        r = to_cupyx(left, dtype, transposed=not csr) @ to_cupyx(right, dtype, transposed=not csr)
         # invariant 5.6 wants increasing, distinct columns in a row. CuPy 14.2 flags cuSPARSE SpGEMM's result
         # canonical (cupyx/cusparse.py, spgemm), which makes this a no-op there; where a CuPy version
         # leaves it unflagged, it checks (and sorts if need be). tests/test_cupy_backend.py checks the result.
