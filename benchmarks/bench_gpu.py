@@ -17,8 +17,9 @@ Cases (full sizes; ``--quick`` shrinks them):
 * SpMV (``A @ x``) and SpMM (``A @ X``, X with 64 columns) with the matrices of ``bench_linalg.py``: a
   1,000,000 x 1,000,000 matrix with 10 entries per row at uniformly random columns (``uniform``), and
   the 5-point Laplacian of a 1000 x 1000 grid (``laplace``); float32 and float64 values; int32 indices
-  (all four implementations) and int64 indices (torch only: xsparse's CuPy kernels narrow int64 indices
-  to int32 on every call, and cupyx's ``csr_matrix`` narrows those that fit when it is built).
+  (all four implementations) and int64 indices (torch only: xsparse's CuPy kernels hand cuSPARSE int32
+  indices, narrowed once per array, and cupyx's ``csr_matrix`` narrows those that fit when it is built,
+  so both would time int32 products).
   ``--quick``: 100,000 rows and a 300 x 300 grid.
 * SpGEMM ``A @ A`` of the Laplacian, same dtypes and indices.
 * 2:4 matmul: ``X @ W.T`` (``torch.nn.functional.linear(X, W)``) for square weights W of 4096, 8192 and
