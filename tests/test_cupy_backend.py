@@ -210,7 +210,7 @@ def test_wrapped_matrices_are_made_once_per_array() -> None:
     key = id(a)
     del a, m, t
     gc.collect()
-    assert not any(k[0] == key for k in cupy_conversion._WRAPPED), "the entries go with the array"
+    assert key not in cupy_conversion._WRAPPED, "the entries go with the array"
 
 
 # -- conversions ---------------------------------------------------------------------------------------

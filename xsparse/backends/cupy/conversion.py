@@ -120,17 +120,12 @@ def compressed_matrix(container: Any, data: Any, indices: Any, indptr: Any, shap
     return m
 
 
-# The cupyx matrices wrapping an array's buffers, per (array, value dtype, transposed), made once: wrapping
+# The cupyx matrices wrapping an array's buffers, per array (by id) and orientation, made once: wrapping
 # costs some microseconds of Python per call (cupyx's checks, the index casts: a copy where int64 indices
 # are narrowed), a tenth of a product of a million rows on a GPU. A matrix shares the array's buffers (or
 # holds its narrowed indices) and no reference to the array, so the array stays immutable and its entries go
 # when it does. Matrices of values cast to another dtype are not kept.
-_WRAPPED: dict[tuple[int, str, bool], Any] = {}
-
-
-def _forget(key: int) -> None:
-    for k in [k for k in _WRAPPED if k[0] == key]:
-        _WRAPPED.pop(k, None)
+_WRAPPED: dict[int, dict[bool, Any]] = {}
 
 
 def to_cupyx(a: SparseArray, dtype: Any = None, transposed: bool = False) -> Any:
@@ -141,17 +136,16 @@ def to_cupyx(a: SparseArray, dtype: Any = None, transposed: bool = False) -> Any
     and CSC) gives the matrix of ``a.T``: the other compressed format over the same buffers. The matrix
     is made once per array (see ``_WRAPPED``); callers do not modify it.
     """
-    cast_values = dtype is not None and np.dtype(dtype) != np.dtype(a.dtype)
-    key = (id(a), np.dtype(a.dtype).str, transposed)
-    if not cast_values:
-        found = _WRAPPED.get(key)
-        if found is not None:
-            return found
-    m = _wrap(a, a._vals.astype(dtype) if cast_values else a._vals, transposed)
-    if not cast_values:
-        if not any(k[0] == key[0] for k in _WRAPPED):
-            weakref.finalize(a, _forget, key[0])
-        _WRAPPED[key] = m
+    if dtype is not None and np.dtype(dtype) != np.dtype(a.dtype):
+        return _wrap(a, a._vals.astype(dtype), transposed)
+    kept = _WRAPPED.get(id(a))
+    if kept is None:
+        kept = _WRAPPED[id(a)] = {}
+        # the entry goes when the array does (before its id can be reused)
+        weakref.finalize(a, _WRAPPED.pop, id(a), None)
+    m = kept.get(transposed)
+    if m is None:
+        m = kept[transposed] = _wrap(a, a._vals, transposed)
     return m
 
 
