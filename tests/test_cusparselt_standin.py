@@ -191,9 +191,27 @@ class Binding:
         _memory(buffer, desc.rows, desc.cols, desc.cols, _ORDER_ROW, desc.dtype)[...] = w
 
 
-def _cupy() -> Any:
-    """What of CuPy the cuSPARSELt kernels use, on NumPy."""
-    stream = types.SimpleNamespace(ptr=0, synchronize=lambda: None)
+class Stream:
+    """A CUDA stream that logs the events it records and waits for (into the binding's log)."""
+
+    def __init__(self, ptr: int, log: list[tuple[str, Any]]) -> None:
+        self.ptr, self.log = ptr, log
+
+    def record(self) -> Any:
+        self.log.append(("record", self.ptr))
+        return ("event", self.ptr)
+
+    def wait_event(self, event: Any) -> None:
+        self.log.append(("wait", (self.ptr, event[1])))
+
+    def synchronize(self) -> None:
+        self.log.append(("host waits", self.ptr))
+
+
+def _cupy(log: list[tuple[str, Any]], current: int = 0) -> Any:
+    """What of CuPy the cuSPARSELt kernels use, on NumPy; ``current`` is the current stream's pointer."""
+    legacy = Stream(0, log)
+    stream = legacy if current == 0 else Stream(current, log)
 
     class Device:
         compute_capability = "90"
@@ -207,7 +225,7 @@ def _cupy() -> Any:
         def __exit__(self, *exc: Any) -> None:
             return None
 
-    cuda = types.SimpleNamespace(Device=Device, get_current_stream=lambda: stream, Stream=types.SimpleNamespace(null=stream))
+    cuda = types.SimpleNamespace(Device=Device, get_current_stream=lambda: stream, Stream=types.SimpleNamespace(null=legacy))
     return types.SimpleNamespace(
         cuda=cuda, int8=np.int8, int32=np.int32, uint8=np.uint8,
         empty=lambda shape, dtype: _on_device(np.empty(shape, dtype=dtype)),
@@ -217,14 +235,15 @@ def _cupy() -> Any:
 
 
 @contextlib.contextmanager
-def _standin(refuse_column_order_at: str | None = None) -> Iterator[Binding]:
+def _standin(refuse_column_order_at: str | None = None, current_stream: int = 0) -> Iterator[Binding]:
     """The stand-ins in place of CuPy, its cuSPARSE constants and its cuSPARSELt binding."""
     lt = Binding(refuse_column_order_at)
     sp = types.SimpleNamespace(CUSPARSE_ORDER_ROW=_ORDER_ROW, CUSPARSE_ORDER_COL=_ORDER_COL, CUSPARSE_OPERATION_NON_TRANSPOSE=_OP_N, CUSPARSE_OPERATION_TRANSPOSE=_OP_T)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(lt_kernels, "_cusparselt", lambda: lt)
         mp.setattr(lt_kernels, "_cusparse", lambda: sp)
-        mp.setattr(lt_kernels, "cupy_module", _cupy)
+        cupy = _cupy(lt.log, current_stream)
+        mp.setattr(lt_kernels, "cupy_module", lambda: cupy)
         mp.setattr(lt_kernels, "_HANDLES", {})
         yield lt
 
@@ -327,3 +346,22 @@ def test_the_prune_check_and_the_compressed_buffer() -> None:
         broken[0, :4] = 1  # four kept elements in a group of four
         assert lt_kernels._pack(_on_device(broken)) is None
     assert binding.live == 0
+
+
+def test_another_current_stream_is_ordered_on_the_device() -> None:
+    # the binding runs on the legacy stream (0); CuPy's work on the current one (7): events, no host wait
+    a = np.random.default_rng(2).integers(-2, 3, size=(16, 64)).astype(np.float64)
+    with _standin(current_stream=7) as binding:
+        dense, packed = _packed("float16", 32, 64, 0)
+        result = lt_kernels._right_product(packed, _on_device(a.astype(np.float16)))
+    np.testing.assert_array_equal(np.asarray(result, dtype=np.float64), a @ dense.T)
+    log = [entry for entry in binding.log if entry[0] != "set"]
+    assert not any(what == "host waits" for what, _ in log)
+    # after the compression and before the first product the legacy stream waits for the current one;
+    # after each product the current stream waits for the legacy one
+    assert log[:2] == [("record", 7), ("wait", (0, 7))], log
+    for i, (what, _) in enumerate(log):
+        if what in ("search", "matmul"):
+            assert ("wait", (0, 7)) in log[:i], log
+            assert log[i + 1 :][:2] == [("record", 0), ("wait", (7, 0))] or what == "search", log
+    assert log[-2:] == [("record", 0), ("wait", (7, 0))], log

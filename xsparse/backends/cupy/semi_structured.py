@@ -301,8 +301,9 @@ def _pack(dense: Any) -> CusparseLtPacked | None:
             lt.spMMACompress2(handle, desc, 1, op, x.data.ptr, buffer.data.ptr, scratch.data.ptr)
             stream = cp.cuda.get_current_stream()
             if stream.ptr != 0:
-                # products run on the legacy default stream (see _spmm); the buffer must be complete first
-                stream.synchronize()
+                # products run on the legacy default stream (see _spmm): it waits for the compression, on
+                # the device, before any of them
+                cp.cuda.Stream.null.wait_event(stream.record())
         finally:
             lt.matDescriptorDestroy(desc)
     return CusparseLtPacked(buffer, (rows, cols), name, device)
@@ -434,11 +435,12 @@ def _spmm(packed: CusparseLtPacked, dense: Any, b_rows_are_n: bool, n: int, colu
     with cp.cuda.Device(packed.device_id):
         handle = _handle(packed.device_id)
         # CuPy's binding runs cusparseLtMatmul(Search) on the legacy default stream (no stream array), while
-        # CuPy's own work runs on the current stream: order the two explicitly when they differ.
-        stream = cp.cuda.get_current_stream()
+        # CuPy's own work runs on the current stream: where the two differ, each waits for the other on the
+        # device (events: a non-blocking stream is not ordered with the legacy one), the host never waits
+        stream, legacy = cp.cuda.get_current_stream(), cp.cuda.Stream.null
         other_stream = stream.ptr != 0
         if other_stream:
-            stream.synchronize()
+            legacy.wait_event(stream.record())
         choice = packed.planned(key)
         out = None
         if choice is None:
@@ -456,7 +458,8 @@ def _spmm(packed: CusparseLtPacked, dense: Any, b_rows_are_n: bool, n: int, colu
         finally:
             plan.destroy()
         if other_stream:
-            cp.cuda.Stream.null.synchronize()
+            # the result, and the workspace going back to the pool, are the current stream's again
+            stream.wait_event(legacy.record())
     return out, choice.column_order
 
 
