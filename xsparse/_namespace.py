@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 import types
+from collections.abc import Callable
 from typing import Any
 
 from .backends import Backend, default_backend, get_backend
@@ -209,10 +211,35 @@ def _convert(x: Any, layout: Any, extra: dict[str, Any]) -> Any:
         return to_sparse(x, layout=sparse_coo, **{k: v for k, v in extra.items() if k != "blocksize"})
 
 
-# The creation functions with a ``layout=`` parameter whose result's ndim follows from their arguments,
-# before anything is made (``asarray`` of a scalar or a sequence is the one that does not: it is converted first).
-_SHAPED = frozenset({"zeros", "ones", "empty", "full"})
-_ONE_D = frozenset({"arange", "linspace"})
+def _shape_ndim(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:
+    """The ndim of the ``shape`` argument (an int or a sequence), or None where it is neither."""
+    shape: Any = args[0] if args else kwargs.get("shape")
+    try:
+        operator.index(shape)
+        return 1
+    except TypeError:
+        pass
+    try:
+        return len(shape)
+    except TypeError:
+        return None  # the function's own argument check raises
+
+
+# The ndim of the result of the creation functions with a ``layout=`` parameter whose ndim follows from
+# their arguments, before anything is made; ``asarray`` and ``to_sparse`` of an array have the array's, and
+# ``asarray`` of a scalar or a sequence is converted first.
+def _one(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    return 1
+
+
+def _two(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    return 2
+
+
+_RESULT_NDIM: dict[str, Callable[[tuple[Any, ...], dict[str, Any]], int | None]] = {
+    "zeros": _shape_ndim, "ones": _shape_ndim, "empty": _shape_ndim, "full": _shape_ndim,
+    "arange": _one, "linspace": _one, "eye": _two,
+}  # fmt: skip
 
 
 def _compressed_default(backend: Backend, func: Any, defaults: dict[str, Any], layout: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -223,18 +250,9 @@ def _compressed_default(backend: Backend, func: Any, defaults: dict[str, Any], l
 
     if "layout" in kwargs:
         return _with_defaults(backend, func, defaults, *args, **kwargs)
-    name = func.__name__
     first: Any = args[0] if args else None
-    ndim: int | None = None
-    if name in _SHAPED:
-        shape = first if args else kwargs.get("shape")
-        ndim = 1 if isinstance(shape, int) else (len(shape) if shape is not None else None)
-    elif name in _ONE_D:
-        ndim = 1
-    elif name == "eye":
-        ndim = 2
-    elif hasattr(first, "ndim"):
-        ndim = first.ndim  # asarray or to_sparse of an array
+    result_ndim = _RESULT_NDIM.get(func.__name__)
+    ndim = result_ndim(args, kwargs) if result_ndim is not None else getattr(first, "ndim", None)
     if ndim is not None:
         target = _layout_for(layout, ndim)
         coo_kwargs = {k: v for k, v in kwargs.items() if k != "blocksize"}

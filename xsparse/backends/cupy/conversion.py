@@ -123,9 +123,11 @@ def compressed_matrix(container: Any, data: Any, indices: Any, indptr: Any, shap
 # The cupyx matrices wrapping an array's buffers, per array (by id) and orientation, made once: wrapping
 # costs some microseconds of Python per call (cupyx's checks, the index casts: a copy where int64 indices
 # are narrowed), a tenth of a product of a million rows on a GPU. A matrix shares the array's buffers (or
-# holds its narrowed indices) and no reference to the array, so the array stays immutable and its entries go
-# when it does. Matrices of values cast to another dtype are not kept.
-_WRAPPED: dict[int, dict[bool, Any]] = {}
+# the narrowed indices, kept once for both orientations) and holds no reference to the array; the entry
+# goes with the array. Matrices of values cast to another dtype are not kept. Like the plan memo of the 2:4
+# path, this is a memo of derived objects, not state of the array: the kernels never modify a kept matrix
+# (cupyx's conversions copy first), and losing one costs only its rebuilding.
+_WRAPPED: dict[int, dict[str, Any]] = {}
 
 
 def to_cupyx(a: SparseArray, dtype: Any = None, transposed: bool = False) -> Any:
@@ -136,40 +138,53 @@ def to_cupyx(a: SparseArray, dtype: Any = None, transposed: bool = False) -> Any
     and CSC) gives the matrix of ``a.T``: the other compressed format over the same buffers. The matrix
     is made once per array (see ``_WRAPPED``); callers do not modify it.
     """
+    if transposed and not isinstance(a, CompressedArray):
+        raise TypeError(f"to_cupyx: transposed=True takes a CSR or CSC array, got {a.layout}.")
     if dtype is not None and np.dtype(dtype) != np.dtype(a.dtype):
-        return _wrap(a, a._vals.astype(dtype), transposed)
+        return _wrap(a, a._vals.astype(dtype), transposed, _indices(a))
     kept = _WRAPPED.get(id(a))
     if kept is None:
-        kept = _WRAPPED[id(a)] = {}
-        # the entry goes when the array does (before its id can be reused)
+        # the entry goes when the array does (before its id can be reused); registered before the entry exists
         weakref.finalize(a, _WRAPPED.pop, id(a), None)
-    m = kept.get(transposed)
+        kept = _WRAPPED[id(a)] = {}
+    name = "transposed" if transposed else "matrix"
+    m = kept.get(name)
     if m is None:
-        m = kept[transposed] = _wrap(a, a._vals, transposed)
+        if "indices" not in kept:
+            kept["indices"] = _indices(a)
+        m = kept[name] = _wrap(a, a._vals, transposed, kept["indices"])
     return m
 
 
-def _wrap(a: SparseArray, values: Any, transposed: bool) -> Any:
+def _indices(a: SparseArray) -> tuple[Any, ...]:
+    """``a``'s index arrays as int32 (COO: rows and columns; compressed: plain and compressed indices)."""
+    if isinstance(a, COOArray):
+        idx = _int32(a._idx)
+        return idx[0], idx[1]
+    c = cast(CompressedArray, a)
+    return _int32(c._plain), _int32(c._compressed)
+
+
+def _wrap(a: SparseArray, values: Any, transposed: bool, indices: tuple[Any, ...]) -> Any:
     sp = cupyx_sparse()
     rows, cols = int(a.shape[0]), int(a.shape[1])
     if isinstance(a, COOArray):
-        assert not transposed
-        idx = _int32(a._idx)
+        row, col = indices
         # xsparse's coalesced order is row-major, cupyx's canonical order too
         canonical = a.is_coalesced()
         from_parts = getattr(sp.coo_matrix, "_from_parts", None)
         if from_parts is not None:  # CuPy 14.1 and later: host-side checks only, as for CSR and CSC
-            return from_parts(values, idx[0], idx[1], (rows, cols), has_canonical_format=canonical)
-        m = sp.coo_matrix((values, (idx[0], idx[1])), shape=(rows, cols))
+            return from_parts(values, row, col, (rows, cols), has_canonical_format=canonical)
+        m = sp.coo_matrix((values, (row, col)), shape=(rows, cols))
         m.has_canonical_format = canonical
         return m
-    c = cast(CompressedArray, a)
     # the transpose of a CSR matrix is the CSC matrix of the same buffers, and the other way round
-    csr = (c.layout is sparse_csr) is not transposed
+    csr = (a.layout is sparse_csr) is not transposed
     container = sp.csr_matrix if csr else sp.csc_matrix
     shape = (cols, rows) if transposed else (rows, cols)
+    plain, compressed = indices
     # invariant 5.6: sorted, distinct plain indices; telling cupyx spares it a check (and a sync) per call
-    return compressed_matrix(container, values, _int32(c._plain), _int32(c._compressed), shape)
+    return compressed_matrix(container, values, plain, compressed, shape)
 
 
 def from_cupyx(m: Any, target: Target, fill_value: Any = 0) -> CompressedArray:
@@ -317,7 +332,7 @@ def _convert_indexed_strided_cupy(xp: Any, a: SparseArray, target: Target) -> An
     if not cusparse.check_availability("sparseToDense") or (isinstance(a, COOArray) and not a.is_coalesced()):
         # toarray sums the duplicates of a copy first (and canonicalises any input it is given); a matrix of
         # its own, not the kept one, in case a CuPy version sums in place
-        return cp.ascontiguousarray(_wrap(a, a._vals, False).toarray())
+        return cp.ascontiguousarray(_wrap(a, a._vals, False, _indices(a)).toarray())
     if isinstance(a, COOArray):
         return cp.ascontiguousarray(cusparse.sparseToDense(to_cupyx(a)))
     # sparseToDense writes the transpose column-major, which is this matrix row-major, with no copy

@@ -441,25 +441,28 @@ def _spmm(packed: CusparseLtPacked, dense: Any, b_rows_are_n: bool, n: int, colu
         other_stream = stream.ptr != 0
         if other_stream:
             legacy.wait_event(stream.record())
-        choice = packed.planned(key)
-        out = None
-        if choice is None:
-            choice, out = _search(handle, packed, dense, b_rows_are_n, n, column_order, out_dtype, alpha, beta)
-            packed._plans[key] = choice
-        if out is None:
-            out = cp.empty((n, rows) if choice.column_order else (rows, n), dtype=out_dtype)
-        plan = _Plan(handle, packed, n, b_rows_are_n, choice.column_order, choice)
         try:
-            workspace = cp.empty(int(lt.matmulGetWorkspace(handle, plan.plan)), dtype=cp.uint8)
-            lt.matmul(
-                handle, plan.plan, alpha.ctypes.data, packed.buffer.data.ptr, dense.data.ptr, beta.ctypes.data,
-                out.data.ptr, out.data.ptr, workspace.data.ptr,
-            )  # fmt: skip
+            choice = packed.planned(key)
+            out = None
+            if choice is None:
+                choice, out = _search(handle, packed, dense, b_rows_are_n, n, column_order, out_dtype, alpha, beta)
+                packed._plans[key] = choice
+            if out is None:
+                out = cp.empty((n, rows) if choice.column_order else (rows, n), dtype=out_dtype)
+            plan = _Plan(handle, packed, n, b_rows_are_n, choice.column_order, choice)
+            try:
+                workspace = cp.empty(int(lt.matmulGetWorkspace(handle, plan.plan)), dtype=cp.uint8)
+                lt.matmul(
+                    handle, plan.plan, alpha.ctypes.data, packed.buffer.data.ptr, dense.data.ptr, beta.ctypes.data,
+                    out.data.ptr, out.data.ptr, workspace.data.ptr,
+                )  # fmt: skip
+            finally:
+                plan.destroy()
         finally:
-            plan.destroy()
-        if other_stream:
-            # the result, and the workspace going back to the pool, are the current stream's again
-            stream.wait_event(legacy.record())
+            if other_stream:
+                # the result, and the buffers going back to the pool, are the current stream's again (also
+                # after a failure: what was queued on the legacy stream may still read them)
+                stream.wait_event(legacy.record())
     return out, choice.column_order
 
 
