@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import operator
 import types
 from collections.abc import Callable
 from typing import Any
@@ -187,42 +186,41 @@ def _layout_for(layout: Any, ndim: int) -> Any:
     return sparse_coo if layout.is_compressed and ndim < 2 else layout
 
 
-def _unequal_batches(exc: Exception) -> bool:
-    """Whether ``exc`` refuses a compressed array whose batches hold different numbers of specified
-    elements (invariant 3.9), which only COO holds."""
+def _made_in(layout: Any, ndim: int, make: Callable[[Any, bool], Any]) -> Any:
+    """``make(target, changed)``: an array of ``ndim`` dimensions made in the layout a namespace whose
+    default is ``layout`` gives it (``changed`` when that is not ``layout``: a COO array has no blocks),
+    and in COO where a compressed layout refuses batches of unequal numbers of specified elements
+    (invariant 3.9), which only COO holds."""
     from ._errors import InvariantError
+    from .formats import sparse_coo
 
-    return isinstance(exc, InvariantError) and exc.invariant == "3.9"
+    target = _layout_for(layout, ndim)
+    try:
+        return make(target, target is not layout)
+    except InvariantError as exc:
+        if target is not layout or not layout.is_compressed or exc.invariant != "3.9":
+            raise
+        return make(sparse_coo, True)
+
+
+def _without_blocks(kwargs: dict[str, Any], changed: bool) -> dict[str, Any]:
+    return {k: v for k, v in kwargs.items() if k != "blocksize"} if changed else kwargs
 
 
 def _convert(x: Any, layout: Any, extra: dict[str, Any]) -> Any:
     """The strided ``x`` converted to the layout a namespace whose default is ``layout`` gives it."""
     from ._conversion import to_sparse
-    from .formats import sparse_coo
 
-    target = _layout_for(layout, x.ndim)
-    if target is not layout:
-        extra = {k: v for k, v in extra.items() if k != "blocksize"}  # a COO array has no blocks
-    try:
-        return to_sparse(x, layout=target, **extra)
-    except Exception as exc:
-        if not (target is layout and layout.is_compressed and _unequal_batches(exc)):
-            raise
-        return to_sparse(x, layout=sparse_coo, **{k: v for k, v in extra.items() if k != "blocksize"})
+    return _made_in(layout, x.ndim, lambda target, changed: to_sparse(x, layout=target, **_without_blocks(extra, changed)))
 
 
 def _shape_ndim(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:
-    """The ndim of the ``shape`` argument (an int or a sequence), or None where it is neither."""
+    """The ndim of the ``shape`` argument (an int or a sequence), or None where it is neither (the
+    function's own argument check then raises)."""
     shape: Any = args[0] if args else kwargs.get("shape")
-    try:
-        operator.index(shape)
+    if hasattr(shape, "__index__"):
         return 1
-    except TypeError:
-        pass
-    try:
-        return len(shape)
-    except TypeError:
-        return None  # the function's own argument check raises
+    return len(shape) if hasattr(shape, "__len__") else None
 
 
 # The ndim of the result of the creation functions with a ``layout=`` parameter whose ndim follows from
@@ -246,7 +244,7 @@ def _compressed_default(backend: Backend, func: Any, defaults: dict[str, Any], l
     """Call a creation function that takes ``layout=`` in a namespace whose default layout is compressed:
     an array of 2 or more dimensions gets that layout, one of fewer is COO, and so is a batched array
     whose batches hold different numbers of specified elements (invariant 3.9)."""
-    from .formats import SparseArray, sparse_coo
+    from .formats import SparseArray
 
     if "layout" in kwargs:
         return _with_defaults(backend, func, defaults, *args, **kwargs)
@@ -254,16 +252,10 @@ def _compressed_default(backend: Backend, func: Any, defaults: dict[str, Any], l
     result_ndim = _RESULT_NDIM.get(func.__name__)
     ndim = result_ndim(args, kwargs) if result_ndim is not None else getattr(first, "ndim", None)
     if ndim is not None:
-        target = _layout_for(layout, ndim)
-        coo_kwargs = {k: v for k, v in kwargs.items() if k != "blocksize"}
-        if target is not layout:
-            return _with_defaults(backend, func, {**defaults, "layout": target}, *args, **coo_kwargs)
-        try:
-            return _with_defaults(backend, func, {**defaults, "layout": target}, *args, **kwargs)
-        except Exception as exc:
-            if not _unequal_batches(exc):
-                raise
-            return _with_defaults(backend, func, {**defaults, "layout": sparse_coo}, *args, **coo_kwargs)
+        return _made_in(
+            layout, ndim,
+            lambda target, changed: _with_defaults(backend, func, {**defaults, "layout": target}, *args, **_without_blocks(kwargs, changed)),
+        )  # fmt: skip
     # asarray of a scalar, a sequence or a buffer: made strided, then converted as it would have been
     extra = {k: kwargs.pop(k) for k in ("blocksize", "fill_value") if kwargs.get(k) is not None}
     x = _with_defaults(backend, func, defaults, *args, **kwargs)
