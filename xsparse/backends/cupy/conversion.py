@@ -140,20 +140,24 @@ def to_cupyx(a: SparseArray, dtype: Any = None, transposed: bool = False) -> Any
     """
     if transposed and not isinstance(a, CompressedArray):
         raise TypeError(f"to_cupyx: transposed=True takes a CSR or CSC array, got {a.layout}.")
+    kept = _kept(a)
     if dtype is not None and np.dtype(dtype) != np.dtype(a.dtype):
-        return _wrap(a, a._vals.astype(dtype), transposed, _indices(a))
+        return _wrap(a, a._vals.astype(dtype), transposed, kept["indices"])
+    name = "transposed" if transposed else "matrix"
+    m = kept.get(name)
+    if m is None:
+        m = kept[name] = _wrap(a, a._vals, transposed, kept["indices"])
+    return m
+
+
+def _kept(a: SparseArray) -> dict[str, Any]:
+    """``a``'s entry of ``_WRAPPED``, made with its int32 indices on first use."""
     kept = _WRAPPED.get(id(a))
     if kept is None:
         # the entry goes when the array does (before its id can be reused); registered before the entry exists
         weakref.finalize(a, _WRAPPED.pop, id(a), None)
-        kept = _WRAPPED[id(a)] = {}
-    name = "transposed" if transposed else "matrix"
-    m = kept.get(name)
-    if m is None:
-        if "indices" not in kept:
-            kept["indices"] = _indices(a)
-        m = kept[name] = _wrap(a, a._vals, transposed, kept["indices"])
-    return m
+        kept = _WRAPPED[id(a)] = {"indices": _indices(a)}
+    return kept
 
 
 def _indices(a: SparseArray) -> tuple[Any, ...]:
