@@ -9,6 +9,7 @@ operation. Sizes are drawn small by Hypothesis; a few fixed large cases run the 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -232,6 +233,23 @@ def test_parallel_paths_match_scipy(index_dtype: np.dtype, dtype: np.dtype, k: i
     assert_close(_cpu.csr_matmul(ip, ix, data, n, d)[0], a @ d[0], dtype)
     dt = random_values(rng, (1, m, k), dtype)
     assert_close(_cpu.csr_matmul(ip, ix, data, n, dt, transpose=True)[0], a.T @ dt[0], dtype)
+
+
+@pytest.mark.parametrize("k", [2, 7, 64])
+def test_parallel_scatter_column_split_matches_scipy(k: int) -> None:
+    """An output too large for private copies is shared between the threads by columns (the limit is
+    lowered here so that a small product takes that path)."""
+    native = _cpu._native_module()
+    rng = np.random.default_rng(k)
+    m, n = 3000, 2000
+    a = sp.random_array((m, n), density=0.02, format="csr", random_state=rng, dtype=np.float64)
+    dt = rng.standard_normal((1, m, k))
+    previous = native.scatter_copy_limit(0.0)
+    try:
+        out = _cpu.csr_matmul(a.indptr[None], a.indices[None], a.data[None], n, dt, transpose=True)
+    finally:
+        native.scatter_copy_limit(previous)
+    np.testing.assert_allclose(out[0], a.T @ dt[0], rtol=1e-12, atol=1e-12)
 
 
 def test_parallel_scatter_over_batches() -> None:
@@ -663,3 +681,104 @@ def test_pooled_products_match_scipy() -> None:
     assert not np.shares_memory(results[0], results[1])
     with pytest.raises(ValueError, match="negative size"):
         _cpu._native_module().pool_block(-1)
+
+
+# --- COO with strided -------------------------------------------------------------------------------------
+
+
+@st.composite
+def coo_cases(draw: st.DrawFn) -> dict[str, Any]:
+    """A COO matrix or batch of matrices: random entries (duplicates and empty rows likely), coalesced or not."""
+    dtype = draw(st.sampled_from(FLOAT_DTYPES))
+    index_dtype = draw(st.sampled_from(INDEX_DTYPES))
+    batch = draw(st.sampled_from([(), (), (2,), (2, 3), (1,)]))
+    m, k = draw(st.integers(0, 7)), draw(st.integers(0, 7))
+    shape = (*batch, m, k)
+    nse = draw(st.integers(0, 30)) if math.prod(shape) else 0
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    idx = np.stack([rng.integers(0, s, nse) for s in shape]).astype(index_dtype) if nse else np.zeros((len(shape), 0), index_dtype)
+    a = xs.sparse_coo_array(idx, random_values(rng, (nse,), dtype), shape)
+    if draw(st.booleans()):
+        a = a.coalesce()
+    return {"a": a, "dense": xs.to_dense(a), "dtype": dtype, "rng": rng, "shape": shape}
+
+
+@examples
+@given(case=coo_cases(), kind=st.sampled_from(["1d", "2d", "batched"]), k=st.sampled_from([1, 3, 17]),
+       how=st.sampled_from(["c", "f", "step"]), other=st.sampled_from([None, np.float32, np.float64]))  # fmt: skip
+def test_matmul_coo_strided(case: dict[str, Any], kind: str, k: int, how: str, other: Any) -> None:
+    a, dense, rng = case["a"], case["dense"], case["rng"]
+    n = case["shape"][-1]
+    if kind == "batched" and a.ndim > 2:
+        kind = "2d"
+    shape = {"1d": (n,), "2d": (n, k), "batched": (2, n, k)}[kind]
+    b = random_values(rng, shape, np.dtype(other) if other else case["dtype"])
+    if b.ndim >= 2:
+        b = relayout(b, how)
+    dtype = np.result_type(case["dtype"], b.dtype)
+    result = run_native("matmul", (xs.sparse_coo, xs.strided), a, b)
+    assert result.dtype == dtype
+    # the dense oracle sums duplicates in a's own precision: the looser tolerance of the two dtypes
+    tol = tolerance(min(case["dtype"], b.dtype, key=lambda t: t.itemsize if t.kind == "f" else t.itemsize // 2))
+    np.testing.assert_allclose(result, np.matmul(dense, b), **tol)
+    np.testing.assert_allclose(result, generic_kernel("matmul", (xs.sparse_coo, xs.strided))(XP, a, b), **tol)
+
+
+@examples
+@given(case=coo_cases(), kind=st.sampled_from(["1d", "2d", "batched"]), k=st.sampled_from([1, 3, 17]),
+       how=st.sampled_from(["c", "f", "step"]))  # fmt: skip
+def test_matmul_strided_coo(case: dict[str, Any], kind: str, k: int, how: str) -> None:
+    a, dense, rng, dtype = case["a"], case["dense"], case["rng"], case["dtype"]
+    if a.ndim > 2:
+        assert "batch of COO matrices" in native_kernel("matmul", (xs.strided, xs.sparse_coo)).supports(XP, np.ones((1, a.shape[-2])), a)
+        return
+    m = a.shape[0]
+    shape = {"1d": (m,), "2d": (k, m), "batched": (2, k, m)}[kind]
+    x = random_values(rng, shape, dtype)
+    if x.ndim >= 2:
+        x = relayout(x, how)
+    result = run_native("matmul", (xs.strided, xs.sparse_coo), x, a)
+    assert_close(result, np.matmul(x, dense), dtype)
+    assert_close(result, generic_kernel("matmul", (xs.strided, xs.sparse_coo))(XP, x, a), dtype)
+
+
+def test_matmul_coo_public_and_tensordot() -> None:
+    """Through the public functions: a 3-D COO array times a matrix, and tensordot over its last axis."""
+    rng = np.random.default_rng(5)
+    shape = (4, 5, 6)
+    idx = np.stack([rng.integers(0, s, 40) for s in shape])
+    a = xs.sparse_coo_array(idx, rng.standard_normal(40), shape)
+    b = rng.standard_normal((6, 3))
+    dense = xs.to_dense(a)
+    np.testing.assert_allclose(a @ b, dense @ b, rtol=1e-12)
+    np.testing.assert_allclose(xs.tensordot(a, b, axes=1), np.tensordot(dense, b, axes=1), rtol=1e-12)
+    np.testing.assert_allclose(xs.tensordot(b.T, a, axes=([1], [2])), np.tensordot(b.T, dense, axes=([1], [2])), rtol=1e-12)
+
+
+@pytest.mark.parametrize("left_sparse", [True, False])
+@pytest.mark.parametrize("where", [0, 1])
+def test_matmul_coo_index_out_of_range(left_sparse: bool, where: int) -> None:
+    idx = np.array([[0, 1], [2, 1]])
+    idx[where, 1] = 7  # built without checking the indices: the kernel's own read finds it
+    a = xs.sparse_coo_array(idx, [1.0, 2.0], (3, 3))
+    with pytest.raises(xs.InvariantError, match=rf"coo.5 violated: indices\[{where}\] must lie in \[0, 3\), got 7 .*found by matmul"):
+        if left_sparse:
+            a @ np.ones((3, 2))
+        else:
+            np.ones((2, 3)) @ a
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (lambda: xs.sparse_coo_array([[0], [1]], [1.0], (2, 2), fill_value=1.0), "fill value 0 only"),
+        (lambda: xs.sparse_coo_array([[0]], [[1.0, 2.0]], (2, 2)), "without dense dimensions"),
+        (lambda: xs.sparse_coo_array([[0]], [1.0], (2,)), "COO vector"),
+        (lambda: xs.sparse_coo_array([[0], [1]], [1], (2, 2)), "float32, float64, complex64 and complex128"),
+    ],
+)
+def test_matmul_coo_declines_to_the_generic_kernel(make: Any, reason: str) -> None:
+    a = make()
+    b = np.ones(a.shape[-1:] + ((2,) if a.ndim < 2 or a.dense_dim() == 0 else ()), dtype=a.dtype)
+    kernel = native_kernel("matmul", (xs.sparse_coo, xs.strided))
+    assert reason in kernel.supports(XP, a, b)

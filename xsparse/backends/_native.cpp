@@ -45,6 +45,10 @@ namespace {
 
 // Below this many elements a parallel region costs more than it saves.
 constexpr int64_t kParallelMinEntries = 1 << 15;
+// The scatter form of a product (A^T @ D) runs in parallel on private copies of its output up to this
+// many bytes of copies; a larger output is shared between the threads by columns. Tests lower it
+// (scatter_copy_limit) to reach the column split without a 256 MiB output.
+double scatter_copy_max_bytes = 256.0 * (1 << 20);
 
 // Slices of up to kRankSortMax entries are sorted by rank (see sort_and_emit), longer ones of up to
 // kInsertionSortMax by a stable insertion sort in place, which for them beats std::sort of pairs
@@ -1693,6 +1697,38 @@ bool csr_mm_gather(const CsrView<I, T>& A, const View3<const T>& D, const View3<
     });
 }
 
+// Rows [0, n) of one matrix scattered into contiguous rows of O: O[idx[k], j0:j1] += alpha * val[k] *
+// D[i, j0:j1] for the entries k of row i. Every row of O and D is a unit-stride vector, and O never
+// overlaps D or the sparse operand (the wrapper allocates O), which the restrict qualifiers tell the
+// compiler so that the update vectorises. Returns false at the first row holding an index out of range.
+template <class I, class T>
+__attribute__((always_inline)) inline bool scatter_rows(const CsrView<I, T>& A, const I* __restrict ptr,
+                                                        const I* __restrict idx, const T* __restrict val,
+                                                        const T* __restrict Db, int64_t ds, T* __restrict Ob,
+                                                        int64_t os, T alpha, int64_t j0, int64_t j1) {
+    for (int64_t i = 0; i < A.n_major; ++i) {
+        const int64_t start = ptr[i], end = ptr[i + 1];
+        if (!columns_valid(A, idx + start, end - start)) return false;
+        const T* __restrict d = Db + i * ds + j0;
+        for (int64_t k = start; k < end; ++k) {
+            const T a = mul(alpha, val[k]);
+            T* __restrict o = Ob + static_cast<int64_t>(idx[k]) * os + j0;
+            for (int64_t j = 0; j < j1 - j0; ++j) o[j] += mul(a, d[j]);
+        }
+    }
+    return true;
+}
+
+#ifdef XSPARSE_AVX2_TILES
+// The same with 32-byte vectors (the same operations in the same order, so the same results).
+template <class I, class T>
+__attribute__((target("avx2"))) bool scatter_rows_avx2(const CsrView<I, T>& A, const I* ptr, const I* idx, const T* val,
+                                                       const T* Db, int64_t ds, T* Ob, int64_t os, T alpha, int64_t j0,
+                                                       int64_t j1) {
+    return scatter_rows(A, ptr, idx, val, Db, ds, Ob, os, alpha, j0, j1);
+}
+#endif
+
 // O[b] += alpha * A[b]^T @ D[b] for batches [b0, b1) and columns [j0, j1), serially: row i of A
 // scatters alpha * A[i, r] * D[i, j0:j1] into row r of O (unit column strides make it a vector update;
 // the wrapper copies D to get them when it has several columns).
@@ -1720,6 +1756,16 @@ bool scatter_add(const CsrView<I, T>& A, const View3<const T>& D, const View3<T>
             }
             continue;
         }
+        if (unit) {
+#ifdef XSPARSE_AVX2_TILES
+            if (cpu_has_avx2()) {
+                if (!scatter_rows_avx2(A, ptr, idx, val, Db, D.s1, Ob, O.s1, alpha, j0, j1)) return false;
+                continue;
+            }
+#endif
+            if (!scatter_rows(A, ptr, idx, val, Db, D.s1, Ob, O.s1, alpha, j0, j1)) return false;
+            continue;
+        }
         for (int64_t i = 0; i < A.n_major; ++i) {
             const int64_t start = ptr[i], end = ptr[i + 1];
             if (!columns_valid(A, idx + start, end - start)) return false;
@@ -1727,11 +1773,7 @@ bool scatter_add(const CsrView<I, T>& A, const View3<const T>& D, const View3<T>
             for (int64_t k = start; k < end; ++k) {
                 const T a = mul(alpha, val[k]);
                 T* o = Ob + static_cast<int64_t>(idx[k]) * O.s1;
-                if (unit) {
-                    for (int64_t j = j0; j < j1; ++j) o[j] += mul(a, d[j]);
-                } else {
-                    for (int64_t j = j0; j < j1; ++j) o[j * O.s2] += mul(a, d[j * D.s2]);
-                }
+                for (int64_t j = j0; j < j1; ++j) o[j * O.s2] += mul(a, d[j * D.s2]);
             }
         }
     }
@@ -1757,19 +1799,22 @@ bool csr_mm_scatter(const CsrView<I, T>& A, View3<const T> D, View3<T> O, const 
     }
     if (threads == 1) return scatter_add(A, D, O, alpha, 0, nb, 0, K);
     bool ok = true;
-    if (K >= threads) {
-#pragma omp parallel for num_threads(threads) schedule(static, 1) reduction(&& : ok)
-        for (int t = 0; t < threads; ++t) ok = scatter_add(A, D, O, alpha, 0, nb, K * t / threads, K * (t + 1) / threads);
-        return ok;
-    }
     if (nb >= 2 * threads) {
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1) reduction(&& : ok)
         for (int64_t b = 0; b < nb; ++b) ok = scatter_add(A, D, O, alpha, b, b + 1, 0, K);
         return ok;
     }
-    // Private copies (a few batches at most here): thread 0 adds into O itself, thread t > 0 into
-    // copy t - 1, which it clears first (so its pages are first touched by the thread that uses them).
     const int64_t size = nb * n * K;
+    if (K >= threads && static_cast<double>(size) * sizeof(T) * (threads - 1) > scatter_copy_max_bytes) {
+        // Too large to copy: each thread takes a range of the columns of every row of O. The threads
+        // then all read every entry, and rows of O shared between them cost cache-line transfers, so
+        // this is the last resort (measured: about twice the time of private copies on 2 CPUs).
+#pragma omp parallel for num_threads(threads) schedule(static, 1) reduction(&& : ok)
+        for (int t = 0; t < threads; ++t) ok = scatter_add(A, D, O, alpha, 0, nb, K * t / threads, K * (t + 1) / threads);
+        return ok;
+    }
+    // Private copies: thread 0 adds into O itself, thread t > 0 into copy t - 1, which it clears first
+    // (so its pages are first touched by the thread that uses them).
     std::unique_ptr<T[]> priv(new T[static_cast<size_t>(size) * static_cast<size_t>(threads - 1)]);
     const int64_t m = A.n_major;
     int used = 1;
@@ -2826,6 +2871,15 @@ PyObject* py_csr_sums(PyObject*, PyObject* args) {
 
 PyObject* py_max_threads(PyObject*, PyObject*) { return PyLong_FromLong(max_threads()); }
 
+// scatter_copy_limit(nbytes) -> the previous limit: sets scatter_copy_max_bytes.
+PyObject* py_scatter_copy_limit(PyObject*, PyObject* args) {
+    double nbytes;
+    if (!PyArg_ParseTuple(args, "d", &nbytes)) return nullptr;
+    const double previous = scatter_copy_max_bytes;
+    scatter_copy_max_bytes = nbytes;
+    return PyFloat_FromDouble(previous);
+}
+
 
 // =============================================================================================
 // Large output buffers, kept for reuse
@@ -2973,6 +3027,8 @@ PyObject* py_pool_bytes(PyObject*, PyObject*) { return PyLong_FromSize_t(pooled_
 
 PyMethodDef methods[] = {
     {"max_threads", py_max_threads, METH_NOARGS, "Number of threads the parallel kernels use (OpenMP's maximum)."},
+    {"scatter_copy_limit", py_scatter_copy_limit, METH_VARARGS,
+     "scatter_copy_limit(nbytes) -> previous: the most bytes of private output copies a parallel scatter product uses"},
     {"coo_to_compressed", py_coo_to_compressed, METH_VARARGS,
      "coo_to_compressed(major, minor, values, indptr, indices, data, workspace, sum_duplicates, kind) -> nnz"},
     {"dense_count", py_dense_count, METH_VARARGS, "dense_count(dense, indptr, kind) -> nnz"},

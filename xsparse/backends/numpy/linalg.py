@@ -13,8 +13,13 @@ product            computed as (S: the stored CSR matrix)        form
 ``X @ CSC``        ``(S @ X.T).T``                               gather
 =================  ============================================  =======
 
-The gather form is parallel over the sparse matrix's rows; the scatter form over the result's columns
-(or batches, or, for a single column, over the sparse rows into per-thread copies that are summed).
+A COO operand (a matrix, or a batch of matrices with a strided matrix on the right) takes the same two
+forms as the CSR matrix ``S`` of its entries grouped by (batch, row), which a coalesced array already
+is and any other becomes through a counting scatter; duplicates are summed by the product itself.
+
+The gather form is parallel over the sparse matrix's rows; the scatter form over batches, else over
+the sparse rows into per-thread copies of the result that are summed (over the result's columns where
+the copies would take more than 256 MiB).
 The ``X @ sparse`` results are the transposes of C-contiguous arrays (Fortran-ordered for 2-D results):
 a copy into C order would cost as much as a SpMV. Sparse-sparse products (SpGEMM) return the left
 operand's layout: ``CSR @ CSR`` directly, ``CSC @ CSC`` as ``(S_b @ S_a)`` of the stored matrices.
@@ -33,13 +38,15 @@ from typing import Any
 
 import numpy as np
 
+from ..._errors import InvariantError
 from ...dispatch import register
-from ...formats import CompressedArray, sparse_csc, sparse_csr, strided
+from ...formats import COOArray, CompressedArray, sparse_coo, sparse_csc, sparse_csr, strided
 from .. import _cpu
 
 __all__: list[str] = []
 
 _LINALG_DTYPES = _cpu._LINALG_DTYPES
+_INT32_MAX = np.iinfo(np.int32).max
 
 
 # -- declining ---------------------------------------------------------------------------------------------
@@ -261,6 +268,114 @@ def _matmul_strided_csr_numpy(xp: Any, x: Any, a: CompressedArray) -> Any:
 def _matmul_strided_csc_numpy(xp: Any, x: Any, a: CompressedArray) -> Any:
     """strided @ CSC as (S @ x.T).T, S the stored CSR: compiled row gather; O(nnz * P), all cores."""
     return _strided_times_sparse(x, a)
+
+
+# -- COO with strided --------------------------------------------------------------------------------------
+#
+# A COO array (*batch, M, K) is the matrix of its (batch, row) pairs by its columns, (prod(batch) * M, K):
+# its entries grouped by that folded row are a CSR matrix whose rows may hold their columns in any order
+# and more than once, which the compiled SpMM sums as they come. Coalesced entries are already grouped
+# (their indices are sorted lexicographically); others are grouped by a counting scatter.
+
+
+def _supports_coo_strided(xp: Any, a: COOArray, b: Any) -> str | None:
+    reason = _cpu.unavailable_reason()
+    if reason is not None:
+        return reason
+    if a._fill_value != 0:
+        return "the compiled kernels handle fill value 0 only"
+    if a.dense_dim():
+        return "the compiled kernels handle sparse operands without dense dimensions"
+    if a.ndim < 2:
+        return "a COO vector is multiplied by the generic kernel"
+    reason = _strided_reason(b, "right operand") or _dtype_reason(a._vals.dtype, b.dtype)
+    if reason is None and b.ndim > 2 and a.ndim > 2:
+        return "batches of COO matrices against batched strided operands are left to the generic kernel"
+    return reason
+
+
+def _supports_strided_coo(xp: Any, x: Any, a: COOArray) -> str | None:
+    reason = _supports_coo_strided(xp, a, x)
+    if reason is None and a.ndim > 2:
+        return "a strided operand times a batch of COO matrices is left to the generic kernel"
+    return reason
+
+
+def _coo_as_csr(a: COOArray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The CSR components of ``a`` folded to ``(prod(batch) * M, K)``: rows grouped, duplicates kept.
+
+    The indices are read once for their bounds (the compiled kernels must not read outside their
+    operands), which also gives an out-of-range index a clear error wherever the array was built.
+    """
+    idx = np.asarray(a._idx)
+    shape = a._shape
+    nse = idx.shape[1]
+    vals = np.asarray(a._vals)
+    if vals.dtype != dtype:
+        vals = vals.astype(dtype)
+    if nse:
+        lo, hi = idx.min(axis=1), idx.max(axis=1)
+        for d, size in enumerate(shape):
+            if lo[d] < 0 or hi[d] >= size:
+                bad = int(lo[d]) if lo[d] < 0 else int(hi[d])
+                raise InvariantError(
+                    "coo.5",
+                    f"indices[{d}] must lie in [0, {size}), got {bad} (shape={shape}; found by matmul, which reads every "
+                    "index). Fix the indices, or give a shape that holds them.",
+                )
+    n_rows = math.prod(shape[:-1])
+    rows = idx[-2]
+    if a.ndim > 2:
+        rows = np.ravel_multi_index(tuple(idx[:-1]), shape[:-1])
+    cols = idx[-1]
+    wide = n_rows > _INT32_MAX or nse > _INT32_MAX or shape[-1] > _INT32_MAX
+    work = np.dtype(np.int64) if wide or cols.dtype == np.int64 else np.dtype(np.int32)
+    if a._coalesced:
+        indptr = np.empty(n_rows + 1, dtype=work)
+        indptr[0] = 0
+        np.cumsum(np.bincount(rows, minlength=n_rows), out=indptr[1:])
+        return indptr, cols.astype(work, copy=False), vals
+    indptr, indices, data = _cpu.coo_to_compressed(
+        rows.astype(work, copy=False), cols.astype(work, copy=False), vals, n_rows, shape[-1], sum_duplicates=False
+    )  # fmt: skip
+    return indptr, indices, data
+
+
+def _coo_operands(a: COOArray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``a``'s folded CSR components and ``x``, both in their promoted dtype."""
+    dtype = np.result_type(a._vals.dtype, x.dtype)
+    indptr, cols, vals = _coo_as_csr(a, dtype)
+    return indptr, cols, vals, x if x.dtype == dtype else x.astype(dtype)
+
+
+@register("matmul", (sparse_coo, strided), backend="numpy", supports=_supports_coo_strided)
+def _matmul_coo_strided_numpy(xp: Any, a: COOArray, b: Any) -> Any:
+    """COO @ strided: entries grouped by (batch, row), then the compiled SpMM; O(nnz * K + M), all cores."""
+    indptr, cols, vals, b = _coo_operands(a, b)
+    m, k = a._shape[-2], a._shape[-1]
+    if b.ndim <= 2:
+        out = _cpu.csr_matmul(indptr, cols, vals, k, b, checked=True)
+        return out.reshape(*a._shape[:-1], *b.shape[1:])
+    # one 2-D matrix for every batch of b
+    batch = b.shape[:-2]
+    nb = math.prod(batch)
+    out = _cpu.csr_matmul(indptr, cols, vals, k, b.reshape(nb, k, b.shape[-1]), checked=True)
+    return out.reshape(*batch, m, b.shape[-1])
+
+
+@register("matmul", (strided, sparse_coo), backend="numpy", supports=_supports_strided_coo)
+def _matmul_strided_coo_numpy(xp: Any, x: Any, a: COOArray) -> Any:
+    """strided @ COO as (COO.T @ x.T).T: entries grouped by row, then the compiled scatter; O(nnz * P + N * P)."""
+    indptr, cols, vals, x = _coo_operands(a, x)
+    kk, n = a._shape
+    if x.ndim == 1:
+        return _cpu.csr_matmul(indptr, cols, vals, n, x, transpose=True, checked=True)
+    batch = x.shape[:-2]
+    p = x.shape[-2]
+    nb = math.prod(batch)
+    d = np.ascontiguousarray(x.reshape(nb, p, kk).swapaxes(1, 2))  # x.T, rows read as vectors by the scatter
+    out = _cpu.csr_matmul(indptr, cols, vals, n, d, transpose=True, checked=True)
+    return out.swapaxes(1, 2).reshape(*batch, p, n)
 
 
 # -- sparse @ sparse ---------------------------------------------------------------------------------------
