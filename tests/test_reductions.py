@@ -321,14 +321,20 @@ def native_inputs(draw: Any, kernel: dispatch.Kernel, xp: Any) -> tuple[Any, Any
         x = case.sparse(layout)
         if draw(st.booleans()) and x.nnz:
             x = S.uncoalesced_like(xp, np.random.default_rng(draw(st.integers(0, 2**32 - 1))), x, case.index_dtype)
-        if op == "sum":
-            sd = x.sparse_dim()
+        sd = x.sparse_dim()
+        keepdims = False
+        if kernel.backend == "numpy":
+            # the NumPy kernels group by the kept sparse dimensions: at least one sparse axis, up to all axes
+            assume(sd > 0)
+            axis = tuple(draw(st.lists(st.integers(0, x.ndim - 1), min_size=1, max_size=x.ndim, unique=True)))
+            axis = axis if any(a < sd for a in axis) else (0,)
+            keepdims = draw(st.booleans())
+        elif op == "sum":
             # not every axis: _sum_full_torch sums those
             axis = tuple(draw(st.lists(st.integers(0, x.ndim - 1), min_size=1, max_size=x.ndim - 1, unique=True)))
             axis = axis if any(a < sd for a in axis) else (0,)
         else:
             axis = draw(st.integers(0, x.ndim - 1))
-        keepdims = False
     else:
         x = case.sparse(layout)
         axis = draw(st.sampled_from([0, 1, -x.ndim, 1 - x.ndim]))
@@ -370,9 +376,48 @@ def _same_fill(a: Any, b: Any) -> bool:
 def test_native_kernels_are_registered() -> None:
     names = {k.name for k in xs.kernels() if k.backend is not None}
     assert {"_sum_compressed_numpy", "_max_compressed_numpy", "_count_nonzero_compressed_numpy"} <= names
+    assert {f"_{op}_coo_numpy" for op in (*MONOIDS, "mean")} <= names
     if backend_skip_reason("torch") is None:
         assert {"_sum_coo_torch", "_softmax_coo_torch", "_log_softmax_coo_torch", "_sum_compressed_torch"} <= names
         assert {f"_{op}_full_torch" for op in (*MONOIDS, "mean", "var", "std")} <= names
+
+
+# The NumPy COO kernels' three ways of grouping: runs of sorted keys (coalesced, the kept dimensions
+# leading), a slot per position of the kept dimensions, and a slot per distinct key where the kept
+# dimensions hold far more positions than there are entries.
+COO_GROUPINGS = {
+    "runs": ((40, 50, 3), (2,), True),
+    "slots": ((4, 5, 6), (0,), False),
+    "distinct keys": ((3, 700, 700), (0,), True),
+}
+
+
+@pytest.mark.parametrize("op", [*MONOIDS, "mean"])
+@pytest.mark.parametrize("grouping", list(COO_GROUPINGS))
+@SOME
+@given(data=st.data())
+def test_numpy_coo_groupings(op: str, grouping: str, data: st.DataObject) -> None:
+    xp = xs.get_backend("numpy").load()
+    shape, axes, coalesce = COO_GROUPINGS[grouping]
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    nse = data.draw(st.sampled_from([0, 1, 7, 60]), label="nse")
+    dtype = data.draw(st.sampled_from(op_dtypes(op, xp)), label="dtype")
+    index_dtype = data.draw(st.sampled_from([np.int32, np.int64]), label="index_dtype")
+    fill = data.draw(st.sampled_from([0, 1]), label="fill")
+    idx = np.stack([rng.integers(0, n, nse) for n in shape]).astype(index_dtype)
+    vals = S.nonzero_values(rng, dtype, nse, 0, specials=False) if nse else np.zeros(0, dtype=dtype)
+    x = xs.sparse_coo_array(idx, vals, shape, fill_value=np.asarray(fill).astype(dtype).item())
+    if coalesce:
+        x = x.coalesce()
+    kernel = next(k for k in dispatch.resolve(op, (xs.sparse_coo,), "numpy") if k.name == f"_{op}_coo_numpy")
+    keepdims = data.draw(st.booleans(), label="keepdims")
+    spec = make_spec(op, xp, x, axes, keepdims)
+    assume(admissible(op, x, spec))
+    generic = next(k for k in dispatch.resolve(op, (xs.sparse_coo,), "numpy") if k.backend is None)
+    with np.errstate(over="ignore", invalid="ignore"):
+        actual = _run_kernel(kernel, xp, x, spec)
+        check(op, xp, actual, x, xs.to_dense(x), axes, spec)
+        assert_sparse_equal(actual, generic.func(xp, x, spec), **tolerance(op, spec.dtype))
 
 
 @pytest.mark.skipif(backend_skip_reason("torch") is not None, reason="torch is not installed")

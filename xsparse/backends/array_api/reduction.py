@@ -53,6 +53,7 @@ __all__ = [
     "with_fill",
     "assemble",
     "kept_cumulative_fill",
+    "mean_of_sum",
 ]
 
 
@@ -524,7 +525,8 @@ def _divide(xp: Any, r: Any, n: float) -> Any:
     return xp.asarray(r / n)
 
 
-def _mean(xp: Any, r: Any, a: SparseArray | Any, spec: ReduceSpec) -> Any:
+def mean_of_sum(xp: Any, r: Any, a: SparseArray | Any, spec: ReduceSpec) -> Any:
+    """The mean from ``r``, the (fill-aware) sum of ``a`` over ``spec.axes``: ``r`` over the element count."""
     return _divide(xp, r, math.prod(a.shape[d] for d in spec.axes))
 
 
@@ -536,11 +538,11 @@ def _mean_strided(xp: Any, x: Any, spec: ReduceSpec) -> Any:
 
 def _mean_coo(xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
     """mean(COO) -> COO or strided: the fill-aware sum over the full count; O(nnz log nnz)."""
-    return _mean(xp, monoid_coo(xp, SUM, a, spec), a, spec)
+    return mean_of_sum(xp, monoid_coo(xp, SUM, a, spec), a, spec)
 
 
 def _mean_structure(xp: Any, a: SparseArray, spec: ReduceSpec) -> Any:
-    return _mean(xp, monoid_structure(xp, SUM, a, spec), a, spec)
+    return mean_of_sum(xp, monoid_structure(xp, SUM, a, spec), a, spec)
 
 
 _mean_compressed = _via_coo(_mean_coo, _mean_structure)

@@ -16,18 +16,37 @@ extension is built and the dtype is one it handles.
 Reducing both sparse dimensions of an unbatched array (``axis=None`` for a matrix) reduces the values
 with one ufunc call -- large sums in pieces on the CPUs that no other task is running on -- and
 combines the result with the unspecified elements' fill values.
+
+COO arrays reduced over some of their sparse dimensions group their entries by the kept ones, folded
+into one int64 key: entries already in key order (coalesced, the kept dimensions leading) reduce as
+runs with ``ufunc.reduceat``; others reduce into an array of every key with ``ufunc.at``, or, where the
+kept dimensions hold far more positions than there are entries, into one slot per distinct key (a
+sort of the keys). O(nnz + kept positions), against the generic kernels' sort and log-depth scan.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, cast
 
 import numpy as np
 
 from ...dispatch import register
-from ...formats import COMPRESSED, CompressedArray, strided
+from ...formats import COMPRESSED, COOArray, CompressedArray, sparse_coo, strided
 from .. import _cpu
-from ..array_api.reduction import MONOIDS, ReduceSpec, assemble, fill_array, fill_of, is_neutral, reduced_shape, with_fill
+from ..array_api.conversion import is_plus_zero
+from ..array_api.reduction import (
+    MONOIDS,
+    ReduceSpec,
+    assemble,
+    fill_array,
+    fill_of,
+    is_neutral,
+    mean_of_sum,
+    reduced_shape,
+    result_kind,
+    with_fill,
+)
 from .elementwise import _cpus, _in_pieces
 
 __all__: list[str] = []
@@ -71,7 +90,8 @@ def _reduce_all(ufunc: Any, data: np.ndarray) -> np.ndarray:
     """``ufunc.reduce(data, axis=0, keepdims=True)``; a large 1-D sum in pieces on the idle CPUs."""
     n = data.shape[0]
     if ufunc is not np.add or data.ndim != 1 or n < _PARALLEL_SUM_MIN or _cpus() < 2:
-        return np.asarray(ufunc.reduce(data, axis=0, keepdims=True))
+        # in the values' own dtype: NumPy would sum small integers in its default integer
+        return np.asarray(ufunc.reduce(data, axis=0, keepdims=True, dtype=data.dtype))
 
     def run(lo: int, hi: int) -> Any:
         with np.errstate(all="ignore"):
@@ -143,6 +163,13 @@ def _seen(indices: np.ndarray, n: int) -> np.ndarray:
     return np.flatnonzero(mask)
 
 
+def _named(kernel: Any, name: str, doc: str) -> Any:
+    """``kernel`` named and documented as a kernel of its own (what the registry lists)."""
+    kernel.__name__ = kernel.__qualname__ = name
+    kernel.__doc__ = doc
+    return kernel
+
+
 def _axis_kernel(name: str) -> Any:
     monoid = MONOIDS[name]
     ufunc = _UFUNCS[name]
@@ -194,13 +221,126 @@ def _axis_kernel(name: str) -> Any:
         keys = xp.asarray(present.astype(np.asarray(a._plain).dtype)[None, :])
         return assemble(xp, a._backend, a.shape, 2, spec, keys, xp.asarray(g), fill_of(xp, monoid, f, n))
 
-    kernel.__name__ = kernel.__qualname__ = f"_{name}_compressed_numpy"
-    kernel.__doc__ = (
+    return _named(
+        kernel, f"_{name}_compressed_numpy",
         f"{name}(CSR/CSC) along one sparse dimension -> COO (or strided if asked), or both -> 0-d: compiled sums, "
-        "ufunc.reduceat or ufunc.at; O(nnz + n)."
-    )
-    return kernel
+        "ufunc.reduceat or ufunc.at; O(nnz + n).",
+    )  # fmt: skip
 
 
 for _name in _UFUNCS:
     register(_name, (COMPRESSED,), backend="numpy", supports=_supports_axis)(_axis_kernel(_name))
+
+
+# -- COO over sparse dimensions ----------------------------------------------------------------------------
+
+# Kept dimensions with more positions than this many per entry (plus a floor) are reduced into one slot
+# per distinct key instead of one per position.
+_DENSE_KEYS_PER_ENTRY = 4
+_DENSE_KEYS_MIN = 1 << 16
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def _supports_coo(xp: Any, a: COOArray, spec: ReduceSpec) -> str | None:
+    sd = a.sparse_dim()
+    if result_kind(a.ndim, sd, spec.axes) == "structure":
+        return "reducing dense dimensions only keeps the structure, which the generic kernel does in one pass"
+    if math.prod(a.shape[d] for d in range(sd) if d not in spec.axes) > _INT64_MAX:
+        return "the kept sparse dimensions do not fit one int64 key"
+    return None
+
+
+def _folded(idx: np.ndarray, dims: list[int], shape: tuple[int, ...]) -> np.ndarray:
+    """The row-major position of each entry among the ``dims`` of ``shape`` (int64)."""
+    key: np.ndarray = idx[dims[0]].astype(np.int64)
+    for d in dims[1:]:
+        key *= shape[d]
+        key += idx[d]
+    return key
+
+
+def _runs(ufunc: Any, keys: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Reduce runs of equal ``keys`` (sorted): the distinct keys, their results and entry counts."""
+    n = keys.shape[0]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if n else np.zeros(0, dtype=np.intp)
+    g = ufunc.reduceat(v, starts, axis=0, dtype=v.dtype) if n else v[:0]
+    return keys[starts], g, np.diff(np.r_[starts, n])
+
+
+def _slots(ufunc: Any, keys: np.ndarray, n_slots: int, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Reduce ``v`` into ``n_slots`` slots by ``keys`` (in input order, with ``ufunc.at``): the slots that
+    received entries, their results and entry counts."""
+    counts = np.bincount(keys, minlength=n_slots)
+    acc = _start(ufunc, (n_slots, *v.shape[1:]), v.dtype)
+    ufunc.at(acc, keys, v)
+    present = np.flatnonzero(counts)
+    return present, acc[present], counts[present]
+
+
+def _reduce_coo(monoid: Any, ufunc: Any, xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
+    """Reduce a COO array over ``spec.axes`` (some sparse): group, reduce, then combine with the fill."""
+    from ..._conversion import coalesce
+
+    sd = a.sparse_dim()
+    # duplicates must be merged first unless each one simply adds to its group
+    c = a if monoid.linear and is_plus_zero(a.fill_value) else cast(COOArray, coalesce(a))
+    f = monoid.premap(xp, fill_array(xp, c), spec.dtype)
+    v = np.asarray(monoid.premap(xp, c._vals, spec.dtype))
+    dense_axes = tuple(1 + d - sd for d in spec.axes if d >= sd)
+    if dense_axes and v.size:
+        v = np.asarray(monoid.reduce(xp, v, dense_axes))
+    elif dense_axes:
+        v = _start(ufunc, reduced_shape(v.shape, dense_axes, True), v.dtype)
+    kept = [d for d in range(sd) if d not in spec.axes]
+    idx = np.asarray(c._idx)
+    nnz = idx.shape[1]
+    if not kept:
+        present = np.zeros(1 if nnz else 0, dtype=np.int64)
+        g = _reduce_all(ufunc, v) if nnz else v[:0]
+        counts = np.full(present.shape, nnz, dtype=np.int64)
+    else:
+        kept_shape = tuple(c.shape[d] for d in kept)
+        keys = _folded(idx, kept, c.shape) if nnz else np.zeros(0, dtype=np.int64)
+        n_keys = math.prod(kept_shape)
+        if c.is_coalesced() and kept == list(range(len(kept))):
+            present, g, counts = _runs(ufunc, keys, v)
+        elif n_keys <= _DENSE_KEYS_PER_ENTRY * nnz + _DENSE_KEYS_MIN:
+            present, g, counts = _slots(ufunc, keys, n_keys, v)
+        else:
+            distinct, rank = np.unique(keys, return_inverse=True)
+            slot, g, counts = _slots(ufunc, rank, distinct.shape[0], v)
+            present = distinct[slot]
+    n_s = math.prod(c.shape[d] for d in spec.axes if d < sd)
+    n_d = math.prod(c.shape[d] for d in spec.axes if d >= sd)
+    if not is_neutral(xp, monoid, f):
+        g = with_fill(xp, monoid, xp.asarray(g), f, xp.asarray((n_s - counts) * n_d))
+    if kept:
+        rows = np.unravel_index(present, kept_shape) if present.size else [present] * len(kept)
+        key_rows = np.stack(rows).astype(idx.dtype, copy=False)
+    else:
+        key_rows = np.zeros((0, present.shape[0]), dtype=idx.dtype)
+    return assemble(xp, c._backend, c.shape, sd, spec, xp.asarray(key_rows), xp.asarray(g), fill_of(xp, monoid, f, n_s * n_d))
+
+
+def _coo_kernel(name: str) -> Any:
+    monoid = MONOIDS[name]
+    ufunc = _UFUNCS[name]
+
+    def kernel(xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
+        return _reduce_coo(monoid, ufunc, xp, a, spec)
+
+    return _named(
+        kernel, f"_{name}_coo_numpy",
+        f"{name}(COO) over sparse dimensions -> COO or strided: entries grouped by one int64 key of the kept "
+        "dimensions (runs, ufunc.at or distinct keys); O(nnz + kept positions).",
+    )  # fmt: skip
+
+
+for _name in _UFUNCS:
+    register(_name, (sparse_coo,), backend="numpy", supports=_supports_coo)(_coo_kernel(_name))
+
+
+@register("mean", (sparse_coo,), backend="numpy", supports=_supports_coo)
+def _mean_coo_numpy(xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
+    """mean(COO) over sparse dimensions -> COO or strided: the grouped, fill-aware sum over the full count; O(nnz + kept positions)."""
+    return mean_of_sum(xp, _reduce_coo(MONOIDS["sum"], np.add, xp, a, spec), a, spec)
