@@ -321,7 +321,30 @@ def test_kernel_against_dense(kernel: dispatch.Kernel, backend_name: str, data: 
             np.testing.assert_array_equal(to_numpy(result._components()[name]), to_numpy(component), err_msg=name)
 
 
-@pytest.mark.parametrize("kernel", [k for k in xs.kernels("concat") if k.kind == "native"], ids=lambda k: k.name)
+@pytest.mark.parametrize("kernel", [k for k in xs.kernels("concat") if k.kind == "native" and k.signature == (xs.sparse_coo,)], ids=lambda k: k.name)
+@SOME
+@given(data=st.data())
+def test_native_concat_coo_along_a_sparse_dimension(kernel: dispatch.Kernel, data: st.DataObject) -> None:
+    """The native join of COO arrays (indices offset in place) equals the generic kernel, component for
+    component, and the dense concatenation; along a dense dimension it declines."""
+    if backend_skip_reason(str(kernel.backend)):
+        pytest.skip(str(backend_skip_reason(str(kernel.backend))))
+    xp = xs.get_backend(str(kernel.backend)).namespace()
+    operands, parts, axis = draw_join(data, xp, xs.sparse_coo)
+    reason = kernel.supports(xp, operands, axis) if kernel.supports is not None else None
+    if axis >= operands[0].sparse_dim():
+        assert reason is not None and "dense dimension" in reason
+        return
+    assert reason is None, reason
+    result = kernel.func(xp, operands, axis)
+    assert_sparse_equal(result, xp.concat(parts, axis=axis))
+    twin = _generic_twin(kernel).func(xp, operands, axis)
+    assert result.is_coalesced() is twin.is_coalesced() and dtype_name(result.index_dtype) == dtype_name(twin.index_dtype)
+    for name, component in twin._components().items():
+        np.testing.assert_array_equal(to_numpy(result._components()[name]), to_numpy(component), err_msg=name)
+
+
+@pytest.mark.parametrize("kernel", [k for k in xs.kernels("concat") if k.kind == "native" and k.signature != (xs.sparse_coo,)], ids=lambda k: k.name)
 @SOME
 @given(data=st.data())
 def test_native_concat_along_the_plain_dimension(kernel: dispatch.Kernel, data: st.DataObject) -> None:

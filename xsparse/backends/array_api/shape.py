@@ -455,7 +455,7 @@ def _concat_coo(xp: Any, arrays: list[COOArray], axis: int) -> COOArray:
     if axis < sd:
         parts, offset = [], 0
         for a in arrays:
-            idx = xp.astype(a._idx, idt)
+            idx = xp.astype(a._idx, idt, copy=False)  # concat copies it anyway
             if offset:
                 shift = xp.reshape(_positions(xp, [offset if d == axis else 0 for d in range(sd)], idx), (sd, 1))
                 idx = idx + xp.astype(shift, idt)
