@@ -91,7 +91,8 @@ def _reduce_all(ufunc: Any, data: np.ndarray) -> np.ndarray:
     n = data.shape[0]
     if ufunc is not np.add or data.ndim != 1 or n < _PARALLEL_SUM_MIN or _cpus() < 2:
         # in the values' own dtype: NumPy would sum small integers in its default integer
-        return np.asarray(ufunc.reduce(data, axis=0, keepdims=True, dtype=data.dtype))
+        with np.errstate(invalid="ignore"):
+            return np.asarray(ufunc.reduce(data, axis=0, keepdims=True, dtype=data.dtype))
 
     def run(lo: int, hi: int) -> Any:
         with np.errstate(all="ignore"):
@@ -263,7 +264,8 @@ def _runs(ufunc: Any, keys: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.n
     """Reduce runs of equal ``keys`` (sorted): the distinct keys, their results and entry counts."""
     n = keys.shape[0]
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if n else np.zeros(0, dtype=np.intp)
-    g = ufunc.reduceat(v, starts, axis=0, dtype=v.dtype) if n else v[:0]
+    with np.errstate(invalid="ignore"):  # a NaN compared by maximum: NaN is the answer, not a fault
+        g = ufunc.reduceat(v, starts, axis=0, dtype=v.dtype) if n else v[:0]
     return keys[starts], g, np.diff(np.r_[starts, n])
 
 
@@ -272,7 +274,8 @@ def _slots(ufunc: Any, keys: np.ndarray, n_slots: int, v: np.ndarray) -> tuple[n
     received entries, their results and entry counts."""
     counts = np.bincount(keys, minlength=n_slots)
     acc = _start(ufunc, (n_slots, *v.shape[1:]), v.dtype)
-    ufunc.at(acc, keys, v)
+    with np.errstate(invalid="ignore"):  # a NaN compared by maximum: NaN is the answer, not a fault
+        ufunc.at(acc, keys, v)
     present = np.flatnonzero(counts)
     return present, acc[present], counts[present]
 
