@@ -782,3 +782,31 @@ def test_matmul_coo_declines_to_the_generic_kernel(make: Any, reason: str) -> No
     b = np.ones(a.shape[-1:] + ((2,) if a.ndim < 2 or a.dense_dim() == 0 else ()), dtype=a.dtype)
     kernel = native_kernel("matmul", (xs.sparse_coo, xs.strided))
     assert reason in kernel.supports(XP, a, b)
+
+
+@examples
+@given(left=coo_cases(), right=coo_cases(), uncoalesce=st.booleans())
+def test_matmul_coo_coo(left: dict[str, Any], right: dict[str, Any], uncoalesce: bool) -> None:
+    """COO @ COO against the dense product and the generic kernel: the same coalesced entries (explicit
+    zeros of cancelling products included), whatever order and duplicates the operands hold."""
+    a, b = left["a"], right["a"]
+    if a.ndim != 2 or b.ndim != 2:
+        assert "2-D COO" in native_kernel("matmul", (xs.sparse_coo, xs.sparse_coo)).supports(XP, a, b)
+        return
+    # b with as many rows as a has columns: its entries re-drawn in that shape
+    k, n = a.shape[1], b.shape[1]
+    rng = right["rng"]
+    nse = b.nnz if k else 0
+    idx = np.stack([rng.integers(0, k, nse), rng.integers(0, max(n, 1), nse)]).astype(b.index_dtype) if nse and n else np.zeros((2, 0), b.index_dtype)
+    b = xs.sparse_coo_array(idx, random_values(rng, (idx.shape[1],), right["dtype"]), (k, n))
+    if not uncoalesce:
+        b = b.coalesce()
+    dtype = np.result_type(left["dtype"], right["dtype"])
+    result = run_native("matmul", (xs.sparse_coo, xs.sparse_coo), a, b)
+    check_invariants(result)
+    assert result.is_coalesced() and result.dtype == dtype and result.index_dtype == a.index_dtype
+    tol = tolerance(min(left["dtype"], right["dtype"], key=lambda t: t.itemsize if t.kind == "f" else t.itemsize // 2))
+    np.testing.assert_allclose(xs.to_dense(result), xs.to_dense(a) @ xs.to_dense(b), **tol)
+    generic = generic_kernel("matmul", (xs.sparse_coo, xs.sparse_coo))(XP, a, b)
+    np.testing.assert_array_equal(result.indices(), generic.indices())
+    np.testing.assert_allclose(result.values(), generic.values(), **tol)

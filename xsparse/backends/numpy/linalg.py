@@ -16,6 +16,8 @@ product            computed as (S: the stored CSR matrix)        form
 A COO operand (a matrix, or a batch of matrices with a strided matrix on the right) takes the same two
 forms as the CSR matrix ``S`` of its entries grouped by (batch, row), which a coalesced array already
 is and any other becomes through a counting scatter; duplicates are summed by the product itself.
+Two 2-D COO operands multiply as those CSR matrices (the compiled SpGEMM accumulates each row densely,
+so neither needs coalescing), into a coalesced COO result.
 
 The gather form is parallel over the sparse matrix's rows; the scatter form over batches, else over
 the sparse rows into per-thread copies of the result that are summed (over the result's columns where
@@ -376,6 +378,32 @@ def _matmul_strided_coo_numpy(xp: Any, x: Any, a: COOArray) -> Any:
     d = np.ascontiguousarray(x.reshape(nb, p, kk).swapaxes(1, 2))  # x.T, rows read as vectors by the scatter
     out = _cpu.csr_matmul(indptr, cols, vals, n, d, transpose=True, checked=True)
     return out.swapaxes(1, 2).reshape(*batch, p, n)
+
+
+def _supports_coo_coo(xp: Any, a: COOArray, b: COOArray) -> str | None:
+    reason = _cpu.unavailable_reason()
+    if reason is not None:
+        return reason
+    if a._fill_value != 0 or b._fill_value != 0:
+        return "the compiled kernels handle fill value 0 only"
+    if a.ndim != 2 or b.ndim != 2 or a.dense_dim() or b.dense_dim():
+        return "the compiled SpGEMM handles 2-D COO operands without dense dimensions"
+    return _dtype_reason(a._vals.dtype, b._vals.dtype)
+
+
+@register("matmul", (sparse_coo, sparse_coo), backend="numpy", supports=_supports_coo_coo)
+def _matmul_coo_coo_numpy(xp: Any, a: COOArray, b: COOArray) -> COOArray:
+    """COO @ COO -> coalesced COO: both grouped by row (duplicates kept), the compiled Gustavson SpGEMM; O(flops + nnz), all cores."""
+    dtype = np.result_type(a._vals.dtype, b._vals.dtype)
+    m, n = a._shape[0], b._shape[1]
+    indptr, cols, data = _cpu.csr_spgemm(_coo_as_csr(a, dtype), _coo_as_csr(b, dtype), n)
+    index_dtype = np.dtype(a.index_dtype)
+    if index_dtype == np.int32 and max(m, n, cols.shape[0]) > _INT32_MAX:
+        index_dtype = np.dtype(np.int64)
+    indices = np.empty((2, cols.shape[0]), dtype=index_dtype)
+    indices[0] = np.repeat(np.arange(m, dtype=index_dtype), np.diff(indptr))
+    indices[1] = cols
+    return COOArray(indices, data, (m, n), backend=a._backend, xp=xp, coalesced=True)
 
 
 # -- sparse @ sparse ---------------------------------------------------------------------------------------
