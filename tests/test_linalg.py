@@ -258,6 +258,33 @@ def test_matmul_kernel(kernel: dispatch.Kernel, backend: str, data: st.DataObjec
                 close(result, twin.func(xp, a, b), dtype)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@SOME
+@given(
+    batch=st.sampled_from([(1,), (3,), (2, 3)]), coalesce=st.booleans(), vector=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)  # fmt: skip
+def test_batched_coo_times_one_matrix_folds_the_batch(
+    backend: str, batch: tuple[int, ...], coalesce: bool, vector: bool, seed: int
+) -> None:
+    """A batch of COO matrices times one matrix (or vector) is one product with the batch folded into the
+    rows, on each backend's native kernel: every entry lands in its own batch and row."""
+    if backend_skip_reason(backend):
+        pytest.skip(str(backend_skip_reason(backend)))
+    xp = namespace(backend)
+    rng = np.random.default_rng(seed)
+    shape = (*batch, 4, 5)
+    nse = 30
+    idx = np.stack([rng.integers(0, s, nse) for s in shape])
+    a = xs.sparse_coo_array(xp.asarray(idx), xp.asarray(rng.standard_normal(nse)), shape)
+    if coalesce:
+        a = a.coalesce()
+    b = xp.asarray(rng.standard_normal((5,) if vector else (5, 2)))
+    kernel = next(k for k in dispatch.resolve("matmul", (xs.sparse_coo, xs.strided), backend) if k.backend == backend)
+    assert kernel.supports(xp, a, b) is None
+    close(kernel.func(xp, a, b), xp.matmul(xs.to_dense(a), b), "float64")
+
+
 def test_every_native_matmul_kernel_runs_on_plain_matrices() -> None:
     """Each native kernel accepts a plain 2-D float64 input of one of its layouts (so the sweep above runs it)."""
     for k in xs.kernels("matmul"):

@@ -226,14 +226,34 @@ def _supports_coo_strided(xp: Any, a: COOArray, b: torch.Tensor) -> str | None:
     if a.ndim == 3 and on_cuda(a) and a.dtype not in _REAL_FLOATING:
         # SparseCUDATensorMath.cu: bmm_out_sparse_cuda's getTensorCudaDataType takes float32 and float64 only
         return f"torch's CUDA COO bmm has no {a.dtype} kernel"
-    if (a.ndim == 2 and b.ndim in (1, 2)) or (a.ndim == 3 and b.ndim == 3 and a.shape[0] == b.shape[0]):
+    if (a.ndim >= 2 and b.ndim in (1, 2)) or (a.ndim == 3 and b.ndim == 3 and a.shape[0] == b.shape[0]):
         return None
-    return "torch multiplies 2-D COO arrays by vectors and matrices, and 3-D ones by batches of one size (bmm), only"
+    return (
+        "torch multiplies COO arrays by vectors and matrices, and 3-D ones by batches of one size (bmm), only"
+    )
+
+
+def _folded_coo(a: COOArray) -> torch.Tensor:
+    """A batch of COO matrices ``(*batch, M, K)`` as the 2-D torch COO tensor ``(prod(batch) * M, K)``: the
+    batch indices folded into the row index, which keeps the entries' order (and so their coalescing)."""
+    idx = a._idx.to(torch.int64)
+    rows = idx[0]
+    for d in range(1, a.ndim - 1):
+        rows = rows * a.shape[d] + idx[d]
+    shape = (math.prod(a.shape[:-1]), a.shape[-1])
+    return torch.sparse_coo_tensor(
+        torch.stack([rows, idx[-1]]), a._vals, shape, is_coalesced=a.is_coalesced(), check_invariants=False
+    )  # fmt: skip
 
 
 @register("matmul", (sparse_coo, strided), backend="torch", supports=_supports_coo_strided)
 def _matmul_coo_strided_torch(xp: Any, a: COOArray, b: torch.Tensor) -> torch.Tensor:
-    """matmul(COO, strided) -> strided: torch.mv, torch.mm or torch.bmm (torch.sparse's SpMM)."""
+    """matmul(COO, strided) -> strided: torch.mv, torch.mm or torch.bmm (torch.sparse's SpMM); a batch of
+    matrices times one matrix or vector as one product of the batch folded into the rows."""
+    if a.ndim > 2 and b.ndim <= 2:
+        t = _folded_coo(a)
+        out = torch.mv(t, b) if b.ndim == 1 else torch.mm(t, b)
+        return out.reshape(*a.shape[:-1], *b.shape[1:])
     t = to_torch(a)
     if b.ndim == 1:
         return torch.mv(t, b)
