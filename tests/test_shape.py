@@ -1033,3 +1033,32 @@ def test_torch_bsr_with_empty_values_converts_to_sorted_coo() -> None:
     check_invariants(coo)
     expected = xs.to_sparse_coo(xs.tile(xs.to_sparse(a, layout=xs.sparse_bsr, blocksize=(2, 1), dense_dim=2), (1, 2, 0, 1)))
     np.testing.assert_array_equal(np.asarray(coo.indices()), np.asarray(expected.indices()))
+
+
+@SOME
+@given(data=st.data())
+def test_numpy_coo_renumbering_matches_the_generic_one(data: st.DataObject) -> None:
+    """The NumPy reshape's in-place renumbering gives the generic kernel's indices, for any two shapes of
+    one size, int32 and int64 results, and no entries."""
+    from xsparse.backends.array_api.shape import reindex
+    from xsparse.backends.numpy.shape import _renumber
+
+    xp = xs.get_backend("numpy").namespace()
+    old = tuple(data.draw(st.lists(st.integers(1, 6), min_size=1, max_size=4), label="old"))
+    size = math.prod(old)
+    new: list[int] = []
+    rest = size
+    while rest > 1 and len(new) < 4:
+        d = data.draw(st.sampled_from([f for f in range(1, rest + 1) if rest % f == 0]), label="factor")
+        new.append(d)
+        rest //= d
+    new.append(rest)
+    new += [1] * data.draw(st.integers(0, 1), label="ones")
+    dtype = data.draw(st.sampled_from([np.int32, np.int64]), label="dtype")
+    nse = data.draw(st.integers(0, 20), label="nse")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    indices = np.stack([rng.integers(0, s, nse) for s in old]).astype(data.draw(st.sampled_from([np.int32, np.int64])))
+    ours = _renumber(xp, indices, old, tuple(new), dtype)
+    expected = reindex(xp, xp.asarray(indices), old, tuple(new), dtype)
+    assert ours.dtype == expected.dtype and ours.shape == expected.shape
+    np.testing.assert_array_equal(ours, expected)

@@ -17,7 +17,7 @@ axes in ``[0, ndim)``, resolved shapes, and, for ``concat``, operands of one lay
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import array_api_compat
@@ -264,10 +264,20 @@ def _reshape_plan(a: COOArray, shape: tuple[int, ...]) -> tuple[int, int]:
     return a.dense_dim(), len(shape)
 
 
-def reshape_coo(xp: Any, a: COOArray, shape: tuple[int, ...], copy: bool | None) -> COOArray:
+def reindex(xp: Any, indices: Any, old: tuple[int, ...], new: tuple[int, ...], dtype: Any) -> Any:
+    """The ``(len(new), nnz)`` indices, of ``dtype``, of the positions that ``indices`` number in ``old``
+    (both shapes of one size): row-major linear keys, then their digits in ``new``."""
+    rows = _unravel(xp, _linearize(xp, indices, old), new, dtype)
+    return xp.stack(rows) if rows else xp.zeros((0, indices.shape[1]), dtype=dtype, device=_device(indices))
+
+
+def reshape_coo(
+    xp: Any, a: COOArray, shape: tuple[int, ...], copy: bool | None, renumber: Callable[..., Any] = reindex
+) -> COOArray:
     """Reshape a COO array: its sparse dimensions by linearising the indices, its dense dimensions among
     themselves (the values); dense dimensions the new shape merges with sparse ones are regrouped as
-    sparse first. The row-major order, hence coalescedness, is kept. O(sparse_dim * nnz)."""
+    sparse first. The row-major order, hence coalescedness, is kept. O(sparse_dim * nnz). ``renumber``
+    computes the new indices (:func:`reindex`'s arguments and result): a backend may pass a faster one."""
     regroup, p = _reshape_plan(a, shape)
     old_lead, new_lead = tuple(a.shape[: a.sparse_dim() + regroup]), tuple(shape[:p])
     if regroup or old_lead != new_lead:
@@ -283,9 +293,7 @@ def reshape_coo(xp: Any, a: COOArray, shape: tuple[int, ...], copy: bool | None)
                 "fewer dimensions at once."
             )
         idt = wide_enough(xp, a._idx.dtype, a.nnz, *new_lead)
-        key = _linearize(xp, a._idx, old_lead)
-        rows = _unravel(xp, key, new_lead, idt)
-        idx = xp.stack(rows) if rows else xp.zeros((0, a.nnz), dtype=idt, device=a.device)
+        idx = renumber(xp, a._idx, old_lead, new_lead, idt)
     else:
         idx = xp.asarray(a._idx, copy=True) if copy else a._idx
     vals = xp.reshape(a._vals, (a.nnz, *shape[p:]), copy=copy)

@@ -9,6 +9,8 @@ values. So every value dtype, block shape and dense dimension goes through the s
 
 COO arrays joined along a sparse dimension are copied once into the result, whose index row of that
 dimension is then offset in place, part by part (the generic kernel offsets copies, then copies again).
+A COO reshape computes its linear keys in place and their new digits with one ``divmod`` per
+dimension written straight into the result (NumPy's ``//`` and ``%`` make two passes and new arrays).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import numpy as np
 
 from ...dispatch import register
 from ...formats import COMPRESSED, COOArray, CompressedArray, sparse_coo
-from ..array_api.shape import _common_index_dtype, supports_concat_compressed
+from ..array_api.shape import _common_index_dtype, reshape_coo, supports_concat_compressed
 from .conversion import _split_batches
 
 __all__: list[str] = []
@@ -96,3 +98,34 @@ def _concat_coo_numpy(xp: Any, arrays: list[COOArray], axis: int) -> COOArray:
     # blocks of entries sorted along the first dimension follow each other in order
     coalesced = axis == 0 and all(a.is_coalesced() for a in arrays)
     return COOArray(indices, values, tuple(shape), backend=first._backend, xp=xp, coalesced=coalesced, fill_value=first.fill_value)
+
+
+def _renumber(xp: Any, indices: Any, old: tuple[int, ...], new: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """:func:`..array_api.shape.reindex` in place: the linear keys, then one ``divmod`` per new dimension."""
+    nnz = indices.shape[1]
+    out = np.empty((len(new), nnz), dtype=dtype)
+    if not new or not nnz:
+        return out
+    key = np.zeros(nnz, dtype=np.int64)
+    for d, size in enumerate(old):
+        key *= size
+        key += indices[d]
+    if len(new) == 1:
+        out[0] = key
+        return out
+    quotient = np.empty(nnz, dtype=np.int64)
+    for d in range(len(new) - 1, 0, -1):
+        if out.dtype == np.int64:
+            np.divmod(key, new[d], out=(quotient, out[d]))
+        else:
+            np.divmod(key, new[d], out=(quotient, key))
+            out[d] = key
+        key, quotient = quotient, key
+    out[0] = key
+    return out
+
+
+@register("reshape", (sparse_coo,), backend="numpy")
+def _reshape_coo_numpy(xp: Any, a: COOArray, shape: tuple[int, ...], copy: bool | None) -> COOArray:
+    """reshape(COO) -> COO: the generic plan, the new indices computed in place (one divmod per dimension); O(sparse_dim * nnz)."""
+    return reshape_coo(xp, a, shape, copy, _renumber)
