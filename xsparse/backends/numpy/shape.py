@@ -7,8 +7,8 @@ compiled pass, where the generic kernel sorts. The kernel hands SciPy only the s
 ``b * n_major + i``); the data it stacks are the *positions* of the elements, which then gather the
 values. So every value dtype, block shape and dense dimension goes through the same compiled merge.
 
-COO arrays joined along a sparse dimension are copied once into the result, whose index row of that
-dimension is then offset in place, part by part (the generic kernel offsets copies, then copies again).
+COO arrays joined along a sparse dimension are copied once into the result, the index row of that
+dimension offset on the way (the generic kernel offsets copies, then copies again).
 A COO reshape computes its linear keys in place and their new digits with one ``divmod`` per
 dimension written straight into the result (NumPy's ``//`` and ``%`` make two passes and new arrays).
 """
@@ -22,6 +22,7 @@ import numpy as np
 
 from ...dispatch import register
 from ...formats import COMPRESSED, COOArray, CompressedArray, sparse_coo
+from .. import _cpu
 from ..array_api.shape import _common_index_dtype, reshape_coo, supports_concat_compressed
 from .conversion import _split_batches
 
@@ -81,20 +82,22 @@ def _supports_concat_coo(xp: Any, arrays: list[COOArray], axis: int) -> str | No
 
 @register("concat", (sparse_coo,), backend="numpy", supports=_supports_concat_coo)
 def _concat_coo_numpy(xp: Any, arrays: list[COOArray], axis: int) -> COOArray:
-    """concat(COO, ...) along a sparse dim: one copy of indices and values, the offsets added in place; O(N)."""
+    """concat(COO, ...) along a sparse dim: one copy of indices and values, the offsets added on the way; O(N)."""
     first = arrays[0]
     shape = list(first.shape)
     shape[axis] = sum(a.shape[axis] for a in arrays)
     total = sum(a.nnz for a in arrays)
     idt = _common_index_dtype(xp, arrays, total, tuple(shape))
-    indices = np.concatenate([np.asarray(a._idx) for a in arrays], axis=1, dtype=idt)
+    indices = _cpu.empty((first.sparse_dim(), total), idt)  # a large one reuses freed memory
     start, offset = 0, 0
     for a in arrays:
-        if offset:
-            indices[axis, start : start + a.nnz] += offset
+        part, idx = indices[:, start : start + a.nnz], np.asarray(a._idx)
+        part[:axis], part[axis + 1 :] = idx[:axis], idx[axis + 1 :]
+        np.add(idx[axis], offset, out=part[axis], casting="unsafe")  # the index dtype was widened to hold it
         start += a.nnz
         offset += a.shape[axis]
-    values = np.concatenate([np.asarray(a._vals) for a in arrays], axis=0)
+    values = _cpu.empty((total, *first._vals.shape[1:]), np.result_type(*(a._vals.dtype for a in arrays)))
+    np.concatenate([np.asarray(a._vals) for a in arrays], axis=0, out=values)
     # blocks of entries sorted along the first dimension follow each other in order
     coalesced = axis == 0 and all(a.is_coalesced() for a in arrays)
     return COOArray(indices, values, tuple(shape), backend=first._backend, xp=xp, coalesced=coalesced, fill_value=first.fill_value)
@@ -103,17 +106,19 @@ def _concat_coo_numpy(xp: Any, arrays: list[COOArray], axis: int) -> COOArray:
 def _renumber(xp: Any, indices: Any, old: tuple[int, ...], new: tuple[int, ...], dtype: Any) -> np.ndarray:
     """:func:`..array_api.shape.reindex` in place: the linear keys, then one ``divmod`` per new dimension."""
     nnz = indices.shape[1]
-    out = np.empty((len(new), nnz), dtype=dtype)
+    # large arrays from the pool of freed blocks: fresh pages would cost as much as the arithmetic
+    out = _cpu.empty((len(new), nnz), dtype)
     if not new or not nnz:
         return out
-    key = np.zeros(nnz, dtype=np.int64)
-    for d, size in enumerate(old):
-        key *= size
+    key = _cpu.empty((nnz,), np.int64)
+    key[...] = indices[0] if old else 0
+    for d in range(1, len(old)):
+        key *= old[d]
         key += indices[d]
     if len(new) == 1:
         out[0] = key
         return out
-    quotient = np.empty(nnz, dtype=np.int64)
+    quotient = _cpu.empty((nnz,), np.int64)
     for d in range(len(new) - 1, 0, -1):
         if out.dtype == np.int64:
             np.divmod(key, new[d], out=(quotient, out[d]))
