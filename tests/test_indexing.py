@@ -452,6 +452,33 @@ def test_take_every_kernel(backend: str, xp: Any, layout: xs.Layout, data: st.Da
     assert_sparse_equal(xs.index_select(x, axis, picks), expected)
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 5), min_size=1, max_size=3), nse=st.integers(0, 40), coalesce=st.booleans(),
+    seed=st.integers(0, 2**32 - 1), data=st.data(),
+)  # fmt: skip
+def test_numpy_take_coo_repeats_every_entry_per_pick(
+    shape: list[int], nse: int, coalesce: bool, seed: int, data: st.DataObject
+) -> None:
+    """The NumPy COO take (counted repeats; runs along axis 0 of a coalesced array, else one sort) with
+    picks that repeat, in any order, against the dense take and the generic kernel."""
+    xp = xs.get_backend("numpy").load()
+    rng = np.random.default_rng(seed)
+    idx = np.stack([rng.integers(0, s, nse) for s in shape]).astype(data.draw(st.sampled_from([np.int32, np.int64])))
+    x = xs.sparse_coo_array(idx, rng.integers(1, 9, nse).astype(np.float64), tuple(shape))
+    if coalesce:
+        x = x.coalesce()
+    axis = data.draw(st.integers(0, len(shape) - 1), label="axis")
+    picks = np.asarray(data.draw(st.lists(st.integers(0, shape[axis] - 1), max_size=10), label="picks"), dtype=np.int64)
+    native = next(k for k in dispatch.resolve("take", (xs.sparse_coo,), "numpy") if k.backend == "numpy")
+    assert native.supports(xp, x, picks, axis) is None
+    r = native.func(xp, x, picks, axis)
+    assert_sparse_equal(r, np.take(xs.to_dense(x), picks, axis=axis))
+    assert r.is_coalesced() or not x.is_coalesced()
+    generic = next(k for k in dispatch.resolve("take", (xs.sparse_coo,), "numpy") if k.backend is None)
+    assert_sparse_equal(r, generic.func(xp, x, picks, axis))
+
+
 def test_take_strided_and_errors(xp: Any) -> None:
     d = xp.asarray([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]], dtype=xp.float64)
     assert_sparse_equal(xs.take(d, [2, -3], axis=1), xp.take(d, xp.asarray([2, 0]), axis=1))

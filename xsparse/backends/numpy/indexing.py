@@ -1,15 +1,24 @@
-"""Native indexing kernels of the NumPy backend: SciPy's compiled slicing of CSR and CSC matrices."""
+"""Native indexing kernels of the NumPy backend: SciPy's compiled slicing of CSR and CSC matrices, and
+``take`` of COO arrays along a sparse dimension by counting.
+
+``take`` repeats each entry once per position of ``indices`` that names its index. The generic kernel
+finds those positions with binary searches and restores a coalesced array's order with a lexicographic
+sort; here the positions come from a count of ``indices`` (``bincount``), and the order from runs of the
+first index (along axis 0 of a coalesced array, whose result is then sorted as built) or one sort of
+int64 keys.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+import math
 from typing import Any
 
 import numpy as np
 
 from ..._index_key import Item, Slice
 from ...dispatch import register
-from ...formats import CompressedArray, sparse_csc, sparse_csr
+from ...formats import COOArray, CompressedArray, sparse_coo, sparse_csc, sparse_csr
 
 __all__: list[str] = []
 
@@ -53,3 +62,58 @@ def _getitem_unblocked_numpy(xp: Any, a: CompressedArray, items: Sequence[Item])
         np.ascontiguousarray(r.data, dtype=a.dtype), tuple(int(s) for s in r.shape), layout=a.layout,
         backend=a._backend, xp=xp, fill_value=a.fill_value, check=False,
     )  # fmt: skip
+
+
+def _supports_take_coo(xp: Any, a: COOArray, indices: Any, axis: int) -> str | None:
+    if axis >= a.sparse_dim():
+        return "along a dense dimension take reads the values, which the generic kernel does in one call"
+    shape = (*a.shape[:axis], int(indices.shape[0]), *a.shape[axis + 1 : a.sparse_dim()])
+    if a.is_coalesced() and axis and math.prod(shape) > np.iinfo(np.int64).max:
+        return "the result's sparse dimensions do not fit one int64 sort key"
+    return None
+
+
+def _runs_of_first(row: np.ndarray, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The entries (of sorted ``row``) whose first index is ``sel[j]``, for j in order, and each one's j."""
+    lo, hi = np.searchsorted(row, sel, side="left"), np.searchsorted(row, sel, side="right")
+    counts = hi - lo
+    total = int(counts.sum())
+    starts = np.cumsum(counts) - counts
+    entry = np.arange(total, dtype=np.int64) + np.repeat(lo - starts, counts)
+    return entry, np.repeat(np.arange(sel.shape[0], dtype=np.int64), counts)
+
+
+def _repeated(row: np.ndarray, sel: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each entry repeated once per position j of ``sel`` naming its index ``row``, entries in order, and
+    each copy's j (ascending within an entry)."""
+    count = np.bincount(sel, minlength=n)
+    order = np.argsort(sel, kind="stable")
+    first = np.cumsum(count) - count
+    c = count[row]
+    entry = np.repeat(np.arange(row.shape[0], dtype=np.int64), c)
+    rank = np.arange(entry.shape[0], dtype=np.int64) - np.repeat(np.cumsum(c) - c, c)
+    return entry, order[first[row[entry]] + rank]
+
+
+@register("take", (sparse_coo,), backend="numpy", supports=_supports_take_coo)
+def _take_coo_numpy(xp: Any, a: COOArray, indices: Any, axis: int) -> COOArray:
+    """take(COO) along a sparse dim: counted repeats, a coalesced result in runs (axis 0) or one int64 sort; O(nnz + total log total)."""
+    idx = np.asarray(a._idx)
+    sel = np.asarray(indices, dtype=np.int64)
+    coalesced = a.is_coalesced()
+    if coalesced and axis == 0:
+        entry, position = _runs_of_first(idx[0], sel)
+    else:
+        entry, position = _repeated(idx[axis], sel, a.shape[axis])
+    new_idx = np.take(idx, entry, axis=1)
+    new_idx[axis] = position
+    vals = np.take(np.asarray(a._vals), entry, axis=0)
+    shape = (*a.shape[:axis], sel.shape[0], *a.shape[axis + 1 :])
+    if coalesced and axis and entry.shape[0] > 1:
+        key = np.zeros(entry.shape[0], dtype=np.int64)
+        for d in range(a.sparse_dim()):
+            key *= shape[d]
+            key += new_idx[d]
+        perm = np.argsort(key)  # the keys are distinct: the input's indices are, and so are the positions
+        new_idx, vals = np.take(new_idx, perm, axis=1), np.take(vals, perm, axis=0)
+    return COOArray(new_idx, vals, shape, backend=a._backend, xp=xp, coalesced=coalesced, fill_value=a.fill_value)
