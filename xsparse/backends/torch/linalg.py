@@ -249,9 +249,7 @@ def _folded_coo(a: COOArray) -> torch.Tensor:
 
 @register("matmul", (sparse_coo, strided), backend="torch", supports=_supports_coo_strided)
 def _matmul_coo_strided_torch(xp: Any, a: COOArray, b: torch.Tensor) -> torch.Tensor:
-    """matmul(COO, strided) -> strided: torch.mv, torch.mm or torch.bmm (torch.sparse's SpMM); one batch
-    dimension times one matrix by bmm of the matrix broadcast, other batches as one product of the batch
-    folded into the rows."""
+    """matmul(COO, strided) -> strided: torch.mv, torch.mm or torch.bmm (torch.sparse's SpMM), batches times one matrix folded or broadcast."""
     if a.ndim == 3 and b.ndim == 2:
         # bmm reads b broadcast over the batch (a view of stride 0) as fast as one mm, with no fold to copy
         return torch.bmm(to_torch(a), b.expand(a.shape[0], *b.shape))
