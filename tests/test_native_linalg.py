@@ -810,3 +810,17 @@ def test_matmul_coo_coo(left: dict[str, Any], right: dict[str, Any], uncoalesce:
     generic = generic_kernel("matmul", (xs.sparse_coo, xs.sparse_coo))(XP, a, b)
     np.testing.assert_array_equal(result.indices(), generic.indices())
     np.testing.assert_allclose(result.values(), generic.values(), **tol)
+
+
+@pytest.mark.parametrize("layout", [xs.sparse_coo, xs.sparse_csr])
+def test_spgemm_of_hypersparse_operands_goes_to_the_generic_kernel(layout: xs.Layout) -> None:
+    """Ten billion columns and two entries: the compiled SpGEMM's dense row accumulator would need
+    tens of GiB, so it declines and the generic kernel (memory following the entries) multiplies."""
+    n = 10**10
+    a = xs.to_sparse(xs.sparse_coo_array([[0, 1], [0, 2]], [1.0, 2.0], (2, 3)), layout=layout)
+    b = xs.to_sparse(xs.sparse_coo_array([[0, 2], [9, n - 2]], [3.0, 4.0], (3, n)), layout=layout)
+    kernel = native_kernel("matmul", (layout, layout))
+    assert "result_columns (10000000000) densely" in kernel.supports(XP, a, b)
+    r = xs.to_sparse_coo(a @ b)
+    np.testing.assert_array_equal(r.indices(), [[0, 1], [9, n - 2]])
+    np.testing.assert_array_equal(r.values(), [3.0, 8.0])

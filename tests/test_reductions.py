@@ -907,3 +907,17 @@ def test_torch_full_mean_of_16_bit_floats_does_not_overflow(layout: xs.Layout) -
 
 def to_layout_torch(a: Any, layout: xs.Layout) -> Any:
     return a if layout is xs.sparse_coo else xs.to_sparse(a, layout=layout)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "float32"])
+def test_numpy_parallel_sum_stays_in_its_dtype(dtype: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sum large enough to be split between CPUs adds its pieces in the values' own dtype (wrapping as
+    NumPy does for integers), whatever the machine's load at the time."""
+    from xsparse.backends.numpy import reduction
+
+    monkeypatch.setattr(reduction, "_cpus", lambda: 2)
+    rng = np.random.default_rng(0)
+    data = rng.integers(0, 100, reduction._PARALLEL_SUM_MIN + 5).astype(dtype)
+    total = reduction._reduce_all(np.add, data)
+    assert total.dtype == np.dtype(dtype) and total.shape == (1,)
+    np.testing.assert_allclose(total[0], np.add.reduce(data, dtype=dtype), rtol=1e-5 if dtype == "float32" else 0)

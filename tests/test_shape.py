@@ -1062,3 +1062,16 @@ def test_numpy_coo_renumbering_matches_the_generic_one(data: st.DataObject) -> N
     expected = reindex(xp, xp.asarray(indices), old, tuple(new), dtype)
     assert ours.dtype == expected.dtype and ours.shape == expected.shape
     np.testing.assert_array_equal(ours, expected)
+
+
+def test_numpy_coo_concat_offsets_past_int32() -> None:
+    """Joined along rows, int32 operands whose offset rows pass int32: the result's int64 indices hold
+    them (the offset is added in the widened dtype, not wrapped in the operands' own)."""
+    big = 2**31 - 10
+    a = xs.sparse_coo_array(np.array([[big - 1], [0]], np.int32), np.array([1.0]), (big, 3))
+    b = xs.sparse_coo_array(np.array([[100], [1]], np.int32), np.array([2.0]), (50_000, 3))
+    kernel = next(k for k in dispatch.resolve("concat", (xs.sparse_coo,), "numpy") if k.backend == "numpy")
+    xp = xs.get_backend("numpy").namespace()
+    for r in (kernel.func(xp, [a, b], 0), xs.concat([a, b])):
+        assert dtype_name(r.index_dtype) == "int64"
+        np.testing.assert_array_equal(to_numpy(r.indices()), [[big - 1, big + 100], [0, 1]])

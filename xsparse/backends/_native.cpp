@@ -40,6 +40,7 @@
 #include <unistd.h>
 #endif
 #include <cstdlib>
+#include <new>
 
 namespace {
 
@@ -1805,7 +1806,15 @@ bool csr_mm_scatter(const CsrView<I, T>& A, View3<const T> D, View3<T> O, const 
         return ok;
     }
     const int64_t size = nb * n * K;
-    if (K >= threads && static_cast<double>(size) * sizeof(T) * (threads - 1) > scatter_copy_max_bytes) {
+    // Private copies: thread 0 adds into O itself, thread t > 0 into copy t - 1, which it clears first
+    // (so its pages are first touched by the thread that uses them). Not thrown on failure: this runs
+    // without the GIL, where an exception could not reach Python.
+    std::unique_ptr<T[]> priv;
+    if (static_cast<double>(size) * sizeof(T) * (threads - 1) <= scatter_copy_max_bytes) {
+        priv.reset(new (std::nothrow) T[static_cast<size_t>(size) * static_cast<size_t>(threads - 1)]);
+    }
+    if (!priv) {
+        if (K < threads) return scatter_add(A, D, O, alpha, 0, nb, 0, K);
         // Too large to copy: each thread takes a range of the columns of every row of O. The threads
         // then all read every entry, and rows of O shared between them cost cache-line transfers, so
         // this is the last resort (measured: about twice the time of private copies on 2 CPUs).
@@ -1813,9 +1822,6 @@ bool csr_mm_scatter(const CsrView<I, T>& A, View3<const T> D, View3<T> O, const 
         for (int t = 0; t < threads; ++t) ok = scatter_add(A, D, O, alpha, 0, nb, K * t / threads, K * (t + 1) / threads);
         return ok;
     }
-    // Private copies: thread 0 adds into O itself, thread t > 0 into copy t - 1, which it clears first
-    // (so its pages are first touched by the thread that uses them).
-    std::unique_ptr<T[]> priv(new T[static_cast<size_t>(size) * static_cast<size_t>(threads - 1)]);
     const int64_t m = A.n_major;
     int used = 1;
 #pragma omp parallel num_threads(threads) reduction(&& : ok)

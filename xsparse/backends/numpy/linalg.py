@@ -388,7 +388,9 @@ def _supports_coo_coo(xp: Any, a: COOArray, b: COOArray) -> str | None:
         return "the compiled kernels handle fill value 0 only"
     if a.ndim != 2 or b.ndim != 2 or a.dense_dim() or b.dense_dim():
         return "the compiled SpGEMM handles 2-D COO operands without dense dimensions"
-    return _dtype_reason(a._vals.dtype, b._vals.dtype)
+    return _dtype_reason(a._vals.dtype, b._vals.dtype) or _hypersparse_reason(
+        a.nnz + b.nnz, rows=a._shape[0], contracted_dimension=a._shape[1], result_columns=b._shape[1]
+    )  # fmt: skip
 
 
 @register("matmul", (sparse_coo, sparse_coo), backend="numpy", supports=_supports_coo_coo)
@@ -409,13 +411,32 @@ def _matmul_coo_coo_numpy(xp: Any, a: COOArray, b: COOArray) -> COOArray:
 # -- sparse @ sparse ---------------------------------------------------------------------------------------
 
 
+# The compiled SpGEMM accumulates each row of the result densely (a row of the result's columns per
+# thread), and COO operands get a row pointer per row: hypersparse operands, with far more positions
+# than entries, go to the generic kernel, whose memory follows the entries.
+_SPGEMM_DENSE_PER_ENTRY = 8
+_SPGEMM_DENSE_MIN = 1 << 22
+
+
+def _hypersparse_reason(nnz: int, **sizes: int) -> str | None:
+    limit = max(_SPGEMM_DENSE_MIN, _SPGEMM_DENSE_PER_ENTRY * nnz)
+    for name, size in sizes.items():
+        if size > limit:
+            return (
+                f"the compiled SpGEMM keeps the {name} ({size}) densely, far more than the operands' {nnz} entries; "
+                "the generic kernel's memory follows the entries"
+            )
+    return None
+
+
 def _supports_sparse_sparse(xp: Any, a: CompressedArray, b: CompressedArray) -> str | None:
     reason = _sparse_reason(a) or _sparse_reason(b) or _dtype_reason(a._vals.dtype, b._vals.dtype)
     if reason is not None:
         return reason
     if a._compressed.ndim != 1 or b._compressed.ndim != 1:
         return "the compiled SpGEMM handles 2-D operands without batch dimensions"
-    return None
+    columns = b._shape[1] if a._layout is sparse_csr else a._shape[0]  # CSC: the product of the transposes
+    return _hypersparse_reason(a.nnz + b.nnz, result_columns=columns)
 
 
 def _spgemm(a: CompressedArray, b: CompressedArray) -> CompressedArray:

@@ -96,7 +96,7 @@ def _reduce_all(ufunc: Any, data: np.ndarray) -> np.ndarray:
 
     def run(lo: int, hi: int) -> Any:
         with np.errstate(all="ignore"):
-            return np.add.reduce(data[lo:hi])
+            return np.add.reduce(data[lo:hi], dtype=data.dtype)
 
     total = np.add.reduce(np.asarray(_in_pieces(n, _PARALLEL_SUM_MIN // 4, run), dtype=data.dtype))
     return np.reshape(np.asarray(total, dtype=data.dtype), (1,))

@@ -93,7 +93,7 @@ def _concat_coo_numpy(xp: Any, arrays: list[COOArray], axis: int) -> COOArray:
     for a in arrays:
         part, idx = indices[:, start : start + a.nnz], np.asarray(a._idx)
         part[:axis], part[axis + 1 :] = idx[:axis], idx[axis + 1 :]
-        np.add(idx[axis], offset, out=part[axis], casting="unsafe")  # the index dtype was widened to hold it
+        np.add(idx[axis], offset, out=part[axis], dtype=idt)  # in the result's (widened) index dtype
         start += a.nnz
         offset += a.shape[axis]
     values = _cpu.empty((total, *first._vals.shape[1:]), np.result_type(*(a._vals.dtype for a in arrays)))
