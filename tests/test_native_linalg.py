@@ -239,16 +239,12 @@ def test_parallel_paths_match_scipy(index_dtype: np.dtype, dtype: np.dtype, k: i
 def test_parallel_scatter_column_split_matches_scipy(k: int) -> None:
     """An output too large for private copies is shared between the threads by columns (the limit is
     lowered here so that a small product takes that path)."""
-    native = _cpu._native_module()
     rng = np.random.default_rng(k)
     m, n = 3000, 2000
     a = sp.random_array((m, n), density=0.02, format="csr", random_state=rng, dtype=np.float64)
     dt = rng.standard_normal((1, m, k))
-    previous = native.scatter_copy_limit(0.0)
-    try:
+    with _cpu.scatter_copy_limit(0):
         out = _cpu.csr_matmul(a.indptr[None], a.indices[None], a.data[None], n, dt, transpose=True)
-    finally:
-        native.scatter_copy_limit(previous)
     np.testing.assert_allclose(out[0], a.T @ dt[0], rtol=1e-12, atol=1e-12)
 
 

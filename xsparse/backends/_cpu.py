@@ -16,6 +16,8 @@ import functools
 import importlib
 import math
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
@@ -166,6 +168,19 @@ def release_cached_memory() -> int:
     True
     """
     return int(_NATIVE[0].pool_release()) if _NATIVE else 0
+
+
+@contextmanager
+def scatter_copy_limit(nbytes: float) -> Iterator[None]:
+    """Within the block, a parallel scatter product (``csr_matmul(..., transpose=True)``) uses at most
+    ``nbytes`` of private copies of its output, and shares a larger output between its threads by
+    columns. A tuning hook for tests, process-wide: not for concurrent use."""
+    native = _native_module()
+    previous = native.scatter_copy_limit(float(nbytes))
+    try:
+        yield
+    finally:
+        native.scatter_copy_limit(previous)
 
 
 def unavailable_reason() -> str | None:
