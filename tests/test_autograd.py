@@ -182,3 +182,17 @@ def test_strided_operands_only() -> None:
     b = dense(6, 3)
     xs.matmul(a, b).sum().backward()
     assert b.grad is not None and torch.allclose(b.grad, xs.to_dense(a).T @ torch.ones(4, 3, dtype=F64))
+
+
+@pytest.mark.parametrize("op", ["sum", "prod", "max", "min"])
+@pytest.mark.parametrize("coalesced", [True, False])
+def test_coo_reduction_over_sparse_dimensions(op: str, coalesced: bool) -> None:
+    """The torch COO reductions (scatter_reduce by the kept indices) are differentiable in the values,
+    as the dense reduction is: gradcheck over axis 0 (a sort of the keys) and axis 2 (runs of them)."""
+    a = sparse(xs.sparse_coo, shape=(3, 4, 6), seed=2)
+    if not coalesced:
+        # the entries in reverse order: the grouping sorts them
+        a = xs.sparse_coo_array(a._indices().flip(1), a._values().flip(0), a.shape)
+    reduce = getattr(xs, op)
+    for axis in (0, 2):
+        check(lambda v: xs.to_dense(reduce(rebuild(a, v), axis=axis)), leaf(a))

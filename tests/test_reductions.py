@@ -315,7 +315,7 @@ def native_inputs(draw: Any, kernel: dispatch.Kernel, xp: Any) -> tuple[Any, Any
     layouts = [layout for layout in _layouts_of(kernel.signature[0]) if not layout.is_blocked] or _layouts_of(kernel.signature[0])
     layout = draw(st.sampled_from(layouts))
     dtype = draw(st.sampled_from(dtypes))
-    fill = False if op in ("softmax", "log_softmax") or kernel.name == "_sum_coo_torch" else None
+    fill = False if op in ("softmax", "log_softmax") else None
     case = draw(S.dense_cases(xp, dtype=dtype, fill=fill, max_batch_dims=0 if layout is not xs.sparse_coo else 1, max_dense_dims=1))
     if layout is xs.sparse_coo:
         x = case.sparse(layout)
@@ -323,16 +323,14 @@ def native_inputs(draw: Any, kernel: dispatch.Kernel, xp: Any) -> tuple[Any, Any
             x = S.uncoalesced_like(xp, np.random.default_rng(draw(st.integers(0, 2**32 - 1))), x, case.index_dtype)
         sd = x.sparse_dim()
         keepdims = False
-        if kernel.backend == "numpy":
-            # the NumPy kernels group by the kept sparse dimensions: at least one sparse axis, up to all axes
-            assume(sd > 0)
-            axis = tuple(draw(st.lists(st.integers(0, x.ndim - 1), min_size=1, max_size=x.ndim, unique=True)))
+        if kernel.backend == "numpy" or kernel.name in {f"_{o}_coo_torch" for o in ("sum", "prod", "max", "min")}:
+            # kernels that group by the kept sparse dimensions: at least one sparse axis, up to all axes
+            # (not all for torch: its _full_torch kernels reduce those)
+            assume(sd > 0 and (kernel.backend == "numpy" or x.ndim > 1))
+            most = x.ndim if kernel.backend == "numpy" else x.ndim - 1
+            axis = tuple(draw(st.lists(st.integers(0, x.ndim - 1), min_size=1, max_size=most, unique=True)))
             axis = axis if any(a < sd for a in axis) else (0,)
             keepdims = draw(st.booleans())
-        elif op == "sum":
-            # not every axis: _sum_full_torch sums those
-            axis = tuple(draw(st.lists(st.integers(0, x.ndim - 1), min_size=1, max_size=x.ndim - 1, unique=True)))
-            axis = axis if any(a < sd for a in axis) else (0,)
         else:
             axis = draw(st.integers(0, x.ndim - 1))
     else:
@@ -379,6 +377,7 @@ def test_native_kernels_are_registered() -> None:
     assert {f"_{op}_coo_numpy" for op in (*MONOIDS, "mean")} <= names
     if backend_skip_reason("torch") is None:
         assert {"_sum_coo_torch", "_softmax_coo_torch", "_log_softmax_coo_torch", "_sum_compressed_torch"} <= names
+        assert {f"_{op}_coo_torch" for op in ("prod", "max", "min")} <= names
         assert {f"_{op}_full_torch" for op in (*MONOIDS, "mean", "var", "std")} <= names
 
 
@@ -392,12 +391,19 @@ COO_GROUPINGS = {
 }
 
 
-@pytest.mark.parametrize("op", [*MONOIDS, "mean"])
+GROUPING_KERNELS = [("numpy", op, f"_{op}_coo_numpy") for op in (*MONOIDS, "mean")] + [
+    ("torch", op, f"_{op}_coo_torch") for op in ("sum", "prod", "max", "min")
+]
+
+
+@pytest.mark.parametrize(("backend", "op", "name"), GROUPING_KERNELS, ids=[k[2] for k in GROUPING_KERNELS])
 @pytest.mark.parametrize("grouping", list(COO_GROUPINGS))
 @SOME
 @given(data=st.data())
-def test_numpy_coo_groupings(op: str, grouping: str, data: st.DataObject) -> None:
-    xp = xs.get_backend("numpy").load()
+def test_coo_groupings(backend: str, op: str, name: str, grouping: str, data: st.DataObject) -> None:
+    if backend_skip_reason(backend):
+        pytest.skip(str(backend_skip_reason(backend)))
+    xp = xs.get_backend(backend).load()
     shape, axes, coalesce = COO_GROUPINGS[grouping]
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
     nse = data.draw(st.sampled_from([0, 1, 7, 60]), label="nse")
@@ -406,14 +412,14 @@ def test_numpy_coo_groupings(op: str, grouping: str, data: st.DataObject) -> Non
     fill = data.draw(st.sampled_from([0, 1]), label="fill")
     idx = np.stack([rng.integers(0, n, nse) for n in shape]).astype(index_dtype)
     vals = S.nonzero_values(rng, dtype, nse, 0, specials=False) if nse else np.zeros(0, dtype=dtype)
-    x = xs.sparse_coo_array(idx, vals, shape, fill_value=np.asarray(fill).astype(dtype).item())
+    x = xs.sparse_coo_array(xp.asarray(idx), xp.asarray(vals), shape, fill_value=np.asarray(fill).astype(dtype).item())
     if coalesce:
         x = x.coalesce()
-    kernel = next(k for k in dispatch.resolve(op, (xs.sparse_coo,), "numpy") if k.name == f"_{op}_coo_numpy")
+    kernel = next(k for k in dispatch.resolve(op, (xs.sparse_coo,), backend) if k.name == name)
     keepdims = data.draw(st.booleans(), label="keepdims")
     spec = make_spec(op, xp, x, axes, keepdims)
     assume(admissible(op, x, spec))
-    generic = next(k for k in dispatch.resolve(op, (xs.sparse_coo,), "numpy") if k.backend is None)
+    generic = next(k for k in dispatch.resolve(op, (xs.sparse_coo,), backend) if k.backend is None)
     with np.errstate(over="ignore", invalid="ignore"):
         actual = _run_kernel(kernel, xp, x, spec)
         check(op, xp, actual, x, xs.to_dense(x), axes, spec)
@@ -517,7 +523,7 @@ def test_torch_full_statistics_edges(layout: xs.Layout) -> None:
 
 
 def test_torch_sum_over_every_axis_takes_the_full_kernel() -> None:
-    """A COO sum over every axis goes to _sum_full_torch, whatever the fill value; torch.sparse.sum
+    """A COO sum over every axis goes to _sum_full_torch, whatever the fill value; the grouping kernel
     (_sum_coo_torch) declines it."""
     pytest.importorskip("torch")
     import torch
@@ -526,7 +532,7 @@ def test_torch_sum_over_every_axis_takes_the_full_kernel() -> None:
     a = xs.to_backend(xs.sparse_coo_array([[0, 1, 1], [2, 0, 2]], [3.0, 4.0, 5.0], (2, 3), dtype="float64"), "torch")
     spec = ReduceSpec((0, 1), False, torch.float64)
     coo = next(k for k in dispatch.resolve("sum", (xs.sparse_coo,), "torch") if k.name == "_sum_coo_torch")
-    assert coo.supports is not None and "reduces every axis" in str(coo.supports(xp, a, spec))
+    assert coo.supports is not None and "reduce every axis" in str(coo.supports(xp, a, spec))
     first = dispatch.resolve("sum", (xs.sparse_coo,), "torch")[0]
     assert first.name == "_sum_full_torch" and first.supports is not None and first.supports(xp, a, spec) is None
     assert float(xs.sum(a)) == 12.0

@@ -54,6 +54,7 @@ __all__ = [
     "assemble",
     "kept_cumulative_fill",
     "mean_of_sum",
+    "local_reduction",
 ]
 
 
@@ -255,7 +256,7 @@ MONOIDS: dict[str, Monoid] = {
 SUM = MONOIDS["sum"]
 
 
-def _local(xp: Any, monoid: Monoid, v: Any, axes: tuple[int, ...]) -> Any:
+def local_reduction(xp: Any, monoid: Monoid, v: Any, axes: tuple[int, ...]) -> Any:
     """``v`` reduced along ``axes`` with the dimensions kept (an empty ``v`` gives the identity)."""
     if not axes:
         return v
@@ -435,7 +436,7 @@ def monoid_structure(xp: Any, monoid: Monoid, a: SparseArray, spec: ReduceSpec) 
     """Reduce dense dimensions only: each specified element's dense sub-array, and the fill value."""
     axes_v = _dense_axes(a, spec.axes)
     f = monoid.premap(xp, fill_array(xp, a), spec.dtype)
-    v = _local(xp, monoid, monoid.premap(xp, a._vals, spec.dtype), axes_v)
+    v = local_reduction(xp, monoid, monoid.premap(xp, a._vals, spec.dtype), axes_v)
     n = math.prod(a.shape[d] for d in spec.axes)
     return a._with_values(v if spec.keepdims else _squeeze(xp, v, axes_v), python_scalar(xp, fill_of(xp, monoid, f, n)))
 
@@ -450,7 +451,7 @@ def monoid_coo(xp: Any, monoid: Monoid, c: COOArray, spec: ReduceSpec) -> Any:
     r_s = [d for d in spec.axes if d < sd]
     axes_v = tuple(1 + d - sd for d in spec.axes if d >= sd)
     f = monoid.premap(xp, fill_array(xp, c), spec.dtype)
-    v = _local(xp, monoid, monoid.premap(xp, c._vals, spec.dtype), axes_v)
+    v = local_reduction(xp, monoid, monoid.premap(xp, c._vals, spec.dtype), axes_v)
     kept = [d for d in range(sd) if d not in r_s]
     grp = _group(xp, c._idx, kept, c.is_coalesced())
     (g,) = _segment_reduce(xp, grp, (xp.take(v, grp.perm, axis=0),), _monoid_combine(xp, monoid))
@@ -479,7 +480,7 @@ def _monoid_kernels(name: str) -> None:
 
     def strided_kernel(xp: Any, x: Any, spec: ReduceSpec) -> Any:
         v = monoid.premap(xp, x, spec.dtype)
-        r = _local(xp, monoid, v, spec.axes)
+        r = local_reduction(xp, monoid, v, spec.axes)
         return xp.asarray(r if spec.keepdims else _squeeze(xp, r, spec.axes))
 
     def coo_kernel(xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
@@ -559,9 +560,9 @@ def _var_structure(xp: Any, a: SparseArray, spec: ReduceSpec) -> Any:
     v = _astype(xp, a._vals, spec.dtype)
     if n - spec.correction <= 0:
         return _nan_like(xp, monoid_structure(xp, SUM, a, spec))
-    m = _local(xp, SUM, v, axes_v) / n
+    m = local_reduction(xp, SUM, v, axes_v) / n
     dev = v - m
-    q = _local(xp, SUM, dev * dev, axes_v) / (n - spec.correction)
+    q = local_reduction(xp, SUM, dev * dev, axes_v) / (n - spec.correction)
     return a._with_values(q if spec.keepdims else _squeeze(xp, q, axes_v), python_scalar(xp, _constant_var(xp, fill_array(xp, a))))
 
 
@@ -588,10 +589,10 @@ def _var_groups(xp: Any, c: COOArray, spec: ReduceSpec) -> Any:
     n_s = math.prod(c.shape[d] for d in r_s)
     n_d = n // n_s if n_s else 0
     unspecified = (n_s - grp.counts) * n_d
-    (s,) = _segment_reduce(xp, grp, (_local(xp, SUM, v, axes_v),), _add(xp))
+    (s,) = _segment_reduce(xp, grp, (local_reduction(xp, SUM, v, axes_v),), _add(xp))
     m = with_fill(xp, SUM, s, f, unspecified) / n
     dev = v - xp.take(m, grp.gid, axis=0)
-    (q,) = _segment_reduce(xp, grp, (_local(xp, SUM, dev * dev, axes_v),), _add(xp))
+    (q,) = _segment_reduce(xp, grp, (local_reduction(xp, SUM, dev * dev, axes_v),), _add(xp))
     # the unspecified elements of a group add (fill - mean)**2 each
     fdev = f - m
     u = xp.reshape(unspecified, (-1, *(1,) * (q.ndim - 1)))

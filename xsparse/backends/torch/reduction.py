@@ -1,19 +1,21 @@
-"""Native reduction kernels of the torch backend: torch.sparse.sum and torch.sparse.softmax on COO
-arrays, ``scatter_reduce`` for CSR and CSC arrays reduced along one sparse dimension, and reductions
-over every axis (``sum``, ``max`` ... and ``mean``, ``var``, ``std``), which reduce the stored values
-in one call and the fill value once.
+"""Native reduction kernels of the torch backend: torch.sparse.softmax on COO arrays, ``scatter_reduce``
+for COO arrays reduced over some sparse dimensions and for CSR and CSC arrays reduced along one, and
+reductions over every axis (``sum``, ``max`` ... and ``mean``, ``var``, ``std``), which reduce the
+stored values in one call and the fill value once.
 
-torch's sparse kernels know no fill value: the COO kernels decline a non-zero fill for ``sum``
-(``softmax`` reads the unspecified elements as -inf whatever they hold, which the public function
-has checked), and ``torch.sparse.sum`` has no ``keepdim``, so it declines that too. The compressed
-kernels combine each slice with the fill value through the generic kernels' helpers.
+The COO kernels group the entries by one int64 key of the kept sparse dimensions (runs of a coalesced
+array's sorted keys, else ``torch.unique``), reduce each group with ``scatter_reduce`` and combine it
+with the fill value, as the compressed kernels combine each slice, through the generic kernels'
+helpers. They replace ``torch.sparse.sum``, which they outrun two to eight times on a million entries
+and which has neither ``keepdim`` nor a fill value. ``softmax`` reads the unspecified elements as -inf
+whatever they hold, which the public function has checked.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -23,7 +25,16 @@ from ...formats import COMPRESSED, COOArray, CompressedArray, SparseArray, spars
 from ...formats._spec import Target
 from ..array_api.conversion import is_plus_zero
 from ..array_api.elementwise import python_scalar
-from ..array_api.reduction import MONOIDS, ReduceSpec, assemble, fill_array, fill_of, result_kind, with_fill
+from ..array_api.reduction import (
+    MONOIDS,
+    ReduceSpec,
+    assemble,
+    fill_array,
+    fill_of,
+    local_reduction,
+    result_kind,
+    with_fill,
+)
 from .conversion import from_torch, to_torch
 
 __all__: list[str] = []
@@ -33,32 +44,6 @@ _UNSUPPORTED = (torch.uint16, torch.uint32, torch.uint64)
 
 def _zero(xp: Any, dtype: Any) -> Any:
     return python_scalar(xp, xp.zeros((), dtype=dtype))
-
-
-def _supports_sum_coo(xp: Any, a: COOArray, spec: ReduceSpec) -> str | None:
-    if not is_plus_zero(a.fill_value):
-        # its sums start at +0, so a sum of the unspecified -0.0 would not be -0.0
-        return f"torch.sparse.sum assumes fill value +0, not {a.fill_value!r}"
-    if spec.keepdims:
-        return "torch.sparse.sum has no keepdim"
-    if a.dtype in _UNSUPPORTED or spec.dtype in _UNSUPPORTED:
-        return f"torch.sparse.sum does not handle dtype {a.dtype}"
-    if len(spec.axes) == a.ndim:
-        return "_sum_full_torch reduces every axis (the values' sum, without torch.sparse.sum's checks)"
-    if a.sparse_dim() == 0 or result_kind(a.ndim, a.sparse_dim(), spec.axes) == "structure":
-        return "no sparse dimension is reduced (the generic kernel keeps the structure in O(nnz))"
-    return None
-
-
-@register("sum", (sparse_coo,), backend="torch", supports=_supports_sum_coo)
-def _sum_coo_torch(xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
-    """sum(COO) over some sparse dimensions, not all axes -> COO or strided through torch.sparse.sum; O(nnz log nnz)."""
-    r = torch.sparse.sum(to_torch(a), dim=list(spec.axes), dtype=spec.dtype)
-    if r.layout is torch.strided:
-        # over every sparse dimension torch returns its own accumulation dtype (int64), whatever dtype= says
-        return r if r.dtype == spec.dtype else r.to(spec.dtype)
-    target = Target(sparse_coo, a._backend, xp, tuple(r.shape), r.sparse_dim(), r.dense_dim(), (1, 1), a.index_dtype, 0)
-    return from_torch(r, target, _zero(xp, spec.dtype))
 
 
 def _supports_softmax_coo(xp: Any, a: COOArray, spec: ReduceSpec) -> str | None:
@@ -137,6 +122,69 @@ def _axis_kernel(name: str) -> Any:
 
 for _name in _SCATTER:
     register(_name, (COMPRESSED,), backend="torch", supports=_supports_axis)(_axis_kernel(_name))
+
+
+# -- COO over some sparse dimensions: scatter_reduce by one int64 key of the kept ones ----------------------
+
+
+def _supports_coo(xp: Any, a: COOArray, spec: ReduceSpec) -> str | None:
+    sd = a.sparse_dim()
+    if len(spec.axes) == a.ndim:
+        return "the _full_torch kernels reduce every axis (the values, then the fill value once)"
+    if sd == 0 or result_kind(a.ndim, sd, spec.axes) == "structure":
+        return "no sparse dimension is reduced (the generic kernel keeps the structure in O(nnz))"
+    if a.dtype in _UNSUPPORTED or spec.dtype in _UNSUPPORTED or spec.dtype is torch.bool:
+        return f"torch's scatter_reduce does not handle dtype {spec.dtype}"
+    if math.prod(a.shape[d] for d in range(sd) if d not in spec.axes) > 2**63 - 1:
+        return "the kept sparse dimensions do not fit one int64 key"
+    return None
+
+
+def _coo_kernel(name: str) -> Any:
+    monoid = MONOIDS[name]
+
+    def kernel(xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
+        from ..._conversion import coalesce
+
+        sd = a.sparse_dim()
+        # duplicates must be merged first unless each one simply adds to its group
+        c = a if monoid.linear and is_plus_zero(a.fill_value) else cast(COOArray, coalesce(a))
+        dense_axes = tuple(1 + d - sd for d in spec.axes if d >= sd)
+        data = local_reduction(xp, monoid, monoid.premap(xp, c._vals, spec.dtype), dense_axes)
+        kept = [d for d in range(sd) if d not in spec.axes]
+        kept_shape = [c.shape[d] for d in kept]
+        idx = c._idx.to(torch.int64)
+        # every sparse dimension reduced (a dense one kept): one group
+        key = idx[kept[0]].clone() if kept else torch.zeros(c.nnz, dtype=torch.int64, device=idx.device)
+        for d in kept[1:]:
+            key.mul_(c.shape[d]).add_(idx[d])
+        if c.is_coalesced() and kept == list(range(len(kept))):
+            # the keys are sorted already: runs, without torch.unique's sort
+            present, counts = torch.unique_consecutive(key, return_counts=True)
+            group = torch.repeat_interleave(torch.arange(present.shape[0], device=key.device), counts)
+        else:
+            present, group, counts = torch.unique(key, sorted=True, return_inverse=True, return_counts=True)
+        index = group.reshape(-1, *(1,) * (data.ndim - 1)).expand_as(data)
+        out = torch.zeros((present.shape[0], *data.shape[1:]), dtype=data.dtype, device=data.device)
+        g = out.scatter_reduce(0, index, data, _SCATTER[name], include_self=False)
+        f = monoid.premap(xp, fill_array(xp, c), spec.dtype)
+        n_s = math.prod(c.shape[d] for d in spec.axes if d < sd)
+        n_d = math.prod(c.shape[d] for d in spec.axes if d >= sd)
+        g = with_fill(xp, monoid, g, f, (n_s - counts) * n_d)
+        rows = []
+        for size in reversed(kept_shape):
+            rows.append(present % size)
+            present = present // size
+        keys = torch.stack(rows[::-1]).to(c.index_dtype) if rows else torch.zeros((0, g.shape[0]), dtype=c.index_dtype, device=g.device)
+        return assemble(xp, c._backend, c.shape, sd, spec, keys, g, fill_of(xp, monoid, f, n_s * n_d))
+
+    kernel.__name__ = kernel.__qualname__ = f"_{name}_coo_torch"
+    kernel.__doc__ = f"{name}(COO) over some sparse dimensions -> COO: scatter_reduce by one int64 key of the kept ones; O(nnz log nnz) in torch."
+    return kernel
+
+
+for _name in _SCATTER:
+    register(_name, (sparse_coo,), backend="torch", supports=_supports_coo)(_coo_kernel(_name))
 
 
 def _supports_full(xp: Any, a: SparseArray, spec: ReduceSpec) -> str | None:
