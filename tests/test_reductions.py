@@ -323,7 +323,7 @@ def native_inputs(draw: Any, kernel: dispatch.Kernel, xp: Any) -> tuple[Any, Any
             x = S.uncoalesced_like(xp, np.random.default_rng(draw(st.integers(0, 2**32 - 1))), x, case.index_dtype)
         sd = x.sparse_dim()
         keepdims = False
-        if kernel.backend == "numpy" or kernel.name in {f"_{o}_coo_torch" for o in ("sum", "prod", "max", "min")}:
+        if kernel.backend == "numpy" or kernel.name in {f"_{o}_coo_torch" for o in ("sum", "prod", "max", "min", "mean")}:
             # kernels that group by the kept sparse dimensions: at least one sparse axis, up to all axes
             # (not all for torch: its _full_torch kernels reduce those)
             assume(sd > 0 and (kernel.backend == "numpy" or x.ndim > 1))
@@ -377,7 +377,7 @@ def test_native_kernels_are_registered() -> None:
     assert {f"_{op}_coo_numpy" for op in (*MONOIDS, "mean")} <= names
     if backend_skip_reason("torch") is None:
         assert {"_sum_coo_torch", "_softmax_coo_torch", "_log_softmax_coo_torch", "_sum_compressed_torch"} <= names
-        assert {f"_{op}_coo_torch" for op in ("prod", "max", "min")} <= names
+        assert {f"_{op}_coo_torch" for op in ("prod", "max", "min", "mean")} <= names
         assert {f"_{op}_full_torch" for op in (*MONOIDS, "mean", "var", "std")} <= names
 
 
@@ -392,7 +392,7 @@ COO_GROUPINGS = {
 
 
 GROUPING_KERNELS = [("numpy", op, f"_{op}_coo_numpy") for op in (*MONOIDS, "mean")] + [
-    ("torch", op, f"_{op}_coo_torch") for op in ("sum", "prod", "max", "min")
+    ("torch", op, f"_{op}_coo_torch") for op in ("sum", "prod", "max", "min", "mean")
 ]
 
 

@@ -32,6 +32,7 @@ from ..array_api.reduction import (
     fill_array,
     fill_of,
     local_reduction,
+    mean_of_sum,
     result_kind,
     with_fill,
 )
@@ -185,6 +186,14 @@ def _coo_kernel(name: str) -> Any:
 
 for _name in _SCATTER:
     register(_name, (sparse_coo,), backend="torch", supports=_supports_coo)(_coo_kernel(_name))
+
+_sum_coo = _coo_kernel("sum")
+
+
+@register("mean", (sparse_coo,), backend="torch", supports=_supports_coo)
+def _mean_coo_torch(xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
+    """mean(COO) over some sparse dimensions -> COO: the grouped, fill-aware sum over the full count; O(nnz log nnz) in torch."""
+    return mean_of_sum(xp, _sum_coo(xp, a, spec), a, spec)
 
 
 def _supports_full(xp: Any, a: SparseArray, spec: ReduceSpec) -> str | None:
