@@ -676,14 +676,23 @@ def test_csr_sums_large_matches_scipy(index_dtype: np.dtype, axis: int, monkeypa
     if axis == 0:
         assert seen is not None
         assert_same(seen, np.bincount(np.asarray(a.col_indices()), minlength=300) > 0)
-        # a stored -0.0 (and an empty column): the columns are found without the signs of the sums
-        values = np.asarray(a.values()).copy()
-        values[0] = -0.0
         cols = np.asarray(a.col_indices()).copy()
         cols[cols == 299] = 298  # column 299 empty (csr_sums reads the rows unsorted as well)
+        # an empty column, no stored -0.0: its sum (started from -0.0) is made +0.0, and it is not seen
+        sums, seen = _cpu.csr_sums(np.asarray(a.crow_indices()), cols, np.asarray(a.values()), 300, 0, seen=True)
+        assert seen is not None and not seen[299] and sums[299] == 0 and not np.signbit(sums[299])
+        assert_same(seen, np.bincount(cols, minlength=300) > 0)
+        # a stored -0.0 as well: the columns are found without the signs of the sums
+        values = np.asarray(a.values()).copy()
+        values[0] = -0.0
         sums, seen = _cpu.csr_sums(np.asarray(a.crow_indices()), cols, values, 300, 0, seen=True)
         assert seen is not None and not seen[299] and np.signbit(sums[299]) == np.False_
         assert_same(seen, np.bincount(cols, minlength=300) > 0)
+        # a column whose only values are -0.0: seen, and its sum -0.0
+        only = cols == 297
+        values[only] = -0.0
+        sums, seen = _cpu.csr_sums(np.asarray(a.crow_indices()), cols, values, 300, 0, seen=True)
+        assert seen is not None and seen[297] and not seen[299] and np.signbit(sums[297]) and not np.signbit(sums[299])
     # and the full sum, in pieces on several threads
     np.testing.assert_allclose(float(xs.sum(a)), m.sum(), rtol=1e-12)
 

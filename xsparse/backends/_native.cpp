@@ -2725,9 +2725,10 @@ inline bool negative_zero(const T& x) {
 // values the columns met need no marks of their own: the sums start from -0.0, which adding any value
 // x turns into x (-0.0 + 0.0 = 0.0), so a sum is still -0.0 exactly where no value but -0.0 was
 // added -- the empty columns, when no stored value is -0.0. Marking each entry instead doubled the
-// scatter's time. Returns false when indices or offsets are out of range; *seen_known says whether
-// seen was filled (not when a value is -0.0: the caller then finds the columns itself, and their
-// sums are -0.0 where they should be 0.0 if empty).
+// scatter's time, and so did looking for a stored -0.0 in its loop: the values are read for one only
+// when some sum is -0.0 (a column looks empty), in a pass of their own. Returns false when indices or
+// offsets are out of range; *seen_known says whether seen was filled (not when a value is -0.0: the
+// caller then finds the columns itself, and their sums are -0.0 where they should be 0.0 if empty).
 template <class I, class T>
 bool col_sums_kernel(const CsrView<I, T>& A, T* out, uint8_t* seen, bool* seen_known, int max_team) {
     const int64_t m = A.n_major, n = A.n_minor;
@@ -2747,7 +2748,9 @@ bool col_sums_kernel(const CsrView<I, T>& A, T* out, uint8_t* seen, bool* seen_k
     const int64_t words = (n + 63) / 64;
     const bool bit_marks = seen != nullptr && !zero_marks;
     std::vector<uint64_t> bits(bit_marks ? static_cast<size_t>(threads) * static_cast<size_t>(words) : 0);
-    std::vector<uint8_t> negz(static_cast<size_t>(threads), 0), used(static_cast<size_t>(threads), 0);
+    std::vector<uint8_t> used(static_cast<size_t>(threads), 0);
+    int64_t looks_empty = 0;    // columns whose sum is -0.0
+    bool stored_negz = false;  // a stored value is -0.0 (read only when looks_empty)
     bool ok = true;
 #pragma omp parallel num_threads(threads) reduction(&& : ok) if (threads > 1)
     {
@@ -2769,7 +2772,6 @@ bool col_sums_kernel(const CsrView<I, T>& A, T* out, uint8_t* seen, bool* seen_k
         const I* idx = A.indices;
         const T* v = A.data;
         bool good = true;
-        bool nz = false;
 #pragma omp for schedule(dynamic, 1)
         for (int64_t chunk = 0; chunk < n_chunks; ++chunk) {
             if (!used[static_cast<size_t>(t)]) {
@@ -2789,29 +2791,22 @@ bool col_sums_kernel(const CsrView<I, T>& A, T* out, uint8_t* seen, bool* seen_k
                         mk[j >> 6] |= uint64_t{1} << (j & 63);
                     }
                 } else {
-                    for (int64_t k = ptr[r], e = ptr[r1]; k < e; ++k) {
-                        s[idx[k]] = sum_add(s[idx[k]], v[k]);
-                        if (zero_marks) nz |= negative_zero(v[k]);
-                    }
+                    for (int64_t k = ptr[r], e = ptr[r1]; k < e; ++k) s[idx[k]] = sum_add(s[idx[k]], v[k]);
                 }
             }
-            negz[static_cast<size_t>(t)] |= nz;
         }
         ok = good;
         // (the loop's implicit barrier: every copy is complete)
-        bool any_negz = false;
-        for (int u = 0; u < nt; ++u) any_negz |= negz[static_cast<size_t>(u)] != 0;
-        const bool by_sign = zero_marks && !any_negz;
-#pragma omp for schedule(dynamic, 16384)
+#pragma omp for schedule(dynamic, 16384) reduction(+ : looks_empty)
         for (int64_t j = 0; j < n; ++j) {
             T acc = out[j];
             for (int u = 1; u < nt; ++u) {
                 if (used[static_cast<size_t>(u)]) acc = sum_add(acc, part[static_cast<size_t>(u - 1) * n + j]);
             }
-            if (by_sign) {
+            if (zero_marks) {
                 const bool empty = negative_zero(acc);
                 seen[j] = static_cast<uint8_t>(!empty);
-                if (empty) acc = T(0);
+                looks_empty += empty;
             } else if (bit_marks) {
                 uint64_t any = 0;
                 for (int u = 0; u < nt; ++u) {
@@ -2821,8 +2816,20 @@ bool col_sums_kernel(const CsrView<I, T>& A, T* out, uint8_t* seen, bool* seen_k
             }
             out[j] = acc;
         }
+        // (the reduction's barrier: looks_empty is final for every thread)
+        if (zero_marks && looks_empty > 0) {
+#pragma omp for schedule(static) reduction(|| : stored_negz)
+            for (int64_t k = 0; k < A.nse; ++k) stored_negz |= negative_zero(v[k]);
+            // (no stored -0.0: the columns whose sum is -0.0 are the empty ones, whose sum is +0.0)
+            if (!stored_negz) {
+#pragma omp for schedule(static)
+                for (int64_t j = 0; j < n; ++j) {
+                    if (!seen[j]) out[j] = T(0);
+                }
+            }
+        }
 #pragma omp single
-        *seen_known = seen != nullptr && (!zero_marks || !any_negz);
+        *seen_known = seen != nullptr && (!zero_marks || looks_empty == 0 || !stored_negz);
     }
     return ok;
 }
