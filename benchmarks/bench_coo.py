@@ -21,9 +21,11 @@ NumPy backend, against pydata/sparse ``COO`` arrays of the same entries, target:
   dimension), ``abs(X) > 1``;
 * reductions: ``sum`` over axis 0, axis 2 and every axis, ``max`` over axis 1, ``mean`` over axis 0;
 * structure: ``permute_dims`` (2, 0, 1), ``reshape`` to 600 x 40,000, ``X[10:100, :, 5]``,
-  ``concat([X, Y])``;
-* products: ``X @ B`` and ``tensordot(X, B, axes=1)`` with ``B`` a dense 400 x 16 matrix, and
-  ``U @ B`` for the uncoalesced copy ``U``.
+  ``concat([X, Y])``, ``take`` of 50 random indices (repeats likely) along axis 0 and along axis 1
+  (pydata/sparse: ``X[idx]``, ``X[:, idx]``);
+* products: ``X @ B`` and ``tensordot(X, B, axes=1)`` with ``B`` a dense 400 x 16 matrix, ``U @ B``
+  for the uncoalesced copy ``U``, and ``S @ S`` for a 20,000 x 20,000 COO matrix ``S`` of 400,000
+  random entries (40,000 with ``--quick``).
 
 torch backend, against the same operations on torch sparse COO tensors where torch has them, target:
 within 10 % (ratio <= 1.1): ``X + Y``, ``X * Y``, ``sin(X)``, ``sum`` over axis 0 and axis 2,
@@ -86,6 +88,11 @@ def numpy_cases(quick: bool, repeats: int) -> list[dict[str, Any]]:
     pu = sparse.COO(ix[:, order], vx[order], shape=SHAPE, has_duplicates=True, sorted=False)
     b = np.random.default_rng(3).standard_normal((SHAPE[2], 16))
     row = np.random.default_rng(4).standard_normal(SHAPE[2])
+    picks0, picks1 = (np.random.default_rng(5 + d).integers(0, SHAPE[d], 50) for d in (0, 1))
+    side, nnz2 = 20_000, nnz * 2 // 5
+    rng2 = np.random.default_rng(6)
+    ps = sparse.COO(np.stack([rng2.integers(0, side, nnz2), rng2.integers(0, side, nnz2)]), rng2.standard_normal(nnz2), shape=(side, side))
+    s2 = xs.sparse_coo_array(np.asarray(ps.coords), np.asarray(ps.data), (side, side), is_coalesced=True)
     cases: list[tuple[str, Callable[[], Any], Callable[[], Any]]] = [
         ("X + Y", lambda: x + y, lambda: px + py),
         ("X * Y", lambda: x * y, lambda: px * py),
@@ -101,9 +108,12 @@ def numpy_cases(quick: bool, repeats: int) -> list[dict[str, Any]]:
         ("reshape", lambda: xs.reshape(x, (600, 40_000)), lambda: px.reshape((600, 40_000))),
         ("X[10:100,:,5]", lambda: x[10:100, :, 5], lambda: px[10:100, :, 5]),
         ("concat", lambda: xs.concat([x, y]), lambda: sparse.concatenate([px, py])),
+        ("take axis=0", lambda: xs.take(x, picks0, axis=0), lambda: px[picks0]),
+        ("take axis=1", lambda: xs.take(x, picks1, axis=1), lambda: px[:, picks1]),
         ("X @ B", lambda: x @ b, lambda: px @ b),
         ("tensordot", lambda: xs.tensordot(x, b, axes=1), lambda: sparse.tensordot(px, b, axes=1)),
         ("U @ B", lambda: u @ b, lambda: pu @ b),
+        ("S @ S", lambda: s2 @ s2, lambda: ps @ ps),
     ]
     rows = []
     for name, ours, ref in cases:
