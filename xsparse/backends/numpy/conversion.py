@@ -8,6 +8,7 @@ batch to hold the same number of specified elements (invariant 3.9).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -88,11 +89,15 @@ def _convert_strided_compressed_numpy(xp: Any, x: Any, target: Target) -> Compre
     return CompressedArray(ci, pi, values, target.shape, layout=target.layout, backend=target.backend, xp=xp)
 
 
-def _fold_major(batch_idx: list[np.ndarray], batch: tuple[int, ...], major: np.ndarray, n_major: int) -> np.ndarray:
-    lin = np.zeros(major.shape, dtype=np.int64)
-    for d, size in enumerate(batch):
-        lin = lin * size + batch_idx[d]
-    return cast(np.ndarray, lin * n_major + major)
+def fold(rows: Sequence[np.ndarray] | np.ndarray, sizes: Sequence[int], out: np.ndarray | None = None) -> np.ndarray:
+    """The row-major int64 position of each entry among dimensions of ``sizes``, one index row per
+    dimension (at least one): a multiply-add per row, in place (into ``out`` when given)."""
+    key = np.empty(rows[0].shape, dtype=np.int64) if out is None else out
+    key[...] = rows[0]
+    for row, size in zip(rows[1:], sizes[1:]):
+        key *= size
+        key += row
+    return key
 
 
 def _supports_coo_compressed(xp: Any, a: COOArray, target: Target) -> str | None:
@@ -112,7 +117,7 @@ def _convert_coo_compressed_numpy(xp: Any, a: COOArray, target: Target) -> Compr
     major, minor = idx[nb_dims + cd], idx[nb_dims + 1 - cd]
     index_dtype = np.dtype(target.index_dtype)
     if nb_dims:
-        major = _fold_major([idx[d] for d in range(nb_dims)], batch, major, n_major)
+        major = fold([*idx[:nb_dims], major], (*batch, n_major))
     wide = math.prod(batch) * n_major > _INT32_MAX or max(n_minor, a.nnz) > _INT32_MAX
     work = np.int64 if wide or index_dtype == np.int64 else np.int32
     indptr, indices, data = _cpu.coo_to_compressed(
@@ -173,9 +178,7 @@ def _coalesce_coo_numpy(xp: Any, a: COOArray) -> COOArray:
     idx = np.asarray(a._idx)
     sd = a.sparse_dim()
     rest = a.shape[1:sd]
-    key = np.zeros(a.nnz, dtype=np.int64)
-    for d, size in enumerate(rest, start=1):
-        key = key * size + idx[d]
+    key = fold(idx[1:sd], rest) if sd > 1 else np.zeros(a.nnz, dtype=np.int64)
     n_rest = math.prod(rest)
     major, n_major = idx[0], a.shape[0]
     long_rows = n_major > 2 * a.nnz + 4096

@@ -19,6 +19,7 @@ import numpy as np
 from ..._index_key import Item, Slice
 from ...dispatch import register
 from ...formats import COOArray, CompressedArray, sparse_coo, sparse_csc, sparse_csr
+from .conversion import fold
 
 __all__: list[str] = []
 
@@ -110,10 +111,6 @@ def _take_coo_numpy(xp: Any, a: COOArray, indices: Any, axis: int) -> COOArray:
     vals = np.take(np.asarray(a._vals), entry, axis=0)
     shape = (*a.shape[:axis], sel.shape[0], *a.shape[axis + 1 :])
     if coalesced and axis and entry.shape[0] > 1:
-        key = np.zeros(entry.shape[0], dtype=np.int64)
-        for d in range(a.sparse_dim()):
-            key *= shape[d]
-            key += new_idx[d]
-        perm = np.argsort(key)  # the keys are distinct: the input's indices are, and so are the positions
+        perm = np.argsort(fold(new_idx, shape))  # the keys are distinct: the input's indices are, and so are the positions
         new_idx, vals = np.take(new_idx, perm, axis=1), np.take(vals, perm, axis=0)
     return COOArray(new_idx, vals, shape, backend=a._backend, xp=xp, coalesced=coalesced, fill_value=a.fill_value)

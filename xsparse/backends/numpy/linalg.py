@@ -44,6 +44,7 @@ from ..._errors import InvariantError
 from ...dispatch import register
 from ...formats import COOArray, CompressedArray, sparse_coo, sparse_csc, sparse_csr, strided
 from .. import _cpu
+from .conversion import fold
 
 __all__: list[str] = []
 
@@ -328,7 +329,7 @@ def _coo_as_csr(a: COOArray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, n
     n_rows = math.prod(shape[:-1])
     rows = idx[-2]
     if a.ndim > 2:
-        rows = np.ravel_multi_index(tuple(idx[:-1]), shape[:-1])
+        rows = fold(idx[:-1], shape[:-1])  # in range: checked above
     cols = idx[-1]
     wide = n_rows > _INT32_MAX or nse > _INT32_MAX or shape[-1] > _INT32_MAX
     work = np.dtype(np.int64) if wide or cols.dtype == np.int64 else np.dtype(np.int32)

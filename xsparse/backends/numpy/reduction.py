@@ -47,6 +47,7 @@ from ..array_api.reduction import (
     result_kind,
     with_fill,
 )
+from .conversion import fold
 from .elementwise import _cpus, _in_pieces
 
 __all__: list[str] = []
@@ -251,15 +252,6 @@ def _supports_coo(xp: Any, a: COOArray, spec: ReduceSpec) -> str | None:
     return None
 
 
-def _folded(idx: np.ndarray, dims: list[int], shape: tuple[int, ...]) -> np.ndarray:
-    """The row-major position of each entry among the ``dims`` of ``shape`` (int64)."""
-    key: np.ndarray = idx[dims[0]].astype(np.int64)
-    for d in dims[1:]:
-        key *= shape[d]
-        key += idx[d]
-    return key
-
-
 def _runs(ufunc: Any, keys: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Reduce runs of equal ``keys`` (sorted): the distinct keys, their results and entry counts."""
     n = keys.shape[0]
@@ -303,7 +295,7 @@ def _reduce_coo(monoid: Any, ufunc: Any, xp: Any, a: COOArray, spec: ReduceSpec)
         counts = np.full(present.shape, nnz, dtype=np.int64)
     else:
         kept_shape = tuple(c.shape[d] for d in kept)
-        keys = _folded(idx, kept, c.shape) if nnz else np.zeros(0, dtype=np.int64)
+        keys = fold([idx[d] for d in kept], kept_shape)
         n_keys = math.prod(kept_shape)
         if c.is_coalesced() and kept == list(range(len(kept))):
             present, g, counts = _runs(ufunc, keys, v)

@@ -24,7 +24,7 @@ from ...dispatch import register
 from ...formats import COMPRESSED, COOArray, CompressedArray, sparse_coo
 from .. import _cpu
 from ..array_api.shape import _common_index_dtype, reshape_coo, supports_concat_compressed
-from .conversion import _split_batches
+from .conversion import _split_batches, fold
 
 __all__: list[str] = []
 
@@ -110,11 +110,7 @@ def _renumber(xp: Any, indices: Any, old: tuple[int, ...], new: tuple[int, ...],
     out = _cpu.empty((len(new), nnz), dtype)
     if not new or not nnz:
         return out
-    key = _cpu.empty((nnz,), np.int64)
-    key[...] = indices[0] if old else 0
-    for d in range(1, len(old)):
-        key *= old[d]
-        key += indices[d]
+    key = fold(indices, old, out=_cpu.empty((nnz,), np.int64)) if old else np.zeros(nnz, dtype=np.int64)
     if len(new) == 1:
         out[0] = key
         return out
