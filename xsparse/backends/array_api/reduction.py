@@ -54,7 +54,8 @@ __all__ = [
     "assemble",
     "kept_cumulative_fill",
     "mean_of_sum",
-    "local_reduction",
+    "monoid_coo",
+    "Grouping",
 ]
 
 
@@ -441,8 +442,22 @@ def monoid_structure(xp: Any, monoid: Monoid, a: SparseArray, spec: ReduceSpec) 
     return a._with_values(v if spec.keepdims else _squeeze(xp, v, axes_v), python_scalar(xp, fill_of(xp, monoid, f, n)))
 
 
-def monoid_coo(xp: Any, monoid: Monoid, c: COOArray, spec: ReduceSpec) -> Any:
-    """Reduce a COO array over ``spec.axes``: group the entries by their kept sparse indices."""
+Grouping = Callable[[Any, Monoid, COOArray, list[int], Any], tuple[Any, Any, Any]]
+
+
+def sorted_groups(xp: Any, monoid: Monoid, c: COOArray, kept: list[int], v: Any) -> tuple[Any, Any, Any]:
+    """The entries of ``c`` grouped by their ``kept`` sparse indices and each group's values ``v``
+    reduced: ``(keys, g, counts)``, the groups' kept indices ``(len(kept), ngroups)`` in ``c``'s index
+    dtype and lexicographic order, their results ``(ngroups, ...)`` and entry counts. Here by a stable
+    sort of the kept index rows and a segmented scan; a backend may group faster (:func:`monoid_coo`)."""
+    grp = _group(xp, c._idx, kept, c.is_coalesced())
+    (g,) = _segment_reduce(xp, grp, (xp.take(v, grp.perm, axis=0),), _monoid_combine(xp, monoid))
+    return grp.keys, g, grp.counts
+
+
+def monoid_coo(xp: Any, monoid: Monoid, c: COOArray, spec: ReduceSpec, groups: Grouping = sorted_groups) -> Any:
+    """Reduce a COO array over ``spec.axes``: group the entries by their kept sparse indices (``groups``,
+    :func:`sorted_groups`'s arguments and result), then combine each group with its fill values."""
     sd = c.sparse_dim()
     if result_kind(c.ndim, sd, spec.axes) == "structure":
         return monoid_structure(xp, monoid, c if monoid.linear else coalesce_coo(xp, c), spec)
@@ -453,12 +468,11 @@ def monoid_coo(xp: Any, monoid: Monoid, c: COOArray, spec: ReduceSpec) -> Any:
     f = monoid.premap(xp, fill_array(xp, c), spec.dtype)
     v = local_reduction(xp, monoid, monoid.premap(xp, c._vals, spec.dtype), axes_v)
     kept = [d for d in range(sd) if d not in r_s]
-    grp = _group(xp, c._idx, kept, c.is_coalesced())
-    (g,) = _segment_reduce(xp, grp, (xp.take(v, grp.perm, axis=0),), _monoid_combine(xp, monoid))
+    keys, g, counts = groups(xp, monoid, c, kept, v)
     n_s = math.prod(c.shape[d] for d in r_s)
     n_d = math.prod(c.shape[d] for d in spec.axes if d >= sd)
-    g = with_fill(xp, monoid, g, f, (n_s - grp.counts) * n_d)
-    return assemble(xp, c._backend, c.shape, sd, spec, grp.keys, g, fill_of(xp, monoid, f, n_s * n_d))
+    g = with_fill(xp, monoid, g, f, (n_s - counts) * n_d)
+    return assemble(xp, c._backend, c.shape, sd, spec, keys, g, fill_of(xp, monoid, f, n_s * n_d))
 
 
 def _compared(kernel: Callable[[Any, Any, ReduceSpec], Any], map_back: bool) -> Callable[[Any, Any, ReduceSpec], Any]:

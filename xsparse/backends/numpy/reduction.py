@@ -27,14 +27,13 @@ sort of the keys). O(nnz + kept positions), against the generic kernels' sort an
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
 from ...dispatch import register
 from ...formats import COMPRESSED, COOArray, CompressedArray, sparse_coo, strided
 from .. import _cpu
-from ..array_api.conversion import is_plus_zero
 from ..array_api.reduction import (
     MONOIDS,
     ReduceSpec,
@@ -43,6 +42,7 @@ from ..array_api.reduction import (
     fill_of,
     is_neutral,
     mean_of_sum,
+    monoid_coo,
     reduced_shape,
     result_kind,
     with_fill,
@@ -272,57 +272,37 @@ def _slots(ufunc: Any, keys: np.ndarray, n_slots: int, v: np.ndarray) -> tuple[n
     return present, acc[present], counts[present]
 
 
-def _reduce_coo(monoid: Any, ufunc: Any, xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
-    """Reduce a COO array over ``spec.axes`` (some sparse): group, reduce, then combine with the fill."""
-    from ..._conversion import coalesce
-
-    sd = a.sparse_dim()
-    # duplicates must be merged first unless each one simply adds to its group
-    c = a if monoid.linear and is_plus_zero(a.fill_value) else cast(COOArray, coalesce(a))
-    f = monoid.premap(xp, fill_array(xp, c), spec.dtype)
-    v = np.asarray(monoid.premap(xp, c._vals, spec.dtype))
-    dense_axes = tuple(1 + d - sd for d in spec.axes if d >= sd)
-    if dense_axes and v.size:
-        v = np.asarray(monoid.reduce(xp, v, dense_axes))
-    elif dense_axes:
-        v = _start(ufunc, reduced_shape(v.shape, dense_axes, True), v.dtype)
-    kept = [d for d in range(sd) if d not in spec.axes]
+def _groups_by_key(xp: Any, monoid: Any, c: COOArray, kept: list[int], v: Any) -> tuple[Any, Any, Any]:
+    """:func:`..array_api.reduction.sorted_groups` by one int64 key of the kept sparse indices: runs of
+    sorted keys, a slot per position, or a slot per distinct key; every sparse index reduced, one group."""
+    ufunc = _UFUNCS[monoid.name]
+    v = np.asarray(v)
     idx = np.asarray(c._idx)
     nnz = idx.shape[1]
     if not kept:
-        present = np.zeros(1 if nnz else 0, dtype=np.int64)
+        counts = np.full(1 if nnz else 0, nnz, dtype=np.int64)
         g = _reduce_all(ufunc, v) if nnz else v[:0]
-        counts = np.full(present.shape, nnz, dtype=np.int64)
+        return np.zeros((0, counts.shape[0]), dtype=idx.dtype), g, counts
+    kept_shape = tuple(c.shape[d] for d in kept)
+    keys = fold([idx[d] for d in kept], kept_shape)
+    n_keys = math.prod(kept_shape)
+    if c.is_coalesced() and kept == list(range(len(kept))):
+        present, g, counts = _runs(ufunc, keys, v)
+    elif n_keys <= _DENSE_KEYS_PER_ENTRY * nnz + _DENSE_KEYS_MIN:
+        present, g, counts = _slots(ufunc, keys, n_keys, v)
     else:
-        kept_shape = tuple(c.shape[d] for d in kept)
-        keys = fold([idx[d] for d in kept], kept_shape)
-        n_keys = math.prod(kept_shape)
-        if c.is_coalesced() and kept == list(range(len(kept))):
-            present, g, counts = _runs(ufunc, keys, v)
-        elif n_keys <= _DENSE_KEYS_PER_ENTRY * nnz + _DENSE_KEYS_MIN:
-            present, g, counts = _slots(ufunc, keys, n_keys, v)
-        else:
-            distinct, rank = np.unique(keys, return_inverse=True)
-            slot, g, counts = _slots(ufunc, rank, distinct.shape[0], v)
-            present = distinct[slot]
-    n_s = math.prod(c.shape[d] for d in spec.axes if d < sd)
-    n_d = math.prod(c.shape[d] for d in spec.axes if d >= sd)
-    if not is_neutral(xp, monoid, f):
-        g = with_fill(xp, monoid, xp.asarray(g), f, xp.asarray((n_s - counts) * n_d))
-    if kept:
-        rows = np.unravel_index(present, kept_shape) if present.size else [present] * len(kept)
-        key_rows = np.stack(rows).astype(idx.dtype, copy=False)
-    else:
-        key_rows = np.zeros((0, present.shape[0]), dtype=idx.dtype)
-    return assemble(xp, c._backend, c.shape, sd, spec, xp.asarray(key_rows), xp.asarray(g), fill_of(xp, monoid, f, n_s * n_d))
+        distinct, rank = np.unique(keys, return_inverse=True)
+        slot, g, counts = _slots(ufunc, rank, distinct.shape[0], v)
+        present = distinct[slot]
+    rows = np.unravel_index(present, kept_shape) if present.size else [present] * len(kept)
+    return np.stack(rows).astype(idx.dtype, copy=False), g, counts
 
 
 def _coo_kernel(name: str) -> Any:
     monoid = MONOIDS[name]
-    ufunc = _UFUNCS[name]
 
     def kernel(xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
-        return _reduce_coo(monoid, ufunc, xp, a, spec)
+        return monoid_coo(xp, monoid, a, spec, _groups_by_key)
 
     return _named(
         kernel, f"_{name}_coo_numpy",
@@ -338,4 +318,4 @@ for _name in _UFUNCS:
 @register("mean", (sparse_coo,), backend="numpy", supports=_supports_coo)
 def _mean_coo_numpy(xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
     """mean(COO) over sparse dimensions -> COO or strided: the grouped, fill-aware sum over the full count; O(nnz + kept positions)."""
-    return mean_of_sum(xp, _reduce_coo(MONOIDS["sum"], np.add, xp, a, spec), a, spec)
+    return mean_of_sum(xp, monoid_coo(xp, MONOIDS["sum"], a, spec, _groups_by_key), a, spec)

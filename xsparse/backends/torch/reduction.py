@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import torch
 
@@ -31,8 +31,8 @@ from ..array_api.reduction import (
     assemble,
     fill_array,
     fill_of,
-    local_reduction,
     mean_of_sum,
+    monoid_coo,
     result_kind,
     with_fill,
 )
@@ -141,43 +141,36 @@ def _supports_coo(xp: Any, a: COOArray, spec: ReduceSpec) -> str | None:
     return None
 
 
+def _groups_by_key(xp: Any, monoid: Any, c: COOArray, kept: list[int], v: torch.Tensor) -> tuple[Any, Any, Any]:
+    """The array_api ``sorted_groups`` by one int64 key of the kept sparse indices and ``scatter_reduce``:
+    runs of a coalesced array's sorted keys, else ``torch.unique``'s; every sparse index reduced, one group."""
+    idx = c._idx.to(torch.int64)
+    kept_shape = [c.shape[d] for d in kept]
+    key = idx[kept[0]].clone() if kept else torch.zeros(c.nnz, dtype=torch.int64, device=idx.device)
+    for d in kept[1:]:
+        key.mul_(c.shape[d]).add_(idx[d])
+    if c.is_coalesced() and kept == list(range(len(kept))):
+        # the keys are sorted already: runs, without torch.unique's sort
+        present, counts = torch.unique_consecutive(key, return_counts=True)
+        group = torch.repeat_interleave(torch.arange(present.shape[0], device=key.device), counts)
+    else:
+        present, group, counts = torch.unique(key, sorted=True, return_inverse=True, return_counts=True)
+    index = group.reshape(-1, *(1,) * (v.ndim - 1)).expand_as(v)
+    out = torch.zeros((present.shape[0], *v.shape[1:]), dtype=v.dtype, device=v.device)
+    g = out.scatter_reduce(0, index, v, _SCATTER[monoid.name], include_self=False)
+    rows = []
+    for size in reversed(kept_shape):
+        rows.append(present % size)
+        present = present // size
+    keys = torch.stack(rows[::-1]) if rows else torch.zeros((0, g.shape[0]), dtype=torch.int64, device=g.device)
+    return keys.to(c.index_dtype), g, counts
+
+
 def _coo_kernel(name: str) -> Any:
     monoid = MONOIDS[name]
 
     def kernel(xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
-        from ..._conversion import coalesce
-
-        sd = a.sparse_dim()
-        # duplicates must be merged first unless each one simply adds to its group
-        c = a if monoid.linear and is_plus_zero(a.fill_value) else cast(COOArray, coalesce(a))
-        dense_axes = tuple(1 + d - sd for d in spec.axes if d >= sd)
-        data = local_reduction(xp, monoid, monoid.premap(xp, c._vals, spec.dtype), dense_axes)
-        kept = [d for d in range(sd) if d not in spec.axes]
-        kept_shape = [c.shape[d] for d in kept]
-        idx = c._idx.to(torch.int64)
-        # every sparse dimension reduced (a dense one kept): one group
-        key = idx[kept[0]].clone() if kept else torch.zeros(c.nnz, dtype=torch.int64, device=idx.device)
-        for d in kept[1:]:
-            key.mul_(c.shape[d]).add_(idx[d])
-        if c.is_coalesced() and kept == list(range(len(kept))):
-            # the keys are sorted already: runs, without torch.unique's sort
-            present, counts = torch.unique_consecutive(key, return_counts=True)
-            group = torch.repeat_interleave(torch.arange(present.shape[0], device=key.device), counts)
-        else:
-            present, group, counts = torch.unique(key, sorted=True, return_inverse=True, return_counts=True)
-        index = group.reshape(-1, *(1,) * (data.ndim - 1)).expand_as(data)
-        out = torch.zeros((present.shape[0], *data.shape[1:]), dtype=data.dtype, device=data.device)
-        g = out.scatter_reduce(0, index, data, _SCATTER[name], include_self=False)
-        f = monoid.premap(xp, fill_array(xp, c), spec.dtype)
-        n_s = math.prod(c.shape[d] for d in spec.axes if d < sd)
-        n_d = math.prod(c.shape[d] for d in spec.axes if d >= sd)
-        g = with_fill(xp, monoid, g, f, (n_s - counts) * n_d)
-        rows = []
-        for size in reversed(kept_shape):
-            rows.append(present % size)
-            present = present // size
-        keys = torch.stack(rows[::-1]).to(c.index_dtype) if rows else torch.zeros((0, g.shape[0]), dtype=c.index_dtype, device=g.device)
-        return assemble(xp, c._backend, c.shape, sd, spec, keys, g, fill_of(xp, monoid, f, n_s * n_d))
+        return monoid_coo(xp, monoid, a, spec, _groups_by_key)
 
     kernel.__name__ = kernel.__qualname__ = f"_{name}_coo_torch"
     kernel.__doc__ = f"{name}(COO) over some sparse dimensions -> COO: scatter_reduce by one int64 key of the kept ones; O(nnz log nnz) in torch."
