@@ -281,7 +281,8 @@ def _matmul_strided_csc_numpy(xp: Any, x: Any, a: CompressedArray) -> Any:
 # (their indices are sorted lexicographically); others are grouped by a counting scatter.
 
 
-def _supports_coo_strided(xp: Any, a: COOArray, b: Any) -> str | None:
+def _coo_reason(a: COOArray) -> str | None:
+    """:func:`_sparse_reason` of a COO operand."""
     reason = _cpu.unavailable_reason()
     if reason is not None:
         return reason
@@ -289,6 +290,13 @@ def _supports_coo_strided(xp: Any, a: COOArray, b: Any) -> str | None:
         return "the compiled kernels handle fill value 0 only"
     if a.dense_dim():
         return "the compiled kernels handle sparse operands without dense dimensions"
+    return None
+
+
+def _supports_coo_strided(xp: Any, a: COOArray, b: Any) -> str | None:
+    reason = _coo_reason(a)
+    if reason is not None:
+        return reason
     if a.ndim < 2:
         return "a COO vector is multiplied by the generic kernel"
     reason = _strided_reason(b, "right operand") or _dtype_reason(a._vals.dtype, b.dtype)
@@ -382,13 +390,11 @@ def _matmul_strided_coo_numpy(xp: Any, x: Any, a: COOArray) -> Any:
 
 
 def _supports_coo_coo(xp: Any, a: COOArray, b: COOArray) -> str | None:
-    reason = _cpu.unavailable_reason()
+    reason = _coo_reason(a) or _coo_reason(b)
     if reason is not None:
         return reason
-    if a._fill_value != 0 or b._fill_value != 0:
-        return "the compiled kernels handle fill value 0 only"
-    if a.ndim != 2 or b.ndim != 2 or a.dense_dim() or b.dense_dim():
-        return "the compiled SpGEMM handles 2-D COO operands without dense dimensions"
+    if a.ndim != 2 or b.ndim != 2:
+        return "the compiled SpGEMM handles 2-D COO operands"
     return _dtype_reason(a._vals.dtype, b._vals.dtype) or _hypersparse_reason(
         a.nnz + b.nnz, rows=a._shape[0], contracted_dimension=a._shape[1], result_columns=b._shape[1]
     )  # fmt: skip

@@ -17,7 +17,7 @@ from ...formats import INDEXED, COOArray, CompressedArray, Layout, SparseArray, 
 from ...formats._spec import Target
 from ..array_api.conversion import is_plus_zero
 
-__all__ = ["to_torch", "from_torch", "on_cuda"]
+__all__ = ["to_torch", "from_torch", "on_cuda", "fold"]
 
 _TORCH_LAYOUT = {
     Layout.sparse_coo: torch.sparse_coo,
@@ -53,6 +53,16 @@ def _spend_beta_warning() -> None:
 
 
 _spend_beta_warning()
+
+
+def fold(rows: Any, sizes: Any, out: torch.Tensor | None = None) -> torch.Tensor:
+    """The row-major int64 position of each entry among dimensions of ``sizes``, one index row per
+    dimension (at least one): a multiply-add per row, in place (into ``out`` when given)."""
+    key = torch.empty(rows[0].shape, dtype=torch.int64, device=rows[0].device) if out is None else out
+    key.copy_(rows[0])
+    for row, size in zip(rows[1:], sizes[1:]):
+        key.mul_(size).add_(row)
+    return key
 
 
 def to_torch(a: SparseArray) -> torch.Tensor:

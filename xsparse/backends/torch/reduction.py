@@ -36,7 +36,7 @@ from ..array_api.reduction import (
     result_kind,
     with_fill,
 )
-from .conversion import from_torch, to_torch
+from .conversion import fold, from_torch, to_torch
 
 __all__: list[str] = []
 
@@ -144,11 +144,9 @@ def _supports_coo(xp: Any, a: COOArray, spec: ReduceSpec) -> str | None:
 def _groups_by_key(xp: Any, monoid: Any, c: COOArray, kept: list[int], v: torch.Tensor) -> tuple[Any, Any, Any]:
     """The array_api ``sorted_groups`` by one int64 key of the kept sparse indices and ``scatter_reduce``:
     runs of a coalesced array's sorted keys, else ``torch.unique``'s; every sparse index reduced, one group."""
-    idx = c._idx.to(torch.int64)
+    idx = c._idx
     kept_shape = [c.shape[d] for d in kept]
-    key = idx[kept[0]].clone() if kept else torch.zeros(c.nnz, dtype=torch.int64, device=idx.device)
-    for d in kept[1:]:
-        key.mul_(c.shape[d]).add_(idx[d])
+    key = fold([idx[d] for d in kept], kept_shape) if kept else torch.zeros(c.nnz, dtype=torch.int64, device=idx.device)
     if c.is_coalesced() and kept == list(range(len(kept))):
         # the keys are sorted already: runs, without torch.unique's sort
         present, counts = torch.unique_consecutive(key, return_counts=True)
