@@ -263,6 +263,19 @@ def index_overflows(index_dtype: str, largest: int) -> bool:
     return largest > (2**31 - 1 if index_dtype == "int32" else 2**63 - 1)
 
 
+def check_coo_bounds(a: COOArray, context: str = "") -> None:
+    """Invariant coo.5 of a COO array with entries: every index within its dimension (one read of the
+    indices). ``context`` says, in the message, who found a violation."""
+    xp = a._xp
+    lo = xp.min(a._idx, axis=1)
+    hi = xp.max(a._idx, axis=1)
+    for d in range(a._idx.shape[0]):
+        if int(lo[d]) < 0 or int(hi[d]) >= a.shape[d]:
+            bad = int(lo[d]) if int(lo[d]) < 0 else int(hi[d])
+            where = f" ({context})" if context else ""
+            raise _fail("coo.5", f"indices[{d}] must lie in [0, {a.shape[d]}), got {bad}{where}. Fix the indices, or give a shape that holds them")
+
+
 def check_coo(a: COOArray, full: bool) -> None:
     """Check the invariants of a COO array; ``full`` adds the bounds and coalesced-order checks."""
     xp = a._xp
@@ -287,12 +300,7 @@ def check_coo(a: COOArray, full: bool) -> None:
     if index_overflows(dtype_name(indices.dtype), max([nse, *shape[:sparse_dim], 1])):
         raise _fail("1.3", f"int32 indices cannot address shape {shape} with nse={nse}. Use int64 indices")
     if full and nse:
-        lo = xp.min(indices, axis=1)
-        hi = xp.max(indices, axis=1)
-        for d in range(sparse_dim):
-            if int(lo[d]) < 0 or int(hi[d]) >= shape[d]:
-                bad = int(lo[d]) if int(lo[d]) < 0 else int(hi[d])
-                raise _fail("coo.5", f"indices[{d}] must lie in [0, {shape[d]}), got {bad}. Fix the indices, or give a shape that holds them")
+        check_coo_bounds(a)
         if a._coalesced and nse > 1 and not sparse_dim:
             raise _fail(
                 "coo.6",

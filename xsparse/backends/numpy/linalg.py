@@ -40,9 +40,9 @@ from typing import Any
 
 import numpy as np
 
-from ..._errors import InvariantError
 from ...dispatch import register
 from ...formats import COOArray, CompressedArray, sparse_coo, sparse_csc, sparse_csr, strided
+from ...formats._invariants import check_coo_bounds
 from .. import _cpu
 from .conversion import fold
 
@@ -325,15 +325,7 @@ def _coo_as_csr(a: COOArray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, n
     if vals.dtype != dtype:
         vals = vals.astype(dtype)
     if nse:
-        lo, hi = idx.min(axis=1), idx.max(axis=1)
-        for d, size in enumerate(shape):
-            if lo[d] < 0 or hi[d] >= size:
-                bad = int(lo[d]) if lo[d] < 0 else int(hi[d])
-                raise InvariantError(
-                    "coo.5",
-                    f"indices[{d}] must lie in [0, {size}), got {bad} (shape={shape}; found by matmul, which reads every "
-                    "index). Fix the indices, or give a shape that holds them.",
-                )
+        check_coo_bounds(a, f"shape={shape}; found by matmul, which reads every index")
     n_rows = math.prod(shape[:-1])
     rows = idx[-2]
     if a.ndim > 2:
