@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import importlib.metadata
+import math
 import subprocess
 import sys
 import threading
@@ -13,6 +14,8 @@ from typing import Any
 import array_api_compat
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import xsparse as xs
 import xsparse.backends
@@ -427,3 +430,36 @@ def test_backend_repr_and_availability() -> None:
     assert repr(b) == "Backend(name='numpy', library='numpy', kernels='xsparse.backends.numpy')"
     missing = Backend("nolib", "xsparse_no_such_library", lambda: None)
     assert not missing.is_available()
+
+
+# -- index primitives ---------------------------------------------------------------------------------
+
+
+@given(data=st.data())
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_repeat_hook_expands_compressed_indices_as_the_binary_search(backend: str, xp: Any, data: st.DataObject) -> None:
+    """A backend's ``repeat`` gives the slice index of every element exactly as the generic binary search does
+    (batches, empty slices, nse = 0, int32 and int64), and as NumPy's reference."""
+    from xsparse.formats._ops import expand_compressed
+
+    batch = data.draw(st.lists(st.integers(1, 3), max_size=2), label="batch")
+    n = data.draw(st.integers(0, 6), label="n_compressed")
+    nse = data.draw(st.integers(0, 9), label="nse") if n else 0
+    cuts = data.draw(st.lists(st.lists(st.integers(0, nse), min_size=n - 1 if n else 0, max_size=n - 1 if n else 0),
+                              min_size=math.prod(batch), max_size=math.prod(batch)), label="cuts")  # fmt: skip
+    idt = data.draw(st.sampled_from(["int32", "int64"]), label="index dtype")
+    ptr = np.asarray([[0, *sorted(c), nse] if n else [0] for c in cuts], dtype=idt).reshape(*batch, max(n, 0) + 1)
+    counts = np.diff(ptr.reshape(-1, ptr.shape[-1]), axis=1)
+    expected = np.stack([np.repeat(np.arange(n), c) for c in counts]).reshape(*batch, nse) if n else np.zeros((*batch, 0))
+    b = xs.get_backend(backend)
+    ci = xp.asarray(ptr)
+    for hook in (b, None):
+        got = expand_compressed(xp, ci, nse, hook)
+        assert got.dtype == ci.dtype and tuple(got.shape) == (*batch, nse)
+        np.testing.assert_array_equal(_host(got), expected)
+
+
+def test_the_cpu_libraries_repeat_by_counts() -> None:
+    # the hook is the fast path of the index arithmetic; a library that loses it falls back silently
+    assert xs.get_backend("numpy").repeat is not None and xs.get_backend("torch").repeat is not None
+    assert xs.get_backend("array_api_strict").repeat is None

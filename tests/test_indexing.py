@@ -287,8 +287,12 @@ def test_getitem_errors(xp: Any) -> None:
         s[0.5:]
     with pytest.raises(TypeError, match=r"getitem: a boolean index is not supported \(index=True\)\. Use an integer"):
         s[True]
-    with pytest.raises(IndexError, match=r"^getitem: integer arrays combine only with integers in one key \(key part 1=slice\(None, None, None\)\)\. Index with the arrays first"):
-        s[xp.asarray([0, 1]), :]
+    with pytest.raises(IndexError, match=r"^getitem: an integer array combines either with slices \(one array, and at most one Ellipsis\) or with integers and other arrays, not both \(key=None\)\. Index in two steps"):
+        s[None, xp.asarray([0, 1])]
+    with pytest.raises(IndexError, match=r"^getitem: an integer array combines either with slices .* not both \(key=\(slice\(None, None, None\), "):
+        xs.expand_dims(s, axis=0)[:, xp.asarray([0]), xp.asarray([1])]
+    with pytest.raises(IndexError, match=r"^getitem: too many indices for an array of 2 dimensions \(indices=3, shape=\(2, 2\)\)\."):
+        s[:, ..., :, xp.asarray([0])]
     with pytest.raises(IndexError, match=r"^getitem: the index arrays do not broadcast together \(shapes=\[\(2,\), \(3,\)\]\)\. Pass arrays of broadcast-compatible shapes\.$"):
         s[xp.asarray([0, 1]), xp.asarray([0, 1, 0])]
     with pytest.raises(IndexError, match=r"^getitem: an index array must have an integer or boolean dtype \(dtype=float64, dim=0\)\. Cast it"):
@@ -374,10 +378,54 @@ def test_getitem_integer_arrays(backend: str, xp: Any, layout: xs.Layout, data: 
         expected = xp.asarray(dense[tuple(r if isinstance(r, int) else host_array(xp, r) for r in ref)])
     r = x[tuple(key)]
     nb = x.batch_dim() if isinstance(x, xs.CompressedArray) else 0
-    keeps = layout is not xs.sparse_coo and k <= nb
+    one_index = k == 1 and len(tuple(key[0].shape)) == 1
+    keeps = layout is not xs.sparse_coo and (k <= nb or (one_index and not layout.is_blocked))
     assert_sparse_equal(r, expected, check_layout=layout if keeps else xs.sparse_coo)
     assert _same_fill(r.fill_value, x.fill_value)
     assert_sparse_equal(xs.getitem(dense, tuple(key)), expected, check_layout=xs.strided)
+
+
+@pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)
+@SOME
+@given(data=st.data())
+def test_getitem_array_among_slices(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
+    """x[:, index, 1::2, ...]: one integer array (1-D or 2-D, int32/int64, negative, strided or sparse) among slices
+    of any step and an Ellipsis, against NumPy's indexing of the same elements."""
+    x, host = data.draw(sparse_inputs(xp, layout), label="x")
+    if x.ndim == 0:
+        return
+    d = data.draw(st.integers(0, x.ndim - 1), label="d")
+    size = x.shape[d]
+    shape = data.draw(st.sampled_from([(3,), (0,), (2, 2)] if size else [(0,)]), label="index shape")
+    picks = data.draw(st.lists(st.integers(-size, size - 1), min_size=math.prod(shape), max_size=math.prod(shape)), label="picks") if size else []
+    dtype = data.draw(st.sampled_from(["int32", "int64"]), label="dtype")
+    index = _index_array(xp, picks, shape, dtype, data.draw(st.booleans(), label="sparse"))
+    key: list[Any] = []
+    for e in range(x.ndim):
+        if e == d:
+            key.append(index)
+            continue
+        n = x.shape[e]
+        key.append(slice(data.draw(st.integers(-n - 1, n), label=f"start{e}"), data.draw(st.integers(-n - 1, n), label=f"stop{e}"),
+                         data.draw(st.sampled_from([1, 2, -1, -3]), label=f"step{e}")))  # fmt: skip
+    ref = [np.reshape(np.asarray(picks, dtype=np.int64), shape) if e == d else k for e, k in enumerate(key)]
+    cut = data.draw(st.integers(0, x.ndim), label="ellipsis from")
+    if cut > d:
+        # the trailing full slices as an Ellipsis
+        key, ref = [*key[:cut], Ellipsis], [*ref[:cut], Ellipsis]
+    expected = host_array(xp, np.asarray(host[tuple(ref)]))
+    # a compressed array gives COO where the index reaches a sparse dimension and is not 1-D or meets blocks
+    sparse_d = isinstance(x, xs.CompressedArray) and x.batch_dim() <= d < x.batch_dim() + 2
+    to_coo = sparse_d and (len(shape) != 1 or layout.is_blocked)
+    slices = tuple(slice(None) if e == d else k for e, k in enumerate(key))
+    if not to_coo and expected_getitem_layout(x, parse_key("getitem", tuple(x.shape), slices))[1]:
+        # the slices split blocks, which a blocked layout refuses (test_getitem_every_kernel)
+        with pytest.raises(xs.LayoutError, match=r"getitem: the result's sparse dimensions .* are not a whole number of blocks"):
+            x[tuple(key)]
+        return
+    r = x[tuple(key)]
+    assert_sparse_equal(r, expected, check_layout=xs.sparse_coo if to_coo else layout)
+    assert _same_fill(r.fill_value, x.fill_value)
 
 
 @pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)
@@ -867,3 +915,57 @@ def test_index_key_items() -> None:
     )
     assert parse_key("getitem", (0,), slice(None, None, -1)) == (Slice(0, 0, -1, 0),)
     assert Slice(0, 4, -2, 3).stop == -2
+
+
+# -- searches within compressed slices ------------------------------------------------------------------
+
+
+def _random_matrix(data: st.DataObject, max_side: int = 7) -> np.ndarray:
+    m, n = data.draw(st.integers(0, max_side), label="m"), data.draw(st.integers(0, max_side), label="n")
+    density = data.draw(st.sampled_from([0.0, 0.2, 0.6, 1.0]), label="density")
+    bits = data.draw(st.lists(st.floats(0, 1), min_size=m * n, max_size=m * n), label="bits")
+    return np.reshape(np.asarray([b if b < density else 0.0 for b in bits] or [0.0] * (m * n)), (m, n))
+
+
+@pytest.mark.parametrize("layout", [xs.sparse_csr, xs.sparse_csc], ids=str)
+@SOME
+@given(data=st.data())
+def test_find_in_slices_against_a_scan(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
+    """The bisection of every compressed slice finds a plain index exactly where a scan of the slice does (empty
+    slices, nnz = 0, absent and repeated queries, int32 and int64 indices)."""
+    from xsparse.backends.array_api.indexing import find_in_slices
+
+    host = _random_matrix(data)
+    idt = data.draw(st.sampled_from(["int32", "int64"]), label="index dtype")
+    a = xs.to_sparse(xp.asarray(host), layout=layout, index_dtype=getattr(xp, idt))
+    ptr, plain = to_numpy(a._compressed), to_numpy(a._plain)
+    n_major, n_minor = ptr.shape[0] - 1, host.shape[1 - layout.compressed_dim]
+    k = data.draw(st.integers(0, 12), label="queries") if n_major else 0
+    major = data.draw(st.lists(st.integers(0, max(n_major - 1, 0)), min_size=k, max_size=k), label="major")
+    minor = data.draw(st.lists(st.integers(-1, n_minor), min_size=k, max_size=k), label="minor")
+    pos, found = find_in_slices(xp, a._compressed, a._plain, xp.asarray(major, dtype=xp.int64), xp.asarray(minor, dtype=xp.int64))
+    pos, found = to_numpy(pos), to_numpy(found)
+    for q, (i, j) in enumerate(zip(major, minor)):
+        hits = [e for e in range(ptr[i], ptr[i + 1]) if plain[e] == j]
+        assert bool(found[q]) == bool(hits), (i, j)
+        if hits:
+            assert pos[q] == hits[0]
+
+
+@pytest.mark.parametrize("layout", [xs.sparse_csr, xs.sparse_csc], ids=str)
+@SOME
+@given(data=st.data())
+def test_diagonal_on_pointers_against_the_element_coo(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
+    """The diagonal of one CSR/CSC matrix found by bisection equals the element COO's and the dense one, for
+    every offset (beyond the matrix too)."""
+    from xsparse.backends.array_api.conversion import compressed_to_coo
+    from xsparse.backends.array_api.linalg_ext import _diagonal_on_pointers, diagonal_coo
+
+    host = _random_matrix(data)
+    idt = data.draw(st.sampled_from(["int32", "int64"]), label="index dtype")
+    a = xs.to_sparse(xp.asarray(host), layout=layout, index_dtype=getattr(xp, idt))
+    offset = data.draw(st.integers(-9, 9), label="offset")
+    got = _diagonal_on_pointers(xp, a, offset)
+    assert_sparse_equal(got, xp.asarray(np.diagonal(host, offset=offset).copy()), check_layout=xs.sparse_coo)
+    assert_sparse_equal(got, diagonal_coo(xp, compressed_to_coo(xp, a), offset))
+    assert got.index_dtype == a.index_dtype and got.is_coalesced()

@@ -103,7 +103,9 @@ def getitem(x: Any, key: Any, /, *, layout: Layout | None = None) -> Any:
         integer or split by ``None``. A full integer index gives a 0-d COO array with ``sparse_dim`` 0.
         Integer arrays and masks gather with :func:`take` along the leading dimensions merged into one
         (O(nnz log n + size of the result) for ``n`` positions): a compressed array keeps its layout
-        when they index only batch dimensions, and gives COO when they reach a sparse one.
+        when they index only batch dimensions, or when one 1-D index gathers the rows of an unbatched CSR
+        or CSC array (``A[rows]``, as SciPy; O(rows + their entries) for CSR), and gives COO when they
+        reach a sparse dimension otherwise.
 
     Examples
     --------
@@ -154,20 +156,18 @@ def _getitem_arrays(op: str, xp: Any, x: Any, parts: tuple[Any, ...]) -> Any:
         return _getitem_mask(op, xp, x, parts[0])
     if parts[-1] is Ellipsis:
         parts = parts[:-1]  # the kept trailing dimensions, which they are anyway
-    if len(parts) > x.ndim:
+    n_indices = len(parts) - sum(p is Ellipsis for p in parts)
+    if n_indices > x.ndim:
         raise IndexError(
-            f"{op}: too many indices for an array of {x.ndim} dimensions (indices={len(parts)}, shape={tuple(x.shape)}). "
+            f"{op}: too many indices for an array of {x.ndim} dimensions (indices={n_indices}, shape={tuple(x.shape)}). "
             "Give at most one index per dimension."
         )
+    if any(isinstance(p, slice) or p is None or p is Ellipsis for p in parts):
+        return _getitem_array_among_slices(op, xp, x, parts)
     columns: list[Any] = []
     for d, p in enumerate(parts):
         size = x.shape[d]
         if not is_array_index(p):
-            if isinstance(p, slice) or p is None or p is Ellipsis:
-                raise IndexError(
-                    f"{op}: integer arrays combine only with integers in one key (key part {d}={p!r}). Index with the "
-                    "arrays first and apply slices, None or Ellipsis to the result."
-                )
             columns.append(xp.asarray(normalize_index(op, p, size, d), dtype=xp.int64, device=_device_of(x)))
             continue
         ind = _positions(op, x, p)
@@ -186,6 +186,45 @@ def _getitem_arrays(op: str, xp: Any, x: Any, parts: tuple[Any, ...]) -> Any:
         ) from None
     flat = [xp.reshape(xp.broadcast_to(c, shape), (-1,)) for c in columns]
     return _gather_points(x, flat, shape)
+
+
+def _getitem_array_among_slices(op: str, xp: Any, x: Any, parts: tuple[Any, ...]) -> Any:
+    """``x[..., :, index, :, ...]``: one integer array among slices (and an Ellipsis); its dimensions replace
+    the one it indexes, as in NumPy (SciPy's ``A[:, cols]``). The slices apply first, then :func:`take`:
+    a compressed array keeps its layout, except where the index reaches a sparse dimension and is not 1-D
+    or the array is blocked (COO then, as for integer arrays alone)."""
+    from ._conversion import to_sparse
+    from ._shape import reshape
+
+    if sum(p is Ellipsis for p in parts) == 1:
+        at = next(d for d, p in enumerate(parts) if p is Ellipsis)
+        parts = (*parts[:at], *(slice(None),) * (x.ndim - len(parts) + 1), *parts[at + 1 :])
+    arrays = [d for d, p in enumerate(parts) if is_array_index(p)]
+    if len(arrays) != 1 or not all(isinstance(p, slice) or is_array_index(p) for p in parts):
+        bad = next(p for p in parts if not (isinstance(p, slice) or is_array_index(p))) if len(arrays) == 1 else parts
+        raise IndexError(
+            f"{op}: an integer array combines either with slices (one array, and at most one Ellipsis) or with "
+            f"integers and other arrays, not both (key={bad!r}). Index in two steps: the arrays first, then apply "
+            "slices, None or Ellipsis to the result."
+        )
+    d = arrays[0]
+    ind = _positions(op, x, parts[d])
+    if not xp.isdtype(ind.dtype, "integral"):
+        raise IndexError(
+            f"{op}: an index array must have an integer or boolean dtype (dtype={dtype_name(ind.dtype)}, dim={d}). "
+            "Cast it with xsparse.astype(index, 'int64')."
+        )
+    ishape = tuple(ind.shape)
+    flat = _in_bounds(op, xp, xp.reshape(xp.astype(ind, xp.int64), (-1,)), x.shape[d], d)
+    if isinstance(x, CompressedArray) and x.batch_dim() <= d < x.batch_dim() + 2 and (len(ishape) != 1 or x.layout.is_blocked):
+        x = to_sparse(x, layout=sparse_coo)
+    slices = tuple(slice(None) if e == d else p for e, p in enumerate(parts))
+    sliced = x if all(p == slice(None) for p in slices) else getitem(x, slices)
+    out = take(sliced, flat, axis=d)
+    if len(ishape) == 1:
+        return out
+    shape = tuple(out.shape)
+    return reshape(out, (*shape[:d], *ishape, *shape[d + 1 :]))
 
 
 def _getitem_mask(op: str, xp: Any, x: Any, mask: Any) -> Any:
@@ -221,15 +260,17 @@ def _gather_points(x: Any, positions: list[Any], shape: tuple[int, ...]) -> Any:
     """The sub-arrays of ``x`` at ``positions`` (k 1-D int64 arrays, in bounds, over its first k dimensions),
     with the leading result dimensions ``shape``: :func:`take` along the first k dimensions merged into one.
 
-    A compressed array whose batch dimensions hold the positions keeps its layout; one indexed on a sparse
-    dimension is converted to COO first (as an integer index makes it).
+    A compressed array whose batch dimensions hold the positions keeps its layout, and so does an unblocked
+    one gathered along its first sparse dimension by one 1-D index (SciPy's ``A[rows]``, :func:`take`); one
+    indexed on a sparse dimension otherwise is converted to COO first (as an integer index makes it).
     """
     from ._conversion import to_sparse
     from ._shape import reshape
 
     k = len(positions)
     lead, rest = tuple(x.shape[:k]), tuple(x.shape[k:])
-    if isinstance(x, CompressedArray) and k > x.batch_dim():
+    along_first = k == 1 and len(shape) == 1 and isinstance(x, CompressedArray) and not x.layout.is_blocked
+    if isinstance(x, CompressedArray) and k > x.batch_dim() and not along_first:
         x = to_sparse(x, layout=sparse_coo)
     if k > 1:
         xp = backend_of(x, op="getitem").load()

@@ -47,6 +47,19 @@ def _info_devices(xp: Any) -> list[Any]:
     return list(xp.__array_namespace_info__().devices())
 
 
+def _numpy_repeat(x: Any, counts: Any, total: int) -> Any:
+    import numpy as np
+
+    return np.repeat(x, counts)
+
+
+def _torch_repeat(x: Any, counts: Any, total: int) -> Any:
+    import torch
+
+    # output_size spares the device a synchronisation to learn the result's length
+    return torch.repeat_interleave(x, counts, output_size=total)
+
+
 def _torch_devices(xp: Any) -> list[Any]:
     import torch
 
@@ -73,6 +86,11 @@ class Backend:
         Lists the devices the backend can place arrays on, given its namespace.
     contiguity
         Tells whether an array is C-contiguous, or ``None`` where the library has no such notion.
+    repeat
+        ``repeat(x, counts, total)``: each element of the 1-D ``x`` repeated by the matching element of
+        ``counts`` (``total`` elements in all), where the library has a primitive that takes an array of
+        counts; ``None`` otherwise (the index arithmetic then uses a binary search, which the Array API
+        has everywhere).
     """
 
     name: str
@@ -81,6 +99,7 @@ class Backend:
     kernels: str | None = None
     devices_of: Callable[[Any], list[Any]] = field(default=_info_devices, repr=False)
     contiguity: Callable[[Any], bool | None] = field(default=lambda x: None, repr=False)
+    repeat: Callable[[Any, Any, int], Any] | None = field(default=None, repr=False)
 
     def is_available(self) -> bool:
         """Whether the library can be imported here."""
@@ -111,11 +130,11 @@ _BUILTIN = {
     for b in (
         Backend(
             "numpy", "numpy", _compat("array_api_compat.numpy"), "xsparse.backends.numpy",
-            contiguity=lambda x: bool(x.flags.c_contiguous),
+            contiguity=lambda x: bool(x.flags.c_contiguous), repeat=_numpy_repeat,
         ),
         Backend(
             "torch", "torch", _compat("array_api_compat.torch"), "xsparse.backends.torch", _torch_devices,
-            contiguity=lambda x: bool(x.is_contiguous()),
+            contiguity=lambda x: bool(x.is_contiguous()), repeat=_torch_repeat,
         ),
         Backend(
             "cupy", "cupy", _compat("array_api_compat.cupy"), "xsparse.backends.cupy",

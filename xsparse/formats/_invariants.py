@@ -235,7 +235,7 @@ def _check_compressed_indices(
             raise _fail("5.5", f"{pname} must be < {n_plain} (the number of plain {'block ' if a.layout.is_blocked else ''}dimensions), got {int(xp.max(pi))}. Fix the indices, or give a shape that holds them")
     if nse > 1:
         # Within a compressed slice consecutive plain indices must strictly increase.
-        major = expand_compressed(xp, ci, nse)
+        major = expand_compressed(xp, ci, nse, a._backend)
         same_slice = major[..., 1:] == major[..., :-1]
         bad = same_slice & (pi[..., 1:] <= pi[..., :-1])
         if bool(xp.any(bad)):

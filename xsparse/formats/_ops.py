@@ -14,12 +14,14 @@ def prod(shape: tuple[int, ...] | list[int]) -> int:
     return math.prod(shape)
 
 
-def expand_compressed(xp: Any, compressed: Any, nse: int) -> Any:
+def expand_compressed(xp: Any, compressed: Any, nse: int, backend: Any = None) -> Any:
     """The major (compressed-dimension) index of every specified element: shape ``(*batch, nse)``.
 
-    Cost: one ``searchsorted`` of ``batch * nse`` queries into ``batch * n_compressed`` boundaries.
-    Batches are handled in one call by offsetting each batch's boundaries by ``batch_index * nse``,
-    which keeps the concatenated boundaries non-decreasing.
+    Cost: O(batch * (nse + n_compressed)) where ``backend`` repeats by an array of counts (each slice's
+    index repeated by its count of elements); otherwise one ``searchsorted`` of ``batch * nse`` queries
+    into ``batch * n_compressed`` boundaries, O(batch * nse * log n_compressed). Batches are handled in
+    one call: repeated by one flat array of counts, or searched with each batch's boundaries offset by
+    ``batch_index * nse``, which keeps the concatenated boundaries non-decreasing.
     """
     device = array_api_compat.device(compressed)
     batch = tuple(compressed.shape[:-1])
@@ -27,7 +29,15 @@ def expand_compressed(xp: Any, compressed: Any, nse: int) -> Any:
     n_compressed = compressed.shape[-1] - 1
     if nse == 0 or nb == 0:
         return xp.zeros(batch + (nse,), dtype=compressed.dtype, device=device)
-    flat = xp.astype(xp.reshape(compressed, (nb, n_compressed + 1)), xp.int64)
+    flat = xp.reshape(compressed, (nb, n_compressed + 1))
+    repeat = getattr(backend, "repeat", None)
+    if repeat is not None:
+        counts = xp.reshape(flat[:, 1:] - flat[:, :-1], (-1,))
+        slices = xp.arange(n_compressed, dtype=compressed.dtype, device=device)
+        if nb > 1:
+            slices = xp.reshape(xp.broadcast_to(slices[None, :], (nb, n_compressed)), (-1,))
+        return xp.reshape(repeat(slices, counts, nb * nse), batch + (nse,))
+    flat = xp.astype(flat, xp.int64)
     offsets = xp.arange(nb, dtype=xp.int64, device=device) * nse
     bounds = xp.reshape(flat[:, 1:] + offsets[:, None], (-1,))
     queries = xp.reshape(xp.arange(nse, dtype=xp.int64, device=device)[None, :] + offsets[:, None], (-1,))

@@ -383,7 +383,7 @@ def compressed_to_block_coo(xp: Any, a: CompressedArray) -> COOArray:
     nb_dims = a.batch_dim()
     batch = a.shape[:nb_dims]
     nb, nse = prod(batch), a.nnz
-    major = xp.reshape(expand_compressed(xp, a._compressed, nse), (-1,))
+    major = xp.reshape(expand_compressed(xp, a._compressed, nse, a._backend), (-1,))
     minor = xp.reshape(a._plain, (-1,))
     index_dtype = a._compressed.dtype
     rows, cols = (major, minor) if a.layout.compressed_dim == 0 else (minor, major)

@@ -23,7 +23,7 @@ from ..._index_key import Int, Item, NewAxis, Slice
 from ...dispatch import register
 from ...formats import COMPRESSED, INDEXED, COOArray, CompressedArray, SparseArray, sparse_coo, strided
 from ...formats._layout import LayoutFamily
-from ...formats._ops import contiguous, lexsort_indices, prod
+from ...formats._ops import contiguous, expand_compressed, lexsort_indices, prod
 from .conversion import (
     _linearize,
     _unravel,
@@ -40,6 +40,7 @@ from .shape import broadcast_coo, compress_like, regroup_coo, wide_enough
 
 __all__ = [
     "apply_items",
+    "find_in_slices",
     "index_coo",
     "lookup",
     "lookup_at",
@@ -181,13 +182,126 @@ def _getitem_coo(xp: Any, a: COOArray, items: Sequence[Item]) -> COOArray:
     return index_coo(xp, a, *_split_at_dense(items, a.sparse_dim()))
 
 
+# -- the compressed slices of an unbatched, unblocked array, selected on their pointers --------------
+# An entry range is a Python slice (the entries of consecutive compressed slices: views, no copy) or an
+# int64 array of entry positions.
+
+
+def gather_slices(xp: Any, ptr: Any, positions: Any, backend: Any) -> tuple[Any, Any]:
+    """The int64 pointers and the entry positions of the compressed slices at ``positions`` (1-D int64, in
+    bounds, repeats allowed), in that order; O(len(positions) + entries selected)."""
+    lo = xp.astype(xp.take(ptr, positions), xp.int64)
+    counts = xp.astype(xp.take(ptr, positions + 1), xp.int64) - lo
+    new_ptr = xp.concat([xp.zeros((1,), dtype=xp.int64, device=_device(ptr)), xp.cumulative_sum(counts)])
+    total = int(new_ptr[-1])
+    slice_of = expand_compressed(xp, new_ptr, total, backend)
+    first = xp.take(lo - new_ptr[:-1], slice_of)
+    return new_ptr, first + xp.arange(total, dtype=xp.int64, device=_device(ptr))
+
+
+def _slice_range(xp: Any, ptr: Any, it: Slice, backend: Any) -> tuple[Any, Any]:
+    """The pointers and entry range of the compressed slices a ``Slice`` keeps."""
+    if it.step == 1:
+        lo, hi = int(ptr[it.start]), int(ptr[it.stop])
+        return xp.astype(ptr[it.start : it.stop + 1], xp.int64) - lo, slice(lo, hi)
+    positions = xp.arange(it.start, it.stop, it.step, dtype=xp.int64, device=_device(ptr))
+    return gather_slices(xp, ptr, positions, backend)
+
+
+def _entries(xp: Any, x: Any, entries: Any) -> Any:
+    return x[entries, ...] if isinstance(entries, slice) else take_values(xp, x, entries, axis=0)
+
+
+def _keep_entries(xp: Any, ptr: Any, keep: Any, reverse: bool, backend: Any) -> tuple[Any, Any]:
+    """The pointers and positions of the entries where ``keep`` holds, each slice's order reversed or not."""
+    running = xp.concat([xp.zeros((1,), dtype=xp.int64, device=_device(ptr)), xp.cumulative_sum(xp.astype(keep, xp.int64))])
+    new_ptr = xp.take(running, ptr)
+    where = xp.astype(xp.nonzero(keep)[0], xp.int64)
+    if reverse:
+        total = where.shape[0]
+        s = expand_compressed(xp, new_ptr, total, backend)
+        mirrored = xp.take(new_ptr[:-1] + new_ptr[1:] - 1, s) - xp.arange(total, dtype=xp.int64, device=_device(ptr))
+        where = xp.take(where, mirrored)
+    return new_ptr, where
+
+
+def find_in_slices(xp: Any, ptr: Any, plain: Any, major: Any, minor: Any) -> tuple[Any, Any]:
+    """Where plain index ``minor[k]`` lies in compressed slice ``major[k]`` (1-D int64 arrays), and whether it
+    is there: a bisection of every slice at once; O(len(major) * log of the longest slice picked)."""
+    lo = xp.astype(xp.take(ptr, major), xp.int64)
+    end = xp.astype(xp.take(ptr, major + 1), xp.int64)
+    nse = int(plain.shape[0])
+    if nse == 0 or major.shape[0] == 0:
+        return lo, xp.zeros(tuple(major.shape), dtype=xp.bool, device=_device(ptr))
+    hi = end
+    last = nse - 1
+    for _ in range(int(xp.max(end - lo)).bit_length()):
+        mid = (lo + hi) // 2
+        right = (lo < hi) & (xp.astype(xp.take(plain, xp.minimum(mid, last)), xp.int64) < minor)
+        lo, hi = xp.where(right, mid + 1, lo), xp.where(right, hi, mid)
+    found = (lo < end) & (xp.astype(xp.take(plain, xp.minimum(lo, last)), xp.int64) == minor)
+    return lo, found
+
+
+def index_slices(xp: Any, a: CompressedArray, row: Int | Slice, col: Int | Slice, dense_items: Sequence[Item]) -> SparseArray:
+    """``a[row, col, *dense]`` of an unbatched CSR/CSC array on its pointers: the compressed item picks whole
+    slices, the plain item filters their entries only; O(slices picked + their entries)."""
+    cd = a.layout.compressed_dim
+    major, minor = (row, col) if cd == 0 else (col, row)
+    ptr, plain, vals, backend = a._compressed, a._plain, a._vals, a._backend
+    idt = ptr.dtype
+    if isinstance(major, Int):
+        lo, hi = int(ptr[major.index]), int(ptr[major.index + 1])
+        new_ptr, entries = xp.asarray([0, hi - lo], dtype=xp.int64, device=a.device), slice(lo, hi)
+    else:
+        new_ptr, entries = _slice_range(xp, ptr, major, backend)
+    plain, vals = _entries(xp, plain, entries), _entries(xp, vals, entries)
+    if isinstance(minor, Int):
+        keep = plain == minor.index
+    elif minor.is_identity(a.shape[1 - cd]):
+        keep = None
+    else:
+        diff = xp.astype(plain, xp.int64) - minor.start
+        q = diff // minor.step
+        keep = (diff % minor.step == 0) & (q >= 0) & (q < minor.length)
+        plain = xp.astype(q, idt)
+    if keep is not None:
+        reverse = isinstance(minor, Slice) and minor.step < 0
+        if isinstance(major, Int):
+            # one slice: its pointers are not needed, its order is reversed whole
+            where = xp.nonzero(keep)[0]
+            where = xp.flip(where) if reverse else where
+        else:
+            new_ptr, where = _keep_entries(xp, new_ptr, keep, reverse, backend)
+        plain, vals = xp.take(plain, where), take_values(xp, vals, where, axis=0)
+    vals = contiguous(backend, xp, apply_items(xp, vals, dense_items, axis=1))
+    dense = tuple(vals.shape[1:])
+    if isinstance(major, Slice) and isinstance(minor, Slice):
+        return CompressedArray(
+            xp.astype(new_ptr, idt), plain, vals, (major.length, minor.length)[:: 1 - 2 * cd] + dense,
+            layout=a.layout, backend=backend, xp=xp, fill_value=a.fill_value, check=False,
+        )  # fmt: skip
+    # one sparse dimension (or none) remains: COO over it, sorted as the slices are
+    nse = int(plain.shape[0])
+    if isinstance(major, Slice):
+        idx = xp.reshape(expand_compressed(xp, xp.astype(new_ptr, idt), nse, backend), (1, nse))
+    elif isinstance(minor, Slice):
+        idx = xp.reshape(plain, (1, nse))
+    else:
+        idx = xp.zeros((0, nse), dtype=idt, device=a.device)
+    kept = [it.length for it in (row, col) if isinstance(it, Slice)]
+    return COOArray(idx, vals, (*kept, *dense), backend=backend, xp=xp, coalesced=True, fill_value=a.fill_value)
+
+
 @register("getitem", (COMPRESSED,))
 def _getitem_compressed(xp: Any, a: CompressedArray, items: Sequence[Item]) -> SparseArray:
-    """x[key] of CSR/CSC/BSR/BSC: components for batch and dense dims, element COO for sparse ones; O(nnz log nnz)."""
+    """x[key] of CSR/CSC/BSR/BSC: components for batch and dense dims, pointers or element COO for sparse ones; O(nnz log nnz)."""
     nb = a.batch_dim()
     r, c = (k for k, it in enumerate(items) if not isinstance(it, NewAxis) and it.dim in (nb, nb + 1))
     row, col = items[r], items[c]
-    if not (isinstance(row, Slice) and isinstance(col, Slice) and c == r + 1):
+    both_slices = isinstance(row, Slice) and isinstance(col, Slice)
+    pointers = c == r + 1 and not a.layout.is_blocked and not any(isinstance(it, NewAxis) for it in items[:r])
+    if not (pointers or (both_slices and c == r + 1)):
         # a sparse dimension is selected away, or split by a new one: the result is COO
         return index_coo(xp, compressed_to_coo(xp, a), *_split_at_dense(items, nb + 2))
     batch_items, dense_items = items[:r], items[c + 1 :]
@@ -199,6 +313,10 @@ def _getitem_compressed(xp: Any, a: CompressedArray, items: Sequence[Item]) -> S
             fill_value=a.fill_value, check=False,
         )  # fmt: skip
     nb2 = b.batch_dim()
+    if pointers and nb2 == 0:
+        return index_slices(xp, b, cast("Int | Slice", row), cast("Int | Slice", col), dense_items)
+    if not (isinstance(row, Slice) and isinstance(col, Slice)):
+        return index_coo(xp, compressed_to_coo(xp, a), *_split_at_dense(items, nb + 2))
     if not (row.is_identity(a.shape[nb]) and col.is_identity(a.shape[nb + 1])):
         keep_batch = [Slice(d, 0, 1, b.shape[d]) for d in range(nb2)]
         e = index_coo(xp, compressed_to_coo(xp, b), [*keep_batch, row, col], ())
@@ -259,8 +377,17 @@ def _take_coo(xp: Any, a: COOArray, indices: Any, axis: int) -> COOArray:
 
 @register("take", (COMPRESSED,))
 def _take_compressed(xp: Any, a: CompressedArray, indices: Any, axis: int) -> CompressedArray:
-    """take(compressed): on the components (batch and dense axes) or through the element COO; O(nnz log nnz)."""
+    """take(compressed): on the pointers (the compressed axis, unbatched), the components (batch, dense) or the element COO; O(nnz log nnz)."""
     nb = a.batch_dim()
+    if nb == 0 and axis == a.layout.compressed_dim and not a.layout.is_blocked:
+        # whole compressed slices, gathered on their pointers
+        ptr, entries = gather_slices(xp, a._compressed, indices, a._backend)
+        shape = (indices.shape[0], a.shape[1]) if axis == 0 else (a.shape[0], indices.shape[0])
+        idt = wide_enough(xp, a.index_dtype, int(entries.shape[0]))  # repeated slices can outgrow int32
+        return CompressedArray(
+            xp.astype(ptr, idt), xp.astype(xp.take(a._plain, entries), idt), take_values(xp, a._vals, entries, axis=0),
+            (*shape, *a.shape[2:]), layout=a.layout, backend=a._backend, xp=xp, fill_value=a.fill_value, check=False,
+        )  # fmt: skip
     if nb <= axis < nb + 2:
         e = take_coo(xp, compressed_to_coo(xp, a), indices, axis)
         return compress_like(xp, e, a.layout, a.blocksize, a.index_dtype, "take")

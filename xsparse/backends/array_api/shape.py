@@ -695,7 +695,7 @@ def _flip_sparse(
     new_c = xp.concat([zero, xp.cumulative_sum(new_counts, axis=1)], axis=1)
     # for every new position: its new slice, the old slice it comes from, its offset there
     q = xp.broadcast_to(_arange(xp, nse, c)[None, :], (nb, nse))
-    new_major = expand_compressed(xp, new_c, nse)
+    new_major = expand_compressed(xp, new_c, nse, a._backend)
     old_major = (n_major - 1 - new_major) if flip_major else new_major
     offset = q - xp.take_along_axis(new_c, new_major, axis=1)
     start = xp.take_along_axis(c, old_major, axis=1)
@@ -783,7 +783,7 @@ def _concat_minor(xp: Any, arrays: list[CompressedArray], sparse_axis: int, idt:
     block = first.blocksize[sparse_axis]
     majors, minors, values, offset = [], [], [], 0
     for a in arrays:
-        majors.append(xp.reshape(xp.astype(expand_compressed(xp, a._compressed, a.nnz), xp.int64), (nb, a.nnz)))
+        majors.append(xp.reshape(xp.astype(expand_compressed(xp, a._compressed, a.nnz, a._backend), xp.int64), (nb, a.nnz)))
         minors.append(xp.reshape(xp.astype(a._plain, idt), (nb, a.nnz)) + offset)
         values.append(xp.reshape(a._vals, (nb, a.nnz, *a._vals.shape[b + 1 :])))
         offset += a.shape[b + sparse_axis] // block

@@ -1,0 +1,101 @@
+"""Benchmark xsparse's indexing and structure operations on the NumPy backend against SciPy.
+
+SciPy's home ground: picking rows, columns and elements of a CSR matrix, its triangles and diagonal,
+stacking, converting between formats. The xsparse side is the public API (``A[rows]``, ``xs.tril(A)``,
+``xs.linalg.diagonal(A)``, ...): argument checks, dispatch and the kernels, everything a user's call pays.
+
+Usage::
+
+    python benchmarks/bench_structure.py [--quick]
+
+Input (full size; ``--quick`` shrinks it tenfold): a 200,000 x 200,000 CSR matrix with 2,000,000 entries
+at uniformly random positions (float64 values, int32 indices, duplicates summed), the same matrix as a
+SciPy ``csr_array``. ``rows`` and ``cols`` are 1,000 random indices (repeats possible, unsorted).
+
+Cases, target: at least as fast as SciPy (ratio <= 1.0):
+
+* ``A[i, j]``, ``A[i]`` (SciPy: ``A[[i]]``, a 1 x n matrix), ``A[rows]``, ``A[:, cols]``,
+  ``A[1000:50000]``, ``A[:, 1000:50000]``: xsparse keeps CSR where both dimensions remain (``A[i]`` and
+  ``A[i, j]`` give a 1-D and a 0-d COO array).
+* ``diagonal`` (SciPy: ``A.diagonal()``, a dense vector; xsparse: a 1-D COO array), ``tril``,
+  ``triu k=1`` (``scipy.sparse.tril(A, format="csr")``).
+* ``vstack``, ``hstack`` of ``[A, A]`` (``scipy.sparse.vstack(..., format="csr")``).
+* ``to CSC``, ``to COO`` (``A.tocsc()``, ``A.tocoo()``).
+* ``count_nonzero``, ``vector_norm`` (``scipy.sparse.linalg.norm(A)``, the Frobenius norm).
+
+Times are the best of a few repeats, ours and the reference's alternating, as wall-clock time and as CPU
+time of the process (all threads). Each result is checked against SciPy's once.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_elementwise import _as_xsparse, _print_table, _random_csr, _time_pair, cli  # noqa: E402
+
+import xsparse as xs  # noqa: E402  (bench_elementwise made it importable from a checkout)
+
+
+def _same(ours: Any, ref: Any) -> None:
+    """``ours`` (an xsparse or NumPy array) holds the elements of ``ref`` (a SciPy matrix, array or scalar)."""
+    if isinstance(ours, xs.SparseArray) and ours.ndim == 2:
+        c = xs.to_sparse_coo(ours)
+        got = sp.coo_array((np.asarray(c.values()), tuple(np.asarray(c.indices()))), shape=c.shape).tocsr()
+        diff = got - sp.csr_array(ref)
+        assert diff.nnz == 0 or float(abs(diff).max()) == 0.0
+        return
+    dense = np.asarray(xs.to_dense(ours) if isinstance(ours, xs.SparseArray) else ours)
+    want = ref.toarray() if sp.issparse(ref) else np.asarray(ref)
+    np.testing.assert_allclose(dense, np.reshape(want, dense.shape), rtol=1e-12, atol=0)
+
+
+def numpy_cases(quick: bool, repeats: int) -> list[dict[str, Any]]:
+    n, nnz = (20_000, 200_000) if quick else (200_000, 2_000_000)
+    rng = np.random.default_rng(0)
+    m = _random_csr(rng, n, nnz)
+    a = _as_xsparse(m)
+    rows, cols = rng.integers(0, n, 1000), rng.integers(0, n, 1000)
+    i = 5
+    j = int(m.indices[m.indptr[i]]) if m.indptr[i + 1] > m.indptr[i] else 7  # a stored element
+    lo, hi = n // 200, n // 4
+    cases = [
+        ("A[i, j]", lambda: a[i, j], lambda: m[i, j]),
+        ("A[i]", lambda: a[i], lambda: m[[i]]),
+        ("A[rows]", lambda: a[rows], lambda: m[rows]),
+        ("A[:, cols]", lambda: a[:, cols], lambda: m[:, cols]),
+        ("A[lo:hi]", lambda: a[lo:hi], lambda: m[lo:hi]),
+        ("A[:, lo:hi]", lambda: a[:, lo:hi], lambda: m[:, lo:hi]),
+        ("diagonal", lambda: xs.linalg.diagonal(a), lambda: m.diagonal()),
+        ("tril", lambda: xs.tril(a), lambda: sp.tril(m, format="csr")),
+        ("triu k=1", lambda: xs.triu(a, k=1), lambda: sp.triu(m, k=1, format="csr")),
+        ("vstack", lambda: xs.vstack([a, a]), lambda: sp.vstack([m, m], format="csr")),
+        ("hstack", lambda: xs.hstack([a, a]), lambda: sp.hstack([m, m], format="csr")),
+        ("to CSC", lambda: xs.to_sparse_csc(a), lambda: m.tocsc()),
+        ("to COO", lambda: xs.to_sparse_coo(a), lambda: m.tocoo()),
+        ("count_nonzero", lambda: xs.count_nonzero(a), lambda: m.count_nonzero()),
+        ("vector_norm", lambda: xs.linalg.vector_norm(a), lambda: spla.norm(m)),
+    ]
+    out = []
+    for name, ours, ref in cases:
+        _same(ours(), ref())
+        out.append({"backend": "numpy", "case": name, "reference": "scipy csr_array", **_time_pair(ours, ref, repeats), "target": 1.0})
+    return out
+
+
+def torch_cases(quick: bool, repeats: int) -> list[dict[str, Any]]:
+    return []  # SciPy's home ground only
+
+
+def main() -> None:
+    cli(__doc__ or "", numpy_cases, torch_cases, _print_table)
+
+
+if __name__ == "__main__":
+    main()
