@@ -15,8 +15,8 @@ SciPy ``csr_array``. ``rows`` and ``cols`` are 1,000 random indices (repeats pos
 Cases, target: at least as fast as SciPy (ratio <= 1.0):
 
 * ``A[i, j]``, ``A[i]`` (SciPy: ``A[[i]]``, a 1 x n matrix), ``A[rows]``, ``A[:, cols]``,
-  ``A[1000:50000]``, ``A[:, 1000:50000]``: xsparse keeps CSR where both dimensions remain (``A[i]`` and
-  ``A[i, j]`` give a 1-D and a 0-d COO array).
+  ``A[rows, cols]`` (1,000 points), ``A[n/200:n/4]``, ``A[:, n/200:n/4]``: xsparse keeps CSR where both
+  dimensions remain (``A[i]``, ``A[rows, cols]`` and ``A[i, j]`` give COO arrays of 1 and 0 dimensions).
 * ``diagonal`` (SciPy: ``A.diagonal()``, a dense vector; xsparse: a 1-D COO array), ``tril``,
   ``triu k=1`` (``scipy.sparse.tril(A, format="csr")``).
 * ``vstack``, ``hstack`` of ``[A, A]`` (``scipy.sparse.vstack(..., format="csr")``).
@@ -70,6 +70,7 @@ def numpy_cases(quick: bool, repeats: int) -> list[dict[str, Any]]:
         ("A[i]", lambda: a[i], lambda: m[[i]]),
         ("A[rows]", lambda: a[rows], lambda: m[rows]),
         ("A[:, cols]", lambda: a[:, cols], lambda: m[:, cols]),
+        ("A[rows, cols]", lambda: a[rows, cols], lambda: m[rows, cols]),
         ("A[lo:hi]", lambda: a[lo:hi], lambda: m[lo:hi]),
         ("A[:, lo:hi]", lambda: a[:, lo:hi], lambda: m[:, lo:hi]),
         ("diagonal", lambda: xs.linalg.diagonal(a), lambda: m.diagonal()),

@@ -609,6 +609,19 @@ def _partial_blocks(c: S.DenseCase, layout: Hashable, key: tuple[Any, ...]) -> t
     return None
 
 
+@case("gather_points", skip=_no_semi)
+def _gather_points(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
+    xp = ctx.xp
+    c, x = _shape_case(draw, ctx, sig)
+    k = draw(st.integers(1, max(1, len(c.shape))))
+    assume(len(c.shape) >= k and all(c.shape[d] for d in range(k)))
+    n = draw(st.integers(0, 4))
+    picks = [np.asarray(draw(st.lists(st.integers(0, c.shape[d] - 1), min_size=n, max_size=n)), dtype=np.int64) for d in range(k)]
+    key = tuple(xp.asarray(p) for p in picks)
+    # NumPy's indexing of the host copy: array-api-strict takes integer arrays only in a full key
+    return Trial(lambda: x[key], lambda: xp.asarray(np.asarray(c.host[tuple(picks)])))
+
+
 @case("take", skip=_no_semi)
 def _take(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
     xp = ctx.xp

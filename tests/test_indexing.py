@@ -969,3 +969,24 @@ def test_diagonal_on_pointers_against_the_element_coo(backend: str, xp: Any, lay
     assert_sparse_equal(got, xp.asarray(np.diagonal(host, offset=offset).copy()), check_layout=xs.sparse_coo)
     assert_sparse_equal(got, diagonal_coo(xp, compressed_to_coo(xp, a), offset))
     assert got.index_dtype == a.index_dtype and got.is_coalesced()
+
+
+@pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)
+@SOME
+@given(data=st.data())
+def test_gather_points_every_kernel(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
+    """x[i, j, ...] at flat in-bounds positions of the leading dimensions, result dimensions ``shape``: every kernel
+    (the bisection of one CSR/CSC matrix, the merged take) against NumPy's indexing of the same elements."""
+    x, host = data.draw(sparse_inputs(xp, layout), label="x")
+    k = data.draw(st.integers(1, max(1, x.ndim)), label="k")
+    if x.ndim < k or any(x.shape[d] == 0 for d in range(k)):
+        return
+    shape = data.draw(st.sampled_from([(0,), (1,), (5,), (2, 3)]), label="shape")
+    n = math.prod(shape)
+    picks = [np.asarray(data.draw(st.lists(st.integers(0, x.shape[d] - 1), min_size=n, max_size=n), label=f"picks{d}"), dtype=np.int64)
+             for d in range(k)]  # fmt: skip
+    expected = host_array(xp, np.reshape(np.asarray(host[tuple(picks)]), (*shape, *x.shape[k:])))
+    results = run_kernels("gather_points", (layout,), backend, xp, x, [xp.asarray(p) for p in picks], shape)
+    check_all(results, expected)
+    if layout.is_compressed and k == 2 and x.ndim == 2 and not layout.is_blocked:
+        assert any(k.func.__name__ == "_gather_points_compressed" for k, _ in results), "the bisection did not run"

@@ -258,7 +258,15 @@ def _device_of(x: Any) -> Any:
 
 def _gather_points(x: Any, positions: list[Any], shape: tuple[int, ...]) -> Any:
     """The sub-arrays of ``x`` at ``positions`` (k 1-D int64 arrays, in bounds, over its first k dimensions),
-    with the leading result dimensions ``shape``: :func:`take` along the first k dimensions merged into one.
+    with the leading result dimensions ``shape``: the ``gather_points`` kernels of a sparse ``x``."""
+    if isinstance(x, SparseArray):
+        backend = backend_of(x, op="getitem")
+        return dispatch.call("gather_points", (layout_of(x),), backend.name, backend.load(), x, positions, shape)
+    return gather_by_take(x, positions, shape)
+
+
+def gather_by_take(x: Any, positions: list[Any], shape: tuple[int, ...]) -> Any:
+    """:func:`_gather_points` by :func:`take` along the first k dimensions merged into one.
 
     A compressed array whose batch dimensions hold the positions keeps its layout, and so does an unblocked
     one gathered along its first sparse dimension by one 1-D index (SciPy's ``A[rows]``, :func:`take`); one

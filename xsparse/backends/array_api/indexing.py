@@ -327,6 +327,40 @@ def _getitem_compressed(xp: Any, a: CompressedArray, items: Sequence[Item]) -> S
     return b
 
 
+# -- gather_points (x[i, j, ...] with integer arrays) --------------------------------------------------
+
+
+@register("gather_points", (INDEXED,))
+def _gather_points_indexed(xp: Any, a: SparseArray, positions: list[Any], shape: tuple[int, ...]) -> SparseArray:
+    """x[i, j, ...] (integer arrays) of COO/compressed: take along the leading dims merged into one; O(nnz log n + result)."""
+    from ..._indexing import gather_by_take
+
+    return cast(SparseArray, gather_by_take(a, positions, shape))
+
+
+def _supports_points_compressed(xp: Any, a: CompressedArray, positions: list[Any], shape: tuple[int, ...]) -> str | None:
+    if a.batch_dim() or a.layout.is_blocked or len(positions) != 2:
+        return "it looks up the points of one unblocked matrix indexed on both sparse dimensions"
+    return None
+
+
+@register("gather_points", (COMPRESSED,), supports=_supports_points_compressed)
+def _gather_points_compressed(xp: Any, a: CompressedArray, positions: list[Any], shape: tuple[int, ...]) -> COOArray:
+    """x[rows, cols] of one CSR/CSC matrix: each point found in its slice by bisection; O(points * log of a slice)."""
+    rows, cols = positions
+    major, minor = (rows, cols) if a.layout.compressed_dim == 0 else (cols, rows)
+    pos, found = find_in_slices(xp, a._compressed, a._plain, major, minor)
+    keep = xp.astype(xp.nonzero(found)[0], xp.int64)
+    idt = wide_enough(xp, a.index_dtype, *shape)
+    # the points in row-major order of the result: sorted as ``keep`` is
+    if prod(shape):
+        idx = xp.stack(_unravel(xp, keep, shape, idt))
+    else:
+        idx = xp.zeros((len(shape), 0), dtype=idt, device=a.device)
+    vals = take_values(xp, a._vals, xp.take(pos, keep), axis=0)
+    return COOArray(idx, vals, (*shape, *a.shape[2:]), backend=a._backend, xp=xp, coalesced=True, fill_value=a.fill_value)
+
+
 # -- take --------------------------------------------------------------------------------------------
 
 
