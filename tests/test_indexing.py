@@ -990,3 +990,25 @@ def test_gather_points_every_kernel(backend: str, xp: Any, layout: xs.Layout, da
     check_all(results, expected)
     if layout.is_compressed and k == 2 and x.ndim == 2 and not layout.is_blocked:
         assert any(k.func.__name__ == "_gather_points_compressed" for k, _ in results), "the bisection did not run"
+
+
+@pytest.mark.parametrize("layout", [xs.sparse_csr, xs.sparse_csc], ids=str)
+@SOME
+@given(data=st.data())
+def test_triangles_on_pointers_against_the_element_coo(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
+    """tril and triu of one CSR/CSC matrix filtered on its pointers equal the element COO's triangles and the dense
+    ones, for every k (beyond the matrix too), and keep the layout, the index dtype and sorted slices."""
+    from xsparse.backends.array_api.conversion import compressed_to_coo
+    from xsparse.backends.array_api.creation import _triangle_compressed, triangle_coo
+
+    host = _random_matrix(data)
+    idt = data.draw(st.sampled_from(["int32", "int64"]), label="index dtype")
+    a = xs.to_sparse(xp.asarray(host), layout=layout, index_dtype=getattr(xp, idt))
+    k = data.draw(st.integers(-9, 9), label="k")
+    for lower, dense in ((True, np.tril(host, k)), (False, np.triu(host, k))):
+        got = _triangle_compressed(xp, a, k, lower)
+        with xs.check_sparse_tensor_invariants():
+            xs.sparse_compressed_array(got._compressed, got._plain, got._vals, got.shape, layout=layout)
+        assert_sparse_equal(got, xp.asarray(dense), check_layout=layout)
+        assert_sparse_equal(got, triangle_coo(xp, compressed_to_coo(xp, a), k, lower))
+        assert got.index_dtype == a.index_dtype

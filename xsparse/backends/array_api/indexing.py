@@ -40,6 +40,7 @@ from .shape import broadcast_coo, compress_like, regroup_coo, wide_enough
 
 __all__ = [
     "apply_items",
+    "keep_entries",
     "find_in_slices",
     "index_coo",
     "lookup",
@@ -212,7 +213,7 @@ def _entries(xp: Any, x: Any, entries: Any) -> Any:
     return x[entries, ...] if isinstance(entries, slice) else take_values(xp, x, entries, axis=0)
 
 
-def _keep_entries(xp: Any, ptr: Any, keep: Any, reverse: bool, backend: Any) -> tuple[Any, Any]:
+def keep_entries(xp: Any, ptr: Any, keep: Any, reverse: bool, backend: Any) -> tuple[Any, Any]:
     """The pointers and positions of the entries where ``keep`` holds, each slice's order reversed or not."""
     running = xp.concat([xp.zeros((1,), dtype=xp.int64, device=_device(ptr)), xp.cumulative_sum(xp.astype(keep, xp.int64))])
     new_ptr = xp.take(running, ptr)
@@ -272,7 +273,7 @@ def index_slices(xp: Any, a: CompressedArray, row: Int | Slice, col: Int | Slice
             where = xp.nonzero(keep)[0]
             where = xp.flip(where) if reverse else where
         else:
-            new_ptr, where = _keep_entries(xp, new_ptr, keep, reverse, backend)
+            new_ptr, where = keep_entries(xp, new_ptr, keep, reverse, backend)
         plain, vals = xp.take(plain, where), take_values(xp, vals, where, axis=0)
     vals = contiguous(backend, xp, apply_items(xp, vals, dense_items, axis=1))
     dense = tuple(vals.shape[1:])
