@@ -59,7 +59,9 @@ def _getitem_unblocked_numpy(xp: Any, a: CompressedArray, items: Sequence[Item])
     m = make((a._vals, a._plain, a._compressed), shape=a.shape)
     rows, cols = (_python_slice(s) for s in items if isinstance(s, Slice))
     r = make(m[rows, cols])
-    if not r.has_sorted_indices:
+    # a range of plain indices cut from sorted slices leaves them sorted: only other steps need the check
+    plain = items[1 - a.layout.compressed_dim]
+    if not (isinstance(plain, Slice) and plain.step == 1) and not r.has_sorted_indices:
         r = r.copy()
         r.sort_indices()
     idt = a.index_dtype
