@@ -1012,3 +1012,25 @@ def test_triangles_on_pointers_against_the_element_coo(backend: str, xp: Any, la
         assert_sparse_equal(got, xp.asarray(dense), check_layout=layout)
         assert_sparse_equal(got, triangle_coo(xp, compressed_to_coo(xp, a), k, lower))
         assert got.index_dtype == a.index_dtype
+
+
+@pytest.mark.parametrize("layout", [xs.sparse_csr, xs.sparse_csc], ids=str)
+@SOME
+@given(data=st.data())
+def test_take_along_one_matrix_every_kernel(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
+    """take along either sparse dimension of one CSR/CSC matrix (A[rows], A[:, cols]): every kernel (pointers,
+    counts, searches) against the dense take, with sorted, unsorted, repeated and no indices."""
+    host = _random_matrix(data)
+    idt = data.draw(st.sampled_from(["int32", "int64"]), label="index dtype")
+    a = xs.to_sparse(xp.asarray(host), layout=layout, index_dtype=getattr(xp, idt))
+    axis = data.draw(st.integers(0, 1), label="axis")
+    size = host.shape[axis]
+    picks = data.draw(st.lists(st.integers(0, size - 1), max_size=9), label="picks") if size else []
+    if data.draw(st.booleans(), label="sorted"):
+        picks.sort()
+    ind = xp.asarray(np.asarray(picks, dtype=np.int64))
+    results = run_kernels("take", (layout,), backend, xp, a, ind, axis)
+    check_all(results, xp.asarray(np.take(host, np.asarray(picks, dtype=np.int64), axis=axis)), check_layout=layout)
+    for _, r in results:
+        with xs.check_sparse_tensor_invariants():
+            xs.sparse_compressed_array(r._compressed, r._plain, r._vals, r.shape, layout=layout)

@@ -40,6 +40,7 @@ from .shape import broadcast_coo, compress_like, regroup_coo, wide_enough
 
 __all__ = [
     "apply_items",
+    "take_plain",
     "keep_entries",
     "find_in_slices",
     "index_coo",
@@ -52,6 +53,7 @@ __all__ = [
 
 # A Python scalar operand of ``where`` (the elementwise functions name it the same way).
 SCALAR = "scalar"
+_INT64_MAX = 2**63 - 1
 # Any operand of ``where``: a strided or indexed sparse array, or a Python scalar.
 OPERAND = LayoutFamily("OPERAND", cast(Any, (strided, *INDEXED, SCALAR)))
 STRIDED_OR_INDEXED = LayoutFamily("STRIDED_OR_INDEXED", (strided, *INDEXED))
@@ -410,9 +412,53 @@ def _take_coo(xp: Any, a: COOArray, indices: Any, axis: int) -> COOArray:
     return take_coo(xp, a, indices, axis)
 
 
+def take_plain(xp: Any, a: CompressedArray, indices: Any, counted: Callable[[Any], tuple[Any, Any, Any]] | None = None) -> CompressedArray:
+    """``take`` along the plain dimension of one CSR or CSC matrix (``A[:, cols]``): each entry copied once
+    per index naming its plain index, in slice order, then each slice sorted by the new positions when
+    ``indices`` is not sorted; O(nnz log k + result).
+
+    Each entry's copies are found by ``searchsorted`` in the sorted indices; ``counted(order)`` may give
+    them instead (the entries picked at least once, ascending, and for each its first position in the
+    sorted indices and its number of copies), where the backend counts faster than it searches.
+    """
+    dev, backend = a.device, a._backend
+    k = int(indices.shape[0])
+    order = xp.argsort(indices, stable=True)
+    kept = None
+    if counted is not None:
+        kept, lo, counts = counted(order)
+    else:
+        ordered = xp.take(indices, order)
+        plain = xp.astype(a._plain, xp.int64)
+        lo = xp.searchsorted(ordered, plain, side="left")
+        counts = xp.searchsorted(ordered, plain, side="right") - lo
+    running = xp.concat([xp.zeros((1,), dtype=xp.int64, device=dev), xp.cumulative_sum(counts)])
+    total = int(running[-1])
+    ptr = xp.astype(a._compressed, xp.int64)
+    new_ptr = xp.take(running, ptr if kept is None else xp.searchsorted(kept, ptr))
+    # every entry is a "slice" of its copies: the same expansion gives each copy its entry
+    entry = expand_compressed(xp, running, total, backend)
+    rank = xp.arange(total, dtype=xp.int64, device=dev) - xp.take(running, entry)
+    position = xp.take(order, xp.take(lo, entry) + rank)
+    entry = entry if kept is None else xp.take(kept, entry)
+    if k > 1 and bool(xp.any(indices[1:] < indices[:-1])):
+        major = expand_compressed(xp, new_ptr, total, backend)
+        if (int(new_ptr.shape[0]) - 1) * k <= _INT64_MAX:
+            perm = xp.argsort(major * k + position)
+        else:
+            perm = lexsort_indices(xp, xp.stack([major, position]))
+        entry, position = xp.take(entry, perm), xp.take(position, perm)
+    idt = wide_enough(xp, a.index_dtype, total, k)
+    shape = (a.shape[0], k) if a.layout.compressed_dim == 0 else (k, a.shape[1])
+    return CompressedArray(
+        xp.astype(new_ptr, idt), xp.astype(position, idt), take_values(xp, a._vals, entry, axis=0), (*shape, *a.shape[2:]),
+        layout=a.layout, backend=backend, xp=xp, fill_value=a.fill_value, check=False,
+    )  # fmt: skip
+
+
 @register("take", (COMPRESSED,))
 def _take_compressed(xp: Any, a: CompressedArray, indices: Any, axis: int) -> CompressedArray:
-    """take(compressed): on the pointers (the compressed axis, unbatched), the components (batch, dense) or the element COO; O(nnz log nnz)."""
+    """take(compressed): on the pointers (sparse axes, one matrix), the components (batch, dense) or the element COO; O(nnz log nnz)."""
     nb = a.batch_dim()
     if nb == 0 and axis == a.layout.compressed_dim and not a.layout.is_blocked:
         # whole compressed slices, gathered on their pointers
@@ -423,6 +469,8 @@ def _take_compressed(xp: Any, a: CompressedArray, indices: Any, axis: int) -> Co
             xp.astype(ptr, idt), xp.astype(xp.take(a._plain, entries), idt), take_values(xp, a._vals, entries, axis=0),
             (*shape, *a.shape[2:]), layout=a.layout, backend=a._backend, xp=xp, fill_value=a.fill_value, check=False,
         )  # fmt: skip
+    if nb == 0 and axis == 1 - a.layout.compressed_dim and not a.layout.is_blocked:
+        return take_plain(xp, a, indices)
     if nb <= axis < nb + 2:
         e = take_coo(xp, compressed_to_coo(xp, a), indices, axis)
         return compress_like(xp, e, a.layout, a.blocksize, a.index_dtype, "take")

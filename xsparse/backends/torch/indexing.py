@@ -8,7 +8,8 @@ import torch
 
 from ..._common import scalar_for
 from ...dispatch import register
-from ...formats import INDEXED, COOArray, CompressedArray, SparseArray, sparse_coo, strided
+from ...formats import INDEXED, COOArray, CompressedArray, SparseArray, sparse_coo, sparse_csc, sparse_csr, strided
+from ..array_api.indexing import take_plain
 from ...formats._spec import Target
 from .conversion import _UNSUPPORTED_DTYPES, from_torch, to_torch
 
@@ -35,6 +36,29 @@ def _take_coo_torch(xp: Any, a: COOArray, indices: torch.Tensor, axis: int) -> C
         t._indices().to(a.index_dtype).contiguous(), t._values().contiguous(), tuple(t.shape), backend=a._backend,
         xp=xp, coalesced=t.is_coalesced(), fill_value=a.fill_value,
     )  # fmt: skip
+
+
+def _supports_take_plain(xp: Any, a: CompressedArray, indices: Any, axis: int) -> str | None:
+    if a.layout.is_blocked or a.batch_dim():
+        return "it takes along the plain dimension of one CSR or CSC matrix; the generic kernel takes the rest"
+    if axis != 1 - a.layout.compressed_dim:
+        return "along the compressed (or a dense) dimension the generic kernel gathers whole slices or values"
+    return None
+
+
+@register("take", (frozenset({sparse_csr, sparse_csc}),), backend="torch", supports=_supports_take_plain)
+def _take_unblocked_torch(xp: Any, a: CompressedArray, indices: torch.Tensor, axis: int) -> CompressedArray:
+    """take(CSR/CSC) along the plain dim (A[:, cols]): picks counted by bincount, copies built on the pointers; O(nnz + result)."""
+    plain = a._plain
+
+    def counted(order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        count = torch.bincount(indices, minlength=a.shape[axis])
+        copies = count[plain]
+        kept = torch.nonzero(copies).flatten()
+        first = torch.cumsum(count, 0) - count
+        return kept, first[plain[kept]], copies[kept]
+
+    return take_plain(xp, a, indices, counted)
 
 
 def _supports_sparse_mask(xp: Any, x: torch.Tensor, mask: SparseArray) -> str | None:
