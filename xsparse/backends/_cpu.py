@@ -25,6 +25,7 @@ import numpy as np
 
 __all__ = [
     "coo_to_compressed",
+    "count_nonzero",
     "compressed_to_dense",
     "dense_to_compressed",
     "csr_matmul",
@@ -33,11 +34,14 @@ __all__ = [
     "csr_merge",
     "csr_sums",
     "empty",
+    "expand_compressed",
+    "join_plain",
     "release_cached_memory",
     "supports_arith_dtype",
     "available_threads",
     "supports_dtype",
     "supports_linalg_dtype",
+    "transpose_compressed",
     "unavailable_reason",
 ]
 
@@ -826,3 +830,183 @@ def csr_sums(
         present[indices] = True
         out[~present] = 0
     return out, present
+
+
+# -- structure of compressed arrays --------------------------------------------------------------------
+# Components are handed over as (nb, ...) batches laid end to end (see the kernels in _native.cpp);
+# values travel as opaque bytes, so these kernels take every dtype that has no Python objects.
+
+
+def _flat(x: np.ndarray, dtype: Any = None) -> np.ndarray:
+    """``x`` as a C-contiguous 1-D array (a view where it already is one), optionally cast."""
+    return np.ascontiguousarray(x if dtype is None else x.astype(dtype, copy=False)).reshape(-1)
+
+
+def _value_bytes(values: np.ndarray) -> np.ndarray:
+    """The values' bytes as a flat uint8 array (a view of contiguous values, else one copy)."""
+    if values.dtype.hasobject:
+        raise TypeError("the structure kernels move values as bytes, which values holding Python objects are not")
+    return np.ascontiguousarray(values).reshape(-1).view(np.uint8)
+
+
+def expand_compressed(indptr: np.ndarray, plain: np.ndarray, out: np.ndarray, major_row: int, minor_row: int) -> bool:
+    """Write the expanded compressed indices and the plain indices of a batch of compressed arrays into two rows of ``out``.
+
+    Parameters
+    ----------
+    indptr : numpy.ndarray
+        ``(nb, n_major + 1)`` compressed indices, int32 or int64; each batch's run from 0 to ``nse``,
+        non-decreasing (else ValueError).
+    plain : numpy.ndarray
+        ``(nb, nse)`` plain indices.
+    out : numpy.ndarray
+        A C-contiguous ``(rows, nb * nse)`` int32 or int64 array, written in place.
+    major_row, minor_row : int
+        The rows of ``out`` that get each entry's compressed index (its slice) and its plain index.
+
+    Returns
+    -------
+    bool
+        Whether every slice's plain indices increase strictly (the rows are then sorted and distinct).
+
+    Notes
+    -----
+    In parallel over ranges of slices of about equal work, on :func:`available_threads` threads: each
+    slice's index is written over its run of entries, and the plain indices of the range checked and
+    copied (converted to ``out``'s dtype) on the same pass. O(nnz + nb * n_major).
+    """
+    native = _native_module()
+    nb = indptr.shape[0]
+    if plain.dtype != indptr.dtype:
+        indptr, plain = _same_index_dtype(indptr, plain)
+    if not out.flags.c_contiguous or out.dtype not in _INDEX_DTYPES:
+        raise TypeError("out must be a C-contiguous int32 or int64 array")
+    threads = available_threads() if plain.size >= _PARALLEL_SCATTER_MIN_NNZ else 1
+    return bool(native.expand_compressed(_flat(indptr), _flat(plain), int(nb), int(indptr.shape[1] - 1), out[major_row], out[minor_row], threads))
+
+
+def transpose_compressed(
+    indptr: np.ndarray, plain: np.ndarray, values: np.ndarray, n_minor: int, index_dtype: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The same batch of matrices compressed along its other sparse dimension (CSR -> CSC, BSR -> BSC).
+
+    Parameters
+    ----------
+    indptr : numpy.ndarray
+        ``(nb, n_major + 1)`` compressed indices, int32 or int64, each batch's running from 0 to
+        ``nse`` (else ValueError).
+    plain : numpy.ndarray
+        ``(nb, nse)`` plain indices in ``[0, n_minor)`` (else ValueError).
+    values : numpy.ndarray
+        ``(nb, nse, ...)``: one entry (an element or a block, dense dimensions included) per index.
+    n_minor : int
+        The size of the plain dimension (the result's number of slices).
+    index_dtype : dtype-like
+        The result's index dtype, int32 or int64.
+
+    Returns
+    -------
+    tuple of numpy.ndarray or None
+        ``(indptr (nb, n_minor + 1), plain (nb, nse), values (nb, nse, ...))``, canonical; None (nothing
+        computed) when a slice's plain indices are not strictly increasing, which a duplicate makes.
+
+    Notes
+    -----
+    A counting sort by plain index (SciPy's ``csr_tocsc``), in parallel: each of
+    :func:`available_threads` threads counts a range of slices into its own counters, then scatters
+    that range to its own positions, so no atomics are needed and the result is the serial one. The
+    values are moved as opaque entries of their bytes. O(nnz + nb * (n_major + threads * n_minor)).
+    """
+    native = _native_module()
+    if plain.dtype != indptr.dtype:
+        indptr, plain = _same_index_dtype(indptr, plain)
+    nb, nse = plain.shape
+    index_dtype = np.dtype(index_dtype)
+    out_indptr = np.empty((nb, n_minor + 1), dtype=index_dtype)
+    out_plain = empty((nb, nse), index_dtype)
+    out_values = empty(values.shape, values.dtype)
+    threads = available_threads() if plain.size >= _PARALLEL_SCATTER_MIN_NNZ else 1
+    done = native.transpose_compressed(
+        _flat(indptr), _flat(plain), _value_bytes(values), int(nb), int(indptr.shape[1] - 1), int(n_minor),
+        out_indptr.reshape(-1), out_plain.reshape(-1), out_values.reshape(-1).view(np.uint8), threads,
+    )  # fmt: skip
+    return (out_indptr, out_plain, out_values) if done else None
+
+
+def join_plain(
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], offsets: list[int], index_dtype: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Batches of compressed arrays with one number of slices joined along their plain dimension (CSR side by side).
+
+    Parameters
+    ----------
+    parts : list of tuple of numpy.ndarray
+        ``(indptr (nb, n_major + 1), plain (nb, nse_k), values (nb, nse_k, ...))`` per operand: one
+        ``nb`` and ``n_major``, one value dtype and entry shape; each batch's offsets run from 0 to
+        ``nse_k`` (else ValueError).
+    offsets : list of int
+        The number added to each operand's plain indices (the plain sizes of the operands before it).
+    index_dtype : dtype-like
+        The result's index dtype, int32 or int64, wide enough for the offset indices.
+
+    Returns
+    -------
+    indptr, plain, values : numpy.ndarray
+        ``(nb, n_major + 1)``, ``(nb, sum nse_k)`` and ``(nb, sum nse_k, ...)``: every slice holds the
+        first operand's entries of that slice, then the second's, ...
+
+    Notes
+    -----
+    In parallel over ranges of slices on :func:`available_threads` threads; each slice's index runs
+    are copied with their offset added and its value runs with one ``memcpy`` per operand.
+    O(nnz + nb * n_major * len(parts)).
+    """
+    native = _native_module()
+    # the operands' indices in one dtype: int64 if any has int64 ones
+    wide = any(x.dtype.itemsize == 8 for p in parts for x in p[:2])
+    in_dtype = np.dtype(np.int64 if wide else np.int32)
+    index_dtype = np.dtype(index_dtype)
+    nb, m = parts[0][0].shape[0], parts[0][0].shape[1] - 1
+    total = sum(p[1].shape[1] for p in parts)
+    tail = parts[0][2].shape[2:]
+    out_indptr = np.empty((nb, m + 1), dtype=index_dtype)
+    out_plain = empty((nb, total), index_dtype)
+    out_values = empty((nb, total, *tail), parts[0][2].dtype)
+    threads = available_threads() if nb * total >= _PARALLEL_SCATTER_MIN_NNZ else 1
+    native.join_plain(
+        tuple(_flat(p[0], in_dtype) for p in parts), tuple(_flat(p[1], in_dtype) for p in parts),
+        tuple(_value_bytes(p[2]) for p in parts), tuple(int(o) for o in offsets), int(nb), int(m),
+        out_indptr.reshape(-1), out_plain.reshape(-1), out_values.reshape(-1).view(np.uint8), threads,
+    )  # fmt: skip
+    return out_indptr, out_plain, out_values
+
+
+# Below this many values one thread counts them.
+_PARALLEL_COUNT_MIN = 1 << 18
+
+
+def count_nonzero(values: np.ndarray) -> int:
+    """``numpy.count_nonzero(values)``; floating and complex values by a compiled parallel count.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        Any array. Values of another dtype than float32, float64, complex64 and complex128 are
+        counted by NumPy, whose count of integers and bools is vectorised already.
+
+    Returns
+    -------
+    int
+        How many elements are nonzero: NaN is, -0.0 is not, a complex value is when either part is.
+
+    Notes
+    -----
+    Each value is tested as an unsigned integer with its sign bit shifted out (NumPy compares floats,
+    NaN unordered, one at a time: the compiled loop, vectorised, takes about two thirds of its time on
+    one thread), on :func:`available_threads` threads from ``2**18`` values.
+    """
+    if values.dtype not in _LINALG_DTYPES or unavailable_reason() is not None:
+        return int(np.count_nonzero(values))
+    flat = np.ascontiguousarray(values).reshape(-1)
+    threads = available_threads() if flat.shape[0] >= _PARALLEL_COUNT_MIN else 1
+    return int(_native_module().count_nonzero(flat, flat.dtype.kind, threads))

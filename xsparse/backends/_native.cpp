@@ -2882,6 +2882,571 @@ PyObject* py_csr_sums(PyObject*, PyObject* args) {
     return PyBool_FromLong(seen_known);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Structure kernels of compressed arrays: the compressed indices expanded into COO index rows, the
+// transpose of the structure (CSR <-> CSC of one matrix), and the join of several arrays along the
+// plain dimension (CSR side by side). Batches are laid end to end: batch b, slice i is global slice
+// b * n_major + i, its entries at b * nse + ptr[b][i] in (nb, nse) component arrays. The values are
+// moved as opaque entries of `eb` bytes (an element, or a block with its dense dimensions), so every
+// dtype takes one path; the kernels never read them.
+
+// Whether every batch's offsets start at 0 and end at nse, the exact bounds these kernels rely on to
+// write every output position (the order between them is checked block by block, offsets_valid).
+template <class I>
+bool batch_bounds_exact(const I* ptr, int64_t nb, int64_t m, int64_t nse) {
+    for (int64_t b = 0; b < nb; ++b) {
+        if (ptr[b * (m + 1)] != 0 || ptr[b * (m + 1) + m] != nse) return false;
+    }
+    return true;
+}
+
+// Copies one entry of E bytes (a constant for the common sizes, so that the copy is one move).
+template <int E>
+inline void copy_entry(char* dst, const char* src, int64_t eb) {
+    if constexpr (E > 0) {
+        std::memcpy(dst, src, E);
+    } else {
+        std::memcpy(dst, src, static_cast<size_t>(eb));
+    }
+}
+
+template <class F>
+void dispatch_entry_bytes(int64_t eb, F&& f) {
+    switch (eb) {
+        case 1: return f(std::integral_constant<int, 1>{});
+        case 2: return f(std::integral_constant<int, 2>{});
+        case 4: return f(std::integral_constant<int, 4>{});
+        case 8: return f(std::integral_constant<int, 8>{});
+        case 16: return f(std::integral_constant<int, 16>{});
+        default: return f(std::integral_constant<int, 0>{});
+    }
+}
+
+// Splits nb * m global slices into n_chunks ranges of about equal rows + entries.
+template <class I>
+std::vector<int64_t> split_slices(const I* ptr, int64_t nb, int64_t m, int64_t nse, int64_t n_chunks) {
+    if (n_chunks <= 1 || nb * m == 0) return {0, nb * m};
+    return split_rows(nb * m, n_chunks, [&](int64_t r) {
+        const int64_t b = r / m, i = r - b * m;
+        if (b >= nb) return r + nb * nse;
+        return r + b * nse + std::clamp<int64_t>(static_cast<int64_t>(ptr[b * (m + 1) + i]), 0, nse);
+    });
+}
+
+// Calls fn(b, i0, i1) for blocks of at most kCheckRows slices of one batch covering global slices
+// [r, r1), each after its offsets are checked; returns whether all were valid.
+template <class I, class Fn>
+bool for_each_block(const I* ptr, int64_t m, int64_t nse, int64_t r, int64_t r1, Fn&& fn) {
+    while (r < r1) {
+        const int64_t b = r / m, i0 = r - b * m, i1 = std::min({m, i0 + (r1 - r), i0 + kCheckRows});
+        if (!offsets_valid(ptr + b * (m + 1), i0, i1, nse, false)) return false;
+        fn(b, i0, i1);
+        r += i1 - i0;
+    }
+    return true;
+}
+
+// The compressed indices expanded: major[b * nse + k] is the slice of entry k of batch b, and
+// minor[...] its plain index (converted to O); in parallel over ranges of slices. Returns 1, or -1
+// when some slice's plain indices do not increase strictly (everything is written all the same: the
+// caller then sorts and sums), or 0 when the offsets are out of order or range.
+constexpr int64_t kFillRun = 8;
+
+template <class I, class O>
+int expand_kernel(const I* ptr, const I* plain, int64_t nb, int64_t m, int64_t nse, O* major, O* minor, int threads) {
+    if (!batch_bounds_exact(ptr, nb, m, nse)) return 0;
+    const int64_t n_chunks = (nb * nse + nb * m >= kParallelMinEntries && threads > 1) ? int64_t{threads} * kChunksPerThread : 1;
+    const std::vector<int64_t> bounds = split_slices(ptr, nb, m, nse, n_chunks);
+    bool ok = true, increasing = true;
+    const int64_t n_ranges = static_cast<int64_t>(bounds.size()) - 1;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) reduction(&& : ok, increasing) if (n_ranges > 1)
+    for (int64_t c = 0; c < n_ranges; ++c) {
+        bool up = true;
+        ok = for_each_block(ptr, m, nse, bounds[c], bounds[c + 1], [&](int64_t b, int64_t i0, int64_t i1) {
+            const I* p = ptr + b * (m + 1);
+            const int64_t base = b * nse;
+            const I* src = plain + base;
+            O* out = major + base;
+            O* dst = minor + base;
+            const int64_t k0 = p[i0], k1 = p[i1];
+            // Each slice's index is written over kFillRun positions at once (one or two vector stores),
+            // past its end where it is short: the slices after it overwrite that, and the last ones of
+            // the block, whose run would reach past it (another thread's range), are written exactly.
+            // A slice loop of a few stores, where a loop per position cost most of the time.
+            int64_t i = i0;
+            for (; i < i1 && p[i] + kFillRun <= k1; ++i) {
+                const O v = static_cast<O>(i);
+                const int64_t s = p[i], e = p[i + 1];
+                for (int64_t j = 0; j < kFillRun; ++j) out[s + j] = v;
+                for (int64_t k = s + kFillRun; k < e; ++k) out[k] = v;
+            }
+            for (; i < i1; ++i) {
+                const O v = static_cast<O>(i);
+                for (int64_t k = p[i], e = p[i + 1]; k < e; ++k) out[k] = v;
+            }
+            // The plain indices are copied and compared with their predecessors on one pass: within
+            // the block they may decrease only where a slice starts, and a canonical block has exactly
+            // as many decreases (or repeats) as starts of non-empty slices that follow a lower index.
+            int64_t falls = 0, starts = 0;
+            if (k0 < k1) dst[k0] = static_cast<O>(src[k0]);
+            for (int64_t k = k0 + 1; k < k1; ++k) {
+                dst[k] = static_cast<O>(src[k]);
+                falls += src[k - 1] >= src[k];
+            }
+            for (int64_t r = i0; r < i1; ++r) {
+                const int64_t s = p[r];
+                if (s > k0 && s < p[r + 1]) starts += src[s - 1] >= src[s];
+            }
+            up = up && falls == starts;
+        }) && ok;
+        increasing = up && increasing;
+    }
+    return ok ? (increasing ? 1 : -1) : 0;
+}
+
+// The transpose of the structure: the compressed array of the same batches of matrices in the other
+// layout (a CSR array's CSC), a counting sort by plain index. The input's slices are visited in
+// order, so each output slice receives its entries in increasing index order: canonical whenever
+// every input slice holds distinct plain indices. Each of the `threads` threads counts a range of
+// input slices into its own counters, the counters are turned into that thread's first output
+// position per plain index, and each thread then scatters its range: no atomics, and the result is
+// the serial one. Returns 1, or 0 when offsets or plain indices are out of range, or -1 (nothing
+// written) when an input slice's indices are not strictly increasing -- then they may repeat, and
+// the caller sums them another way.
+template <class I, class O, class P, int E>
+int transpose_kernel(const I* ptr, const I* idx, const char* val, int64_t nb, int64_t m, int64_t n, int64_t nse,
+                     int64_t eb, O* optr, O* oidx, char* oval, int threads) {
+    if (!batch_bounds_exact(ptr, nb, m, nse)) return 0;
+    const int64_t C = nb * n;  // global output slices
+    if (nb * nse + C < kParallelMinEntries || nb * m == 0) threads = 1;
+    // one range of input slices per thread, each with its own counters (then cursors): a range is
+    // worked on by one thread, whichever, so the result holds however many threads the runtime gives
+    const std::vector<int64_t> bounds = split_slices(ptr, nb, m, nse, threads);
+    const int n_ranges = static_cast<int>(bounds.size()) - 1;
+    std::vector<P> cursor(static_cast<size_t>(n_ranges) * static_cast<size_t>(C));
+    std::vector<int64_t> start(static_cast<size_t>(C) + 1);
+    std::vector<int> status(static_cast<size_t>(n_ranges), 1);
+    auto counters = [&](int r) { return cursor.data() + static_cast<size_t>(r) * static_cast<size_t>(C); };
+    // Counts the range's entries per plain index; its status: 1, 0 (out of range) or -1 (a slice's
+    // indices do not increase strictly).
+    auto count_range = [&](int r) {
+        P* cnt = counters(r);
+        std::fill(cnt, cnt + C, P{0});
+        int st = 1;
+        auto count = [&](int64_t b, int64_t i0, int64_t i1) {
+            if (st != 1) return;
+            const I* p = ptr + b * (m + 1);
+            const I* ix = idx + b * nse;
+            P* c = cnt + b * n;
+            for (int64_t i = i0; i < i1; ++i) {
+                int64_t prev = -1;
+                for (int64_t k = p[i], e = p[i + 1]; k < e; ++k) {
+                    const int64_t j = ix[k];
+                    if (j <= prev || j >= n) {
+                        st = (j < 0 || j >= n) ? 0 : -1;
+                        return;
+                    }
+                    prev = j;
+                    ++c[j];
+                }
+            }
+        };
+        if (!for_each_block(ptr, m, nse, bounds[r], bounds[r + 1], count)) st = 0;
+        status[static_cast<size_t>(r)] = st;
+    };
+    // Scatters the range's entries from its cursors. The cursor of the entry 2 * kPrefetchDistance
+    // ahead and the destinations of the one kPrefetchDistance ahead are prefetched: the writes go to
+    // random places (as in the COO scatter).
+    auto scatter_range = [&](int r) {
+        P* cnt = counters(r);
+        for (int64_t j = 0; j < C; ++j) cnt[j] = static_cast<P>(cnt[j] + start[static_cast<size_t>(j)]);
+        for_each_block(ptr, m, nse, bounds[r], bounds[r + 1], [&](int64_t b, int64_t i0, int64_t i1) {
+            const I* p = ptr + b * (m + 1);
+            const I* ix = idx + b * nse;
+            const char* v = val + b * nse * eb;
+            P* c = cnt + b * n;
+            const int64_t k1 = p[i1];
+            for (int64_t i = i0; i < i1; ++i) {
+                const O row = static_cast<O>(i);
+                for (int64_t k = p[i], e = p[i + 1]; k < e; ++k) {
+                    if (k + 2 * kPrefetchDistance < k1) __builtin_prefetch(c + ix[k + 2 * kPrefetchDistance], 1);
+                    if (k + kPrefetchDistance < k1) {
+                        const int64_t pf = c[ix[k + kPrefetchDistance]];
+                        __builtin_prefetch(oidx + pf, 1);
+                        __builtin_prefetch(oval + pf * eb, 1);
+                    }
+                    const int64_t q = c[ix[k]]++;
+                    oidx[q] = row;
+                    copy_entry<E>(oval + q * eb, v + k * eb, eb);
+                }
+            }
+        });
+    };
+#pragma omp parallel num_threads(n_ranges) if (n_ranges > 1)
+    {
+#ifdef _OPENMP
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+        const int t = 0, nt = 1;
+#endif
+        for (int r = t; r < n_ranges; r += nt) count_range(r);
+#pragma omp barrier
+        int all = 1;
+        for (int st : status) all = st == 0 ? 0 : (all == 1 ? st : all);
+        if (all == 1) {
+            // each range's first position per output slice, relative to the slice's start
+#pragma omp for schedule(static)
+            for (int64_t j = 0; j < C; ++j) {
+                int64_t sum = 0;
+                for (int r = 0; r < n_ranges; ++r) {
+                    P& x = counters(r)[j];
+                    const int64_t here = x;
+                    x = static_cast<P>(sum);
+                    sum += here;
+                }
+                start[static_cast<size_t>(j) + 1] = sum;
+            }
+#pragma omp single
+            {
+                for (int64_t j = 0; j < C; ++j) start[static_cast<size_t>(j) + 1] += start[static_cast<size_t>(j)];
+            }
+            for (int r = t; r < n_ranges; r += nt) scatter_range(r);
+        }
+    }
+    int result = 1;
+    for (int s : status) result = s == 0 ? 0 : (result == 1 ? s : result);
+    if (result != 1) return result;
+    for (int64_t b = 0; b < nb; ++b) {
+        O* op = optr + b * (n + 1);
+        for (int64_t j = 0; j < n; ++j) op[j] = static_cast<O>(start[static_cast<size_t>(b * n + j)] - b * nse);
+        op[n] = static_cast<O>(nse);
+    }
+    return 1;
+}
+
+// One operand of a join along the plain dimension.
+template <class I>
+struct JoinPart {
+    const I* ptr;
+    const I* idx;
+    const char* val;
+    int64_t nse;
+    int64_t offset;  // added to its plain indices
+};
+
+// Compressed arrays of one number of slices joined along the plain dimension: every output slice
+// holds the first operand's entries of that slice, then the second's (indices offset), ... The
+// output offsets are the sums of the operands'; index runs are copied with their offset added,
+// value runs with memcpy; in parallel over ranges of slices.
+template <class I, class O>
+bool join_plain_kernel(const std::vector<JoinPart<I>>& parts, int64_t nb, int64_t m, int64_t eb, O* optr, O* oidx,
+                       char* oval, int threads) {
+    int64_t total = 0;
+    for (const JoinPart<I>& a : parts) {
+        if (!batch_bounds_exact(a.ptr, nb, m, a.nse)) return false;
+        total += a.nse;
+    }
+    const int64_t n_chunks = (nb * total + nb * m >= kParallelMinEntries && threads > 1) ? int64_t{threads} * kChunksPerThread : 1;
+    std::vector<int64_t> bounds{0, nb * m};
+    if (n_chunks > 1 && nb * m > 0) {
+        bounds = split_rows(nb * m, n_chunks, [&](int64_t r) {
+            const int64_t b = r / m, i = r - b * m;
+            if (b >= nb) return r + nb * total;
+            int64_t s = r + b * total;
+            for (const JoinPart<I>& a : parts) s += std::clamp<int64_t>(static_cast<int64_t>(a.ptr[b * (m + 1) + i]), 0, a.nse);
+            return s;
+        });
+    }
+    const int64_t n_ranges = static_cast<int64_t>(bounds.size()) - 1;
+    bool ok = true;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) reduction(&& : ok) if (n_ranges > 1)
+    for (int64_t c = 0; c < n_ranges; ++c) {
+        bool good = true;
+        for (int64_t r = bounds[c], r1 = bounds[c + 1]; good && r < r1;) {
+            const int64_t b = r / m, i0 = r - b * m, i1 = std::min({m, i0 + (r1 - r), i0 + kCheckRows});
+            for (const JoinPart<I>& a : parts) good = good && offsets_valid(a.ptr + b * (m + 1), i0, i1, a.nse, false);
+            if (!good) break;
+            O* op = optr + b * (m + 1);
+            const int64_t base = b * total;
+            for (int64_t i = i0; i < i1; ++i) {
+                int64_t q = 0;
+                for (const JoinPart<I>& a : parts) q += a.ptr[b * (m + 1) + i];
+                op[i] = static_cast<O>(q);
+                for (const JoinPart<I>& a : parts) {
+                    const I* p = a.ptr + b * (m + 1);
+                    const int64_t s = p[i], e = p[i + 1];
+                    if (s == e) continue;
+                    const I* src = a.idx + b * a.nse;
+                    O* dst = oidx + base + q;
+                    const O off = static_cast<O>(a.offset);
+                    for (int64_t k = s; k < e; ++k) dst[k - s] = static_cast<O>(src[k]) + off;
+                    std::memcpy(oval + (base + q) * eb, a.val + (b * a.nse + s) * eb, static_cast<size_t>((e - s) * eb));
+                    q += e - s;
+                }
+            }
+            r += i1 - i0;
+        }
+        ok = good && ok;
+    }
+    for (int64_t b = 0; b < nb; ++b) optr[b * (m + 1) + m] = static_cast<O>(total);
+    return ok;
+}
+
+template <class F>
+void dispatch_index_pair(Py_ssize_t in_size, Py_ssize_t out_size, F&& f) {
+    dispatch_index(in_size, [&](auto itag) {
+        dispatch_index(out_size, [&](auto otag) { f(itag, otag); });
+    });
+}
+
+// Acquires a C-contiguous 1-D buffer (read-only or writable) of at least `count` items of `size` bytes.
+bool acquire_flat(Buffer& buf, PyObject* obj, const char* name, bool writable, int64_t count, Py_ssize_t size) {
+    if (!buf.acquire(obj, name, 1, writable, true)) return false;
+    if (buf.itemsize() != size || buf.shape(0) != count) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %lld items of %lld bytes", name, static_cast<long long>(count),
+                     static_cast<long long>(size));
+        return false;
+    }
+    return true;
+}
+
+const char kStructureInvalid[] =
+    "the compressed indices are not non-decreasing from 0 to nse in every batch, or a plain index is out of range";
+
+// expand_compressed(indptr, plain, nb, n_major, major, minor, threads) -> bool: indptr (nb * (n_major + 1),),
+// plain (nb * nse,), of one index dtype; major and minor (nb * nse,) of one (maybe another) index dtype.
+// False when a slice's plain indices do not increase strictly.
+PyObject* py_expand_compressed(PyObject*, PyObject* args) {
+    PyObject *o_ip, *o_ix, *o_maj, *o_min;
+    long long nb, m;
+    int threads;
+    if (!PyArg_ParseTuple(args, "OOLLOOi", &o_ip, &o_ix, &nb, &m, &o_maj, &o_min, &threads)) return nullptr;
+    threads = std::clamp(threads, 1, max_threads());
+    Buffer ip, ix, maj, mnr;
+    if (!ip.acquire(o_ip, "indptr", 1, false, true) || !ip.check_index("indptr") ||
+        !ix.acquire(o_ix, "plain", 1, false, true) || !ix.check_index("plain") ||
+        !maj.acquire(o_maj, "major", 1, true, true) || !maj.check_index("major") ||
+        !mnr.acquire(o_min, "minor", 1, true, true) || !mnr.check_index("minor"))
+        return nullptr;
+    if (nb < 0 || m < 0 || ip.itemsize() != ix.itemsize() || maj.itemsize() != mnr.itemsize() ||
+        ip.shape(0) != nb * (m + 1) || (nb > 0 && ix.shape(0) % nb != 0) || (nb == 0 && ix.shape(0) != 0) ||
+        maj.shape(0) != ix.shape(0) || mnr.shape(0) != ix.shape(0)) {
+        PyErr_SetString(PyExc_ValueError, "expand_compressed: inconsistent arrays");
+        return nullptr;
+    }
+    const int64_t nse = nb > 0 ? ix.shape(0) / nb : 0;
+    int status = 1;
+    dispatch_index_pair(ip.itemsize(), maj.itemsize(), [&](auto itag, auto otag) {
+        using I = typename decltype(itag)::type;
+        using O = typename decltype(otag)::type;
+        Py_BEGIN_ALLOW_THREADS;
+        status = expand_kernel<I, O>(reinterpret_cast<const I*>(ip.ptr()), reinterpret_cast<const I*>(ix.ptr()), nb, m, nse,
+                                     reinterpret_cast<O*>(maj.ptr()), reinterpret_cast<O*>(mnr.ptr()), threads);
+        Py_END_ALLOW_THREADS;
+    });
+    if (status == 0) {
+        PyErr_Format(PyExc_ValueError, "expand_compressed: %s", kStructureInvalid);
+        return nullptr;
+    }
+    return PyBool_FromLong(status == 1);
+}
+
+// transpose_compressed(indptr, plain, values, nb, n_major, n_minor, out_indptr, out_plain, out_values, threads) -> bool
+//   indptr (nb * (n_major + 1),), plain (nb * nse,) of one index dtype; values (nb * nse * eb,) bytes;
+//   out_indptr (nb * (n_minor + 1),), out_plain (nb * nse,) of one index dtype, out_values like values.
+//   False (nothing written) when an input slice's plain indices are not strictly increasing.
+PyObject* py_transpose_compressed(PyObject*, PyObject* args) {
+    PyObject *o_ip, *o_ix, *o_v, *o_oip, *o_oix, *o_ov;
+    long long nb, m, n;
+    int threads;
+    if (!PyArg_ParseTuple(args, "OOOLLLOOOi", &o_ip, &o_ix, &o_v, &nb, &m, &n, &o_oip, &o_oix, &o_ov, &threads))
+        return nullptr;
+    threads = std::clamp(threads, 1, max_threads());
+    Buffer ip, ix, v, oip, oix, ov;
+    if (!ip.acquire(o_ip, "indptr", 1, false, true) || !ip.check_index("indptr") ||
+        !ix.acquire(o_ix, "plain", 1, false, true) || !ix.check_index("plain") ||
+        !v.acquire(o_v, "values", 1, false, true) || !oip.acquire(o_oip, "out_indptr", 1, true, true) ||
+        !oip.check_index("out_indptr") || !oix.acquire(o_oix, "out_plain", 1, true, true) ||
+        !oix.check_index("out_plain") || !ov.acquire(o_ov, "out_values", 1, true, true))
+        return nullptr;
+    const int64_t nse = nb > 0 ? ix.shape(0) / nb : 0;
+    const int64_t total = ix.shape(0);
+    const int64_t eb = total > 0 ? v.shape(0) * v.itemsize() / total : 1;
+    if (nb < 0 || m < 0 || n < 0 || ip.itemsize() != ix.itemsize() || oip.itemsize() != oix.itemsize() ||
+        ip.shape(0) != nb * (m + 1) || nse * nb != total || oip.shape(0) != nb * (n + 1) || oix.shape(0) != total ||
+        v.shape(0) * v.itemsize() != total * eb || ov.shape(0) * ov.itemsize() != total * eb) {
+        PyErr_SetString(PyExc_ValueError, "transpose_compressed: inconsistent arrays");
+        return nullptr;
+    }
+    int status = 1;
+    dispatch_index_pair(ip.itemsize(), oip.itemsize(), [&](auto itag, auto otag) {
+        using I = typename decltype(itag)::type;
+        using O = typename decltype(otag)::type;
+        dispatch_entry_bytes(eb, [&](auto etag) {
+            constexpr int E = decltype(etag)::value;
+            // cursors as narrow as the positions allow: half the cache footprint of int64 ones
+            dispatch_index(total <= std::numeric_limits<int32_t>::max() ? 4 : 8, [&](auto ptag) {
+                using P = typename decltype(ptag)::type;
+                Py_BEGIN_ALLOW_THREADS;
+                status = transpose_kernel<I, O, P, E>(reinterpret_cast<const I*>(ip.ptr()), reinterpret_cast<const I*>(ix.ptr()),
+                                                      v.ptr(), nb, m, n, nse, eb, reinterpret_cast<O*>(oip.ptr()),
+                                                      reinterpret_cast<O*>(oix.ptr()), ov.ptr(), threads);
+                Py_END_ALLOW_THREADS;
+            });
+        });
+    });
+    if (status == 0) {
+        PyErr_Format(PyExc_ValueError, "transpose_compressed: %s", kStructureInvalid);
+        return nullptr;
+    }
+    return PyBool_FromLong(status == 1);
+}
+
+// join_plain(indptrs, plains, values, offsets, nb, n_major, out_indptr, out_plain, out_values, threads)
+//   one tuple entry per operand: indptr (nb * (n_major + 1),), plain (nb * nse_k,) of one index dtype,
+//   values (nb * nse_k * eb,) bytes, and the offset added to its plain indices; out_indptr
+//   (nb * (n_major + 1),) and out_plain (nb * sum nse_k,) of one index dtype, out_values its values.
+PyObject* py_join_plain(PyObject*, PyObject* args) {
+    PyObject *o_ips, *o_ixs, *o_vs, *o_offs, *o_oip, *o_oix, *o_ov;
+    long long nb, m;
+    int threads;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!LLOOOi", &PyTuple_Type, &o_ips, &PyTuple_Type, &o_ixs, &PyTuple_Type, &o_vs,
+                          &PyTuple_Type, &o_offs, &nb, &m, &o_oip, &o_oix, &o_ov, &threads))
+        return nullptr;
+    threads = std::clamp(threads, 1, max_threads());
+    const Py_ssize_t K = PyTuple_GET_SIZE(o_ips);
+    if (K == 0 || PyTuple_GET_SIZE(o_ixs) != K || PyTuple_GET_SIZE(o_vs) != K || PyTuple_GET_SIZE(o_offs) != K || nb < 0 ||
+        m < 0) {
+        PyErr_SetString(PyExc_ValueError, "join_plain: inconsistent operands");
+        return nullptr;
+    }
+    std::unique_ptr<Buffer[]> bufs(new Buffer[static_cast<size_t>(3 * K)]);
+    Buffer oip, oix, ov;
+    if (!oip.acquire(o_oip, "out_indptr", 1, true, true) || !oip.check_index("out_indptr") ||
+        !oix.acquire(o_oix, "out_plain", 1, true, true) || !oix.check_index("out_plain") ||
+        !ov.acquire(o_ov, "out_values", 1, true, true))
+        return nullptr;
+    const int64_t out_total = oix.shape(0);
+    const int64_t eb = out_total > 0 ? ov.shape(0) * ov.itemsize() / out_total : 0;
+    std::vector<int64_t> nses(static_cast<size_t>(K)), offsets(static_cast<size_t>(K));
+    int64_t total = 0;
+    Py_ssize_t isize = 0;
+    for (Py_ssize_t k = 0; k < K; ++k) {
+        Buffer& ip = bufs[static_cast<size_t>(3 * k)];
+        Buffer& ix = bufs[static_cast<size_t>(3 * k + 1)];
+        Buffer& v = bufs[static_cast<size_t>(3 * k + 2)];
+        if (!ip.acquire(PyTuple_GET_ITEM(o_ips, k), "indptr", 1, false, true) || !ip.check_index("indptr") ||
+            !ix.acquire(PyTuple_GET_ITEM(o_ixs, k), "plain", 1, false, true) || !ix.check_index("plain") ||
+            !v.acquire(PyTuple_GET_ITEM(o_vs, k), "values", 1, false, true))
+            return nullptr;
+        offsets[static_cast<size_t>(k)] = PyLong_AsLongLong(PyTuple_GET_ITEM(o_offs, k));
+        if (PyErr_Occurred()) return nullptr;
+        if (k == 0) isize = ip.itemsize();
+        const int64_t nse = nb > 0 ? ix.shape(0) / nb : 0;
+        if (ip.itemsize() != isize || ix.itemsize() != isize || ip.shape(0) != nb * (m + 1) || nse * nb != ix.shape(0) ||
+            v.shape(0) * v.itemsize() != ix.shape(0) * eb) {
+            PyErr_SetString(PyExc_ValueError, "join_plain: inconsistent operands");
+            return nullptr;
+        }
+        nses[static_cast<size_t>(k)] = nse;
+        total += ix.shape(0);
+    }
+    if (oip.itemsize() != oix.itemsize() || oip.shape(0) != nb * (m + 1) || total != out_total ||
+        ov.shape(0) * ov.itemsize() != out_total * eb) {
+        PyErr_SetString(PyExc_ValueError, "join_plain: inconsistent outputs");
+        return nullptr;
+    }
+    bool valid = true;
+    dispatch_index_pair(isize, oip.itemsize(), [&](auto itag, auto otag) {
+        using I = typename decltype(itag)::type;
+        using O = typename decltype(otag)::type;
+        std::vector<JoinPart<I>> parts;
+        for (Py_ssize_t k = 0; k < K; ++k) {
+            parts.push_back(JoinPart<I>{reinterpret_cast<const I*>(bufs[static_cast<size_t>(3 * k)].ptr()),
+                                        reinterpret_cast<const I*>(bufs[static_cast<size_t>(3 * k + 1)].ptr()),
+                                        bufs[static_cast<size_t>(3 * k + 2)].ptr(), nses[static_cast<size_t>(k)],
+                                        offsets[static_cast<size_t>(k)]});
+        }
+        Py_BEGIN_ALLOW_THREADS;
+        valid = join_plain_kernel<I, O>(parts, nb, m, eb, reinterpret_cast<O*>(oip.ptr()), reinterpret_cast<O*>(oix.ptr()),
+                                        ov.ptr(), threads);
+        Py_END_ALLOW_THREADS;
+    });
+    if (!valid) {
+        PyErr_Format(PyExc_ValueError, "join_plain: %s", kStructureInvalid);
+        return nullptr;
+    }
+    Py_RETURN_NONE;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The number of nonzero floating or complex values (numpy.count_nonzero: NaN counts, -0.0 does not,
+// a complex value counts when either part is nonzero), in parallel over equal ranges. Each value is
+// read as unsigned words of its width: a float is nonzero when its word is with the sign bit shifted
+// out (NaN's exponent bits are set, +-0.0 has none), a complex value when either of its two words
+// is. One integer comparison per value, which vectorises, where the floating comparison (NaN is
+// unordered) kept the loop scalar, slower than NumPy's. (NumPy's own count of integers and bools is
+// vectorised already.)
+
+// Out of line, so that the serial call and every thread's share run the one vectorised loop.
+template <class U, int Parts>
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+int64_t count_words(const U* u, int64_t n) {
+    uint64_t count = 0;
+    for (int64_t k = 0; k < n; ++k) {
+        U w = u[Parts * k];
+        if constexpr (Parts == 2) w = static_cast<U>(w | u[2 * k + 1]);
+        count += static_cast<U>(w << 1) != 0;
+    }
+    return static_cast<int64_t>(count);
+}
+
+template <class U, int Parts>
+int64_t count_nonzero_kernel(const char* data, int64_t n, int threads) {
+    const U* u = reinterpret_cast<const U*>(data);
+    if (threads <= 1 || n < kParallelMinEntries) return count_words<U, Parts>(u, n);
+    int64_t count = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : count)
+    {
+#ifdef _OPENMP
+        const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+        const int64_t t = 0, nt = 1;
+#endif
+        const int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
+        count += count_words<U, Parts>(u + Parts * lo, hi - lo);
+    }
+    return count;
+}
+
+// count_nonzero(values, kind, threads) -> int: values C-contiguous 1-D of numpy's kind `kind`, 'f'
+// (float32, float64) or 'c' (complex64, complex128).
+PyObject* py_count_nonzero(PyObject*, PyObject* args) {
+    PyObject* o_v;
+    int kind, threads;
+    if (!PyArg_ParseTuple(args, "OCi", &o_v, &kind, &threads)) return nullptr;
+    threads = std::clamp(threads, 1, max_threads());
+    Buffer v;
+    if (!v.acquire(o_v, "values", 1, false, true)) return nullptr;
+    const char* p = v.ptr();
+    const int64_t n = v.shape(0);
+    const Py_ssize_t size = v.itemsize();
+    long long count = -1;
+    Py_BEGIN_ALLOW_THREADS;
+    if (kind == 'f' && size == 4) count = count_nonzero_kernel<uint32_t, 1>(p, n, threads);
+    if (kind == 'f' && size == 8) count = count_nonzero_kernel<uint64_t, 1>(p, n, threads);
+    if (kind == 'c' && size == 8) count = count_nonzero_kernel<uint32_t, 2>(p, n, threads);
+    if (kind == 'c' && size == 16) count = count_nonzero_kernel<uint64_t, 2>(p, n, threads);
+    Py_END_ALLOW_THREADS;
+    if (count < 0) {
+        PyErr_Format(PyExc_TypeError, "count_nonzero: unsupported value type (buffer format '%s')", v.format());
+        return nullptr;
+    }
+    return PyLong_FromLongLong(count);
+}
+
 PyObject* py_max_threads(PyObject*, PyObject*) { return PyLong_FromLong(max_threads()); }
 
 // scatter_copy_limit(nbytes) -> the previous limit: sets scatter_copy_max_bytes.
@@ -3066,6 +3631,13 @@ PyMethodDef methods[] = {
      "merge_fill(op, kind, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, n_minor, c_indptr, c_indices, "
      "c_data, threads)"},
     {"csr_sums", py_csr_sums, METH_VARARGS, "csr_sums(axis, kind, indptr, indices, data, n_minor, out, seen, threads) -> bool"},
+    {"expand_compressed", py_expand_compressed, METH_VARARGS,
+     "expand_compressed(indptr, plain, nb, n_major, major, minor, threads) -> bool: the compressed indices expanded, the plain ones copied"},
+    {"transpose_compressed", py_transpose_compressed, METH_VARARGS,
+     "transpose_compressed(indptr, plain, values, nb, n_major, n_minor, out_indptr, out_plain, out_values, threads) -> bool"},
+    {"count_nonzero", py_count_nonzero, METH_VARARGS, "count_nonzero(values, kind, threads) -> int: of floating or complex values"},
+    {"join_plain", py_join_plain, METH_VARARGS,
+     "join_plain(indptrs, plains, values, offsets, nb, n_major, out_indptr, out_plain, out_values, threads)"},
     {nullptr, nullptr, 0, nullptr},
 };
 

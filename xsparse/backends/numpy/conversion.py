@@ -18,7 +18,7 @@ from ...formats import COMPRESSED, COOArray, CompressedArray, sparse_coo, sparse
 from ...formats._invariants import unequal_batches
 from ...formats._spec import Target
 from .. import _cpu
-from ..array_api.conversion import is_plus_zero
+from ..array_api.conversion import compressed_to_coo, coo_to_compressed, is_plus_zero
 
 __all__: list[str] = []
 
@@ -212,6 +212,58 @@ def _convert_coo_strided_numpy(xp: Any, a: COOArray, target: Target) -> Any:
     return out
 
 
+def _components(a: CompressedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``a``'s compressed indices, plain indices and values with the batches folded into one leading axis."""
+    b = a.batch_dim()
+    nb = math.prod(a.shape[:b])
+    ci = np.asarray(a._compressed).reshape(nb, a._compressed.shape[-1])
+    return ci, np.asarray(a._plain).reshape(nb, a.nnz), np.asarray(a._vals).reshape(nb, a.nnz, *a._vals.shape[b + 1 :])
+
+
+def _transposed(xp: Any, a: CompressedArray, index_dtype: Any) -> CompressedArray | None:
+    """``a`` compressed along its other sparse dimension (CSR <-> CSC, BSR <-> BSC), by the compiled
+    counting sort; None where a slice's plain indices do not increase strictly (not canonical)."""
+    ci, pi, vals = _components(a)
+    b, cd = a.batch_dim(), a.layout.compressed_dim
+    n_plain = a.shape[b + 1 - cd] // a.blocksize[1 - cd]
+    out = _cpu.transpose_compressed(ci, pi, vals, n_plain, index_dtype)
+    if out is None:
+        return None
+    batch = a.shape[:b]
+    return CompressedArray(
+        out[0].reshape(*batch, n_plain + 1), out[1].reshape(*batch, a.nnz), out[2].reshape(a._vals.shape), a.shape,
+        layout=a.layout.transposed, backend=a._backend, xp=xp, fill_value=a.fill_value,
+    )  # fmt: skip
+
+
+def _expand(ci: np.ndarray, pi: np.ndarray, out: np.ndarray, major_row: int, minor_row: int) -> bool:
+    """Rows ``major_row`` and ``minor_row`` of ``out``: each entry's slice and plain index, in storage
+    order; whether every slice's plain indices increase strictly."""
+    if _cpu.unavailable_reason() is None:
+        return _cpu.expand_compressed(ci, pi, out, major_row, minor_row)
+    nb, n_major = ci.shape[0], ci.shape[1] - 1
+    out[major_row] = np.repeat(np.tile(np.arange(n_major, dtype=out.dtype), nb), np.diff(ci, axis=1).reshape(-1))
+    out[minor_row] = pi.reshape(-1)
+    major, minor = out[major_row], out[minor_row]
+    return bool(np.all((major[1:] != major[:-1]) | (minor[1:] > minor[:-1])))
+
+
+def _element_coo(xp: Any, a: CompressedArray, index_dtype: Any) -> COOArray:
+    """The COO of an unblocked compressed array, entries in storage order (coalesced for a canonical CSR)."""
+    b = a.batch_dim()
+    batch = a.shape[:b]
+    ci, pi, vals = _components(a)
+    nb, nse = pi.shape
+    indices = _cpu.empty((b + 2, nb * nse), np.dtype(index_dtype))  # a large one reuses freed memory
+    cd = a.layout.compressed_dim
+    canonical = _expand(ci, pi, indices, b + cd, b + 1 - cd)
+    if b and nb * nse:
+        for d, coordinate in enumerate(np.unravel_index(np.arange(nb), batch)):
+            indices[d].reshape(nb, nse)[...] = coordinate[:, None]
+    values = vals.reshape(nb * nse, *vals.shape[2:])
+    return COOArray(indices, values, a.shape, backend=a._backend, xp=xp, coalesced=cd == 0 and canonical, fill_value=a.fill_value)
+
+
 def _supports_compressed_coo(xp: Any, a: CompressedArray, target: Target) -> str | None:
     if a.layout.is_blocked:
         return "blocks are expanded by the generic kernel"
@@ -220,43 +272,42 @@ def _supports_compressed_coo(xp: Any, a: CompressedArray, target: Target) -> str
 
 @register("convert", (COMPRESSED, sparse_coo), backend="numpy", supports=_supports_compressed_coo)
 def _convert_compressed_coo_numpy(xp: Any, a: CompressedArray, target: Target) -> COOArray:
-    """to_sparse_coo(CSR or CSC): expand the compressed indices with repeat; O(nnz) (+ a sort for CSC)."""
+    """to_sparse_coo(CSR or CSC): compiled parallel expansion of the compressed indices (a CSC transposed to row order first); O(nnz + n)."""
     from ..._conversion import coalesce
 
-    nb_dims = a.batch_dim()
-    batch = a.shape[:nb_dims]
-    nb, nse = math.prod(batch), a.nnz
-    ci = np.asarray(a._compressed).reshape(nb, a._compressed.shape[-1])
-    n_major = ci.shape[1] - 1
-    idt = np.dtype(target.index_dtype)
-    major = np.repeat(np.tile(np.arange(n_major, dtype=idt), nb), np.diff(ci, axis=1).reshape(-1))
-    minor = np.asarray(a._plain).reshape(-1).astype(idt, copy=False)
-    b_lin = np.repeat(np.arange(nb, dtype=np.int64), nse)
-    batch_idx = [b.astype(idt) for b in np.unravel_index(b_lin, batch)] if nb_dims else []
-    pair = [major, minor] if a.layout.compressed_dim == 0 else [minor, major]
-    indices = np.stack([*batch_idx, *pair]) if nb * nse else np.zeros((nb_dims + 2, 0), dtype=idt)
-    values = np.asarray(a._vals).reshape(nb * nse, *a._vals.shape[nb_dims + 1 :])
-    out = COOArray(indices, values, a.shape, backend=a._backend, xp=xp, coalesced=a.layout.compressed_dim == 0, fill_value=a.fill_value)
-    return cast(COOArray, coalesce(out))
+    if a.layout.compressed_dim == 1 and _cpu.unavailable_reason() is None and not a._vals.dtype.hasobject:
+        # the CSR of the same matrix holds the entries in the COO's (row-major) order: no sort
+        rows = _transposed(xp, a, a._plain.dtype)
+        if rows is not None:
+            return _element_coo(xp, rows, target.index_dtype)
+    return cast(COOArray, coalesce(_element_coo(xp, a, target.index_dtype)))
 
 
 def _supports_compressed_compressed(xp: Any, a: CompressedArray, target: Target) -> str | None:
-    if a.layout not in _UNBLOCKED or target.layout not in _UNBLOCKED:
-        return "blocked layouts are converted by the generic kernel"
-    return _cpu_reason(a.dtype)
+    if a.layout.is_blocked != target.layout.is_blocked or tuple(a.blocksize) != tuple(target.blocksize):
+        return "a change of block shape is converted by the generic kernel"
+    if a._vals.dtype.hasobject:
+        return "the compiled kernels move values as bytes, which Python objects are not"
+    return _cpu.unavailable_reason()
 
 
 @register("convert", (COMPRESSED, COMPRESSED), backend="numpy", supports=_supports_compressed_compressed)
 def _convert_compressed_compressed_numpy(xp: Any, a: CompressedArray, target: Target) -> CompressedArray:
-    """CSR <-> CSC (same matrix): one counting scatter keyed on the plain index; O(nnz), 2 threads."""
+    """CSR <-> CSC, BSR <-> BSC (one block shape): compiled parallel counting sort by plain index; O(nnz + n)."""
+    idt = np.dtype(target.index_dtype)
     if a.layout is target.layout:
-        idt = np.dtype(target.index_dtype)
         return CompressedArray(
             np.asarray(a._compressed).astype(idt), np.asarray(a._plain).astype(idt), a._vals, a.shape,
             layout=a.layout, backend=a._backend, xp=xp, fill_value=a.fill_value,
         )  # fmt: skip
-    coo = _convert_compressed_coo_numpy(xp, a, target)
-    return cast(CompressedArray, _convert_coo_compressed_numpy(xp, coo, target))
+    out = _transposed(xp, a, idt)
+    if out is not None:
+        return out
+    # a slice repeats (or does not sort) its plain indices, against invariant 5.6: through COO, which
+    # sorts and sums them
+    if a.layout.is_blocked:
+        return coo_to_compressed(xp, compressed_to_coo(xp, a), target)
+    return cast(CompressedArray, _convert_coo_compressed_numpy(xp, _element_coo(xp, a, idt), target))
 
 
 # -- SciPy's compiled kernels: 2-D CSR/CSC without batch or dense dimensions --------------------------------

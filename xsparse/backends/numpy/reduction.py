@@ -14,8 +14,14 @@ by each thread into its own copy, then added up, with the columns that hold an e
 extension is built and the dtype is one it handles.
 
 Reducing both sparse dimensions of an unbatched array (``axis=None`` for a matrix) reduces the values
-with one ufunc call -- large sums in pieces on the CPUs that no other task is running on -- and
-combines the result with the unspecified elements' fill values.
+with one ufunc call -- large sums in pieces on the CPUs that no other task is running on; counts of
+nonzero values by the compiled parallel ``_cpu.count_nonzero``, without the truth values and their
+cast -- and combines the result with the unspecified elements' fill values.
+
+The 2-norm over every element of a COO (coalesced) or compressed array is ``sqrt(dot(v, v))`` of the
+values (a complex array's real view: ``|z|**2 = re**2 + im**2``), one BLAS pass as in SciPy's
+``norm``, plus the fill value's square once per unspecified element; overflow gives inf and NaN
+propagates, as in the generic kernel's ``abs``, ``square`` and ``sum``.
 
 COO arrays reduced over some of their sparse dimensions group their entries by the kept ones, folded
 into one int64 key: entries already in key order (coalesced, the kept dimensions leading) reduce as
@@ -32,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ...dispatch import register
-from ...formats import COMPRESSED, COOArray, CompressedArray, sparse_coo, strided
+from ...formats import COMPRESSED, INDEXED, COOArray, CompressedArray, SparseArray, sparse_coo, strided
 from .. import _cpu
 from ..array_api.reduction import (
     MONOIDS,
@@ -105,14 +111,18 @@ def _reduce_all(ufunc: Any, data: np.ndarray) -> np.ndarray:
 
 def _full_kernel(monoid: Any, ufunc: Any, xp: Any, a: CompressedArray, spec: ReduceSpec) -> Any:
     """Reduce both sparse dimensions of an unbatched compressed array: the values, then the fill."""
-    data = np.asarray(monoid.premap(xp, a._vals, spec.dtype))
     f = monoid.premap(xp, fill_array(xp, a), spec.dtype)
     numel = a.shape[0] * a.shape[1]
-    unspecified = numel - data.shape[0]
+    nse = a._vals.shape[0]
+    unspecified = numel - nse
     out_shape = reduced_shape(a.shape, spec.axes, spec.keepdims)
-    if data.shape[0] == 0:
-        return xp.asarray(np.reshape(np.asarray(fill_of(xp, monoid, f, numel), dtype=data.dtype), out_shape))
-    g = _reduce_all(ufunc, data)
+    if nse == 0:
+        return xp.asarray(np.reshape(np.asarray(fill_of(xp, monoid, f, numel), dtype=f.dtype), out_shape))
+    if monoid.name == "count_nonzero":
+        # counted where they lie, without the truth values and their cast (the count wraps to the dtype as a sum would)
+        g = np.asarray([_cpu.count_nonzero(np.asarray(a._vals))], dtype=np.int64).astype(spec.dtype)
+    else:
+        g = _reduce_all(ufunc, np.asarray(monoid.premap(xp, a._vals, spec.dtype)))
     if unspecified and not is_neutral(xp, monoid, f):
         g = with_fill(xp, monoid, xp.asarray(g), f, xp.asarray(np.asarray([unspecified], dtype=np.int64)))
     return xp.asarray(np.reshape(g, out_shape))
@@ -319,3 +329,54 @@ for _name in _UFUNCS:
 def _mean_coo_numpy(xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
     """mean(COO) over sparse dimensions -> COO or strided: the grouped, fill-aware sum over the full count; O(nnz + kept positions)."""
     return mean_of_sum(xp, monoid_coo(xp, MONOIDS["sum"], a, spec, _groups_by_key), a, spec)
+
+
+# -- the 2-norm over every element ----------------------------------------------------------------------
+
+# The dtypes of BLAS dot products, and the real dtype of each (what the norm has).
+_REAL = {
+    np.dtype(t): np.dtype(r)
+    for t, r in ((np.float32, np.float32), (np.float64, np.float64), (np.complex64, np.float32), (np.complex128, np.float64))
+}
+
+
+def _every_axis(axis: Any, ndim: int) -> bool:
+    """Whether ``axis`` (None, an int or a tuple of them) names every dimension of an ``ndim``-D array."""
+    if axis is None:
+        return True
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    if not all(isinstance(d, int) and -ndim <= d < ndim for d in axes):
+        return False
+    return sorted(d % ndim for d in axes) == list(range(ndim))
+
+
+def _supports_vector_norm(xp: Any, a: SparseArray, axis: Any, keepdims: bool, ord: Any) -> str | None:  # noqa: A002
+    if isinstance(ord, bool) or ord != 2:
+        return f"it computes the 2-norm, not ord={ord!r}"
+    if not _every_axis(axis, a.ndim):
+        return f"it reduces every dimension, not axis={axis!r}"
+    if np.dtype(a.dtype) not in _REAL:
+        return f"BLAS dot products handle float32, float64, complex64 and complex128, not {np.dtype(a.dtype)}"
+    if isinstance(a, COOArray) and not a.is_coalesced():
+        return "the duplicates of an uncoalesced COO array add up before their magnitudes do; the generic kernel sums them first"
+    return None
+
+
+@register("vector_norm", (INDEXED,), backend="numpy", supports=_supports_vector_norm)
+def _vector_norm_indexed_numpy(xp: Any, a: SparseArray, axis: Any, keepdims: bool, ord: Any) -> Any:  # noqa: A002
+    """vector_norm(COO or compressed, ord=2) over every dimension: sqrt of a BLAS dot of the values with themselves, plus the fill's share; O(nnz)."""
+    values = np.asarray(a._vals)
+    real = _REAL[values.dtype]
+    # |z|**2 is re**2 + im**2: a complex array's real view holds both parts
+    flat = np.ascontiguousarray(values).reshape(-1).view(real) if real != values.dtype else values.reshape(-1)
+    unspecified = math.prod(a.shape) - values.size
+    # NumPy's BLAS (SciPy's own would start a second pool of threads, which then contend with NumPy's);
+    # overflow gives inf and NaN propagates, silently, as in the generic kernel's squares and sums
+    with np.errstate(all="ignore"):
+        squares = np.dot(flat, flat)  # a scalar of the real dtype
+        if unspecified and a.fill_value != 0:
+            # as the generic kernel adds them: the fill's square times the count, in the values' precision
+            f = np.abs(np.asarray(a.fill_value, dtype=values.dtype))
+            squares = squares + (f * f) * np.asarray(unspecified, dtype=real)
+    # a NumPy array is the backend's array
+    return np.reshape(np.sqrt(squares), (1,) * a.ndim if keepdims else ())

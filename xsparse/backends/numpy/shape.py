@@ -1,11 +1,12 @@
-"""Native shape kernels of the NumPy backend: SciPy's compiled merge of compressed slices.
+"""Native shape kernels of the NumPy backend: joins of compressed and COO arrays, COO reshapes.
 
-Joining compressed arrays along their plain dimension (CSR side by side, CSC one above the other)
-merges every compressed slice of the operands; SciPy's ``hstack`` of CSR matrices does that in one
-compiled pass, where the generic kernel sorts. The kernel hands SciPy only the structure, in compressed
-/ plain terms and with the batches folded into the compressed dimension (batch ``b``, slice ``i`` ->
-``b * n_major + i``); the data it stacks are the *positions* of the elements, which then gather the
-values. So every value dtype, block shape and dense dimension goes through the same compiled merge.
+Compressed arrays joined along a sparse dimension never sort. Along the compressed one (CSR one above
+the other) each batch's slices follow one another: the plain indices and values are concatenated into
+the result. Along the plain one (CSR side by side) every slice holds the operands' runs of that slice
+one after the other; the compiled ``_cpu.join_plain`` copies them in parallel over ranges of slices,
+the indices offset on the way, the values as opaque bytes (so every dtype, block shape and dense
+dimension takes the same path). Batches are folded into the compressed dimension (batch ``b``, slice
+``i`` -> ``b * n_major + i``).
 
 COO arrays joined along a sparse dimension are copied once into the result, the index row of that
 dimension offset on the way (the generic kernel offsets copies, then copies again).
@@ -15,7 +16,6 @@ dimension written straight into the result (NumPy's ``//`` and ``%`` make two pa
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -24,50 +24,68 @@ from ...dispatch import register
 from ...formats import COMPRESSED, COOArray, CompressedArray, sparse_coo
 from .. import _cpu
 from ..array_api.shape import _common_index_dtype, reshape_coo, supports_concat_compressed
-from .conversion import _split_batches, fold
+from .conversion import _components, fold
 
 __all__: list[str] = []
 
 
-def _supports_concat_plain(xp: Any, arrays: list[CompressedArray], axis: int) -> str | None:
+def _supports_concat_sparse(xp: Any, arrays: list[CompressedArray], axis: int) -> str | None:
     first = arrays[0]
     b = first.batch_dim()
-    if axis != b + 1 - first.layout.compressed_dim:
-        return "it merges slices along the plain dimension only; the generic kernel concatenates whole slices as fast"
+    if not b <= axis < b + 2:
+        return "it joins along a sparse dimension; the generic kernel joins batches and dense dimensions"
+    if any(a._vals.dtype.hasobject for a in arrays):
+        return "the compiled kernels move values as bytes, which Python objects are not"
+    if axis == b + 1 - first.layout.compressed_dim and _cpu.unavailable_reason() is not None:
+        return str(_cpu.unavailable_reason())
     return supports_concat_compressed(xp, arrays, axis)
 
 
-@register("concat", (COMPRESSED,), backend="numpy", supports=_supports_concat_plain)
-def _concat_compressed_numpy(xp: Any, arrays: list[CompressedArray], axis: int) -> CompressedArray:
-    """concat(compressed, ...) along the plain dim: SciPy's compiled CSR hstack of the folded structure, then a gather; O(N)."""
-    import scipy.sparse as sp
+Parts = list[tuple[np.ndarray, np.ndarray, np.ndarray]]
 
+
+def _append_slices(parts: Parts, offsets: list[int], idt: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Join along the compressed dimension: each batch's slices one operand after the other."""
+    nb, tail = parts[0][1].shape[0], parts[0][2].shape[2:]
+    total = sum(pi.shape[1] for _, pi, _ in parts)
+    ci = np.empty((nb, sum(c.shape[1] - 1 for c, _, _ in parts) + 1), dtype=idt)
+    start, offset = 0, 0
+    for c, pi, _ in parts:
+        m = c.shape[1] - 1
+        np.add(c[:, :m], offset, out=ci[:, start : start + m], dtype=idt)
+        start, offset = start + m, offset + pi.shape[1]
+    ci[:, start] = offset
+    # large outputs from the pool of freed blocks: fresh pages would cost as much as the copy
+    pi = _cpu.empty((nb, total), idt)
+    np.concatenate([p for _, p, _ in parts], axis=1, out=pi)
+    vals = _cpu.empty((nb, total, *tail), parts[0][2].dtype)
+    np.concatenate([v for _, _, v in parts], axis=1, out=vals)
+    return ci, pi, vals
+
+
+def _merge_slices(parts: Parts, offsets: list[int], idt: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Join along the plain dimension: each slice the operands' slices one after the other, indices offset."""
+    return _cpu.join_plain(parts, offsets, idt)
+
+
+@register("concat", (COMPRESSED,), backend="numpy", supports=_supports_concat_sparse)
+def _concat_compressed_numpy(xp: Any, arrays: list[CompressedArray], axis: int) -> CompressedArray:
+    """concat(compressed, ...) along a sparse dim: slices appended (compressed dim) or merged by a compiled parallel join (plain dim); O(N)."""
     first = arrays[0]
     b = first.batch_dim()
     batch = tuple(first.shape[:b])
-    nb = math.prod(batch)
-    n_major = int(first._compressed.shape[-1]) - 1
-    tail = tuple(first._vals.shape[b + 1 :])
-    mats, values, offset = [], [], 0
-    for a in arrays:
-        nse = a.nnz
-        ci = np.reshape(a._compressed, (nb, n_major + 1)).astype(np.int64) + (np.arange(nb, dtype=np.int64) * nse)[:, None]
-        indptr = np.concatenate([ci[:, :-1].reshape(-1), np.asarray([nb * nse], dtype=np.int64)])
-        positions = np.arange(offset, offset + nb * nse, dtype=np.int64)
-        n_plain = a.shape[axis] // a.blocksize[axis - b]
-        mats.append(sp.csr_array((positions, np.reshape(a._plain, (-1,)), indptr), shape=(nb * n_major, n_plain)))
-        values.append(np.reshape(a._vals, (nb * nse, *tail)))
-        offset += nb * nse
-    merged = sp.hstack(mats, format="csr")
-    ci, pi, pos = _split_batches(merged.indptr, merged.indices, merged.data, batch, n_major, first.layout)
-    total = sum(a.nnz for a in arrays)
     shape = list(first.shape)
     shape[axis] = sum(a.shape[axis] for a in arrays)
-    idt = _common_index_dtype(xp, arrays, total, tuple(shape))
-    vals = np.take(np.concatenate(values, axis=0), np.reshape(pos, (-1,)), axis=0).reshape(*batch, total, *tail)
+    total = sum(a.nnz for a in arrays)
+    idt = np.dtype(_common_index_dtype(xp, arrays, total, tuple(shape)))
+    # the plain indices of each operand are offset by the blocks of the operands before it
+    sizes = [a.shape[axis] // a.blocksize[axis - b] for a in arrays]
+    offsets = [sum(sizes[:k]) for k in range(len(arrays))]
+    join = _append_slices if axis - b == first.layout.compressed_dim else _merge_slices
+    ci, pi, vals = join([_components(a) for a in arrays], offsets, idt)
     return CompressedArray(
-        np.ascontiguousarray(ci, dtype=idt), np.ascontiguousarray(pi, dtype=idt), vals, tuple(shape),
-        layout=first.layout, backend=first._backend, xp=xp, fill_value=first.fill_value,
+        ci.reshape(*batch, ci.shape[1]), pi.reshape(*batch, total), vals.reshape(*batch, total, *vals.shape[2:]),
+        tuple(shape), layout=first.layout, backend=first._backend, xp=xp, fill_value=first.fill_value,
     )  # fmt: skip
 
 
