@@ -25,6 +25,7 @@ import strategies as S
 import xsparse as xs
 from xsparse import dispatch
 from xsparse._index_key import Int, NewAxis, Slice, parse_key
+from xsparse.backends import _cpu
 from xsparse.testing import assert_sparse_equal, to_numpy
 
 SPARSE_LAYOUTS = [xs.sparse_coo, xs.sparse_csr, xs.sparse_csc, xs.sparse_bsr, xs.sparse_bsc]
@@ -943,13 +944,35 @@ def test_find_in_slices_against_a_scan(backend: str, xp: Any, layout: xs.Layout,
     k = data.draw(st.integers(0, 12), label="queries") if n_major else 0
     major = data.draw(st.lists(st.integers(0, max(n_major - 1, 0)), min_size=k, max_size=k), label="major")
     minor = data.draw(st.lists(st.integers(-1, n_minor), min_size=k, max_size=k), label="minor")
-    pos, found = find_in_slices(xp, a._compressed, a._plain, xp.asarray(major, dtype=xp.int64), xp.asarray(minor, dtype=xp.int64))
-    pos, found = to_numpy(pos), to_numpy(found)
-    for q, (i, j) in enumerate(zip(major, minor)):
-        hits = [e for e in range(ptr[i], ptr[i + 1]) if plain[e] == j]
-        assert bool(found[q]) == bool(hits), (i, j)
-        if hits:
-            assert pos[q] == hits[0]
+    finds = [find_in_slices(xp, a._compressed, a._plain, xp.asarray(major, dtype=xp.int64), xp.asarray(minor, dtype=xp.int64))]
+    if backend == "numpy" and _cpu.unavailable_reason() is None:
+        compiled = _cpu.compressed_find(ptr, plain, np.asarray(major, dtype=np.int64), np.asarray(minor, dtype=np.int64))
+        finds.append((compiled, compiled >= 0))
+    for pos, found in finds:
+        pos, found = to_numpy(pos), to_numpy(found)
+        for q, (i, j) in enumerate(zip(major, minor)):
+            hits = [e for e in range(ptr[i], ptr[i + 1]) if plain[e] == j]
+            assert bool(found[q]) == bool(hits), (i, j)
+            if hits:
+                assert pos[q] == hits[0]
+
+
+@pytest.mark.skipif(_cpu.unavailable_reason() is not None, reason=str(_cpu.unavailable_reason()))
+def test_compressed_find_reads_nothing_outside_the_buffers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_cpu, "available_threads", lambda: 2)  # the parallel form too
+    ptr, plain = np.asarray([0, 2, 3], dtype=np.int32), np.asarray([1, 4, 0], dtype=np.int32)
+    many = np.arange(10_000, dtype=np.int64) % 2
+    got = _cpu.compressed_find(ptr, plain, many, np.full(10_000, 4, dtype=np.int64))
+    np.testing.assert_array_equal(got, np.where(many == 0, 1, -1))
+    message = r"^compressed_find: a query names no slice, or a slice's offsets are out of order or beyond the entries$"
+    with pytest.raises(ValueError, match=message):
+        _cpu.compressed_find(ptr, plain, np.asarray([2]), np.asarray([0]))
+    with pytest.raises(ValueError, match=message):
+        _cpu.compressed_find(ptr, plain, np.asarray([-1]), np.asarray([0]))
+    with pytest.raises(ValueError, match=message):
+        _cpu.compressed_find(np.asarray([0, 4, 3], dtype=np.int32), plain, np.asarray([0]), np.asarray([0]))
+    with pytest.raises(ValueError, match=message):
+        _cpu.compressed_find(np.asarray([0, 2, 1], dtype=np.int32), plain, np.asarray([1]), np.asarray([0]))
 
 
 @pytest.mark.parametrize("layout", [xs.sparse_csr, xs.sparse_csc], ids=str)
@@ -959,16 +982,18 @@ def test_diagonal_on_pointers_against_the_element_coo(backend: str, xp: Any, lay
     """The diagonal of one CSR/CSC matrix found by bisection equals the element COO's and the dense one, for
     every offset (beyond the matrix too)."""
     from xsparse.backends.array_api.conversion import compressed_to_coo
-    from xsparse.backends.array_api.linalg_ext import _diagonal_on_pointers, diagonal_coo
+    from xsparse.backends.array_api.linalg_ext import diagonal_coo, diagonal_on_pointers
 
     host = _random_matrix(data)
     idt = data.draw(st.sampled_from(["int32", "int64"]), label="index dtype")
     a = xs.to_sparse(xp.asarray(host), layout=layout, index_dtype=getattr(xp, idt))
     offset = data.draw(st.integers(-9, 9), label="offset")
-    got = _diagonal_on_pointers(xp, a, offset)
-    assert_sparse_equal(got, xp.asarray(np.diagonal(host, offset=offset).copy()), check_layout=xs.sparse_coo)
+    got = diagonal_on_pointers(xp, a, offset)
+    expected = xp.asarray(np.diagonal(host, offset=offset).copy())
+    assert_sparse_equal(got, expected, check_layout=xs.sparse_coo)
     assert_sparse_equal(got, diagonal_coo(xp, compressed_to_coo(xp, a), offset))
     assert got.index_dtype == a.index_dtype and got.is_coalesced()
+    check_all(run_kernels("diagonal", (layout,), backend, xp, a, offset), expected, check_layout=xs.sparse_coo)
 
 
 @pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)

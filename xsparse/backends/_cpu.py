@@ -25,6 +25,7 @@ import numpy as np
 
 __all__ = [
     "coo_to_compressed",
+    "compressed_find",
     "count_nonzero",
     "compressed_to_dense",
     "dense_to_compressed",
@@ -837,6 +838,10 @@ def csr_sums(
 # values travel as opaque bytes, so these kernels take every dtype that has no Python objects.
 
 
+# Above this many result slices, and 8 per entry, the transpose leaves the work to the COO scatter.
+_HYPERSPARSE_SLICES = 1 << 22
+
+
 def _flat(x: np.ndarray, dtype: Any = None) -> np.ndarray:
     """``x`` as a C-contiguous 1-D array (a view where it already is one), optionally cast."""
     return np.ascontiguousarray(x if dtype is None else x.astype(dtype, copy=False)).reshape(-1)
@@ -908,7 +913,9 @@ def transpose_compressed(
     -------
     tuple of numpy.ndarray or None
         ``(indptr (nb, n_minor + 1), plain (nb, nse), values (nb, nse, ...))``, canonical; None (nothing
-        computed) when a slice's plain indices are not strictly increasing, which a duplicate makes.
+        computed) when a slice's plain indices are not strictly increasing, which a duplicate makes, or
+        when the result is hypersparse (more than 8 slices per entry, and more than 4M): its counters,
+        one set per thread, would then take several times the memory of the result itself.
 
     Notes
     -----
@@ -921,6 +928,8 @@ def transpose_compressed(
     if plain.dtype != indptr.dtype:
         indptr, plain = _same_index_dtype(indptr, plain)
     nb, nse = plain.shape
+    if nb * n_minor > max(8 * nb * nse, _HYPERSPARSE_SLICES):
+        return None
     index_dtype = np.dtype(index_dtype)
     out_indptr = np.empty((nb, n_minor + 1), dtype=index_dtype)
     out_plain = empty((nb, nse), index_dtype)
@@ -983,6 +992,41 @@ def join_plain(
 
 # Below this many values one thread counts them.
 _PARALLEL_COUNT_MIN = 1 << 18
+
+
+def compressed_find(indptr: np.ndarray, plain: np.ndarray, major: np.ndarray, minor: np.ndarray) -> np.ndarray:
+    """Where plain index ``minor[q]`` lies in compressed slice ``major[q]`` of one CSR-like matrix.
+
+    Parameters
+    ----------
+    indptr, plain : numpy.ndarray
+        The compressed and plain indices of one matrix, of one dtype (int32 or int64); each slice's plain
+        indices sorted.
+    major, minor : numpy.ndarray
+        1-D integer arrays of one length: the queries.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 positions into ``plain``, -1 where the slice does not hold the index.
+
+    Raises
+    ------
+    ValueError
+        For a query outside the slices, or offsets out of order or beyond the entries (nothing is read
+        outside the buffers).
+
+    Notes
+    -----
+    One binary search per query, on :func:`available_threads` threads from 4096 queries.
+    """
+    major = np.ascontiguousarray(major, dtype=np.int64)
+    minor = np.ascontiguousarray(minor, dtype=np.int64)
+    out = np.empty(major.shape[0], dtype=np.int64)
+    threads = available_threads() if major.shape[0] >= 4096 else 1
+    native = indptr.dtype.newbyteorder("=")  # the kernel reads the machine's byte order
+    _native_module().compressed_find(np.ascontiguousarray(indptr, dtype=native), np.ascontiguousarray(plain, dtype=native), major, minor, out, threads)
+    return out
 
 
 def count_nonzero(values: np.ndarray) -> int:

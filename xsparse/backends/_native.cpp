@@ -3210,6 +3210,9 @@ bool acquire_flat(Buffer& buf, PyObject* obj, const char* name, bool writable, i
     return true;
 }
 
+// The status a structure kernel's caller records when the kernel could not allocate its work space.
+constexpr int kOutOfMemory = -2;
+
 const char kStructureInvalid[] =
     "the compressed indices are not non-decreasing from 0 to nse in every batch, or a plain index is out of range";
 
@@ -3240,10 +3243,15 @@ PyObject* py_expand_compressed(PyObject*, PyObject* args) {
         using I = typename decltype(itag)::type;
         using O = typename decltype(otag)::type;
         Py_BEGIN_ALLOW_THREADS;
-        status = expand_kernel<I, O>(reinterpret_cast<const I*>(ip.ptr()), reinterpret_cast<const I*>(ix.ptr()), nb, m, nse,
-                                     reinterpret_cast<O*>(maj.ptr()), reinterpret_cast<O*>(mnr.ptr()), threads);
+        try {
+            status = expand_kernel<I, O>(reinterpret_cast<const I*>(ip.ptr()), reinterpret_cast<const I*>(ix.ptr()), nb, m,
+                                         nse, reinterpret_cast<O*>(maj.ptr()), reinterpret_cast<O*>(mnr.ptr()), threads);
+        } catch (const std::bad_alloc&) {
+            status = kOutOfMemory;
+        }
         Py_END_ALLOW_THREADS;
     });
+    if (status == kOutOfMemory) return PyErr_NoMemory();
     if (status == 0) {
         PyErr_Format(PyExc_ValueError, "expand_compressed: %s", kStructureInvalid);
         return nullptr;
@@ -3288,13 +3296,19 @@ PyObject* py_transpose_compressed(PyObject*, PyObject* args) {
             dispatch_index(total <= std::numeric_limits<int32_t>::max() ? 4 : 8, [&](auto ptag) {
                 using P = typename decltype(ptag)::type;
                 Py_BEGIN_ALLOW_THREADS;
-                status = transpose_kernel<I, O, P, E>(reinterpret_cast<const I*>(ip.ptr()), reinterpret_cast<const I*>(ix.ptr()),
-                                                      v.ptr(), nb, m, n, nse, eb, reinterpret_cast<O*>(oip.ptr()),
-                                                      reinterpret_cast<O*>(oix.ptr()), ov.ptr(), threads);
+                try {
+                    status = transpose_kernel<I, O, P, E>(reinterpret_cast<const I*>(ip.ptr()),
+                                                          reinterpret_cast<const I*>(ix.ptr()), v.ptr(), nb, m, n, nse, eb,
+                                                          reinterpret_cast<O*>(oip.ptr()), reinterpret_cast<O*>(oix.ptr()),
+                                                          ov.ptr(), threads);
+                } catch (const std::bad_alloc&) {
+                    status = kOutOfMemory;
+                }
                 Py_END_ALLOW_THREADS;
             });
         });
     });
+    if (status == kOutOfMemory) return PyErr_NoMemory();
     if (status == 0) {
         PyErr_Format(PyExc_ValueError, "transpose_compressed: %s", kStructureInvalid);
         return nullptr;
@@ -3356,7 +3370,7 @@ PyObject* py_join_plain(PyObject*, PyObject* args) {
         PyErr_SetString(PyExc_ValueError, "join_plain: inconsistent outputs");
         return nullptr;
     }
-    bool valid = true;
+    bool valid = true, oom = false;
     dispatch_index_pair(isize, oip.itemsize(), [&](auto itag, auto otag) {
         using I = typename decltype(itag)::type;
         using O = typename decltype(otag)::type;
@@ -3368,10 +3382,15 @@ PyObject* py_join_plain(PyObject*, PyObject* args) {
                                         offsets[static_cast<size_t>(k)]});
         }
         Py_BEGIN_ALLOW_THREADS;
-        valid = join_plain_kernel<I, O>(parts, nb, m, eb, reinterpret_cast<O*>(oip.ptr()), reinterpret_cast<O*>(oix.ptr()),
-                                        ov.ptr(), threads);
+        try {
+            valid = join_plain_kernel<I, O>(parts, nb, m, eb, reinterpret_cast<O*>(oip.ptr()),
+                                            reinterpret_cast<O*>(oix.ptr()), ov.ptr(), threads);
+        } catch (const std::bad_alloc&) {
+            oom = true;
+        }
         Py_END_ALLOW_THREADS;
     });
+    if (oom) return PyErr_NoMemory();
     if (!valid) {
         PyErr_Format(PyExc_ValueError, "join_plain: %s", kStructureInvalid);
         return nullptr;
@@ -3445,6 +3464,71 @@ PyObject* py_count_nonzero(PyObject*, PyObject* args) {
         return nullptr;
     }
     return PyLong_FromLongLong(count);
+}
+
+// Where each (slice, plain index) query lies in a compressed matrix: a binary search of the slice's
+// plain indices (sorted, as invariant 5.6 asks). The slice and its offsets are checked per query, so a
+// malformed array or query reads nothing outside the buffers; the plain indices are only compared.
+template <class I>
+bool find_kernel(const I* indptr, int64_t n, const I* plain, int64_t nse, const int64_t* major, const int64_t* minor,
+                 int64_t k, int64_t* out, int threads) {
+    bool ok = true;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(&& : ok) if (threads > 1 && k >= 4096)
+    for (int64_t q = 0; q < k; ++q) {
+        out[q] = -1;
+        const int64_t i = major[q];
+        if (i < 0 || i >= n) {
+            ok = false;
+            continue;
+        }
+        const int64_t lo = indptr[i], hi = indptr[i + 1];
+        if (lo < 0 || lo > hi || hi > nse) {
+            ok = false;
+            continue;
+        }
+        const int64_t t = minor[q];
+        const I* it = std::lower_bound(plain + lo, plain + hi, t, [](I v, int64_t x) { return static_cast<int64_t>(v) < x; });
+        if (it != plain + hi && static_cast<int64_t>(*it) == t) out[q] = it - plain;
+    }
+    return ok;
+}
+
+// compressed_find(indptr, plain, major, minor, out, threads): indptr (n + 1,) and plain (nse,) of one
+// index dtype; major, minor and out (k,) int64. out[q] is the position of plain index minor[q] in
+// slice major[q], or -1 where the slice does not hold it. ValueError for a query outside the slices
+// or offsets out of order.
+PyObject* py_compressed_find(PyObject*, PyObject* args) {
+    PyObject *o_ip, *o_ix, *o_maj, *o_min, *o_out;
+    int threads;
+    if (!PyArg_ParseTuple(args, "OOOOOi", &o_ip, &o_ix, &o_maj, &o_min, &o_out, &threads)) return nullptr;
+    threads = std::clamp(threads, 1, max_threads());
+    Buffer ip, ix, maj, mnr, out;
+    if (!ip.acquire(o_ip, "indptr", 1, false, true) || !ip.check_index("indptr") ||
+        !ix.acquire(o_ix, "plain", 1, false, true) || !ix.check_index("plain") ||
+        !maj.acquire(o_maj, "major", 1, false, true) || !maj.check_index("major") ||
+        !mnr.acquire(o_min, "minor", 1, false, true) || !mnr.check_index("minor") ||
+        !out.acquire(o_out, "out", 1, true, true) || !out.check_index("out"))
+        return nullptr;
+    const int64_t k = maj.shape(0);
+    if (ip.itemsize() != ix.itemsize() || ip.shape(0) < 1 || maj.itemsize() != 8 || mnr.itemsize() != 8 ||
+        out.itemsize() != 8 || mnr.shape(0) != k || out.shape(0) != k) {
+        PyErr_SetString(PyExc_ValueError, "compressed_find: inconsistent arrays");
+        return nullptr;
+    }
+    bool ok = true;
+    dispatch_index(ip.itemsize(), [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        Py_BEGIN_ALLOW_THREADS;
+        ok = find_kernel<I>(reinterpret_cast<const I*>(ip.ptr()), ip.shape(0) - 1, reinterpret_cast<const I*>(ix.ptr()),
+                            ix.shape(0), reinterpret_cast<const int64_t*>(maj.ptr()),
+                            reinterpret_cast<const int64_t*>(mnr.ptr()), k, reinterpret_cast<int64_t*>(out.ptr()), threads);
+        Py_END_ALLOW_THREADS;
+    });
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "compressed_find: a query names no slice, or a slice's offsets are out of order or beyond the entries");
+        return nullptr;
+    }
+    Py_RETURN_NONE;
 }
 
 PyObject* py_max_threads(PyObject*, PyObject*) { return PyLong_FromLong(max_threads()); }
@@ -3635,6 +3719,8 @@ PyMethodDef methods[] = {
      "expand_compressed(indptr, plain, nb, n_major, major, minor, threads) -> bool: the compressed indices expanded, the plain ones copied"},
     {"transpose_compressed", py_transpose_compressed, METH_VARARGS,
      "transpose_compressed(indptr, plain, values, nb, n_major, n_minor, out_indptr, out_plain, out_values, threads) -> bool"},
+    {"compressed_find", py_compressed_find, METH_VARARGS,
+     "compressed_find(indptr, plain, major, minor, out, threads): positions of (slice, plain index) queries"},
     {"count_nonzero", py_count_nonzero, METH_VARARGS, "count_nonzero(values, kind, threads) -> int: of floating or complex values"},
     {"join_plain", py_join_plain, METH_VARARGS,
      "join_plain(indptrs, plains, values, offsets, nb, n_major, out_indptr, out_plain, out_values, threads)"},

@@ -40,6 +40,8 @@ from .shape import broadcast_coo, compress_like, regroup_coo, wide_enough
 
 __all__ = [
     "apply_items",
+    "points_on_pointers",
+    "supports_points_compressed",
     "take_plain",
     "keep_entries",
     "find_in_slices",
@@ -341,18 +343,20 @@ def _gather_points_indexed(xp: Any, a: SparseArray, positions: list[Any], shape:
     return cast(SparseArray, gather_by_take(a, positions, shape))
 
 
-def _supports_points_compressed(xp: Any, a: CompressedArray, positions: list[Any], shape: tuple[int, ...]) -> str | None:
+def supports_points_compressed(xp: Any, a: CompressedArray, positions: list[Any], shape: tuple[int, ...]) -> str | None:
     if a.batch_dim() or a.layout.is_blocked or len(positions) != 2:
         return "it looks up the points of one unblocked matrix indexed on both sparse dimensions"
     return None
 
 
-@register("gather_points", (COMPRESSED,), supports=_supports_points_compressed)
-def _gather_points_compressed(xp: Any, a: CompressedArray, positions: list[Any], shape: tuple[int, ...]) -> COOArray:
-    """x[rows, cols] of one CSR/CSC matrix: each point found in its slice by bisection; O(points * log of a slice)."""
+def points_on_pointers(
+    xp: Any, a: CompressedArray, positions: list[Any], shape: tuple[int, ...], find: Callable[..., tuple[Any, Any]] = find_in_slices
+) -> COOArray:
+    """``a[rows, cols]`` of one CSR or CSC matrix (``positions``: the in-bounds int64 rows and columns), each
+    point searched in its slice by ``find`` (:func:`find_in_slices`'s signature); COO of dimensions ``shape``."""
     rows, cols = positions
     major, minor = (rows, cols) if a.layout.compressed_dim == 0 else (cols, rows)
-    pos, found = find_in_slices(xp, a._compressed, a._plain, major, minor)
+    pos, found = find(xp, a._compressed, a._plain, major, minor)
     keep = xp.astype(xp.nonzero(found)[0], xp.int64)
     idt = wide_enough(xp, a.index_dtype, *shape)
     # the points in row-major order of the result: sorted as ``keep`` is
@@ -362,6 +366,12 @@ def _gather_points_compressed(xp: Any, a: CompressedArray, positions: list[Any],
         idx = xp.zeros((len(shape), 0), dtype=idt, device=a.device)
     vals = take_values(xp, a._vals, xp.take(pos, keep), axis=0)
     return COOArray(idx, vals, (*shape, *a.shape[2:]), backend=a._backend, xp=xp, coalesced=True, fill_value=a.fill_value)
+
+
+@register("gather_points", (COMPRESSED,), supports=supports_points_compressed)
+def _gather_points_compressed(xp: Any, a: CompressedArray, positions: list[Any], shape: tuple[int, ...]) -> COOArray:
+    """x[rows, cols] of one CSR/CSC matrix: each point found in its slice by bisection; O(points * log of a slice)."""
+    return points_on_pointers(xp, a, positions, shape)
 
 
 # -- take --------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from ...dispatch import register
 from ...formats import COMPRESSED, INDEXED, COOArray, CompressedArray, SparseArray, sparse_coo
 from .conversion import compressed_to_coo, take_values
 
-__all__ = ["diagonal_coo", "diagonal_length"]
+__all__ = ["diagonal_coo", "diagonal_length", "diagonal_on_pointers"]
 
 
 def diagonal_length(m: int, n: int, offset: int) -> int:
@@ -68,16 +68,18 @@ def _diagonal_coo(xp: Any, a: COOArray, offset: int) -> COOArray:
     return diagonal_coo(xp, a, offset)
 
 
-def _diagonal_on_pointers(xp: Any, a: CompressedArray, offset: int) -> COOArray:
-    """The diagonal of one CSR or CSC matrix: each compressed slice searched for its diagonal element."""
+def diagonal_on_pointers(xp: Any, a: CompressedArray, offset: int, find: Any = None) -> COOArray:
+    """The diagonal of one CSR or CSC matrix: each compressed slice searched for its diagonal element
+    (by ``find``, with :func:`~xsparse.backends.array_api.indexing.find_in_slices`'s signature)."""
     from .indexing import find_in_slices
 
+    find = find_in_slices if find is None else find
     m, n = a.shape
     length = diagonal_length(m, n, offset)
     d = xp.arange(length, dtype=xp.int64, device=a.device)
     rows, cols = d + max(0, -offset), d + max(0, offset)
     major, minor = (rows, cols) if a.layout.compressed_dim == 0 else (cols, rows)
-    pos, found = find_in_slices(xp, a._compressed, a._plain, major, minor)
+    pos, found = find(xp, a._compressed, a._plain, major, minor)
     keep = xp.nonzero(found)[0]
     idx = xp.reshape(xp.astype(xp.take(d, keep), a.index_dtype), (1, -1))
     vals = take_values(xp, a._vals, xp.take(pos, keep), axis=0)
@@ -88,7 +90,7 @@ def _diagonal_on_pointers(xp: Any, a: CompressedArray, offset: int) -> COOArray:
 def _diagonal_compressed(xp: Any, a: CompressedArray, offset: int) -> COOArray:
     """diagonal(CSR, CSC, BSR, BSC) -> COO: bisection of each slice (one matrix), else the element COO; O(n log nnz)."""
     if a.ndim == 2 and not a.layout.is_blocked:
-        return _diagonal_on_pointers(xp, a, offset)
+        return diagonal_on_pointers(xp, a, offset)
     return diagonal_coo(xp, compressed_to_coo(xp, a), offset)
 
 

@@ -264,10 +264,16 @@ def _element_coo(xp: Any, a: CompressedArray, index_dtype: Any) -> COOArray:
     return COOArray(indices, values, a.shape, backend=a._backend, xp=xp, coalesced=cd == 0 and canonical, fill_value=a.fill_value)
 
 
+def _foreign_byte_order(*dtypes: Any) -> str | None:
+    if all(np.dtype(d).isnative for d in dtypes):
+        return None
+    return "the compiled kernels read and write indices in the machine's byte order"
+
+
 def _supports_compressed_coo(xp: Any, a: CompressedArray, target: Target) -> str | None:
     if a.layout.is_blocked:
         return "blocks are expanded by the generic kernel"
-    return None
+    return _foreign_byte_order(a.index_dtype, target.index_dtype)
 
 
 @register("convert", (COMPRESSED, sparse_coo), backend="numpy", supports=_supports_compressed_coo)
@@ -288,7 +294,7 @@ def _supports_compressed_compressed(xp: Any, a: CompressedArray, target: Target)
         return "a change of block shape is converted by the generic kernel"
     if a._vals.dtype.hasobject:
         return "the compiled kernels move values as bytes, which Python objects are not"
-    return _cpu.unavailable_reason()
+    return _foreign_byte_order(a.index_dtype, target.index_dtype) or _cpu.unavailable_reason()
 
 
 @register("convert", (COMPRESSED, COMPRESSED), backend="numpy", supports=_supports_compressed_compressed)

@@ -1,5 +1,6 @@
-"""Native indexing kernels of the NumPy backend: SciPy's compiled slicing of CSR and CSC matrices, and
-``take`` of COO arrays along a sparse dimension by counting.
+"""Native indexing kernels of the NumPy backend: SciPy's compiled slicing of CSR and CSC matrices, ``take``
+of COO arrays along a sparse dimension and of CSR/CSC matrices along the plain one by counting, and a
+compiled binary search of the slices for ``x[rows, cols]`` and ``diagonal`` of one CSR/CSC matrix.
 
 ``take`` repeats each entry once per position of ``indices`` that names its index. The generic kernel
 finds those positions with binary searches and restores a coalesced array's order with a lexicographic
@@ -20,6 +21,8 @@ from ..._index_key import Item, Slice
 from ...dispatch import register
 from ...formats import COOArray, CompressedArray, sparse_coo, sparse_csc, sparse_csr
 from .. import _cpu
+from ..array_api.indexing import points_on_pointers, supports_points_compressed
+from ..array_api.linalg_ext import diagonal_on_pointers
 from ..array_api.shape import wide_enough
 from .conversion import _cpu_reason, fold
 
@@ -159,3 +162,33 @@ def _take_unblocked_numpy(xp: Any, a: CompressedArray, indices: Any, axis: int) 
         np.ascontiguousarray(new_ptr, dtype=idt), np.ascontiguousarray(position, dtype=idt), values, shape,
         layout=a.layout, backend=a._backend, xp=xp, fill_value=a.fill_value, check=False,
     )  # fmt: skip
+
+
+# -- searches within the slices of one matrix: one compiled binary search per query -------------------
+
+
+def _find(xp: Any, ptr: Any, plain: Any, major: Any, minor: Any) -> tuple[np.ndarray, np.ndarray]:
+    pos = _cpu.compressed_find(np.asarray(ptr), np.asarray(plain), np.asarray(major), np.asarray(minor))
+    return pos, pos >= 0
+
+
+def _supports_points(xp: Any, a: CompressedArray, positions: list[Any], shape: tuple[int, ...]) -> str | None:
+    return supports_points_compressed(xp, a, positions, shape) or _cpu.unavailable_reason()
+
+
+@register("gather_points", (_UNBLOCKED,), backend="numpy", supports=_supports_points)
+def _gather_points_unblocked_numpy(xp: Any, a: CompressedArray, positions: list[Any], shape: tuple[int, ...]) -> COOArray:
+    """x[rows, cols] of one CSR/CSC matrix: a compiled binary search per point, in parallel; O(points * log of a slice)."""
+    return points_on_pointers(xp, a, positions, shape, _find)
+
+
+def _supports_diagonal(xp: Any, a: CompressedArray, offset: int) -> str | None:
+    if a.ndim != 2:
+        return "it searches the slices of one matrix; the generic kernel reads batches through the element COO"
+    return _cpu.unavailable_reason()
+
+
+@register("diagonal", (_UNBLOCKED,), backend="numpy", supports=_supports_diagonal)
+def _diagonal_unblocked_numpy(xp: Any, a: CompressedArray, offset: int) -> COOArray:
+    """diagonal(CSR/CSC) -> COO: a compiled binary search of each slice for its diagonal element; O(n log of a slice)."""
+    return diagonal_on_pointers(xp, a, offset, _find)
