@@ -1059,3 +1059,38 @@ def test_take_along_one_matrix_every_kernel(backend: str, xp: Any, layout: xs.La
     for _, r in results:
         with xs.check_sparse_tensor_invariants():
             xs.sparse_compressed_array(r._compressed, r._plain, r._vals, r.shape, layout=layout)
+
+
+@pytest.mark.skipif(_cpu.unavailable_reason() is not None, reason=str(_cpu.unavailable_reason()))
+@pytest.mark.parametrize("threads", [1, 2])
+def test_compiled_take_plain_against_numpy(threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled take along the plain dimension of a large matrix (both thread counts, sorted and unsorted
+    picks) equals NumPy's, and reads nothing outside its buffers for a malformed structure."""
+    monkeypatch.setattr(_cpu, "available_threads", lambda: threads)
+    rng = np.random.default_rng(3)
+    dense = np.where(rng.random((400, 600)) < 0.3, rng.standard_normal((400, 600)), 0.0)
+    a = xs.to_sparse_csr(dense, index_dtype="int32")
+    assert a.nnz >= 1 << 16  # the parallel form
+    for sel in (rng.integers(0, 600, 900), np.sort(rng.integers(0, 600, 50)), np.asarray([], dtype=np.int64)):
+        assert_sparse_equal(xs.take(a, sel, axis=1), np.take(dense, sel, axis=1), check_layout=xs.sparse_csr)
+    ptr, plain = np.asarray([0, 2, 3], dtype=np.int64), np.asarray([0, 1, 1], dtype=np.int64)
+    new_ptr, entry, position = _cpu.take_plain(ptr, plain, np.asarray([1, 0, 1]), 2)
+    np.testing.assert_array_equal(new_ptr, [0, 3, 5])
+    # the picks are not ascending: each slice's copies come sorted by their new position
+    np.testing.assert_array_equal(entry, [1, 0, 1, 2, 2])
+    np.testing.assert_array_equal(position, [0, 1, 2, 0, 2])
+    message = r"^take_plain: the compressed indices are not non-decreasing from 0 to nse"
+    with pytest.raises(ValueError, match=message):
+        _cpu.take_plain(np.asarray([0, 3, 2]), plain, np.asarray([0]), 2)
+    with pytest.raises(ValueError, match=message):
+        _cpu.take_plain(ptr, np.asarray([0, 5, 1]), np.asarray([0]), 2)
+    with pytest.raises(ValueError, match=message):
+        _cpu.take_plain(np.asarray([0, 2, 4]), plain, np.asarray([0]), 2)
+    # the fill pass checks the pointers it is given too: a slice's copies must fill its range exactly
+    native, count, first, order = _cpu._native_module(), np.asarray([1, 2]), np.asarray([0, 1]), np.asarray([1, 0, 2])
+    for wrong in ([0, 1, 5], [0, 4, 5], [0, 3, 4]):
+        out = np.empty(wrong[-1], dtype=np.int64), np.empty(wrong[-1], dtype=np.int64)
+        with pytest.raises(ValueError, match=message):
+            native.take_plain_fill(ptr, plain, count, first, order, np.asarray(wrong, dtype=np.int64), *out, True, 1)
+    with pytest.raises(ValueError, match=r"^take_plain: inconsistent arrays or counts$"):
+        native.take_plain_fill(ptr, plain, count, np.asarray([0, 2]), order, new_ptr, entry.copy(), position.copy(), True, 1)

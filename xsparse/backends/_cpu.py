@@ -27,6 +27,7 @@ __all__ = [
     "coo_to_compressed",
     "compressed_find",
     "count_nonzero",
+    "take_plain",
     "compressed_to_dense",
     "dense_to_compressed",
     "csr_matmul",
@@ -1027,6 +1028,53 @@ def compressed_find(indptr: np.ndarray, plain: np.ndarray, major: np.ndarray, mi
     native = indptr.dtype.newbyteorder("=")  # the kernel reads the machine's byte order
     _native_module().compressed_find(np.ascontiguousarray(indptr, dtype=native), np.ascontiguousarray(plain, dtype=native), major, minor, out, threads)
     return out
+
+
+def take_plain(indptr: np.ndarray, plain: np.ndarray, sel: np.ndarray, n_plain: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``take`` along the plain dimension of one CSR-like matrix: the copies of its entries, slice by slice.
+
+    Parameters
+    ----------
+    indptr, plain : numpy.ndarray
+        The compressed and plain indices of one matrix, of one dtype (int32 or int64).
+    sel : numpy.ndarray
+        The picked plain indices, in ``[0, n_plain)``, repeats allowed.
+    n_plain : int
+        The size of the plain dimension.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        int64 ``(new_ptr (n_major + 1,), entry (total,), position (total,))``: the copies' compressed
+        indices, and each copy's source entry and new plain index (its position in ``sel``); each slice's
+        copies sorted by position (ascending where ``plain`` is sorted within slices and ``sel`` is).
+
+    Raises
+    ------
+    ValueError
+        For offsets out of order or a plain index out of range (nothing is read outside the buffers).
+
+    Notes
+    -----
+    A count of the picks (``bincount``), then two passes over the slices on :func:`available_threads`
+    threads: one counts each slice's copies, one writes them, sorting a slice's copies when ``sel`` is not
+    ascending. O(nnz + copies (log of a slice's copies where sorted)).
+    """
+    native_order = indptr.dtype.newbyteorder("=")
+    indptr, plain = np.ascontiguousarray(indptr, dtype=native_order), np.ascontiguousarray(plain, dtype=native_order)
+    sel = np.ascontiguousarray(sel, dtype=np.int64)
+    count = np.bincount(sel, minlength=n_plain).astype(np.int64, copy=False)
+    first = np.cumsum(count) - count
+    order = np.argsort(sel, kind="stable").astype(np.int64, copy=False)
+    unsorted = bool(sel.shape[0] > 1 and np.any(sel[1:] < sel[:-1]))
+    threads = available_threads() if plain.shape[0] >= _PARALLEL_SCATTER_MIN_NNZ else 1
+    native = _native_module()
+    new_ptr = np.empty(indptr.shape[0], dtype=np.int64)
+    native.take_plain_count(indptr, plain, count, new_ptr, threads)
+    total = int(new_ptr[-1])
+    entry, position = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
+    native.take_plain_fill(indptr, plain, count, first, order, new_ptr, entry, position, unsorted, threads)
+    return new_ptr, entry, position
 
 
 def count_nonzero(values: np.ndarray) -> int:

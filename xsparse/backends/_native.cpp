@@ -3531,6 +3531,194 @@ PyObject* py_compressed_find(PyObject*, PyObject* args) {
     Py_RETURN_NONE;
 }
 
+// take along the plain dimension of one compressed matrix (A[:, cols]): every entry is copied once
+// per pick of its plain index. `count` (n_plain,) holds how often each plain index is picked, and the
+// picks of index j are order[first[j]], ..., order[first[j] + count[j] - 1] (ascending). The count pass
+// gives each slice its number of copies, checking the offsets and plain indices; the fill pass writes
+// each slice's copies (source entry, new plain index) into its own range, sorted by the new index when
+// `sort` (the picks are not in ascending order). Both in parallel over slices.
+template <class I>
+bool take_plain_count(const I* ptr, int64_t m, const I* plain, int64_t nse, const int64_t* count, int64_t n_plain,
+                      int64_t* new_ptr, int threads) {
+    if (ptr[0] != 0 || ptr[m] != nse) return false;
+    bool ok = true;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(&& : ok) if (threads > 1)
+    for (int64_t i = 0; i < m; ++i) {
+        const int64_t lo = ptr[i], hi = ptr[i + 1];
+        int64_t copies = 0;
+        if (lo < 0 || lo > hi || hi > nse) {
+            ok = false;
+        } else {
+            for (int64_t e = lo; e < hi; ++e) {
+                const int64_t j = plain[e];
+                if (j < 0 || j >= n_plain) {
+                    ok = false;
+                    break;
+                }
+                copies += count[j];
+            }
+        }
+        new_ptr[i + 1] = copies;
+    }
+    if (!ok) return false;
+    new_ptr[0] = 0;
+    for (int64_t i = 0; i < m; ++i) new_ptr[i + 1] += new_ptr[i];
+    return true;
+}
+
+// Fills each slice's copies; a slice whose copies do not fit its range of new_ptr (or that names a plain
+// index out of range) is left unwritten and reported, so nothing is written outside the outputs.
+template <class I>
+bool take_plain_fill(const I* ptr, int64_t m, const I* plain, int64_t nse, const int64_t* count, const int64_t* first,
+                     int64_t n_plain, const int64_t* order, const int64_t* new_ptr, int64_t total, int64_t* entry,
+                     int64_t* position, bool sort, int threads) {
+    if (ptr[0] != 0 || ptr[m] != nse || new_ptr[0] != 0 || new_ptr[m] != total) return false;
+    bool ok = true;
+#pragma omp parallel num_threads(threads) reduction(&& : ok) if (threads > 1)
+    {
+        std::vector<std::pair<int64_t, int64_t>> row;
+#pragma omp for schedule(dynamic, 256)
+        for (int64_t i = 0; i < m; ++i) {
+            const int64_t lo = ptr[i], hi = ptr[i + 1], a = new_ptr[i], b = new_ptr[i + 1];
+            if (lo < 0 || lo > hi || hi > nse || a < 0 || a > b || b > total) {
+                ok = false;
+                continue;
+            }
+            // every write is checked against the slice's range, and the range must come out full
+            int64_t q = a;
+            for (int64_t e = lo; e < hi; ++e) {
+                const int64_t j = plain[e];
+                if (j < 0 || j >= n_plain) {
+                    q = -1;
+                    break;
+                }
+                const int64_t c = count[j];
+                if (c == 0) continue;
+                if (c > b - q) {
+                    q = -1;
+                    break;
+                }
+                for (int64_t r = first[j], end = first[j] + c; r < end; ++r, ++q) {
+                    entry[q] = e;
+                    position[q] = order[r];
+                }
+            }
+            if (q != b) {
+                ok = false;
+                continue;
+            }
+            if (sort && b - a > 1) {
+                row.clear();
+                for (int64_t k = a; k < b; ++k) row.emplace_back(position[k], entry[k]);
+                std::sort(row.begin(), row.end());
+                for (int64_t k = a; k < b; ++k) {
+                    position[k] = row[static_cast<size_t>(k - a)].first;
+                    entry[k] = row[static_cast<size_t>(k - a)].second;
+                }
+            }
+        }
+    }
+    return ok;
+}
+
+// take_plain_count(indptr, plain, count, new_ptr, threads): indptr (m + 1,) and plain (nse,) of one
+// index dtype, count (n_plain,) int64; writes new_ptr (m + 1,) int64, the running count of copies.
+// take_plain_fill(indptr, plain, count, first, order, new_ptr, entry, position, sort, threads): first
+// (n_plain,) the running sum of count, order (picks,); writes entry and position (new_ptr[m],) int64.
+// ValueError for offsets out of order, a plain index out of range or inconsistent counts.
+bool acquire_take_plain(Buffer& ip, Buffer& ix, Buffer& cnt, PyObject* o_ip, PyObject* o_ix, PyObject* o_cnt) {
+    if (!ip.acquire(o_ip, "indptr", 1, false, true) || !ip.check_index("indptr") ||
+        !ix.acquire(o_ix, "plain", 1, false, true) || !ix.check_index("plain") ||
+        !cnt.acquire(o_cnt, "count", 1, false, true) || !cnt.check_index("count"))
+        return false;
+    if (ip.itemsize() != ix.itemsize() || ip.shape(0) < 1 || cnt.itemsize() != 8) {
+        PyErr_SetString(PyExc_ValueError, "take_plain: inconsistent arrays");
+        return false;
+    }
+    return true;
+}
+
+PyObject* py_take_plain_count(PyObject*, PyObject* args) {
+    PyObject *o_ip, *o_ix, *o_cnt, *o_new;
+    int threads;
+    if (!PyArg_ParseTuple(args, "OOOOi", &o_ip, &o_ix, &o_cnt, &o_new, &threads)) return nullptr;
+    threads = std::clamp(threads, 1, max_threads());
+    Buffer ip, ix, cnt, nw;
+    if (!acquire_take_plain(ip, ix, cnt, o_ip, o_ix, o_cnt) || !nw.acquire(o_new, "new_ptr", 1, true, true) ||
+        !nw.check_index("new_ptr"))
+        return nullptr;
+    const int64_t m = ip.shape(0) - 1;
+    if (nw.itemsize() != 8 || nw.shape(0) != m + 1) {
+        PyErr_SetString(PyExc_ValueError, "take_plain: inconsistent arrays");
+        return nullptr;
+    }
+    bool ok = true;
+    dispatch_index(ip.itemsize(), [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        Py_BEGIN_ALLOW_THREADS;
+        ok = take_plain_count<I>(reinterpret_cast<const I*>(ip.ptr()), m, reinterpret_cast<const I*>(ix.ptr()), ix.shape(0),
+                                 reinterpret_cast<const int64_t*>(cnt.ptr()), cnt.shape(0),
+                                 reinterpret_cast<int64_t*>(nw.ptr()), threads);
+        Py_END_ALLOW_THREADS;
+    });
+    if (!ok) {
+        PyErr_Format(PyExc_ValueError, "take_plain: %s", kStructureInvalid);
+        return nullptr;
+    }
+    Py_RETURN_NONE;
+}
+
+PyObject* py_take_plain_fill(PyObject*, PyObject* args) {
+    PyObject *o_ip, *o_ix, *o_cnt, *o_first, *o_order, *o_new, *o_entry, *o_pos;
+    int sort, threads;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOpi", &o_ip, &o_ix, &o_cnt, &o_first, &o_order, &o_new, &o_entry, &o_pos, &sort,
+                          &threads))
+        return nullptr;
+    threads = std::clamp(threads, 1, max_threads());
+    Buffer ip, ix, cnt, first, order, nw, entry, pos;
+    if (!acquire_take_plain(ip, ix, cnt, o_ip, o_ix, o_cnt) || !first.acquire(o_first, "first", 1, false, true) ||
+        !first.check_index("first") || !order.acquire(o_order, "order", 1, false, true) || !order.check_index("order") ||
+        !nw.acquire(o_new, "new_ptr", 1, false, true) || !nw.check_index("new_ptr") ||
+        !entry.acquire(o_entry, "entry", 1, true, true) || !entry.check_index("entry") ||
+        !pos.acquire(o_pos, "position", 1, true, true) || !pos.check_index("position"))
+        return nullptr;
+    const int64_t m = ip.shape(0) - 1, n_plain = cnt.shape(0), total = entry.shape(0);
+    const int64_t* c = reinterpret_cast<const int64_t*>(cnt.ptr());
+    const int64_t* f = reinterpret_cast<const int64_t*>(first.ptr());
+    bool consistent = first.itemsize() == 8 && order.itemsize() == 8 && nw.itemsize() == 8 && entry.itemsize() == 8 &&
+                      pos.itemsize() == 8 && first.shape(0) == n_plain && nw.shape(0) == m + 1 && pos.shape(0) == total;
+    int64_t picks = 0;
+    for (int64_t j = 0; consistent && j < n_plain; ++j) {
+        consistent = c[j] >= 0 && f[j] == picks;
+        picks += c[j];
+    }
+    if (!consistent || picks != order.shape(0)) {
+        PyErr_SetString(PyExc_ValueError, "take_plain: inconsistent arrays or counts");
+        return nullptr;
+    }
+    bool ok = true, oom = false;
+    dispatch_index(ip.itemsize(), [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        Py_BEGIN_ALLOW_THREADS;
+        try {
+            ok = take_plain_fill<I>(reinterpret_cast<const I*>(ip.ptr()), m, reinterpret_cast<const I*>(ix.ptr()),
+                                    ix.shape(0), c, f, n_plain, reinterpret_cast<const int64_t*>(order.ptr()),
+                                    reinterpret_cast<const int64_t*>(nw.ptr()), total,
+                                    reinterpret_cast<int64_t*>(entry.ptr()), reinterpret_cast<int64_t*>(pos.ptr()),
+                                    sort != 0, threads);
+        } catch (const std::bad_alloc&) {
+            oom = true;
+        }
+        Py_END_ALLOW_THREADS;
+    });
+    if (oom) return PyErr_NoMemory();
+    if (!ok) {
+        PyErr_Format(PyExc_ValueError, "take_plain: %s", kStructureInvalid);
+        return nullptr;
+    }
+    Py_RETURN_NONE;
+}
+
 PyObject* py_max_threads(PyObject*, PyObject*) { return PyLong_FromLong(max_threads()); }
 
 // scatter_copy_limit(nbytes) -> the previous limit: sets scatter_copy_max_bytes.
@@ -3719,6 +3907,9 @@ PyMethodDef methods[] = {
      "expand_compressed(indptr, plain, nb, n_major, major, minor, threads) -> bool: the compressed indices expanded, the plain ones copied"},
     {"transpose_compressed", py_transpose_compressed, METH_VARARGS,
      "transpose_compressed(indptr, plain, values, nb, n_major, n_minor, out_indptr, out_plain, out_values, threads) -> bool"},
+    {"take_plain_count", py_take_plain_count, METH_VARARGS, "take_plain_count(indptr, plain, count, new_ptr, threads)"},
+    {"take_plain_fill", py_take_plain_fill, METH_VARARGS,
+     "take_plain_fill(indptr, plain, count, first, order, new_ptr, entry, position, sort, threads)"},
     {"compressed_find", py_compressed_find, METH_VARARGS,
      "compressed_find(indptr, plain, major, minor, out, threads): positions of (slice, plain index) queries"},
     {"count_nonzero", py_count_nonzero, METH_VARARGS, "count_nonzero(values, kind, threads) -> int: of floating or complex values"},

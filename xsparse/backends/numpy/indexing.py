@@ -24,7 +24,7 @@ from .. import _cpu
 from ..array_api.indexing import points_on_pointers, supports_points_compressed
 from ..array_api.linalg_ext import diagonal_on_pointers
 from ..array_api.shape import wide_enough
-from .conversion import _cpu_reason, fold
+from .conversion import fold
 
 __all__: list[str] = []
 
@@ -94,19 +94,16 @@ def _runs_of_first(row: np.ndarray, sel: np.ndarray) -> tuple[np.ndarray, np.nda
     return entry, np.repeat(np.arange(sel.shape[0], dtype=np.int64), counts)
 
 
-def _repeated(row: np.ndarray, sel: np.ndarray, n: int, count: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each entry repeated once per position j of ``sel`` naming its index ``row``, entries in order, each
-    copy's j (ascending within an entry), and the running count of copies after each entry (``count``:
-    ``sel``'s ``bincount``, where the caller has it)."""
-    if count is None:
-        count = np.bincount(sel, minlength=n)
+def _repeated(row: np.ndarray, sel: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each entry repeated once per position j of ``sel`` naming its index ``row``, entries in order, and
+    each copy's j (ascending within an entry)."""
+    count = np.bincount(sel, minlength=n)
     order = np.argsort(sel, kind="stable")
     first = np.cumsum(count) - count
     c = count[row]
-    ends = np.cumsum(c)
     entry = np.repeat(np.arange(row.shape[0], dtype=np.int64), c)
-    rank = np.arange(entry.shape[0], dtype=np.int64) - np.repeat(ends - c, c)
-    return entry, order[first[row[entry]] + rank], ends
+    rank = np.arange(entry.shape[0], dtype=np.int64) - np.repeat(np.cumsum(c) - c, c)
+    return entry, order[first[row[entry]] + rank]
 
 
 @register("take", (sparse_coo,), backend="numpy", supports=_supports_take_coo)
@@ -118,7 +115,7 @@ def _take_coo_numpy(xp: Any, a: COOArray, indices: Any, axis: int) -> COOArray:
     if coalesced and axis == 0:
         entry, position = _runs_of_first(idx[0], sel)
     else:
-        entry, position, _ = _repeated(idx[axis], sel, a.shape[axis])
+        entry, position = _repeated(idx[axis], sel, a.shape[axis])
     new_idx = np.take(idx, entry, axis=1)
     new_idx[axis] = position
     vals = np.take(np.asarray(a._vals), entry, axis=0)
@@ -134,32 +131,19 @@ def _supports_take_plain(xp: Any, a: CompressedArray, indices: Any, axis: int) -
         return "it takes along the plain dimension of one CSR or CSC matrix; the generic kernel takes the rest"
     if axis != 1 - a.layout.compressed_dim:
         return "along the compressed (or a dense) dimension the generic kernel gathers whole slices or values"
-    return _cpu_reason(a.dtype)
+    return _cpu.unavailable_reason()
 
 
 @register("take", (_UNBLOCKED,), backend="numpy", supports=_supports_take_plain)
 def _take_unblocked_numpy(xp: Any, a: CompressedArray, indices: Any, axis: int) -> CompressedArray:
-    """take(CSR/CSC) along the plain dim (A[:, cols]): counted repeats, slices sorted by the compiled scatter; O(nnz + result)."""
-    ptr, plain, vals = np.asarray(a._compressed), np.asarray(a._plain), np.asarray(a._vals)
+    """take(CSR/CSC) along the plain dim (A[:, cols]): picks counted, copies written slice by slice in parallel, compiled; O(nnz + result)."""
     sel = np.asarray(indices, dtype=np.int64)
-    count = np.bincount(sel, minlength=a.shape[axis])
-    # the work after one pass over the entries is proportional to those picked at least once
-    kept = np.flatnonzero(count[plain])
-    entry, position, ends = _repeated(plain[kept], sel, a.shape[axis], count)
-    entry = kept[entry]
-    new_ptr = np.concatenate([np.zeros(1, dtype=np.int64), ends])[np.searchsorted(kept, ptr)]
+    new_ptr, entry, position = _cpu.take_plain(np.asarray(a._compressed), np.asarray(a._plain), sel, a.shape[axis])
     total, k = int(entry.shape[0]), int(sel.shape[0])
     idt = np.dtype(wide_enough(xp, a.index_dtype, total, k))
-    values = np.take(vals, entry, axis=0)
     shape = (*a.shape[:axis], k, *a.shape[axis + 1 :])
-    if k > 1 and bool(np.any(sel[1:] < sel[:-1])):
-        # the copies of an entry keep its place in the slice: sort each slice by the new positions
-        n_major = ptr.shape[0] - 1
-        major = np.repeat(np.arange(n_major, dtype=np.int64), np.diff(new_ptr))
-        work = np.int64 if idt == np.int64 else np.int32
-        new_ptr, position, values = _cpu.coo_to_compressed(major.astype(work), position.astype(work), values, n_major, k, sum_duplicates=False)
     return CompressedArray(
-        np.ascontiguousarray(new_ptr, dtype=idt), np.ascontiguousarray(position, dtype=idt), values, shape,
+        new_ptr.astype(idt, copy=False), position.astype(idt, copy=False), np.take(np.asarray(a._vals), entry, axis=0), shape,
         layout=a.layout, backend=a._backend, xp=xp, fill_value=a.fill_value, check=False,
     )  # fmt: skip
 
