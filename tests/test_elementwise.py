@@ -858,3 +858,14 @@ def test_errors(call: Any, exc: type[Exception], match: str) -> None:
     with pytest.raises(exc, match=match) as info:
         call()
     assert MESSAGE_SHAPE.fullmatch(str(info.value)), str(info.value)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex64"])
+def test_product_of_uncoalesced_operands_keeps_signs_of_zeros(xp: Any, dtype: str) -> None:
+    """A -0.0 product of uncoalesced COO operands stays -0.0 on every backend (torch's mul coalesces such
+    operands its own way, which made it +0.0; found by the CI's draws)."""
+    d = getattr(xp, dtype)
+    x = xs.sparse_coo_array(xp.asarray([[0, 1]]), xp.asarray([-4.0, -0.0], dtype=d), (2,))
+    y = xs.sparse_coo_array(xp.asarray([[0, 1]]), xp.asarray([-0.0, 2.0], dtype=d), (2,))
+    assert not x.is_coalesced() and not y.is_coalesced()
+    check_binary(xp, "multiply", x, y)

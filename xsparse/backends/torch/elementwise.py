@@ -238,7 +238,10 @@ def _supports_coo_coo_mul(xp: Any, x: COOArray, y: COOArray) -> str | None:
 @register("multiply", (sparse_coo, sparse_coo), backend="torch", supports=_supports_coo_coo_mul)
 def _multiply_coo_coo_torch(xp: Any, x: COOArray, y: COOArray) -> SparseArray:
     """multiply(COO, COO), one shape, fill 0, finite values: torch's intersection mul; O(nnz log nnz)."""
-    return _result(to_torch(x) * to_torch(y), x, xp)
+    # torch's mul coalesces an uncoalesced operand its own way, which makes a -0.0 product +0.0; its
+    # coalesce keeps the sign of a lone -0.0
+    tx, ty = (t if t.is_coalesced() else t.coalesce() for t in (to_torch(x), to_torch(y)))
+    return _result(tx * ty, x, xp)
 
 
 def _plain_csr_reason(*arrays: Any) -> str | None:
