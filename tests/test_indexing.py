@@ -1094,3 +1094,33 @@ def test_compiled_take_plain_against_numpy(threads: int, monkeypatch: pytest.Mon
             native.take_plain_fill(ptr, plain, count, first, order, np.asarray(wrong, dtype=np.int64), *out, True, 1)
     with pytest.raises(ValueError, match=r"^take_plain: inconsistent arrays or counts$"):
         native.take_plain_fill(ptr, plain, count, np.asarray([0, 2]), order, new_ptr, entry.copy(), position.copy(), True, 1)
+    # counts whose running sum wraps around int64 (a review's reproducer: it read before `order`)
+    huge, wrapped = np.asarray([2**63 - 1, 2**63 - 1, 2, 1]), np.asarray([0, 2**63 - 1, -2, 0])
+    with pytest.raises(ValueError, match=r"^take_plain: inconsistent arrays or counts$"):
+        native.take_plain_fill(np.asarray([0, 1]), np.asarray([2]), huge, wrapped, np.asarray([111]), np.asarray([0, 2]),
+                               np.empty(2, dtype=np.int64), np.empty(2, dtype=np.int64), False, 1)  # fmt: skip
+    with pytest.raises(ValueError, match=r"^take_plain: the picks must lie in \[0, 2\) \(min=0, max=5\)$"):
+        _cpu.take_plain(ptr, plain, np.asarray([0, 5]), 2)
+
+
+def test_take_along_a_very_wide_matrix(backend: str, xp: Any) -> None:
+    """A[:, cols] and a stepped column slice of a matrix of 20M columns and 3 entries: the kernels that work per
+    column (a count per column, SciPy's index per position) decline, and the result needs memory for the
+    entries only."""
+    n = 20_000_000
+    a = xs.sparse_csr_array(xp.asarray([0, 2, 3]), xp.asarray([1, n - 2, 7]), xp.asarray([1.0, 2.0, 3.0]), (2, n))
+    cols = xp.asarray([n - 2, 7, 1, 7])
+    native = [k for k in xs.kernels("take") if k.backend == backend and k.matches((xs.sparse_csr,)) and k.supports is not None]
+    assert len(native) == (backend in ("numpy", "torch"))  # the kernels that count per column
+    for k in native:
+        assert "outweigh the entries" in str(k.supports(xp, a, cols, 1))
+    r = a[:, cols]
+    assert r.layout is xs.sparse_csr and r.shape == (2, 4)
+    assert_sparse_equal(r, xp.asarray([[2.0, 0.0, 1.0, 0.0], [0.0, 3.0, 0.0, 3.0]]))
+    if backend == "numpy":
+        scipy_slicing = next(k for k in xs.kernels("getitem") if k.backend == "numpy")
+        assert "one index per position" in str(scipy_slicing.supports(xp, a, parse_key("getitem", a.shape, (slice(None), slice(None, None, -3)))))
+    s = a[:, ::-3]  # columns n-1, n-4, ..., 7, 4, 1: 1 and 7 among them, n - 2 not
+    assert s.shape == (2, (n + 2) // 3) and s.nnz == 2
+    last = (n + 2) // 3 - 1
+    assert_sparse_equal(s[:, last - 2 :], xp.asarray([[0.0, 0.0, 1.0], [3.0, 0.0, 0.0]]))

@@ -1063,6 +1063,8 @@ def take_plain(indptr: np.ndarray, plain: np.ndarray, sel: np.ndarray, n_plain: 
     native_order = indptr.dtype.newbyteorder("=")
     indptr, plain = np.ascontiguousarray(indptr, dtype=native_order), np.ascontiguousarray(plain, dtype=native_order)
     sel = np.ascontiguousarray(sel, dtype=np.int64)
+    if sel.shape[0] and (int(sel.min()) < 0 or int(sel.max()) >= n_plain):
+        raise ValueError(f"take_plain: the picks must lie in [0, {n_plain}) (min={int(sel.min())}, max={int(sel.max())})")
     count = np.bincount(sel, minlength=n_plain).astype(np.int64, copy=False)
     first = np.cumsum(count) - count
     order = np.argsort(sel, kind="stable").astype(np.int64, copy=False)

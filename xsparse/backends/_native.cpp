@@ -3689,8 +3689,8 @@ PyObject* py_take_plain_fill(PyObject*, PyObject* args) {
                       pos.itemsize() == 8 && first.shape(0) == n_plain && nw.shape(0) == m + 1 && pos.shape(0) == total;
     int64_t picks = 0;
     for (int64_t j = 0; consistent && j < n_plain; ++j) {
-        consistent = c[j] >= 0 && f[j] == picks;
-        picks += c[j];
+        consistent = c[j] >= 0 && f[j] == picks && c[j] <= std::numeric_limits<int64_t>::max() - picks;
+        if (consistent) picks += c[j];
     }
     if (!consistent || picks != order.shape(0)) {
         PyErr_SetString(PyExc_ValueError, "take_plain: inconsistent arrays or counts");

@@ -29,6 +29,8 @@ from .conversion import fold
 __all__: list[str] = []
 
 _UNBLOCKED = frozenset({sparse_csr, sparse_csc})
+# Above this many plain positions, and 8 per entry, work per position outweighs the entries.
+_WIDE = 1 << 22
 _SCIPY_DTYPES = frozenset(
     {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "complex64", "complex128"}
 )
@@ -50,6 +52,8 @@ def _supports_getitem(xp: Any, a: CompressedArray, items: Sequence[Item]) -> str
     plain = items[1 - a.layout.compressed_dim]
     if isinstance(plain, Slice) and plain.is_identity(a.shape[1 - a.layout.compressed_dim]):
         return "whole plain slices: the generic kernel narrows the compressed ones on their pointers, without copies"
+    if isinstance(plain, Slice) and plain.step != 1 and plain.length > max(8 * a.nnz, _WIDE):
+        return "SciPy indexes a stepped plain slice with one index per position; the generic kernel filters the entries"
     return None
 
 
@@ -131,6 +135,8 @@ def _supports_take_plain(xp: Any, a: CompressedArray, indices: Any, axis: int) -
         return "it takes along the plain dimension of one CSR or CSC matrix; the generic kernel takes the rest"
     if axis != 1 - a.layout.compressed_dim:
         return "along the compressed (or a dense) dimension the generic kernel gathers whole slices or values"
+    if a.shape[axis] > max(8 * (a.nnz + int(indices.shape[0])), _WIDE):
+        return "a count per plain index would outweigh the entries; the generic kernel searches the picks instead"
     return _cpu.unavailable_reason()
 
 

@@ -43,6 +43,8 @@ def _supports_take_plain(xp: Any, a: CompressedArray, indices: Any, axis: int) -
         return "it takes along the plain dimension of one CSR or CSC matrix; the generic kernel takes the rest"
     if axis != 1 - a.layout.compressed_dim:
         return "along the compressed (or a dense) dimension the generic kernel gathers whole slices or values"
+    if a.shape[axis] > max(8 * (a.nnz + int(indices.shape[0])), 1 << 22):
+        return "a count per plain index would outweigh the entries; the generic kernel searches the picks instead"
     return None
 
 
