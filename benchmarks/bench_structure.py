@@ -24,12 +24,16 @@ Cases, target: at least as fast as SciPy (ratio <= 1.0):
 * ``count_nonzero``, ``vector_norm`` (``scipy.sparse.linalg.norm(A)``, the Frobenius norm).
 
 Times are the best of a few repeats, ours and the reference's alternating, as wall-clock time and as CPU
-time of the process (all threads). Each result is checked against SciPy's once.
+time of the process (all threads) per call; a call shorter than about 20 ms is repeated within each
+measurement. Each result is checked against SciPy's once.
 """
 
 from __future__ import annotations
 
+import gc
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +42,8 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_elementwise import _as_xsparse, _print_table, _random_csr, _time_pair, cli  # noqa: E402
+from _harness import _calls_per_measurement  # noqa: E402
+from bench_elementwise import _as_xsparse, _print_table, _random_csr, cli  # noqa: E402
 
 import xsparse as xs  # noqa: E402  (bench_elementwise made it importable from a checkout)
 
@@ -54,6 +59,33 @@ def _same(ours: Any, ref: Any) -> None:
     dense = np.asarray(xs.to_dense(ours) if isinstance(ours, xs.SparseArray) else ours)
     want = ref.toarray() if sp.issparse(ref) else np.asarray(ref)
     np.testing.assert_allclose(dense, np.reshape(want, dense.shape), rtol=1e-12, atol=0)
+
+
+def _per_call(fn: Callable[[], Any], number: int) -> tuple[float, float]:
+    """Wall-clock and CPU seconds (all threads) per call, over ``number`` calls, the collector paused."""
+    gc.collect()
+    gc.disable()
+    try:
+        wall, cpu = time.perf_counter(), time.process_time()
+        for _ in range(number):
+            fn()
+        return (time.perf_counter() - wall) / number, (time.process_time() - cpu) / number
+    finally:
+        gc.enable()
+
+
+def _time_pair(ours: Callable[[], Any], ref: Callable[[], Any], repeats: int) -> dict[str, float]:
+    """The best times per call of ``ours`` and ``ref``, run alternately; a fast call is repeated within a
+    measurement (to about 20 ms), so that microseconds are measured, not the clock's resolution."""
+    numbers = {"ours": _calls_per_measurement(ours), "ref": _calls_per_measurement(ref)}
+    runs: dict[str, list[tuple[float, float]]] = {"ours": [], "ref": []}
+    for _ in range(repeats):
+        runs["ours"].append(_per_call(ours, numbers["ours"]))
+        runs["ref"].append(_per_call(ref, numbers["ref"]))
+    return {
+        "ours": min(w for w, _ in runs["ours"]), "ref": min(w for w, _ in runs["ref"]),
+        "ours_cpu": min(c for _, c in runs["ours"]), "ref_cpu": min(c for _, c in runs["ref"]),
+    }  # fmt: skip
 
 
 def numpy_cases(quick: bool, repeats: int) -> list[dict[str, Any]]:
