@@ -35,7 +35,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -51,7 +51,7 @@ import xsparse as xs  # noqa: E402  (bench_elementwise made it importable from a
 def _same(ours: Any, ref: Any) -> None:
     """``ours`` (an xsparse or NumPy array) holds the elements of ``ref`` (a SciPy matrix, array or scalar)."""
     if isinstance(ours, xs.SparseArray) and ours.ndim == 2:
-        c = xs.to_sparse_coo(ours)
+        c = cast(xs.COOArray, xs.to_sparse_coo(ours))
         got = sp.coo_array((np.asarray(c.values()), tuple(np.asarray(c.indices()))), shape=c.shape).tocsr()
         diff = got - sp.csr_array(ref)
         assert diff.nnz == 0 or float(abs(diff).max()) == 0.0
