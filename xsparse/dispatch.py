@@ -173,13 +173,13 @@ def call(op: str, layouts: Sequence[Hashable], backend: str, xp: Any, *args: Any
         ordered = hit[3]
     else:
         ordered = _resolved(op, layouts, backend)
-    declined: list[str] = []
+    declined: list[tuple[Kernel, str]] = []  # put in words only for the error: most calls pass a decline
     for kernel in ordered:
         supports = kernel.supports
         if supports is not None:
             reason = supports(xp, *args, **kwargs)
             if reason is not None:
-                declined.append(f"{kernel.describe()} declined: {reason.rstrip('.')}.")
+                declined.append((kernel, reason))
                 continue
         if kernel.rewrite:
             warnings.warn(
@@ -191,7 +191,7 @@ def call(op: str, layouts: Sequence[Hashable], backend: str, xp: Any, *args: Any
             )
         return kernel.func(xp, *args, **kwargs)
     registered = "; ".join(k.describe() for k in _REGISTRY.get(op, [])) or "none"
-    why = (" " + " ".join(declined)) if declined else ""
+    why = "".join(f" {k.describe()} declined: {reason.rstrip('.')}." for k, reason in declined)
     raise NoKernelError(
         f"{op}: no kernel for layouts ({_layout_list(layouts)}) on backend '{backend}'.{why} "
         f"Registered: {registered}. Convert an operand to a supported layout (e.g. with xsparse.to_sparse_csr) "

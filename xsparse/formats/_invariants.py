@@ -87,13 +87,28 @@ def full_checks_enabled(check_invariants: bool | None) -> bool:
     return check_sparse_tensor_invariants.is_enabled() if check_invariants is None else bool(check_invariants)
 
 
+# Keyed by (type, dtype): dtypes of different libraries never meet in a comparison (array-api-strict
+# warns when one of its dtypes is compared with a NumPy one).
+_DTYPE_NAMES: dict[tuple[type, Any], str] = {}
+
+
 def dtype_name(dtype: Any) -> str:
     """The Array API name of a backend dtype (``float64``), whatever the backend spells it."""
+    key = (type(dtype), dtype)
+    try:
+        return _DTYPE_NAMES[key]
+    except (KeyError, TypeError):
+        pass
     name = getattr(dtype, "name", None)
-    if isinstance(name, str):
-        return name
-    text = str(dtype)
-    return text.rsplit(".", 1)[-1].strip("'>")
+    if not isinstance(name, str):
+        name = str(dtype).rsplit(".", 1)[-1].strip("'>")
+    try:
+        # every array's check asks; NumPy computes a dtype's name in Python, a few microseconds each time
+        if len(_DTYPE_NAMES) < 1024:
+            _DTYPE_NAMES[key] = name
+    except TypeError:
+        pass  # an unhashable dtype object
+    return name
 
 
 def _fail(invariant: str, message: str) -> InvariantError:
