@@ -24,7 +24,7 @@ Cases, target: at least as fast as SciPy (ratio <= 1.0):
 * ``count_nonzero``, ``vector_norm`` (``scipy.sparse.linalg.norm(A)``, the Frobenius norm).
 
 Times are the best of a few repeats, ours and the reference's alternating, as wall-clock time and as CPU
-time of the process (all threads) per call; a call shorter than about 20 ms is repeated within each
+time of the process (all threads) per call; a call shorter than about 50 ms is repeated within each
 measurement. Each result is checked against SciPy's once.
 """
 
@@ -76,7 +76,7 @@ def _per_call(fn: Callable[[], Any], number: int) -> tuple[float, float]:
 
 def _time_pair(ours: Callable[[], Any], ref: Callable[[], Any], repeats: int) -> dict[str, float]:
     """The best times per call of ``ours`` and ``ref``, run alternately; a fast call is repeated within a
-    measurement (to about 20 ms), so that microseconds are measured, not the clock's resolution."""
+    measurement (to about 50 ms), so that microseconds are measured, not the clock's resolution."""
     numbers = {"ours": _calls_per_measurement(ours), "ref": _calls_per_measurement(ref)}
     runs: dict[str, list[tuple[float, float]]] = {"ours": [], "ref": []}
     for _ in range(repeats):
