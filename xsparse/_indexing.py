@@ -20,7 +20,7 @@ from ._common import backend_of, dtype_name, is_strided, resolve_dtype
 from ._conversion import layout_of, to_dense
 from ._elementwise import convert_result, operand_kind
 from ._errors import DensificationError, LayoutError
-from ._index_key import is_array_index, is_bool_dtype, normalize_index, parse_key
+from ._index_key import Slice, is_array_index, is_bool_dtype, normalize_index, parse_key
 from .backends.array_api import indexing as _generic_indexing  # noqa: F401  (registers the kernels)
 from .backends.array_api.elementwise import broadcast_shapes
 from .formats import CompressedArray, Layout, SparseArray, sparse_coo, strided
@@ -134,6 +134,8 @@ def getitem(x: Any, key: Any, /, *, layout: Layout | None = None) -> Any:
     if any(is_array_index(p) for p in parts):
         return convert_result(_getitem_arrays(op, xp, x, parts), layout, op)
     items = parse_key(op, tuple(x.shape), key)
+    if isinstance(x, SparseArray) and all(isinstance(it, Slice) and it.is_identity(x.shape[it.dim]) for it in items):
+        return convert_result(x, layout, op)  # a sparse array is immutable: x[:, :] is x
     return convert_result(dispatch.call(op, (layout_of(x),), backend.name, xp, x, items), layout, op)
 
 
@@ -218,8 +220,7 @@ def _getitem_array_among_slices(op: str, xp: Any, x: Any, parts: tuple[Any, ...]
     flat = _in_bounds(op, xp, xp.reshape(xp.astype(ind, xp.int64), (-1,)), x.shape[d], d)
     if isinstance(x, CompressedArray) and x.batch_dim() <= d < x.batch_dim() + 2 and (len(ishape) != 1 or x.layout.is_blocked):
         x = to_sparse(x, layout=sparse_coo)
-    slices = tuple(slice(None) if e == d else p for e, p in enumerate(parts))
-    sliced = x if all(p == slice(None) for p in slices) else getitem(x, slices)
+    sliced = getitem(x, tuple(slice(None) if e == d else p for e, p in enumerate(parts)))
     out = take(sliced, flat, axis=d)
     if len(ishape) == 1:
         return out

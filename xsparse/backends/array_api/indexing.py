@@ -40,6 +40,7 @@ from .shape import broadcast_coo, compress_like, regroup_coo, wide_enough
 
 __all__ = [
     "apply_items",
+    "expand_ranges",
     "points_on_pointers",
     "supports_points_compressed",
     "take_plain",
@@ -192,16 +193,23 @@ def _getitem_coo(xp: Any, a: COOArray, items: Sequence[Item]) -> COOArray:
 # int64 array of entry positions.
 
 
+def expand_ranges(xp: Any, starts: Any, counts: Any, backend: Any) -> tuple[Any, Any, Any]:
+    """The ranges ``[starts[g], starts[g] + counts[g])`` (1-D int64) laid end to end: their running count
+    (pointers, from 0), and for every element its range ``g`` and its value; O(ranges + elements)."""
+    running = xp.concat([xp.zeros((1,), dtype=xp.int64, device=_device(starts)), xp.cumulative_sum(counts)])
+    total = int(running[-1])
+    group = expand_compressed(xp, running, total, backend)
+    at = xp.take(starts - running[:-1], group) + xp.arange(total, dtype=xp.int64, device=_device(starts))
+    return running, group, at
+
+
 def gather_slices(xp: Any, ptr: Any, positions: Any, backend: Any) -> tuple[Any, Any]:
     """The int64 pointers and the entry positions of the compressed slices at ``positions`` (1-D int64, in
     bounds, repeats allowed), in that order; O(len(positions) + entries selected)."""
     lo = xp.astype(xp.take(ptr, positions), xp.int64)
     counts = xp.astype(xp.take(ptr, positions + 1), xp.int64) - lo
-    new_ptr = xp.concat([xp.zeros((1,), dtype=xp.int64, device=_device(ptr)), xp.cumulative_sum(counts)])
-    total = int(new_ptr[-1])
-    slice_of = expand_compressed(xp, new_ptr, total, backend)
-    first = xp.take(lo - new_ptr[:-1], slice_of)
-    return new_ptr, first + xp.arange(total, dtype=xp.int64, device=_device(ptr))
+    new_ptr, _, entries = expand_ranges(xp, lo, counts, backend)
+    return new_ptr, entries
 
 
 def _slice_range(xp: Any, ptr: Any, it: Slice, backend: Any) -> tuple[Any, Any]:
@@ -431,7 +439,7 @@ def take_plain(xp: Any, a: CompressedArray, indices: Any, counted: Callable[[Any
     them instead (the entries picked at least once, ascending, and for each its first position in the
     sorted indices and its number of copies), where the backend counts faster than it searches.
     """
-    dev, backend = a.device, a._backend
+    backend = a._backend
     k = int(indices.shape[0])
     order = xp.argsort(indices, stable=True)
     kept = None
@@ -442,14 +450,12 @@ def take_plain(xp: Any, a: CompressedArray, indices: Any, counted: Callable[[Any
         plain = xp.astype(a._plain, xp.int64)
         lo = xp.searchsorted(ordered, plain, side="left")
         counts = xp.searchsorted(ordered, plain, side="right") - lo
-    running = xp.concat([xp.zeros((1,), dtype=xp.int64, device=dev), xp.cumulative_sum(counts)])
+    # each entry's copies are a range of the sorted picks: its entry and the picks' positions
+    running, entry, at = expand_ranges(xp, lo, counts, backend)
     total = int(running[-1])
     ptr = xp.astype(a._compressed, xp.int64)
     new_ptr = xp.take(running, ptr if kept is None else xp.searchsorted(kept, ptr))
-    # every entry is a "slice" of its copies: the same expansion gives each copy its entry
-    entry = expand_compressed(xp, running, total, backend)
-    rank = xp.arange(total, dtype=xp.int64, device=dev) - xp.take(running, entry)
-    position = xp.take(order, xp.take(lo, entry) + rank)
+    position = xp.take(order, at)
     entry = entry if kept is None else xp.take(kept, entry)
     if k > 1 and bool(xp.any(indices[1:] < indices[:-1])):
         major = expand_compressed(xp, new_ptr, total, backend)

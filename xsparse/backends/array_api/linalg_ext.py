@@ -69,21 +69,14 @@ def _diagonal_coo(xp: Any, a: COOArray, offset: int) -> COOArray:
 
 
 def diagonal_on_pointers(xp: Any, a: CompressedArray, offset: int, find: Any = None) -> COOArray:
-    """The diagonal of one CSR or CSC matrix: each compressed slice searched for its diagonal element
-    (by ``find``, with :func:`~xsparse.backends.array_api.indexing.find_in_slices`'s signature)."""
-    from .indexing import find_in_slices
+    """The diagonal of one CSR or CSC matrix: its points looked up in their slices (by ``find``, with
+    :func:`~xsparse.backends.array_api.indexing.find_in_slices`'s signature)."""
+    from .indexing import find_in_slices, points_on_pointers
 
-    find = find_in_slices if find is None else find
-    m, n = a.shape
-    length = diagonal_length(m, n, offset)
+    length = diagonal_length(a.shape[0], a.shape[1], offset)
     d = xp.arange(length, dtype=xp.int64, device=a.device)
-    rows, cols = d + max(0, -offset), d + max(0, offset)
-    major, minor = (rows, cols) if a.layout.compressed_dim == 0 else (cols, rows)
-    pos, found = find(xp, a._compressed, a._plain, major, minor)
-    keep = xp.nonzero(found)[0]
-    idx = xp.reshape(xp.astype(xp.take(d, keep), a.index_dtype), (1, -1))
-    vals = take_values(xp, a._vals, xp.take(pos, keep), axis=0)
-    return COOArray(idx, vals, (length,), backend=a._backend, xp=xp, coalesced=True, fill_value=a.fill_value)
+    points = [d + max(0, -offset), d + max(0, offset)]
+    return points_on_pointers(xp, a, points, (length,), find_in_slices if find is None else find)
 
 
 @register("diagonal", (COMPRESSED,))
