@@ -469,6 +469,22 @@ def test_getitem_array_examples(xp: Any) -> None:
     assert_sparse_equal(zero[xp.asarray([True, False])], xp.full((1, 3), -1.0, dtype=xp.float64))
 
 
+@pytest.mark.parametrize("layout", [xs.strided, xs.sparse_coo, xs.sparse_csr], ids=str)
+def test_getitem_arrays_broadcast_to_nothing(xp: Any, layout: xs.Layout) -> None:
+    """Integer arrays whose broadcast is empty gather nothing and, as in NumPy, are not bounds-checked (a size-0
+    dimension included); an integer, and arrays with a non-empty broadcast, still are."""
+    d = xp.zeros((0, 3), dtype=xp.float64)
+    x = d if layout is xs.strided else xs.to_sparse(d, layout=layout)
+    empty, five = xp.asarray([], dtype=xp.int64), xp.asarray([5], dtype=xp.int64)
+    assert_sparse_equal(xs.getitem(x, (five, empty)), xp.zeros((0,), dtype=xp.float64))
+    assert_sparse_equal(xs.getitem(x, (empty, xp.asarray([7]))), xp.zeros((0,), dtype=xp.float64))
+    assert_sparse_equal(xs.getitem(x, (xp.asarray([[0]]), xp.zeros((0, 1), dtype=xp.int64))), xp.zeros((0, 1), dtype=xp.float64))
+    with pytest.raises(IndexError, match=r"getitem: index 0 is out of bounds for axis 0 of size 0"):
+        xs.getitem(x, (xp.asarray([0]), xp.asarray([1])))
+    with pytest.raises(IndexError, match=r"getitem: index 0 is out of bounds for dimension 0 of size 0"):
+        xs.getitem(x, (0, empty))
+
+
 # -- take / index_select ----------------------------------------------------------------------------
 
 
@@ -1101,6 +1117,44 @@ def test_compiled_take_plain_against_numpy(threads: int, monkeypatch: pytest.Mon
                                np.empty(2, dtype=np.int64), np.empty(2, dtype=np.int64), False, 1)  # fmt: skip
     with pytest.raises(ValueError, match=r"^take_plain: the picks must lie in \[0, 2\) \(min=0, max=5\)$"):
         _cpu.take_plain(ptr, plain, np.asarray([0, 5]), 2)
+
+
+@pytest.mark.skipif(_cpu.unavailable_reason() is not None, reason=str(_cpu.unavailable_reason()))
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+def test_compiled_gather_slices_against_numpy(threads: int, index_dtype: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled gather of whole rows (A[rows]) of a large matrix, with a dense dimension (both thread counts,
+    repeated, unsorted and no rows) equals NumPy's, and reads nothing outside its buffers for a malformed
+    structure or a row out of range."""
+    monkeypatch.setattr(_cpu, "available_threads", lambda: threads)
+    rng = np.random.default_rng(5)
+    dense = np.where(rng.random((500, 400, 1)) < 0.4, rng.standard_normal((500, 400, 2)), 0.0)
+    a = xs.to_sparse(dense, layout=xs.sparse_csr, dense_dim=1, index_dtype=index_dtype)
+    assert a.nnz >= 1 << 16  # the parallel form
+    for sel in (rng.integers(0, 500, 700), np.asarray([3, 3, 0, 499]), np.asarray([], dtype=np.int64)):
+        got = xs.take(a, sel, axis=0)
+        assert_sparse_equal(got, np.take(dense, sel, axis=0), check_layout=xs.sparse_csr)
+        assert got.index_dtype == a.index_dtype
+    ptr, plain, vals = np.asarray([0, 2, 3], dtype=index_dtype), np.asarray([0, 1, 1], dtype=index_dtype), np.arange(3.0)
+    new_ptr, got_plain, got_vals = _cpu.gather_slices(ptr, plain, vals, np.asarray([1, 0, 1]))
+    np.testing.assert_array_equal(new_ptr, [0, 1, 3, 4])
+    np.testing.assert_array_equal(got_plain, [1, 0, 1, 1])
+    np.testing.assert_array_equal(got_vals, [2.0, 0.0, 1.0, 2.0])
+    assert got_plain.dtype == plain.dtype
+    message = r"^gather_slices: a pick is out of range, or the compressed indices are not non-decreasing from 0 to nse"
+    for bad_ptr, rows in (([0, 3, 2], [1]), ([0, 2, 4], [1]), ([-1, 2, 3], [0]), (ptr, [2]), (ptr, [-1])):
+        with pytest.raises(ValueError, match=message):
+            _cpu.gather_slices(np.asarray(bad_ptr, dtype=index_dtype), plain, vals, np.asarray(rows))
+    # the fill pass checks the pointers it is given too: a pick's entries must fill its range exactly
+    native = _cpu._native_module()
+    for wrong in ([0, 2, 2], [0, 1, 3], [0, 0, 1]):
+        out_plain, out_vals = np.empty(wrong[-1], dtype=plain.dtype), np.empty(wrong[-1])
+        with pytest.raises(ValueError, match=message):
+            native.gather_slices_fill(ptr, plain, vals.view(np.uint8), np.asarray([1, 1]), np.asarray(wrong, dtype=np.int64),
+                                      out_plain, out_vals.view(np.uint8), 1)  # fmt: skip
+    with pytest.raises(ValueError, match=r"^gather_slices: inconsistent arrays$"):
+        native.gather_slices_fill(ptr, plain, vals.view(np.uint8), np.asarray([1]), np.asarray([0, 1], dtype=np.int64),
+                                  np.empty(2, dtype=plain.dtype), np.empty(2).view(np.uint8), 1)  # fmt: skip
 
 
 def test_take_along_a_very_wide_matrix(backend: str, xp: Any) -> None:

@@ -81,7 +81,9 @@ def normalize_index(op: str, index: Any, size: int, dim: int) -> int:
 
 def is_bool_dtype(dtype: Any) -> bool:
     """Whether ``dtype`` (of any backend) is the boolean dtype."""
-    return "bool" in str(dtype)
+    from .formats._invariants import dtype_name
+
+    return dtype_name(dtype) == "bool"
 
 
 def is_array_index(index: Any) -> bool:

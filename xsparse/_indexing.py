@@ -178,7 +178,7 @@ def _getitem_arrays(op: str, xp: Any, x: Any, parts: tuple[Any, ...]) -> Any:
                 f"{op}: an index array must have an integer or boolean dtype (dtype={dtype_name(ind.dtype)}, dim={d}). "
                 "Cast it with xsparse.astype(index, 'int64')."
             )
-        columns.append(_in_bounds(op, xp, xp.astype(ind, xp.int64), size, d))
+        columns.append(xp.astype(ind, xp.int64, copy=False))
     try:
         shape = broadcast_shapes(op, *(tuple(c.shape) for c in columns))
     except ValueError:
@@ -186,7 +186,10 @@ def _getitem_arrays(op: str, xp: Any, x: Any, parts: tuple[Any, ...]) -> Any:
             f"{op}: the index arrays do not broadcast together (shapes={[tuple(c.shape) for c in columns]}). Pass arrays "
             "of broadcast-compatible shapes."
         ) from None
-    flat = [xp.reshape(xp.broadcast_to(c, shape), (-1,)) for c in columns]
+    if math.prod(shape):
+        # as NumPy, arrays whose broadcast is empty gather nothing and are not bounds-checked
+        columns = [_in_bounds(op, xp, c, x.shape[d], d) if is_array_index(p) else c for d, (c, p) in enumerate(zip(columns, parts))]
+    flat = [c if tuple(c.shape) == shape and len(shape) == 1 else xp.reshape(xp.broadcast_to(c, shape), (-1,)) for c in columns]
     return _gather_points(x, flat, shape)
 
 
@@ -292,7 +295,9 @@ def gather_by_take(x: Any, positions: list[Any], shape: tuple[int, ...]) -> Any:
         index = lin
     else:
         index = positions[0]
-    out = take(x, index, axis=0)
+    backend = backend_of(x, op="take")
+    # the positions are in bounds already: take's kernels, without its checks
+    out = dispatch.call("take", (layout_of(x),), backend.name, backend.load(), x, index, 0)
     return out if shape == tuple(out.shape[:1]) else reshape(out, (*shape, *rest))
 
 

@@ -26,6 +26,7 @@ import numpy as np
 __all__ = [
     "coo_to_compressed",
     "compressed_find",
+    "gather_slices",
     "count_nonzero",
     "take_plain",
     "compressed_to_dense",
@@ -1028,6 +1029,48 @@ def compressed_find(indptr: np.ndarray, plain: np.ndarray, major: np.ndarray, mi
     native = indptr.dtype.newbyteorder("=")  # the kernel reads the machine's byte order
     _native_module().compressed_find(np.ascontiguousarray(indptr, dtype=native), np.ascontiguousarray(plain, dtype=native), major, minor, out, threads)
     return out
+
+
+def gather_slices(indptr: np.ndarray, plain: np.ndarray, values: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The compressed slices at ``rows`` of one CSR-like matrix, in that order (``A[rows]`` of a CSR matrix).
+
+    Parameters
+    ----------
+    indptr, plain : numpy.ndarray
+        The compressed and plain indices of one matrix, of one dtype (int32 or int64).
+    values : numpy.ndarray
+        ``(nse, ...)``: one entry (dense dimensions included) per plain index.
+    rows : numpy.ndarray
+        1-D integer positions of slices, in ``[0, len(indptr) - 1)``, repeats allowed.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(new_ptr (len(rows) + 1,) int64, plain (total,) of plain's dtype, values (total, ...))``.
+
+    Raises
+    ------
+    ValueError
+        For a pick out of range or offsets out of order (nothing is read outside the buffers).
+
+    Notes
+    -----
+    One serial pass over the picks counts their entries; one pass copies each picked slice's indices
+    and value bytes (``memcpy``), on :func:`available_threads` threads from 2**16 entries.
+    O(len(rows) + entries copied).
+    """
+    native_order = indptr.dtype.newbyteorder("=")
+    indptr, plain = np.ascontiguousarray(indptr, dtype=native_order), np.ascontiguousarray(plain, dtype=native_order)
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    native = _native_module()
+    new_ptr = np.empty(rows.shape[0] + 1, dtype=np.int64)
+    native.gather_slices_count(indptr, int(plain.shape[0]), rows, new_ptr)
+    total = int(new_ptr[-1])
+    out_plain = np.empty(total, dtype=plain.dtype)
+    out_values = empty((total, *values.shape[1:]), values.dtype)
+    threads = available_threads() if total >= _PARALLEL_SCATTER_MIN_NNZ else 1
+    native.gather_slices_fill(indptr, plain, _value_bytes(values), rows, new_ptr, out_plain, out_values.reshape(-1).view(np.uint8), threads)
+    return new_ptr, out_plain, out_values
 
 
 def take_plain(indptr: np.ndarray, plain: np.ndarray, sel: np.ndarray, n_plain: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -3621,6 +3621,120 @@ bool take_plain_fill(const I* ptr, int64_t m, const I* plain, int64_t nse, const
     return ok;
 }
 
+// Whole compressed slices of one matrix gathered by position (A[rows] of a CSR matrix): the count pass
+// (serial, one read of two offsets per pick) checks each pick and its offsets and writes the running
+// count of entries; the fill pass copies each picked slice's plain indices and value bytes to its range,
+// in parallel over the picks, re-checking every range so that nothing is read or written out of bounds.
+template <class I>
+bool gather_slices_count(const I* ptr, int64_t m, int64_t nse, const int64_t* rows, int64_t k, int64_t* new_ptr) {
+    new_ptr[0] = 0;
+    for (int64_t q = 0; q < k; ++q) {
+        const int64_t r = rows[q];
+        if (r < 0 || r >= m) return false;
+        const int64_t lo = ptr[r], hi = ptr[r + 1];
+        if (lo < 0 || lo > hi || hi > nse || new_ptr[q] > std::numeric_limits<int64_t>::max() - (hi - lo)) return false;
+        new_ptr[q + 1] = new_ptr[q] + (hi - lo);
+    }
+    return true;
+}
+
+template <class I>
+bool gather_slices_fill(const I* ptr, int64_t m, const I* plain, int64_t nse, const char* vals, int64_t eb,
+                        const int64_t* rows, int64_t k, const int64_t* new_ptr, int64_t total, I* out_plain,
+                        char* out_vals, int threads) {
+    bool ok = true;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 64) reduction(&& : ok) if (threads > 1)
+    for (int64_t q = 0; q < k; ++q) {
+        const int64_t r = rows[q];
+        if (r < 0 || r >= m) {
+            ok = false;
+            continue;
+        }
+        const int64_t lo = ptr[r], hi = ptr[r + 1], a = new_ptr[q], b = new_ptr[q + 1];
+        if (lo < 0 || lo > hi || hi > nse || a < 0 || a > b || b > total || b - a != hi - lo) {
+            ok = false;
+            continue;
+        }
+        if (hi > lo) {
+            std::memcpy(out_plain + a, plain + lo, static_cast<size_t>(hi - lo) * sizeof(I));
+            if (eb > 0) std::memcpy(out_vals + a * eb, vals + lo * eb, static_cast<size_t>((hi - lo) * eb));
+        }
+    }
+    return ok;
+}
+
+// gather_slices_count(indptr, nse, rows, new_ptr): indptr (m + 1,) int32 or int64, rows (k,) int64;
+// writes new_ptr (k + 1,) int64. gather_slices_fill(indptr, plain, values, rows, new_ptr, out_plain,
+// out_values, threads): values and out_values flat bytes of nse and new_ptr[k] entries; out_plain of
+// plain's dtype. ValueError for a pick out of range, offsets out of order or inconsistent arrays.
+PyObject* py_gather_slices_count(PyObject*, PyObject* args) {
+    PyObject *o_ip, *o_rows, *o_new;
+    long long nse;
+    if (!PyArg_ParseTuple(args, "OLOO", &o_ip, &nse, &o_rows, &o_new)) return nullptr;
+    Buffer ip, rows, nw;
+    if (!ip.acquire(o_ip, "indptr", 1, false, true) || !ip.check_index("indptr") ||
+        !rows.acquire(o_rows, "rows", 1, false, true) || !rows.check_index("rows") ||
+        !nw.acquire(o_new, "new_ptr", 1, true, true) || !nw.check_index("new_ptr"))
+        return nullptr;
+    const int64_t k = rows.shape(0);
+    if (ip.shape(0) < 1 || nse < 0 || rows.itemsize() != 8 || nw.itemsize() != 8 || nw.shape(0) != k + 1) {
+        PyErr_SetString(PyExc_ValueError, "gather_slices: inconsistent arrays");
+        return nullptr;
+    }
+    bool ok = true;
+    dispatch_index(ip.itemsize(), [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        Py_BEGIN_ALLOW_THREADS;
+        ok = gather_slices_count<I>(reinterpret_cast<const I*>(ip.ptr()), ip.shape(0) - 1, nse,
+                                    reinterpret_cast<const int64_t*>(rows.ptr()), k, reinterpret_cast<int64_t*>(nw.ptr()));
+        Py_END_ALLOW_THREADS;
+    });
+    if (!ok) {
+        PyErr_Format(PyExc_ValueError, "gather_slices: a pick is out of range, or %s", kStructureInvalid);
+        return nullptr;
+    }
+    Py_RETURN_NONE;
+}
+
+PyObject* py_gather_slices_fill(PyObject*, PyObject* args) {
+    PyObject *o_ip, *o_ix, *o_v, *o_rows, *o_new, *o_oix, *o_ov;
+    int threads;
+    if (!PyArg_ParseTuple(args, "OOOOOOOi", &o_ip, &o_ix, &o_v, &o_rows, &o_new, &o_oix, &o_ov, &threads)) return nullptr;
+    threads = std::clamp(threads, 1, max_threads());
+    Buffer ip, ix, v, rows, nw, oix, ov;
+    if (!ip.acquire(o_ip, "indptr", 1, false, true) || !ip.check_index("indptr") ||
+        !ix.acquire(o_ix, "plain", 1, false, true) || !ix.check_index("plain") ||
+        !v.acquire(o_v, "values", 1, false, true) || !rows.acquire(o_rows, "rows", 1, false, true) ||
+        !rows.check_index("rows") || !nw.acquire(o_new, "new_ptr", 1, false, true) || !nw.check_index("new_ptr") ||
+        !oix.acquire(o_oix, "out_plain", 1, true, true) || !oix.check_index("out_plain") ||
+        !ov.acquire(o_ov, "out_values", 1, true, true))
+        return nullptr;
+    const int64_t nse = ix.shape(0), k = rows.shape(0), total = oix.shape(0);
+    const int64_t vbytes = v.shape(0) * v.itemsize();
+    const int64_t eb = nse > 0 ? vbytes / nse : 0;
+    if (ip.shape(0) < 1 || ip.itemsize() != ix.itemsize() || oix.itemsize() != ix.itemsize() || rows.itemsize() != 8 ||
+        nw.itemsize() != 8 || nw.shape(0) != k + 1 || eb * nse != vbytes || ov.shape(0) * ov.itemsize() != total * eb ||
+        reinterpret_cast<const int64_t*>(nw.ptr())[k] != total) {
+        PyErr_SetString(PyExc_ValueError, "gather_slices: inconsistent arrays");
+        return nullptr;
+    }
+    bool ok = true;
+    dispatch_index(ip.itemsize(), [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        Py_BEGIN_ALLOW_THREADS;
+        ok = gather_slices_fill<I>(reinterpret_cast<const I*>(ip.ptr()), ip.shape(0) - 1, reinterpret_cast<const I*>(ix.ptr()),
+                                   nse, v.ptr(), eb, reinterpret_cast<const int64_t*>(rows.ptr()), k,
+                                   reinterpret_cast<const int64_t*>(nw.ptr()), total, reinterpret_cast<I*>(oix.ptr()),
+                                   ov.ptr(), threads);
+        Py_END_ALLOW_THREADS;
+    });
+    if (!ok) {
+        PyErr_Format(PyExc_ValueError, "gather_slices: a pick is out of range, or %s", kStructureInvalid);
+        return nullptr;
+    }
+    Py_RETURN_NONE;
+}
+
 // take_plain_count(indptr, plain, count, new_ptr, threads): indptr (m + 1,) and plain (nse,) of one
 // index dtype, count (n_plain,) int64; writes new_ptr (m + 1,) int64, the running count of copies.
 // take_plain_fill(indptr, plain, count, first, order, new_ptr, entry, position, sort, threads): first
@@ -3910,6 +4024,9 @@ PyMethodDef methods[] = {
     {"take_plain_count", py_take_plain_count, METH_VARARGS, "take_plain_count(indptr, plain, count, new_ptr, threads)"},
     {"take_plain_fill", py_take_plain_fill, METH_VARARGS,
      "take_plain_fill(indptr, plain, count, first, order, new_ptr, entry, position, sort, threads)"},
+    {"gather_slices_count", py_gather_slices_count, METH_VARARGS, "gather_slices_count(indptr, nse, rows, new_ptr)"},
+    {"gather_slices_fill", py_gather_slices_fill, METH_VARARGS,
+     "gather_slices_fill(indptr, plain, values, rows, new_ptr, out_plain, out_values, threads)"},
     {"compressed_find", py_compressed_find, METH_VARARGS,
      "compressed_find(indptr, plain, major, minor, out, threads): positions of (slice, plain index) queries"},
     {"count_nonzero", py_count_nonzero, METH_VARARGS, "count_nonzero(values, kind, threads) -> int: of floating or complex values"},

@@ -12,7 +12,16 @@ import array_api_compat
 from .._errors import DensificationError, LayoutError
 from ._layout import Layout
 
-__all__ = ["SparseArray"]
+__all__ = ["SparseArray", "array_device"]
+
+
+def array_device(x: Any) -> Any:
+    """The device of a backend array: its ``device`` attribute (the standard's), else array-api-compat's
+    lookup (NumPy before 2.0)."""
+    try:
+        return x.device
+    except AttributeError:
+        return array_api_compat.device(x)
 
 
 class SparseArray(abc.ABC):
@@ -90,7 +99,7 @@ class SparseArray(abc.ABC):
     @property
     def device(self) -> Any:
         """The backend device the components live on."""
-        return array_api_compat.device(self._vals)
+        return array_device(self._vals)
 
     @property
     def fill_value(self) -> Any:
@@ -119,7 +128,7 @@ class SparseArray(abc.ABC):
         )
 
     def _backend_device(self, x: Any) -> Any:
-        return array_api_compat.device(x)
+        return array_device(x)
 
     @property
     def T(self) -> SparseArray:

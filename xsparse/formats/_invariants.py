@@ -16,6 +16,7 @@ from contextlib import ContextDecorator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._errors import InvariantError
+from ._base import SparseArray
 from ._ops import expand_compressed
 
 if TYPE_CHECKING:
@@ -116,8 +117,6 @@ def _fail(invariant: str, message: str) -> InvariantError:
 
 
 def _is_array(xp: Any, x: Any) -> bool:
-    from ._base import SparseArray
-
     return not isinstance(x, SparseArray) and hasattr(x, "shape") and hasattr(x, "dtype")
 
 

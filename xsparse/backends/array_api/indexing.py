@@ -263,6 +263,17 @@ def index_slices(xp: Any, a: CompressedArray, row: Int | Slice, col: Int | Slice
     major, minor = (row, col) if cd == 0 else (col, row)
     ptr, plain, vals, backend = a._compressed, a._plain, a._vals, a._backend
     idt = ptr.dtype
+    if isinstance(major, Int) and isinstance(minor, Int):
+        # one element: a scan of its slice (the few calls of the general path cost more than the scan)
+        lo, hi = int(ptr[major.index]), int(ptr[major.index + 1])
+        where = xp.nonzero(plain[lo:hi] == minor.index)[0]
+        found = vals[lo:hi, ...] if hi - lo == where.shape[0] else take_values(xp, vals[lo:hi, ...], where, axis=0)
+        found = contiguous(backend, xp, apply_items(xp, found, dense_items, axis=1))
+        nse = int(found.shape[0])
+        return COOArray(
+            xp.zeros((0, nse), dtype=idt, device=a.device), found, tuple(found.shape[1:]), backend=backend, xp=xp,
+            coalesced=True, fill_value=a.fill_value,
+        )  # fmt: skip
     if isinstance(major, Int):
         lo, hi = int(ptr[major.index]), int(ptr[major.index + 1])
         new_ptr, entries = xp.asarray([0, hi - lo], dtype=xp.int64, device=a.device), slice(lo, hi)

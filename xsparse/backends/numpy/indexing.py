@@ -130,24 +130,29 @@ def _take_coo_numpy(xp: Any, a: COOArray, indices: Any, axis: int) -> COOArray:
     return COOArray(new_idx, vals, shape, backend=a._backend, xp=xp, coalesced=coalesced, fill_value=a.fill_value)
 
 
-def _supports_take_plain(xp: Any, a: CompressedArray, indices: Any, axis: int) -> str | None:
-    if a.layout not in _UNBLOCKED or a.batch_dim():
-        return "it takes along the plain dimension of one CSR or CSC matrix; the generic kernel takes the rest"
-    if axis != 1 - a.layout.compressed_dim:
-        return "along the compressed (or a dense) dimension the generic kernel gathers whole slices or values"
-    if a.shape[axis] > max(8 * (a.nnz + int(indices.shape[0])), _WIDE):
+def _supports_take_sparse(xp: Any, a: CompressedArray, indices: Any, axis: int) -> str | None:
+    if a.layout not in _UNBLOCKED or a.batch_dim() or axis > 1:
+        return "it takes along a sparse dimension of one CSR or CSC matrix; the generic kernel takes the rest"
+    if axis != a.layout.compressed_dim and a.shape[axis] > max(8 * (a.nnz + int(indices.shape[0])), _WIDE):
         return "a count per plain index would outweigh the entries; the generic kernel searches the picks instead"
     return _cpu.unavailable_reason()
 
 
-@register("take", (_UNBLOCKED,), backend="numpy", supports=_supports_take_plain)
+@register("take", (_UNBLOCKED,), backend="numpy", supports=_supports_take_sparse)
 def _take_unblocked_numpy(xp: Any, a: CompressedArray, indices: Any, axis: int) -> CompressedArray:
-    """take(CSR/CSC) along the plain dim (A[:, cols]): picks counted, copies written slice by slice in parallel, compiled; O(nnz + result)."""
+    """take(CSR/CSC) along a sparse dim: whole slices copied (A[rows]), or picks counted and copies written slice by slice (A[:, cols]); compiled, in parallel; O(nnz + result)."""
     sel = np.asarray(indices, dtype=np.int64)
-    new_ptr, entry, position = _cpu.take_plain(np.asarray(a._compressed), np.asarray(a._plain), sel, a.shape[axis])
-    total, k = int(entry.shape[0]), int(sel.shape[0])
-    idt = np.dtype(wide_enough(xp, a.index_dtype, total, k))
+    k = int(sel.shape[0])
     shape = (*a.shape[:axis], k, *a.shape[axis + 1 :])
+    if axis == a.layout.compressed_dim:
+        new_ptr, plain, vals = _cpu.gather_slices(np.asarray(a._compressed), np.asarray(a._plain), np.asarray(a._vals), sel)
+        idt = np.dtype(wide_enough(xp, a.index_dtype, int(plain.shape[0])))  # repeated slices can outgrow int32
+        return CompressedArray(
+            new_ptr.astype(idt, copy=False), plain.astype(idt, copy=False), vals, shape,
+            layout=a.layout, backend=a._backend, xp=xp, fill_value=a.fill_value, check=False,
+        )  # fmt: skip
+    new_ptr, entry, position = _cpu.take_plain(np.asarray(a._compressed), np.asarray(a._plain), sel, a.shape[axis])
+    idt = np.dtype(wide_enough(xp, a.index_dtype, int(entry.shape[0]), k))
     return CompressedArray(
         new_ptr.astype(idt, copy=False), position.astype(idt, copy=False), np.take(np.asarray(a._vals), entry, axis=0), shape,
         layout=a.layout, backend=a._backend, xp=xp, fill_value=a.fill_value, check=False,
