@@ -90,6 +90,44 @@ def test_unknown_backend_lists_the_known_ones() -> None:
     assert xs.get_default_backend().name == "numpy"
 
 
+def test_get_backend_by_the_name_of_an_array_api_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name that is no registered backend but an importable Array API namespace (as jax.numpy) gives the
+    backend of that namespace's arrays; a module that is not one, or no module, is unknown."""
+    import array_api_strict
+
+    fake = types.ModuleType("xsparse_test_namespace")
+    fake.__array_api_version__ = "2024.12"  # type: ignore[attr-defined]
+    fake.asarray = array_api_strict.asarray  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "xsparse_test_namespace", fake)
+    assert xs.get_backend("xsparse_test_namespace") is xs.get_backend("array_api_strict")
+    for name in ("json", "no_such_module_anywhere", "not a name"):
+        with pytest.raises(ValueError, match=r"unknown backend .* any module that is an Array API namespace \(jax.numpy\)"):
+            xs.get_backend(name)
+
+
+def test_a_library_without_int64_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A namespace that gives another dtype where int64 is asked (JAX without its 64-bit mode) is refused with
+    a message that says how to enable it, rather than let index arithmetic wrap around."""
+    from xsparse.backends import _require_int64, backend_of_array
+
+    narrow = types.ModuleType("xsparse_test_narrow")
+    narrow.int64 = np.dtype(np.int64)  # type: ignore[attr-defined]
+    narrow.asarray = lambda v, dtype=None: np.asarray(v, dtype=np.int32)  # type: ignore[attr-defined]
+
+    class Narrow:
+        shape, dtype = (), np.dtype(np.int32)
+
+        def __array_namespace__(self, api_version: Any = None) -> Any:
+            return narrow
+
+    monkeypatch.setitem(sys.modules, "xsparse_test_narrow", narrow)
+    message = r"backend 'xsparse_test_narrow': xsparse computes indices in int64, and this library gives int32 where int64 is asked"
+    with pytest.raises(TypeError, match=message):
+        backend_of_array(Narrow())
+    with pytest.raises(TypeError, match=r"gives int32 where int64 is asked \(JAX without 64-bit mode: call jax.config.update"):
+        _require_int64(narrow, "jax.numpy")
+
+
 def test_import_is_lazy() -> None:
     """Importing xsparse, and using it on NumPy arrays, imports no other array library."""
     code = (

@@ -596,6 +596,69 @@ def test_fill_values_are_exact() -> None:
     np.testing.assert_allclose(xs.to_dense(r), np.where(host != 1.5, 2 * host + 2, 3.0))
 
 
+@pytest.mark.parametrize("backend", backend_params())
+def test_integer_products_with_a_fill_value_keep_the_dtype(backend: str) -> None:
+    """An int32 product whose sparse operand has a non-zero fill value stays int32, as the dense product and the
+    fill value 0 do (the fill's column sums were promoted to the default integer)."""
+    host = np.asarray([[1, 2], [2, 3]], dtype=np.int32)
+    s = xs.to_backend(xs.to_sparse_csr(host, fill_value=2), backend)
+    xp = s._xp
+    d = xp.ones((2, 2), dtype=xp.int32)
+    for r, want in ((xs.matmul(s, d), host @ np.ones((2, 2), np.int32)), (xs.matmul(d, s), np.ones((2, 2), np.int32) @ host),
+                    (xs.vecdot(s, d), np.sum(host, axis=-1)), (xs.addmm(d, s, d), host @ np.ones((2, 2), np.int32) + 1)):  # fmt: skip
+        assert r.dtype == xp.int32
+        np.testing.assert_array_equal(np.asarray(xs.to_backend(r, "numpy")), want)
+
+
+@pytest.mark.parametrize("backend", backend_params())
+@pytest.mark.parametrize("layout", [xs.sparse_coo, xs.sparse_csr], ids=str)
+def test_sampled_addmm_with_beta_zero_ignores_the_input(backend: str, layout: xs.Layout) -> None:
+    """beta = 0 ignores the input's values, NaN and infinities included (BLAS's rule, and addmm's): every kernel,
+    torch's CSR one too, which multiplies them by 0."""
+    s = xs.to_backend(xs.sparse_csr_array([0, 1, 2, 3], [0, 1, 0], [math.nan, 1.0, -math.inf], (3, 2)), backend)
+    s = xs.to_sparse(s, layout=layout)
+    xp = s._xp
+    one = xp.ones((3, 2), dtype=xp.float64), xp.ones((2, 2), dtype=xp.float64)
+    r = xs.sampled_addmm(s, *one, beta=0.0)
+    np.testing.assert_array_equal(np.asarray(xs.to_backend(xs.to_dense(r), "numpy")), [[2.0, 0.0], [0.0, 2.0], [2.0, 0.0]])
+
+
+@pytest.mark.skipif(backend_skip_reason("torch") is not None, reason=str(backend_skip_reason("torch")))
+def test_torch_operands_with_conjugate_and_negative_bits() -> None:
+    """torch's lazy conjugate and negative bits on an operand are honoured: addmm of a COO operand (torch.addmm
+    reads the bit as unset), the compiled CSR @ CSR (which reads the values' memory), spsolve's right-hand side."""
+    import torch
+
+    a = xs.to_backend(xs.to_sparse_coo(np.asarray([[1 + 1j, 0], [0, 2]], dtype=np.complex64)), "torch")
+    bv = np.asarray([[1 + 1j], [1 - 2j]], dtype=np.complex64)
+    b = torch.from_numpy(np.conj(bv)).conj()
+    assert b.is_conj()
+    got = xs.addmm(torch.zeros(2, 1, dtype=torch.complex64), a, b, beta=0.0)
+    np.testing.assert_allclose(got.numpy(), xs.to_dense(xs.to_backend(a, "numpy")) @ bv)
+    v = torch.tensor([1 + 1j, 2 - 1j], dtype=torch.complex128)
+    ptr, col = torch.tensor([0, 1, 2]), torch.tensor([0, 1])
+    left, right = xs.sparse_csr_array(ptr, col, v.conj(), (2, 2)), xs.sparse_csr_array(ptr, col, v, (2, 2))
+    want = np.diag(np.conj(v.numpy()) * v.numpy())
+    np.testing.assert_allclose(xs.to_dense(left @ right).numpy(), want)
+    np.testing.assert_allclose(xs.to_dense(left.T @ right.T).numpy(), want.T)
+    m = xs.to_backend(xs.to_sparse_csr(np.asarray([[4.0, 1.0], [1.0, 3.0]])), "torch")
+    rhs = torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex128).conj().imag
+    assert rhs.is_neg()
+    np.testing.assert_allclose(xs.spsolve(m, rhs).numpy(), np.linalg.solve([[4.0, 1.0], [1.0, 3.0]], [-2.0, 1.0]))
+
+
+def test_vector_norm_inf_of_no_elements() -> None:
+    """The inf-norm over an axis of size 0 is 0, as NumPy's (and xsparse's on strided input); -inf still raises."""
+    x = np.zeros((3, 0))
+    for layout in (xs.sparse_coo, xs.sparse_csr):
+        s = xs.to_sparse(x, layout=layout, fill_value=-3.0)
+        np.testing.assert_array_equal(xs.to_dense(xs.linalg.vector_norm(s, ord=math.inf, axis=-1)), np.linalg.vector_norm(x, ord=math.inf, axis=-1))
+        assert float(xs.linalg.vector_norm(s, ord=math.inf)) == 0.0
+        assert xs.to_dense(xs.linalg.vector_norm(s, ord=math.inf, axis=0)).shape == (0,)
+        with pytest.raises(ValueError, match=r"min: the reduction is over zero elements"):
+            xs.linalg.vector_norm(s, ord=-math.inf, axis=-1)
+
+
 def test_hybrid_products() -> None:
     """A contraction over a dense dimension keeps the sparse structure; row-sparse COO from the right."""
     rng = np.random.default_rng(3)

@@ -16,6 +16,7 @@ import contextvars
 import importlib
 import importlib.util
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -185,11 +186,28 @@ def get_backend(name: str | Backend) -> Backend:
     _load_entry_points()
     if name in _EXTRA:
         return _EXTRA[name]
+    namespace = _array_api_module(name)
+    if namespace is not None:
+        # any Array API library, by the name of its namespace module (jax.numpy): the generic backend
+        return backend_of_array(namespace.asarray(0))
     known = ", ".join(repr(b.name) for b in registered_backends())
     raise ValueError(
-        f"get_backend: unknown backend (backend={name!r}). Known backends: {known}; a third-party backend "
-        "registers through the 'xsparse.backends' entry-point group."
+        f"get_backend: unknown backend (backend={name!r}). Known backends: {known}; any module that is an Array API "
+        "namespace (jax.numpy) works by its name too, and a third-party backend registers through the "
+        "'xsparse.backends' entry-point group."
     )
+
+
+def _array_api_module(name: str) -> Any:
+    """The module called ``name`` where it is an Array API namespace (it declares ``__array_api_version__``),
+    else None."""
+    if not name or not all(part.isidentifier() for part in name.split(".")):
+        return None
+    try:
+        module = importlib.import_module(name)
+    except ImportError:
+        return None
+    return module if hasattr(module, "__array_api_version__") and hasattr(module, "asarray") else None
 
 
 def backend_of_array(x: Any) -> Backend:
@@ -208,9 +226,27 @@ def backend_of_array(x: Any) -> Backend:
         if backend.library == xp.__name__.split(".")[0]:
             return backend
     name = xp.__name__
+    if name not in _EXTRA:
+        _require_int64(xp, name)
     backend = Backend(name, name.split(".")[0], lambda: xp)
     _EXTRA.setdefault(name, backend)
     return _EXTRA[name]
+
+
+def _require_int64(xp: Any, name: str) -> None:
+    """Raise where the namespace makes another dtype when int64 is asked (JAX without its 64-bit mode): the
+    generic kernels compute positions and sort keys in int64, which would silently wrap around."""
+    if not (hasattr(xp, "asarray") and hasattr(xp, "int64")):
+        return  # no namespace to compute with: its first operation says so
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = xp.asarray(0, dtype=xp.int64).dtype
+    if got != xp.int64:
+        hint = " (JAX without 64-bit mode: call jax.config.update('jax_enable_x64', True) at start-up, or set JAX_ENABLE_X64=1)"
+        raise TypeError(
+            f"backend {name!r}: xsparse computes indices in int64, and this library gives {got} where int64 is asked"
+            f"{hint if name.split('.')[0] == 'jax' else ''}. Enable its 64-bit integers first."
+        )
 
 
 _default: contextvars.ContextVar[str] = contextvars.ContextVar("xsparse_default_backend", default="numpy")

@@ -270,7 +270,7 @@ def sparse_times_strided(xp: Any, c: COOArray, b: Any, *, row_vector: bool = Fal
     bb = xp.broadcast_to(xp.astype(bb, dtype, copy=False), batch + tuple(bb.shape[-2:]))
     out = spmm(xp, c, bb, reduce)
     if not _is_zero(fill):
-        out = out + fill * xp.sum(bb, axis=-2, keepdims=True)
+        out = out + fill * xp.sum(bb, axis=-2, keepdims=True, dtype=dtype)
     shape = batch + (() if row_vector else (c.shape[-2],)) + (() if b.ndim == 1 else (b.shape[-1],))
     return xp.reshape(out, shape)
 

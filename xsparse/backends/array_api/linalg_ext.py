@@ -95,6 +95,10 @@ def _vector_norm_sparse(xp: Any, a: SparseArray, axis: Any, keepdims: bool, ord:
 
     mag = ew.abs(a)
     if ord == float("inf"):
+        axes = range(a.ndim) if axis is None else (axis,) if isinstance(axis, int) else axis
+        if not all(a.shape[d] for d in axes):
+            # the largest magnitude of no elements: 0, as NumPy's (the max's own rule would raise)
+            return red.sum(mag, axis=axis, keepdims=keepdims)
         return red.max(mag, axis=axis, keepdims=keepdims)
     if ord == float("-inf"):
         return red.min(mag, axis=axis, keepdims=keepdims)

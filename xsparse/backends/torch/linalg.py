@@ -402,7 +402,7 @@ def _matmul_compressed_compressed_compiled_torch(xp: Any, a: CompressedArray, b:
 
     m, n = a.shape[0], b.shape[1]
     left, right, n_cols = (a, b, n) if a.layout is sparse_csr else (b, a, m)
-    parts = [(s._compressed.numpy(), s._plain.numpy(), s._vals.numpy()) for s in (left, right)]
+    parts = [(s._compressed.numpy(), s._plain.numpy(), s._vals.resolve_conj().numpy()) for s in (left, right)]
     indptr, indices, data = compiled.csr_spgemm(parts[0], parts[1], n_cols)
     return CompressedArray(
         torch.from_numpy(indptr), torch.from_numpy(indices), torch.from_numpy(data), (m, n), layout=a.layout,
@@ -430,7 +430,8 @@ def _supports_addmm(xp: Any, input: torch.Tensor, a: SparseArray, b: torch.Tenso
 @register("addmm", (strided, COMPRESSED, strided), backend="torch", supports=_supports_addmm)
 def _addmm_strided_indexed_strided_torch(xp: Any, input: torch.Tensor, a: SparseArray, b: torch.Tensor, beta: Any, alpha: Any) -> torch.Tensor:
     """addmm(strided, COO/CSR/CSC/BSR, strided) -> strided: torch.addmm."""
-    return torch.addmm(input, to_torch(a), b, beta=beta, alpha=alpha)
+    # torch.addmm of a COO operand reads a strided operand's conjugate bit as unset
+    return torch.addmm(input, to_torch(a), b.resolve_conj(), beta=beta, alpha=alpha)
 
 
 def _supports_sampled(xp: Any, input: CompressedArray, a: torch.Tensor, b: torch.Tensor, beta: Any, alpha: Any) -> str | None:
@@ -454,7 +455,12 @@ def _sampled_addmm_csr_strided_strided_torch(
     xp: Any, input: CompressedArray, a: torch.Tensor, b: torch.Tensor, beta: Any, alpha: Any
 ) -> CompressedArray:
     """sampled_addmm(CSR, strided, strided) -> CSR: torch.sparse.sampled_addmm (SDDMM), batched."""
-    t = _tensor(input._compressed, input._plain, input._vals, tuple(input.shape), sparse_csr)
+    vals = input._vals
+    if beta == 0 and (vals.is_floating_point() or vals.is_complex()):
+        # beta = 0 ignores the input's values, NaN and infinities too (BLAS's rule, the generic kernel's);
+        # torch multiplies them by 0
+        vals = torch.nan_to_num(vals, nan=0.0, posinf=0.0, neginf=0.0)
+    t = _tensor(input._compressed, input._plain, vals, tuple(input.shape), sparse_csr)
     r = torch.sparse.sampled_addmm(t, a, b, beta=beta, alpha=alpha)
     from ..._common import scalar_for
 
@@ -547,7 +553,7 @@ class _SuperLUSolve(torch.autograd.Function):
 
         numpy_dtype = torch.empty((), dtype=dtype).numpy().dtype
         lu = factorize("spsolve", to_backend(a, "numpy"), numpy_dtype)
-        x = torch.from_numpy(lu.solve(b.detach().resolve_conj().to(dtype).numpy()))
+        x = torch.from_numpy(lu.solve(b.detach().resolve_conj().resolve_neg().to(dtype).numpy()))
         ctx.lu, ctx.a, ctx.dtype, ctx.b_dtype = lu, a, dtype, b.dtype
         ctx.save_for_backward(x)
         return x
@@ -556,7 +562,7 @@ class _SuperLUSolve(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
         (x,) = ctx.saved_tensors
-        g = torch.from_numpy(ctx.lu.solve_adjoint(grad.resolve_conj().to(ctx.dtype).numpy()))
+        g = torch.from_numpy(ctx.lu.solve_adjoint(grad.resolve_conj().resolve_neg().to(ctx.dtype).numpy()))
         grad_values = None
         if ctx.needs_input_grad[0]:
             a = ctx.a
