@@ -459,9 +459,11 @@ def monoid_coo(xp: Any, monoid: Monoid, c: COOArray, spec: ReduceSpec, groups: G
     """Reduce a COO array over ``spec.axes``: group the entries by their kept sparse indices (``groups``,
     :func:`sorted_groups`'s arguments and result), then combine each group with its fill values."""
     sd = c.sparse_dim()
+    # duplicates add up in the array's dtype (wrapping, rounding) before a cast to another result dtype
+    as_they_are = monoid.linear and spec.dtype == c.dtype
     if result_kind(c.ndim, sd, spec.axes) == "structure":
-        return monoid_structure(xp, monoid, c if monoid.linear else coalesce_coo(xp, c), spec)
-    if not (monoid.linear and is_plus_zero(c.fill_value)):
+        return monoid_structure(xp, monoid, c if as_they_are else coalesce_coo(xp, c), spec)
+    if not (as_they_are and is_plus_zero(c.fill_value)):
         c = coalesce_coo(xp, c)
     r_s = [d for d in spec.axes if d < sd]
     axes_v = tuple(1 + d - sd for d in spec.axes if d >= sd)
@@ -826,8 +828,10 @@ def _cumulative_kernels(name: str, what: str) -> None:
         return xp.asarray(running(_astype(xp, x, spec.dtype), axis=spec.axes[0], dtype=spec.dtype, include_initial=spec.include_initial))
 
     def coo_kernel(xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
-        # duplicates add up before a running product (a running sum is linear: it may run on them as they are)
-        return _cumulative(name, xp, a if name == "cumulative_sum" else coalesce_coo(xp, a), spec, coo_to_dense)
+        # duplicates add up before a running product, or a cast (a running sum is linear: in the array's
+        # dtype it may run on them as they are)
+        as_they_are = name == "cumulative_sum" and spec.dtype == a.dtype
+        return _cumulative(name, xp, a if as_they_are else coalesce_coo(xp, a), spec, coo_to_dense)
 
     def compressed_kernel(xp: Any, a: CompressedArray, spec: ReduceSpec) -> Any:
         return _cumulative(name, xp, a, spec, lambda xp, a: _convert_compressed_strided(xp, a, None))

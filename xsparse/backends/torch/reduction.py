@@ -215,12 +215,14 @@ def _full_kernel(name: str) -> Any:
         # make as few calls as they can (docs/decisions.md, "Reductions over every axis on the torch
         # backend").
         fill, values = a.fill_value, a._vals
-        if monoid.linear and is_plus_zero(fill):
+        duplicates = isinstance(a, COOArray) and not a.is_coalesced()
+        # duplicates add up in the array's dtype (wrapping, rounding) before a cast to another result dtype
+        if monoid.linear and is_plus_zero(fill) and (values.dtype == spec.dtype or not duplicates):
             # fill +0 adds nothing, and a torch sum starts from +0 (all -0.0 sum to +0.0, as in the dense
             # sum): the sum of the stored values, an uncoalesced COO array's duplicates as they are
             r = torch.sum(values if values.dtype == spec.dtype else monoid.premap(xp, values, spec.dtype), dtype=spec.dtype)
             return r.reshape((1,) * a.ndim) if spec.keepdims else r
-        if isinstance(a, COOArray) and not a.is_coalesced():
+        if duplicates:
             # duplicates sum first, and the unspecified elements are those of no distinct position
             a = dispatch.call("coalesce", (sparse_coo,), a._backend.name, xp, a)
             values = a._vals
