@@ -310,3 +310,18 @@ def test_torch_complex_products_with_dense_dimensions() -> None:
     native = next(k for k in xs.kernels("multiply") if k.backend == "torch" and k.signature == (xs.sparse_coo, xs.sparse_coo))
     assert native.supports(xp, flat, other) is None
     assert_sparse_equal(native.func(xp, flat, other), xs.to_dense(flat) * xs.to_dense(other))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "array_api_strict"])
+def test_complex_duplicates_sum_part_by_part(backend: str) -> None:
+    """Complex duplicates add up as IEEE 754 adds each part: two -0.0 parts give -0.0 (torch's complex
+    addition gives +0.0, which moves atan across its branch cut), a NaN stays in its part."""
+    cases = (
+        ([complex(-0.0, -1.5), complex(-0.0, -0.0)], complex(-0.0, -1.5)),
+        ([complex(math.nan, -0.0), complex(1.0, -1.5)], complex(math.nan, -1.5)),
+        ([complex(-0.0, -0.0), complex(-0.0, -0.0), complex(-0.0, math.inf)], complex(-0.0, math.inf)),
+    )
+    for v, total in cases:
+        a = xs.to_backend(xs.sparse_coo_array(np.zeros((1, len(v)), dtype=np.int64), np.asarray(v), (1,)), backend)
+        for got, want in ((xs.to_dense(a), total), (a.coalesce().values(), total), (xs.to_dense(xs.atan(a)), np.arctan(total))):
+            _same(np.asarray(xs.to_backend(got, "numpy")), np.asarray([want]))
