@@ -947,3 +947,17 @@ def test_numpy_parallel_sum_stays_in_its_dtype(dtype: str, monkeypatch: pytest.M
     total = reduction._reduce_all(np.add, data)
     assert total.dtype == np.dtype(dtype) and total.shape == (1,)
     np.testing.assert_allclose(total[0], np.add.reduce(data, dtype=dtype), rtol=1e-5 if dtype == "float32" else 0)
+
+
+def test_complex_sums_with_a_non_finite_fill_value(xp: Any) -> None:
+    """n copies of a complex fill value add up part by part, as the dense sum adds them: a complex product by
+    the count would make (inf - 1.5j) * 4 into inf + nanj. torch's complex + does the same, its sum does not."""
+    inf = complex(math.inf, -1.5)
+    host = np.asarray([[1 + 1j, inf], [inf, inf], [inf, inf]])
+    for layout in (xs.sparse_coo, xs.sparse_csr):
+        a = xs.to_sparse(xp.asarray(host), layout=layout, fill_value=inf)
+        assert a.nnz == 1
+        for axis in (None, 0, 1):
+            got = xs.sum(a, axis=axis)
+            got = to_numpy(xs.to_dense(got) if isinstance(got, xs.SparseArray) else got)
+            np.testing.assert_array_equal(got, np.sum(host, axis=axis))

@@ -12,6 +12,7 @@ nnz = 0, and uncoalesced COO with duplicates.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -699,6 +700,130 @@ def test_concat_of_compressed_with_different_splits_rewrites(backend: str, xp: A
     assert_sparse_equal(r, xp.concat([xp.asarray(d), xp.asarray(d)], axis=0))
 
 
+def _recorded(call: Callable[[], Any]) -> tuple[Any, list[warnings.WarningMessage]]:
+    """``call()``'s result and every warning it emitted (stack's expand_dims may warn too)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = call()
+    return result, caught
+
+
+def test_concat_operands_the_first_layout_cannot_hold(backend: str, xp: Any) -> None:
+    """An operand whose split into sparse and dense dimensions the first operand's layout cannot hold (too
+    many dense dimensions, or sparse dimensions its block shape does not divide) sends the join through
+    COO with the warning, on every axis, for concat and stack, as operands split differently do."""
+    small = np.arange(1.0, 9.0).reshape(1, 2, 4)
+    big = np.arange(1.0, 25.0).reshape(2, 3, 4)
+    wide = np.where(np.arange(48).reshape(2, 4, 6) % 3 == 0, 0.0, np.arange(48.0).reshape(2, 4, 6))
+    cases = [
+        (small, xs.to_sparse(xp.asarray(small), layout=xs.sparse_csr), xs.to_sparse(xp.asarray(small), sparse_dim=1)),
+        (
+            big, xs.to_sparse(xp.asarray(big), layout=xs.sparse_bsc, dense_dim=1, blocksize=(2, 1)),
+            xs.to_sparse(xp.asarray(big), layout=xs.sparse_csc),
+        ),
+        (wide, xs.to_sparse(xp.asarray(wide), layout=xs.sparse_bsr, blocksize=(2, 3)), xs.to_sparse(xp.asarray(wide), sparse_dim=2)),
+    ]  # fmt: skip
+    for host, first, other in cases:
+        target = first.layout
+        for axis in range(host.ndim):
+            with pytest.warns(xs.SparseEfficiencyWarning, match=rf"^concat: a {target} array cannot hold every operand .* joining them as sparse_coo arrays instead"):
+                r = xs.concat([first, other], axis=axis)
+            assert r.layout is xs.sparse_coo
+            assert_sparse_equal(r, xp.asarray(np.concatenate([host, host], axis=axis)))
+            r = xs.concat([first, other], axis=axis, layout=xs.sparse_coo)
+            assert_sparse_equal(r, xp.asarray(np.concatenate([host, host], axis=axis)), check_layout=xs.sparse_coo)
+        for axis in range(-host.ndim - 1, host.ndim + 1):
+            r, caught = _recorded(lambda: xs.stack([first, other], axis=axis))
+            assert any(issubclass(w.category, xs.SparseEfficiencyWarning) for w in caught)
+            assert_sparse_equal(r, xp.asarray(np.stack([host, host], axis=axis)))
+
+
+def test_concat_in_a_given_layout_of_operands_it_cannot_hold(backend: str, xp: Any) -> None:
+    """layout= names a layout that cannot hold an operand: the join goes through COO (with the warning)
+    and the result is converted, a blocked one with the block shape of the first blocked operand."""
+    small = np.arange(1.0, 9.0).reshape(1, 2, 4)
+    batched, split = xs.to_sparse(xp.asarray(small), layout=xs.sparse_csr), xs.to_sparse(xp.asarray(small), sparse_dim=1)
+    for axis in range(3):
+        with pytest.warns(xs.SparseEfficiencyWarning, match=r"^concat: a sparse_csr array cannot hold every operand"):
+            r = xs.concat([split, batched], axis=axis, layout=xs.sparse_csr)
+        assert r.layout is xs.sparse_csr and r.batch_dim() == 1
+        assert_sparse_equal(r, xp.asarray(np.concatenate([small, small], axis=axis)))
+    big = np.arange(1.0, 25.0).reshape(2, 3, 4)
+    bsc = xs.to_sparse(xp.asarray(big), layout=xs.sparse_bsc, dense_dim=1, blocksize=(2, 1))
+    csc = xs.to_sparse(xp.asarray(big), layout=xs.sparse_csc)
+    with pytest.warns(xs.SparseEfficiencyWarning, match=r"^concat: a sparse_bsc array cannot hold every operand"):
+        r = xs.concat([csc, bsc], axis=1, layout=xs.sparse_bsc)
+    assert r.layout is xs.sparse_bsc and r.blocksize == (2, 1) and r.dense_dim() == 0
+    assert_sparse_equal(r, xp.asarray(np.concatenate([big, big], axis=1)))
+    # the rewrite of compressed operands split differently gives COO, converted with the block shape too
+    hybrid = xs.to_sparse(xp.asarray(big[:, :2]), layout=xs.sparse_bsr, dense_dim=1, blocksize=(2, 1))
+    plain = xs.to_sparse(xp.asarray(big[:, :2]), layout=xs.sparse_bsr, blocksize=(2, 1))
+    with pytest.warns(xs.SparseEfficiencyWarning, match=r"^concat: no direct kernel"):
+        r = xs.concat([hybrid, plain], axis=1, layout=xs.sparse_bsr)
+    assert r.layout is xs.sparse_bsr and r.blocksize == (2, 1)
+    assert_sparse_equal(r, xp.asarray(np.concatenate([big[:, :2], big[:, :2]], axis=1)))
+
+
+def _split_operand(data: st.DataObject, xp: Any, host: np.ndarray, fill: float, label: str) -> Any:
+    """``host`` in a drawn layout and split: COO with any sparse_dim, compressed with any dense_dim (COO of
+    that split where its batches differ in size), BSR/BSC with a block shape dividing its own sparse
+    dimensions, or strided."""
+    layout = data.draw(st.sampled_from([xs.strided, *SPARSE_LAYOUTS]), label=f"{label}_layout")
+    x = xp.asarray(host)
+    if layout is xs.strided:
+        return x
+    kw: dict[str, Any] = {"fill_value": fill, "index_dtype": data.draw(st.sampled_from(["int32", "int64"]), label=f"{label}_index")}
+    if layout is xs.sparse_coo:
+        return xs.to_sparse(x, sparse_dim=data.draw(st.integers(0, host.ndim), label=f"{label}_sparse_dim"), **kw)
+    dense_dim = data.draw(st.integers(0, host.ndim - 2), label=f"{label}_dense_dim")
+    if layout.is_blocked:
+        rows = host.ndim - dense_dim - 2
+        kw["blocksize"] = tuple(
+            data.draw(st.sampled_from([d for d in range(1, n + 1) if n % d == 0] or [1]), label=f"{label}_block{i}")
+            for i, n in enumerate(host.shape[rows : rows + 2])
+        )  # fmt: skip
+    try:
+        return xs.to_sparse(x, layout=layout, dense_dim=dense_dim, **kw)
+    except xs.InvariantError:
+        # batches that hold different numbers of elements (invariant 3.9): the COO array of that split
+        kw.pop("blocksize", None)
+        return xs.to_sparse(x, sparse_dim=host.ndim - dense_dim, **kw)
+
+
+@SOME
+@given(data=st.data())
+def test_joins_of_operands_split_differently(backend: str, xp: Any, data: st.DataObject) -> None:
+    """concat and stack of operands in any layouts and splits, on any axis, in the first operand's layout
+    or a given one: NumPy's result, or one of the documented errors (a strided first operand with sparse
+    others, a blocked layout= with no block shape, a result the given layout cannot hold, unequal batches)."""
+    shape = tuple(data.draw(st.lists(st.sampled_from([1, 2, 3, 4]), min_size=3, max_size=3), label="shape"))
+    fill = data.draw(st.sampled_from([0.0, 1.5]), label="fill")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    count = data.draw(st.integers(2, 3), label="count")
+    hosts = [np.where(rng.random(shape) < 0.5, rng.integers(-3, 4, shape).astype(np.float64), fill) for _ in range(count)]
+    arrays = [_split_operand(data, xp, h, fill, f"operand{i}") for i, h in enumerate(hosts)]
+    layout = data.draw(st.sampled_from([None, *SPARSE_LAYOUTS]), label="layout")
+    stacking = data.draw(st.booleans(), label="stack")
+    if stacking:
+        axis = data.draw(st.integers(-len(shape) - 1, len(shape)), label="axis")
+        expected, call = np.stack(hosts, axis=axis), (lambda: xs.stack(arrays, axis=axis, layout=layout))
+    else:
+        axis = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis")
+        expected, call = np.concatenate(hosts, axis=axis), (lambda: xs.concat(arrays, axis=axis, layout=layout))
+    try:
+        result, _ = _recorded(call)
+    except xs.DensificationError as e:
+        assert layout is None and xs.layout_of(arrays[0]) is xs.strided, e
+        return
+    except xs.InvariantError as e:
+        assert "invariant 3.9 violated" in str(e) and "sparse_coo" in str(e), e
+        return
+    except ValueError as e:
+        assert re.match(r"^concat: (layout=\S+ needs a block shape|a \S+ result needs a block shape|a \S+ result cannot hold the joined array)", str(e)), e
+        return
+    assert_sparse_equal(result, xp.asarray(expected), check_layout=layout)
+
+
 def test_concat_axis_none_and_one_array(backend: str, xp: Any) -> None:
     a = xs.to_sparse_coo(xp.asarray(np.asarray([[0, 1], [2, 0]])))
     r = xs.concat([a, a], axis=None)
@@ -944,6 +1069,15 @@ ERRORS: list[tuple[str, Callable[[], Any], type[BaseException], str]] = [
     ("concat-no-blocksize", lambda: xs.concat([_csr(), _csr()], layout=xs.sparse_bsr), ValueError,
      r"^concat: layout=sparse_bsr needs a block shape, and no operand has one \(layouts=\['sparse_csr', 'sparse_csr'\]\)\. "
      r"Convert an operand with xsparse\.to_sparse_bsr\(a, blocksize=\(rows, columns\)\) first\.$"),
+    ("concat-layout-cannot-hold", lambda: xs.concat([xs.to_sparse(np.ones((1, 2, 4)), sparse_dim=1)] * 2, layout=xs.sparse_csr), ValueError,
+     r"^concat: a sparse_csr result cannot hold the joined array, a sparse_csr array needs 2 sparse dimensions before its dense "
+     r"ones \(shape=\(2, 2, 4\), dense_dim=2\)\. Pass layout=xsparse\.sparse_coo, or give the operands a split that a "
+     r"sparse_csr array holds first\.$"),
+    ("concat-layout-blocks", lambda: xs.concat(
+        [xs.to_sparse(np.ones((2, 3, 4)), layout=xs.sparse_bsc, dense_dim=1, blocksize=(2, 1)), xs.to_sparse_csc(np.ones((2, 3, 4)))],
+        layout=xs.sparse_bsc), ValueError,
+     r"^concat: a sparse_bsc result cannot hold the joined array, the blocksize \(2, 1\) does not divide the sparse dimensions "
+     r"\(3, 4\) \(shape=\(4, 3, 4\), dense_dim=0, blocksize=\(2, 1\)\)\. Pass layout=xsparse\.sparse_coo"),
     ("concat-align-overflow", lambda: xs.concat([xs.sparse_coo_array([[0], [0]], [[1.0]], (2**40, 2**40, 1))] * 2, axis=2), ValueError,
      r"^concat: the sparse dimensions \(1099511627776, 1099511627776\) have more positions than int64 can number"),
     ("stack-shapes", lambda: xs.stack([_coo(), _csr()]), ValueError,

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 import strategies as S
 import xsparse as xs
 from xsparse import dispatch
+from xsparse._common import dtype_name
 from xsparse.testing import assert_sparse_equal, to_numpy
 
 load_native_kernels()
@@ -485,3 +486,62 @@ def test_sorted_values_is_a_stable_sort_bit_for_bit(backend: str, xp: Any, data:
         got = to_numpy(sorted_values(xp, xp.asarray(h)))
         want = h[np.argsort(h, kind="stable")]
         assert _bits(got) == _bits(want), (h, got, want)
+
+
+# -- bool values -------------------------------------------------------------------------------------
+
+
+@st.composite
+def bool_inputs(draw: Any, xp: Any) -> tuple[Any, np.ndarray]:
+    """``(x, host)``: a bool array, strided or in any sortable layout (batch and dense dimensions, fill
+    value False or True, nnz = 0 and full)."""
+    layout = draw(st.sampled_from([xs.strided, *SORTABLE]))
+    case = draw(S.dense_cases(xp, dtype="bool", fill=None))
+    x = case.array if layout is xs.strided else case.sparse(layout)
+    if layout is xs.sparse_coo and x.nnz and draw(st.booleans()):
+        x = S.uncoalesced_like(xp, np.random.default_rng(draw(st.integers(0, 2**32 - 1))), x, dtype_name(x.index_dtype))
+    return x, case.host
+
+
+@SOME
+@given(data=st.data())
+def test_unique_of_bool_arrays(backend: str, xp: Any, data: st.DataObject) -> None:
+    """The standard's unique_* take every dtype: bool arrays, strided and sparse, give NumPy's unique on
+    every backend (array-api-strict sorts no bool; xsparse sorts their int8 twin)."""
+    x, host = data.draw(bool_inputs(xp), label="x")
+    flat = host.reshape(-1)
+    values, first, inverse, counts = np.unique(flat, return_index=True, return_inverse=True, return_counts=True)
+
+    def same(got: Any, want: np.ndarray) -> None:
+        h = to_numpy(got)
+        assert h.dtype == want.dtype and h.tolist() == want.tolist(), (h, want)
+
+    same(xs.unique_values(x), values)
+    v, c = xs.unique_counts(x)
+    same(v, values)
+    assert to_numpy(c).tolist() == counts.tolist()
+    v, inv = xs.unique_inverse(x)
+    same(v, values)
+    assert to_numpy(xs.to_dense(inv)).reshape(-1).tolist() == inverse.reshape(-1).tolist()
+    u = xs.unique_all(x)
+    same(u.values, values)
+    assert to_numpy(u.indices).tolist() == first.tolist() and to_numpy(u.counts).tolist() == counts.tolist()
+    assert to_numpy(xs.to_dense(u.inverse_indices)).reshape(-1).tolist() == inverse.reshape(-1).tolist()
+
+
+@SOME
+@given(data=st.data())
+def test_sort_and_argsort_of_bool_arrays(backend: str, xp: Any, data: st.DataObject) -> None:
+    """sort and argsort order bool arrays False before True, as NumPy and torch do, on every backend
+    (array-api-strict sorts no bool; xsparse sorts their int8 twin): a sparse sort keeps the layout."""
+    x, host = data.draw(bool_inputs(xp), label="x")
+    hybrid = isinstance(x, xs.SparseArray) and x.dense_dim()
+    # along a sparse dimension of a hybrid array sort declines (test_sort_declines)
+    axis = data.draw(st.integers(x.ndim - x.dense_dim() if hybrid else 0, x.ndim - 1), label="axis")
+    descending = data.draw(st.booleans(), label="descending")
+    expected = np.sort(host, axis=axis)
+    s = xs.sort(x, axis=axis, descending=descending)
+    assert_sparse_equal(s, xp.asarray(np.flip(expected, axis=axis).copy() if descending else expected), check_layout=xs.layout_of(x))
+    order = xs.argsort(x, axis=axis, descending=descending, stable=True)
+    # a stable descending order keeps equal elements in index order: the stable ascending order of the negation
+    assert to_numpy(order).tolist() == np.argsort(~host if descending else host, axis=axis, kind="stable").tolist()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import operator
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,7 +26,7 @@ from ._common import backend_of, dtype_name, is_strided, scalar_for
 from ._conversion import layout_of, to_dense, to_sparse
 from ._dtypes import result_type
 from ._elementwise import convert_result, operand, subtract
-from ._errors import DensificationError, LayoutError
+from ._errors import DensificationError, LayoutError, SparseEfficiencyWarning
 from ._index_key import is_array_index
 from ._indexing import getitem
 from .backends import Backend
@@ -699,8 +700,27 @@ def _same_fill(a: Any, b: Any) -> bool:
     return bool(a == b) or (a != a and b != b)
 
 
-def _join_operands(op: str, xp: Any, arrays: list[Any], target: Layout) -> list[Any]:
-    """The operands in ``target`` layout, with one dtype and one fill value (or an error saying why not)."""
+def _holds(layout: Layout, blocksize: tuple[int, int] | None, shape: tuple[int, ...], dense_dim: int) -> str | None:
+    """Why a ``layout`` array (of ``blocksize``) cannot hold an array of ``shape`` whose last ``dense_dim``
+    dimensions are dense, or None: a compressed one needs two sparse dimensions before the dense ones,
+    each a whole number of blocks."""
+    if not layout.is_compressed:
+        return None
+    rows = len(shape) - dense_dim - 2
+    if rows < 0:
+        return f"a {layout} array needs 2 sparse dimensions before its dense ones"
+    bm, bn = blocksize if blocksize is not None else (1, 1)
+    if shape[rows] % bm or shape[rows + 1] % bn:
+        return f"the blocksize {blocksize} does not divide the sparse dimensions {tuple(shape[rows : rows + 2])}"
+    return None
+
+
+def _join_operands(
+    op: str, xp: Any, arrays: list[Any], target: Layout, shape: tuple[int, ...], explicit: bool
+) -> tuple[Layout, list[Any]]:
+    """The layout to join in and the operands in it, with one dtype and one fill value (or an error saying
+    why not): ``target``, or COO (with a warning) where a ``target`` array cannot hold an operand with its
+    split into sparse and dense dimensions. ``shape`` is the result's; ``explicit``: ``target`` was asked for."""
     sparse = [a for a in arrays if isinstance(a, SparseArray)]
     fills = [a.fill_value for a in sparse]
     if not all(_same_fill(f, fills[0]) for f in fills):
@@ -720,8 +740,28 @@ def _join_operands(op: str, xp: Any, arrays: list[Any], target: Layout) -> list[
             f"with xsparse.to_{target}(a, blocksize=(rows, columns)) first."
         )
     blocksize = blocked[0].blocksize if target.is_blocked else None
+    # conversions keep a sparse operand's dense dimensions, and the result has the fewest of them
+    dense_dim = min(a.dense_dim() for a in sparse)
+    if explicit and (why := _holds(target, blocksize, shape, dense_dim)) is not None:
+        raise ValueError(
+            f"{op}: a {target} result cannot hold the joined array, {why} (shape={shape}, dense_dim={dense_dim}"
+            f"{'' if blocksize is None else f', blocksize={blocksize}'}). Pass layout=xsparse.sparse_coo, or give the "
+            f"operands a split that a {target} array holds first."
+        )
+    dense_dims = [a.dense_dim() if isinstance(a, SparseArray) else dense_dim for a in arrays]
+    if any(_holds(target, blocksize, tuple(a.shape), d) is not None for a, d in zip(arrays, dense_dims)):
+        # the declared rewrite (docs/decisions.md, "Compressed joins keep the layout on every axis")
+        warnings.warn(
+            f"{op}: a {target} array cannot hold every operand with its own split into sparse and dense dimensions "
+            f"(dense_dims={dense_dims}, shapes={[tuple(a.shape) for a in arrays]}"
+            f"{'' if blocksize is None else f', blocksize={blocksize}'}); joining them as sparse_coo arrays instead. Pass "
+            f"layout=xsparse.sparse_coo to join in COO without this warning, or give the operands splits that a {target} "
+            "array holds.",
+            SparseEfficiencyWarning,
+            stacklevel=3,
+        )
+        target, blocksize = sparse_coo, None
     converted = {id(a): to_sparse(a, layout=target, blocksize=blocksize) for a in sparse}
-    dense_dim = min(c.dense_dim() for c in converted.values())
     index_dtype = next(c.index_dtype for c in converted.values() if isinstance(c, (COOArray, CompressedArray)))
     out = []
     for a in arrays:
@@ -735,7 +775,7 @@ def _join_operands(op: str, xp: Any, arrays: list[Any], target: Layout) -> list[
                 index_dtype=index_dtype, fill_value=fill,
             )  # fmt: skip
         out.append(c)
-    return out
+    return target, out
 
 
 def concat(arrays: Sequence[Any], /, *, axis: int | None = 0, layout: Layout | None = None) -> Any:
@@ -752,6 +792,8 @@ def concat(arrays: Sequence[Any], /, *, axis: int | None = 0, layout: Layout | N
         The layout of the result, in which the operands are joined. By default the first operand's: the
         other operands are converted to it (a strided one keeps the elements that differ from the fill
         value). A strided first operand with sparse others is an error unless ``layout`` says which.
+        Operands that the layout cannot hold with their own split into sparse and dense dimensions are
+        joined as COO arrays, with :class:`~xsparse.SparseEfficiencyWarning`.
 
     Returns
     -------
@@ -808,8 +850,14 @@ def concat(arrays: Sequence[Any], /, *, axis: int | None = 0, layout: Layout | N
             f"explicitly, or a sparse layout such as layout=xsparse.{sparse[0].layout}."
         )
     target = layout if layout is not None else items[0].layout
-    operands = _join_operands(op, xp, items, target)
-    return convert_result(dispatch.call(op, (target,), backend.name, xp, operands, ax), layout, op)
+    shape = tuple(sum(a.shape[ax] for a in items) if d == ax else size for d, size in enumerate(items[0].shape))
+    joined, operands = _join_operands(op, xp, items, target, shape, layout is not None)
+    result = dispatch.call(op, (joined,), backend.name, xp, operands, ax)
+    if layout is not None and layout.is_blocked and isinstance(result, COOArray):
+        # joined through COO: the result takes the block shape of the first blocked operand, as the operands do
+        blocksize = next(a.blocksize for a in items if isinstance(a, CompressedArray) and a.layout.is_blocked)
+        return to_sparse(result, layout=layout, blocksize=blocksize)
+    return convert_result(result, layout, op)
 
 
 def stack(arrays: Sequence[Any], /, *, axis: int = 0, layout: Layout | None = None) -> Any:

@@ -3,7 +3,9 @@
 ``sort`` of a sparse array stays sparse, in the operand's layout: each lane along ``axis`` is sorted
 with its unspecified elements counted as the fill value, which lands where it belongs in the order.
 ``argsort`` of a sparse array is strided by definition (a permutation repeats no value, so no element
-can be left unspecified). Strided arrays go to the backend's own functions.
+can be left unspecified). Strided arrays go to the backend's own functions, bool ones as their int8
+twin: the standard sorts real numbers only (array-api-strict refuses bool), and NumPy and torch order
+False before True, which every backend then does.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from ._common import is_strided
 from ._elementwise import convert_result
 from .backends import Backend, backend_of_array
 from .backends.array_api import sorting as _generic_sorting  # noqa: F401  (registers the generic kernels)
+from .backends.array_api.sorting import orderable
 from .formats import Layout, SparseArray
 
 __all__ = ["sort", "argsort"]
@@ -56,7 +59,7 @@ def sort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = 
     Parameters
     ----------
     x
-        A strided (backend) or xsparse array of a real dtype.
+        A strided (backend) or xsparse array of a real or bool dtype (False sorts before True).
     axis
         The axis to sort along.
     descending
@@ -92,7 +95,8 @@ def sort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = 
     op = "sort"
     backend, xp, ax = _check(op, x, axis)
     if not isinstance(x, SparseArray):
-        return convert_result(xp.sort(x, axis=ax, descending=bool(descending), stable=bool(stable)), layout, op)
+        s = xp.sort(orderable(xp, x), axis=ax, descending=bool(descending), stable=bool(stable))
+        return convert_result(xp.astype(s, x.dtype) if xp.isdtype(x.dtype, "bool") else s, layout, op)
     result = dispatch.call(op, (x.layout,), backend.name, xp, x, ax, bool(descending), bool(stable))
     return convert_result(result, layout, op)
 
@@ -114,5 +118,5 @@ def argsort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool
     op = "argsort"
     backend, xp, ax = _check(op, x, axis)
     if not isinstance(x, SparseArray):
-        return xp.argsort(x, axis=ax, descending=bool(descending), stable=bool(stable))
+        return xp.argsort(orderable(xp, x), axis=ax, descending=bool(descending), stable=bool(stable))
     return dispatch.call(op, (x.layout,), backend.name, xp, x, ax, bool(descending), bool(stable))

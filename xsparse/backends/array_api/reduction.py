@@ -39,7 +39,7 @@ from .conversion import (
     is_plus_zero,
     through_ordered,
 )
-from .elementwise import python_scalar
+from .elementwise import broadcast_shapes, python_scalar
 
 __all__ = [
     "ReduceSpec",
@@ -189,7 +189,27 @@ def _count_premap(xp: Any, v: Any, dtype: Any) -> Any:
 
 
 def _scaled(xp: Any, f: Any, n: Any) -> Any:
+    if xp.isdtype(f.dtype, "complex floating"):
+        return _added_up(xp, f, n)
     return f * xp.astype(n, f.dtype)
+
+
+def _added_up(xp: Any, f: Any, n: Any) -> Any:
+    """``n`` copies of complex ``f`` added up (``n >= 1``, an int64 array broadcasting with ``f``), as the
+    dense sum adds them: by doubling, O(log n) additions. A complex product by ``n + 0j`` would mix the
+    parts (``(inf - 1.5j) * 4`` is ``inf + nanj``; ``(-0 - 1j) * 2`` has a ``+0`` real part). Each addition
+    is :func:`_plus`."""
+    shape = broadcast_shapes("sum", tuple(f.shape), tuple(n.shape))
+    p, k = xp.broadcast_to(f, shape), xp.broadcast_to(n, shape)
+    if not math.prod(shape):
+        return p
+    total, have = p, k < 0  # nothing added yet
+    for _ in range(int(xp.max(k)).bit_length()):
+        bit = (k % 2) == 1
+        total = xp.where(bit, xp.where(have, _plus(xp, total, p), p), total)
+        have = have | bit
+        p, k = _plus(xp, p, p), k // 2
+    return total
 
 
 def _powered(xp: Any, f: Any, n: Any) -> Any:
@@ -197,7 +217,15 @@ def _powered(xp: Any, f: Any, n: Any) -> Any:
 
 
 def _add_values(xp: Any, a: Any, b: Any) -> Any:
+    if xp.isdtype(a.dtype, "complex floating"):
+        return _plus(xp, a, b)
     return xp.add(a, b)
+
+
+def _plus(xp: Any, a: Any, b: Any) -> Any:
+    """``a + b`` as a sum of two: torch's complex ``+`` mixes the parts at an infinity (``(1 + 1j) +
+    (inf - 3j)`` is ``inf + nanj``), its ``sum`` adds each part as the dense sum does."""
+    return xp.sum(xp.stack(xp.broadcast_arrays(a, b)), axis=0)
 
 
 def _same(xp: Any, f: Any, n: Any) -> Any:

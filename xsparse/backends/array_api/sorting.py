@@ -19,6 +19,10 @@ and puts those two runs back in index order: the sorted values are a stable sort
 lanes are then grouped by one sort of a unique integer key (lane, rank), and the result put in
 index order by one sort of its unique linear indices; both keys are distinct, so no order of equal keys
 can differ. Where a key would overflow int64 the stable lexicographic sorts of before run instead.
+
+Bool values are sorted as their int8 twin (:func:`orderable`), False before True as in NumPy and torch:
+the standard's ``sort`` and ``argsort`` take real numbers only (array-api-strict refuses bool), while
+its ``unique_*`` functions, which sort here, take every dtype.
 """
 
 from __future__ import annotations
@@ -33,7 +37,16 @@ from ...formats._ops import contiguous, lexsort_indices, prod
 from .conversion import _linearize, coalesce_coo, compressed_to_coo, take_values, through_ordered
 from .shape import as_layout_of
 
-__all__ = ["ascending_order", "group_by_lane", "lane_sort_reason", "sort_by_lane", "sort_coo", "sorted_values", "stable_order"]
+__all__ = [
+    "ascending_order",
+    "group_by_lane",
+    "lane_sort_reason",
+    "orderable",
+    "sort_by_lane",
+    "sort_coo",
+    "sorted_values",
+    "stable_order",
+]
 
 _INT64_MAX = 2**63 - 1
 
@@ -43,6 +56,12 @@ def _count(xp: Any, mask: Any) -> int:
     return int(xp.count_nonzero(mask))
 
 
+def orderable(xp: Any, v: Any) -> Any:
+    """``v``, or its int8 twin where ``v`` is bool (False, True -> 0, 1): what the backend's sorts take, as
+    the standard sorts real numbers only (array-api-strict refuses bool)."""
+    return xp.astype(v, xp.int8) if xp.isdtype(v.dtype, "bool") else v
+
+
 def ascending_order(xp: Any, v: Any) -> Any:
     """The ascending order of the 1-D real ``v`` whose sorted values are a stable sort's, bit for bit; O(n log n).
 
@@ -50,7 +69,7 @@ def ascending_order(xp: Any, v: Any) -> Any:
     in index order: the zeros (``-0.0 == +0.0``) and the NaNs (last, as the standard sorts them, each
     with its own sign and payload). Other equal elements have equal bits and may come in any order.
     """
-    order = xp.argsort(v, stable=False)
+    order = xp.argsort(orderable(xp, v), stable=False)
     if not xp.isdtype(v.dtype, "real floating"):
         return order
     n = int(v.shape[0])
@@ -70,7 +89,7 @@ def stable_order(xp: Any, v: Any) -> Any:
     """
     n = int(v.shape[0])
     if n * n > _INT64_MAX:
-        return xp.argsort(v, stable=True)
+        return xp.argsort(orderable(xp, v), stable=True)
     order = ascending_order(xp, v)
     if n < 2:
         return order
@@ -87,6 +106,8 @@ def sorted_values(xp: Any, v: Any) -> Any:
     :func:`ascending_order`) replaced by those of ``v`` in index order: even a single NaN, as NumPy's
     SIMD sort writes every NaN back as the default quiet NaN, sign and payload lost.
     """
+    if xp.isdtype(v.dtype, "bool"):
+        return xp.astype(xp.sort(orderable(xp, v), stable=False), v.dtype)
     s = xp.sort(v, stable=False)
     if not xp.isdtype(v.dtype, "real floating"):
         return s
@@ -235,7 +256,10 @@ def sort_coo(xp: Any, a: COOArray, axis: int, descending: bool) -> COOArray:
     """Sort a COO array along ``axis`` (see the module docstring); O(nnz log nnz).
 
     An unsigned dtype that the backend compares not (torch's uint16/32/64) is sorted on its
-    order-preserving signed twin (conversion.through_ordered)."""
+    order-preserving signed twin (conversion.through_ordered), a bool one on its int8 twin (:func:`orderable`)."""
+    if xp.isdtype(a.dtype, "bool"):
+        s = sort_coo(xp, a._with_values(orderable(xp, a._vals), int(a.fill_value)), axis, descending)
+        return s._with_values(xp.astype(s._vals, a.dtype), bool(s.fill_value))
     return cast(COOArray, through_ordered(xp, a, lambda c, dtype: _sort_coo_values(xp, c, axis, descending)))
 
 
@@ -315,4 +339,4 @@ def _argsort_sparse(xp: Any, a: SparseArray, axis: int, descending: bool, stable
     """argsort(sparse) -> strided (a permutation: strided by definition): argsort of the dense copy; O(size log)."""
     from ..._conversion import to_dense
 
-    return xp.argsort(to_dense(a), axis=axis, descending=descending, stable=stable)
+    return xp.argsort(orderable(xp, to_dense(a)), axis=axis, descending=descending, stable=stable)
