@@ -678,6 +678,17 @@ def _check_signed(s: Any, host: np.ndarray, fill: Any, nnz: int) -> None:
     assert_identical(to_numpy(xs.to_dense(s)), host)
 
 
+@pytest.mark.parametrize("layout", [xs.sparse_coo, xs.sparse_csr], ids=str)
+def test_a_complex_nan_fill_value_is_compared_part_by_part(xp: Any, layout: xs.Layout) -> None:
+    """With fill value nan + 0j an element is left out only where both parts match (NaN matching NaN, signs
+    of zeros included): 1 + nanj, nan + 1j and nan - 0j are kept, not turned into the fill value."""
+    nan = math.nan
+    host = np.asarray([[complex(1.0, nan), complex(nan, 1.0)], [complex(nan, 0.0), complex(nan, -0.0)]])
+    s = xs.to_sparse(xp.asarray(host), layout=layout, fill_value=complex(nan, 0.0))
+    assert s.nnz == 3
+    assert_identical(to_numpy(xs.to_dense(s)), host)
+
+
 @pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)
 @SOME
 @given(data=st.data())

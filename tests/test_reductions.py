@@ -584,6 +584,18 @@ def test_full_reductions_are_0d_backend_arrays(xp: Any, layout: xs.Layout, op: s
     assert getattr(xs, op)(a, keepdims=True).shape == (1, 1)
 
 
+@pytest.mark.parametrize("op", FULL)
+def test_full_reductions_of_a_dense_dimension_are_0d_backend_arrays(xp: Any, op: str) -> None:
+    """A 1-D COO array whose one dimension is dense (sparse_dim 0) reduces to a 0-d backend array too, for
+    axis=None and axis=0 (argmax and argmin gave a 0-d COO array)."""
+    dense = xp.asarray([1.0, 3.0, -2.0])
+    a = xs.to_sparse(dense, sparse_dim=0)
+    for axis in (None, 0):
+        r = getattr(xs, op)(a, axis=axis)
+        assert type(r) is type(dense) and r.ndim == 0, (op, axis, type(r))
+        np.testing.assert_allclose(to_numpy(r), to_numpy(xp.asarray(getattr(xp, op)(dense))))
+
+
 def test_result_layouts_of_a_batched_compressed_array() -> None:
     rng = np.random.default_rng(0)
     dense = np.where(rng.random((2, 4, 6, 3)) < 0.4, rng.integers(1, 5, (2, 4, 6, 3)), 0).astype(np.float64)

@@ -202,11 +202,14 @@ def specified_mask(xp: Any, x: Any, fill: Any) -> Any:
 
     An element is left out when it equals the fill value and, for floating and complex dtypes, has the
     same sign bit (per component): with fill value ``+0.0`` a ``-0.0`` is specified, and the reverse.
-    NaN differs from every fill value but NaN. Only a zero (component of the) fill value needs the
-    sign test; any other fill value costs one comparison.
+    NaN differs from every fill value but NaN; a complex value is compared part by part, so that with
+    fill value ``nan + 0j`` the element ``1 + nanj`` is specified. Only a zero (component of the) fill
+    value needs the sign test; any other fill value costs one comparison.
     """
     fill = _fill_scalar(xp, x.dtype, fill)
-    if isinstance(fill, (float, complex)) and fill != fill:
+    if isinstance(fill, complex) and fill != fill:
+        return _part_differs(xp, xp.real(x), fill.real) | _part_differs(xp, xp.imag(x), fill.imag)
+    if isinstance(fill, float) and fill != fill:
         return ~xp.isnan(x)
     mask = x != fill
     if isinstance(fill, float) and fill == 0:
@@ -217,6 +220,14 @@ def specified_mask(xp: Any, x: Any, fill: Any) -> Any:
         if fill.imag == 0:
             mask = mask | _sign_differs(xp, xp.imag(x), fill.imag)
     return mask
+
+
+def _part_differs(xp: Any, part: Any, fill: float) -> Any:
+    """Where a real ``part`` of complex values is not the same part of the fill value (NaN matches NaN)."""
+    if fill != fill:
+        return ~xp.isnan(part)
+    mask = part != fill
+    return mask | _sign_differs(xp, part, fill) if fill == 0 else mask
 
 
 def _tail_shape(ndim: int) -> tuple[int, ...]:

@@ -757,7 +757,8 @@ def _arg_flat(xp: Any, c: COOArray, spec: ReduceSpec, largest: bool) -> Any:
 def _arg_coo(xp: Any, c: COOArray, spec: ReduceSpec, largest: bool) -> Any:
     c = coalesce_coo(xp, c)
     sd = c.sparse_dim()
-    if len(spec.axes) != 1:
+    if len(spec.axes) != 1 or c.ndim == 1:
+        # every axis (a 1-D array's one too, dense or not): a 0-d backend array, as every full reduction
         return _arg_flat(xp, c, spec, largest)
     (d,) = spec.axes
     if d >= sd:
