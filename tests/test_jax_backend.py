@@ -1,0 +1,67 @@
+"""JAX as a backend: any Array API library works on the generic kernels, by its arrays or by the name of its
+namespace (``jax.numpy``). The generic kernels need int64, which JAX gives only in its 64-bit mode; without
+it xsparse refuses the arrays with a message that says how to turn it on (docs/backends.md)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax", reason="jax is not installed")
+jax.config.update("jax_enable_x64", True)
+jnp = pytest.importorskip("jax.numpy")
+
+import xsparse as xs  # noqa: E402
+from xsparse.conformance import runner  # noqa: E402
+from xsparse.testing import assert_sparse_equal  # noqa: E402
+
+# The operations a program moved to JAX meets first; the whole suite takes about an hour on JAX's eager
+# dispatch (`python -m xsparse conformance --backend jax.numpy` runs it).
+OPS = [
+    "convert", "coalesce", "matmul", "addmm", "sampled_addmm", "add", "multiply", "sin", "sum",
+    "max", "argmax", "getitem", "gather_points", "take", "concat", "reshape", "permute_dims", "sort", "unique",
+    "where", "vector_norm", "diagonal", "tril",
+]  # fmt: skip
+
+
+def test_conformance_on_jax() -> None:
+    outcomes = runner.run("jax.numpy", max_examples=1, ops=OPS, shrink=False)
+    failures = [f"{o.name}: {o.detail}" for o in outcomes if o.failed]
+    assert not failures, "\n\n".join(failures)
+    assert {o.op for o in outcomes if o.status == "pass"} == set(OPS)
+
+
+def test_jax_arrays_in_and_out() -> None:
+    """Sparse arrays over jax.numpy components: the backend follows the arrays, strided results are JAX arrays,
+    and the values equal JAX's dense computation."""
+    host = np.asarray([[0.0, 1.5, 0.0], [2.0, 0.0, -3.0]])
+    d = jnp.asarray(host)
+    a = xs.to_sparse_csr(d)
+    assert a.backend == "jax.numpy" and xs.get_backend("jax.numpy") is a._backend
+    w = jnp.arange(6.0).reshape(3, 2)
+    r = a @ w
+    assert isinstance(r, jax.Array)
+    np.testing.assert_allclose(np.asarray(r), host @ np.arange(6.0).reshape(3, 2))
+    assert_sparse_equal(xs.sum(a.to_sparse_coo(), axis=0), jnp.sum(d, axis=0))
+    assert_sparse_equal(a[1], d[1])
+    assert_sparse_equal(xs.to_backend(a, "numpy"), host)
+    assert_sparse_equal(xs.to_backend(xs.to_sparse_coo(host), "jax.numpy"), d)
+
+
+def test_jax_without_64_bit_mode_is_refused() -> None:
+    """Without x64, JAX makes int32 where int64 is asked, which would wrap index arithmetic around: refused."""
+    code = (
+        "import jax.numpy as jnp, xsparse as xs\n"
+        "try:\n"
+        "    xs.to_sparse_csr(jnp.eye(3))\n"
+        "except TypeError as e:\n"
+        "    print(e)\n"
+    )
+    env = {**os.environ, "JAX_ENABLE_X64": "0"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert "backend 'jax.numpy': xsparse computes indices in int64, and this library gives int32" in out
+    assert "jax.config.update('jax_enable_x64', True)" in out
