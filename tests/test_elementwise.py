@@ -680,6 +680,141 @@ def test_numpy_backend_never_warns() -> None:
     xs.divide(np.asarray([[1.0, 0.0], [0.0, 1.0]]), a)
 
 
+# -- computed as the dense array is -----------------------------------------------------------------------
+# A fill value is computed on a one-element array with its operand's number of dimensions, and the one
+# element of a 0-d sparse array 0-d: NumPy computes pow(-inf, 0.5) of 0-d arrays through sqrt (NaN) and of
+# arrays with a dimension as the standard says (+inf), and an unspecified element reads what the dense
+# array's element is.
+
+SPECIAL = {
+    "float64": (0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -3.0, 1e300, math.inf, -math.inf, math.nan),
+    "complex128": (0j, complex(-0.0, 0.0), 1 + 1j, complex(math.inf, 0.0), complex(0.0, math.inf), complex(math.nan, 0.0)),
+    "int64": (0, 1, -1, 2, -3),
+    "bool": (False, True),
+}  # fmt: skip
+
+
+def _special_dtype(table: dict[str, tuple[str, ...]], op: str) -> str:
+    return next(d for d in SPECIAL if d in table[op])
+
+
+def _every_element(xp: Any, value: Any, dtype: str, shape: tuple[int, ...], layout: xs.Layout, stored: bool) -> Any:
+    """A sparse array of ``shape`` whose every element is ``value``: every one specified (``stored``,
+    under another fill value) or none."""
+    first, second = SPECIAL[dtype][:2]
+    other = second if repr(value) == repr(first) else first
+    dense = xp.full(shape, value, dtype=getattr(xp, dtype))
+    return xs.to_sparse(dense, layout=layout, fill_value=other if stored else value)
+
+
+def check_binary_or_raises(xp: Any, op: str, x: Any, y: Any) -> Any:
+    """:func:`check_binary`, or, where the dense computation raises, the same exception type from xsparse."""
+    try:
+        with quiet():
+            _reference(xp, op, x, y)
+    except (ValueError, RuntimeError) as error:
+        with quiet(), pytest.raises(type(error)):
+            getattr(xs, op)(x, y)
+        return None
+    with quiet():  # the products rule computes with NumPy (0 * inf)
+        return check_binary(xp, op, x, y)
+
+
+@st.composite
+def special_sparse(draw: Any, xp: Any, dtype: str, value: Any, shape: tuple[int, ...]) -> Any:
+    layouts = [xs.sparse_coo] + ([xs.sparse_csr] if len(shape) == 2 and dtype != "complex128" else [])
+    return _every_element(xp, value, dtype, shape, draw(st.sampled_from(layouts)), draw(st.booleans()))
+
+
+@pytest.mark.parametrize("op", UNARY_OPS)
+@pytest.mark.parametrize("backend", backend_params(BACKENDS))
+@FEW
+@given(data=st.data())
+def test_unary_special_values_as_dense(backend: str, xp: Any, op: str, data: st.DataObject) -> None:
+    """Fill values and the elements of 0-d arrays at special values, against the dense array's."""
+    if op in generic.NATIVE_ONLY_UNARY and backend == "array_api_strict":
+        return  # test_unary: no kernel
+    dtype = _special_dtype(UNARY_DTYPES, op)
+    value = data.draw(st.sampled_from(SPECIAL[dtype]), label="value")
+    shape = data.draw(st.sampled_from([(), (3,), (2, 2)]), label="shape")
+    x = data.draw(special_sparse(xp, dtype, value, shape), label="x")
+    kwargs = {"min": -1, "max": 2} if op == "clip" else {}
+    with quiet():
+        result = getattr(xs, op)(x, **kwargs)
+        expected = getattr(xs, op)(xs.to_dense(x), **kwargs)
+    assert_sparse_equal(result, expected, check_layout=x.layout)
+
+
+@pytest.mark.parametrize("op", BINARY_OPS)
+@pytest.mark.parametrize("backend", backend_params(BACKENDS))
+@SOME
+@given(data=st.data())
+def test_binary_special_values_as_dense(backend: str, xp: Any, op: str, data: st.DataObject) -> None:
+    """Fill values and the elements of 0-d arrays at special values, against the dense arrays': two sparse
+    arrays of one shape, or one with a Python scalar or a 0-d strided array, either way round."""
+    dtype = _special_dtype(BINARY_DTYPES, op)
+    u, v = (data.draw(st.sampled_from(SPECIAL[dtype]), label=f"x{i}") for i in (1, 2))
+    shape = data.draw(st.sampled_from([(), (3,), (2, 2)]), label="shape")
+    kind = data.draw(st.sampled_from(["sparse", "scalar", "0-d"]), label="other")
+    x = data.draw(special_sparse(xp, dtype, u, shape), label="sparse")
+    if kind == "sparse":
+        y = data.draw(special_sparse(xp, dtype, v, shape), label="sparse")
+    else:
+        y = v if kind == "scalar" else xp.asarray(v, dtype=getattr(xp, dtype))
+    if data.draw(st.booleans(), label="swap"):
+        x, y = y, x
+    check_binary_or_raises(xp, op, x, y)
+
+
+def test_pow_fill_value_is_the_dense_element(backend: str, xp: Any) -> None:
+    """pow(-inf, 0.5) is +inf, the standard's value and the dense array's, in a fill value too (NumPy's
+    pow of 0-d arrays gives NaN there)."""
+    a = xs.to_sparse(xp.asarray([0.5, 2.0], dtype=xp.float64), fill_value=0.5)
+    r = check_binary(xp, "pow", -math.inf, a)
+    assert r.fill_value == math.inf and to_numpy(xs.to_dense(r)).tolist() == [math.inf, math.inf]
+    b = xs.to_sparse(xp.asarray([-math.inf, 2.0], dtype=xp.float64), fill_value=-math.inf)
+    r = check_binary(xp, "pow", b, a)
+    assert r.fill_value == math.inf and to_numpy(xs.to_dense(r)).tolist() == [math.inf, 4.0]
+    # a 0-d sparse array is computed 0-d, as its dense array is
+    check_binary(xp, "pow", -math.inf, xs.to_sparse(xp.asarray(0.5, dtype=xp.float64)))
+    check_binary(xp, "pow", b, xp.asarray(0.5, dtype=xp.float64))
+
+
+def test_pow_fill_value_that_no_element_reads(backend: str, xp: Any) -> None:
+    """An integer pow whose fill values raise (0 ** -1 on NumPy) gives the dense result where the result
+    has no unspecified element, with fill value 0, and raises as the dense computation where it has one."""
+    empty = xs.to_sparse(xp.zeros((0, 3), dtype=xp.int64))
+    r = check_binary_or_raises(xp, "pow", empty, -1)  # torch's dense pow raises for any negative int
+    assert r is None if backend == "torch" else r.fill_value == 0 and r.shape == (0, 3)
+    a = xs.to_sparse_csr(xp.asarray([[2, 0], [0, 3]], dtype=xp.int64))
+    for layout in (xs.sparse_coo, xs.sparse_csr):
+        full = xs.to_sparse(xp.asarray([[1, 2], [0, 3]], dtype=xp.int64), layout=layout, fill_value=-1)
+        assert full.nnz == 4
+        r = check_binary(xp, "pow", a, full)
+        assert type(r.fill_value) is int and (backend == "torch" or r.fill_value == 0)
+        assert to_numpy(xs.to_dense(r)).tolist() == [[2, 0], [1, 27]]
+        r = check_binary(xp, "pow", empty, xs.to_sparse(xp.zeros((0, 3), dtype=xp.int64), fill_value=-1))
+    partial = xs.to_sparse(xp.asarray([[1, -1], [0, 3]], dtype=xp.int64), fill_value=-1)
+    # NumPy raises for the dense arrays (0 ** -1); torch computes 0 there
+    check_binary_or_raises(xp, "pow", a, partial)
+
+
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "divide"])
+def test_zero_dim_strided_operand_keeps_the_sparse_layout(backend: str, xp: Any, op: str) -> None:
+    """A 0-d strided operand acts as a scalar on every backend: the result keeps the sparse layout (torch's
+    own 0-d dense + 0-d sparse is dense)."""
+    d = xp.asarray(-1.0, dtype=xp.float64)
+    sparse = [
+        xs.to_sparse(xp.asarray(2.0, dtype=xp.float64)),
+        xs.to_sparse(xp.asarray(0.0, dtype=xp.float64)),
+        xs.to_sparse_csr(xp.asarray([[1.0, 0.0], [0.0, 2.0]], dtype=xp.float64)),
+    ]
+    for a in sparse:
+        for x, y in ((a, d), (d, a)):
+            r = check_binary(xp, op, x, y)
+            assert isinstance(r, xs.SparseArray) and r.layout is a.layout
+
+
 # -- native kernels against the generic ones -------------------------------------------------------------
 
 ELEMENTWISE_OPS = frozenset((*UNARY_OPS, *BINARY_OPS))
@@ -796,6 +931,10 @@ def test_torch_kernels_decline_where_torch_is_wrong() -> None:
     assert "subtraction of booleans" in reason("subtract", torch.eye(2, dtype=torch.bool), xs.to_sparse_coo(torch.eye(2, dtype=torch.bool)))[0]
     assert "same sparse_dim" in reason("multiply", xs.to_sparse_coo(torch.ones(2, 2), sparse_dim=1), xs.to_sparse_coo(torch.ones(2, 2)))[0]
     assert "bool" in reason("multiply", xs.to_sparse_csr(torch.eye(2, dtype=torch.bool)), torch.eye(2, dtype=torch.bool))[0]
+    # torch's 0-d dense + 0-d sparse is dense: a 0-d operand keeps the sparse layout on every backend
+    point = xs.to_sparse_coo(torch.tensor(2.0))
+    for op in ("add", "subtract", "multiply"):
+        assert all("0-d strided operand acts as a scalar" in reason(op, *args)[0] for args in ((point, torch.tensor(1.0)), (torch.tensor(1.0), point)))
     # torch multiplies 0-d COO tensors wrongly where one has no entry (it reads uninitialised memory)
     full, empty = xs.to_sparse_coo(torch.tensor([127], dtype=torch.int32))[0], xs.to_sparse_coo(torch.tensor([0, 3]))[0]
     assert "without sparse dimensions" in reason("multiply", full, empty)[0]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ jax.config.update("jax_enable_x64", True)
 jnp = pytest.importorskip("jax.numpy")
 
 import xsparse as xs  # noqa: E402
+import xsparse.backends  # noqa: E402
 from xsparse.conformance import runner  # noqa: E402
 from xsparse.testing import assert_sparse_equal  # noqa: E402
 
@@ -26,6 +28,16 @@ OPS = [
     "max", "argmax", "getitem", "gather_points", "take", "concat", "reshape", "permute_dims", "sort", "unique",
     "where", "vector_norm", "diagonal", "tril",
 ]  # fmt: skip
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _registry_as_it_was() -> Iterator[None]:
+    """The generic jax.numpy backend these tests make leaves the registry with them (tests that list every
+    registered backend compare it with a fresh process)."""
+    saved = dict(xsparse.backends._EXTRA)
+    yield
+    xsparse.backends._EXTRA.clear()
+    xsparse.backends._EXTRA.update(saved)
 
 
 def test_conformance_on_jax() -> None:

@@ -545,3 +545,25 @@ def test_sort_and_argsort_of_bool_arrays(backend: str, xp: Any, data: st.DataObj
     order = xs.argsort(x, axis=axis, descending=descending, stable=True)
     # a stable descending order keeps equal elements in index order: the stable ascending order of the negation
     assert to_numpy(order).tolist() == np.argsort(~host if descending else host, axis=axis, kind="stable").tolist()
+
+
+@SOME
+@given(data=st.data())
+def test_searchsorted_of_bool_arrays(backend: str, xp: Any, data: st.DataObject) -> None:
+    """searchsorted of bool arrays, strided and sparse, gives NumPy's bool search (False before True) on
+    every backend, the dense search of their int8 twin on the same backend (array-api-strict and torch
+    search no bool; the standard asks for real-valued operands)."""
+    side = data.draw(st.sampled_from(["left", "right"]), label="side")
+    n = data.draw(st.integers(0, 8), label="n")
+    host1 = np.sort(np.asarray(data.draw(st.lists(st.booleans(), min_size=n, max_size=n), label="x1"), dtype=bool))
+    x1 = xp.asarray(host1)
+    if data.draw(st.booleans(), label="sparse x1"):
+        x1 = xs.to_sparse_coo(x1, fill_value=data.draw(st.booleans(), label="fill"))
+        if x1.nnz and data.draw(st.booleans(), label="uncoalesced"):
+            x1 = S.uncoalesced_like(xp, np.random.default_rng(data.draw(st.integers(0, 2**32 - 1))), x1, "int64")
+    x2, host2 = data.draw(bool_inputs(xp), label="x2")
+    got = xs.searchsorted(x1, x2, side=side)
+    assert xs.layout_of(got) is xs.layout_of(x2)
+    assert to_numpy(xs.to_dense(got)).tolist() == np.searchsorted(host1, host2, side=side).tolist()
+    twin = xp.searchsorted(xp.astype(xp.asarray(host1), xp.int8), xp.astype(xp.asarray(host2), xp.int8), side=side)
+    assert_sparse_equal(got, twin, check_dtype=False)

@@ -234,7 +234,8 @@ layout
 Returns
 -------
 array
-    A sparse result's fill value is ``{name}`` of the operands' fill values.
+    A sparse result's fill value is ``{name}`` of the operands' fill values, computed as the dense
+    array's element is; where that raises and the result has no unspecified element, 0.
 
 Examples
 --------

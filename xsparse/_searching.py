@@ -1,7 +1,10 @@
 """``searchsorted`` for strided and sparse arrays (the Array API's other searching functions, ``argmax``,
 ``argmin``, ``count_nonzero``, ``nonzero`` and ``where``, live with the reductions and indexing).
 
-A sparse ``x2`` keeps its structure; a sparse ``x1`` (1-D) is searched without densifying it.
+A sparse ``x2`` keeps its structure; a sparse ``x1`` (1-D) is searched without densifying it. Bool
+operands are searched as their int8 twin (False before True), as xsparse sorts them: the standard's
+``searchsorted`` asks for real-valued operands ("should"), array-api-strict and torch refuse bool, NumPy
+takes it, and the same call now gives NumPy's result on every backend.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from . import dispatch
 from ._common import backend_of
 from ._conversion import layout_of
 from ._elementwise import convert_result
+from ._indexing import astype
 from ._sorting import array_operand
 from .backends.array_api import searching as _generic_searching  # noqa: F401  (registers the generic kernels)
 from .formats import Layout, SparseArray
@@ -25,9 +29,10 @@ def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None,
     Parameters
     ----------
     x1
-        A 1-D strided array, or a sparse COO vector, in ascending order (or put in order by ``sorter``).
+        A 1-D strided array, or a sparse COO vector, in ascending order (or put in order by ``sorter``), of
+        a real or bool dtype (False sorts before True).
     x2
-        The values to place: a strided or sparse array.
+        The values to place: a strided or sparse array, of a real or bool dtype.
     side
         ``"left"``: the first suitable index; ``"right"``: the last.
     sorter
@@ -72,6 +77,7 @@ def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None,
             )
         if isinstance(x1, SparseArray):
             sorter = None
+    x1, x2 = (astype(v, xp.int8) if xp.isdtype(v.dtype, "bool") else v for v in (x1, x2))
     if not isinstance(x1, SparseArray) and not isinstance(x2, SparseArray):
         return convert_result(xp.searchsorted(x1, x2, side=side, sorter=sorter), layout, op)
     result = dispatch.call(op, (layout_of(x1), layout_of(x2)), backend.name, xp, x1, x2, side, sorter)

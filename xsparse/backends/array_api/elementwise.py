@@ -260,6 +260,56 @@ def _fill_array(xp: Any, a: SparseArray) -> Any:
     return xp.asarray(a.fill_value, dtype=a.dtype, device=a.device)
 
 
+# -- computing as the dense array does -----------------------------------------------------------------
+# An unspecified element must read what the same function of the dense array gives there, and a library
+# may compute a function of 0-d arrays by another path than of arrays with a dimension: NumPy's
+# pow(-inf, 0.5) of 0-d arrays goes through sqrt and gives NaN, of 1-D ones +inf (the standard's value).
+# So a fill value is computed on a one-element array with its operand's number of dimensions
+# (:func:`_fill_element`), 0-d only for a 0-d operand, whose dense array is 0-d too; and the one stored
+# value of a 0-d array is computed 0-d (:func:`_values_like_dense`). Python scalars and 0-d strided
+# operands are passed as they are, as they meet the dense array.
+
+# What a function may raise for particular values (NumPy's and torch's integer pow to a negative power,
+# NumPy's errors under numpy.errstate(all="raise")): for the fill values alone it is no error where the
+# result has no unspecified element (:func:`_result_fill`).
+_VALUE_ERRORS = (ValueError, RuntimeError, ArithmeticError)
+
+
+def _fill_element(xp: Any, a: SparseArray) -> Any:
+    """The fill value of ``a`` as a one-element array with ``a``'s number of dimensions (see above)."""
+    return xp.reshape(_fill_array(xp, a), (1,) * a.ndim)
+
+
+def _values_like_dense(xp: Any, compute: Callable[..., Any], ndim: int, *values: Any) -> Any:
+    """``compute(*values)`` of the stored values of arrays with ``ndim`` dimensions; where they are 0-d,
+    their one value is computed 0-d, as the dense array is (see above)."""
+    if ndim or any(tuple(v.shape) != (1,) for v in values):
+        return compute(*values)
+    out = compute(*(xp.reshape(v, ()) for v in values))
+    # NumPy's functions give NumPy scalars for 0-d arrays
+    return xp.reshape(xp.asarray(out), (1,))
+
+
+def _attempt(compute: Callable[[], Any]) -> tuple[Any, Exception | None]:
+    """``(compute(), None)``, or ``(None, error)`` where it raised one of :data:`_VALUE_ERRORS`."""
+    try:
+        return compute(), None
+    except _VALUE_ERRORS as error:
+        return None, error
+
+
+def _result_fill(xp: Any, fill: Any, error: Exception | None, values: Any, shape: tuple[int, ...]) -> Any:
+    """The fill value of a result with ``values`` (every specified element once) and ``shape``: the
+    computed ``fill`` (an array of one element) as a Python scalar; where computing it raised ``error``,
+    0 of the values' dtype if the result has no unspecified element (the fill value is never read, and
+    the dense computation does not meet it), else the error."""
+    if error is None:
+        return python_scalar(xp, xp.reshape(fill, ()))
+    if prod(tuple(values.shape)) != prod(shape):
+        raise error
+    return python_scalar(xp, xp.zeros((), dtype=values.dtype, device=array_api_compat.device(values)))
+
+
 def _strided_kernel(name: str, compute: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     def kernel(xp: Any, x: Any) -> Any:
         return compute(xp, x)
@@ -273,13 +323,17 @@ def _sparse_kernel(name: str) -> Callable[..., Any]:
     linear = name in LINEAR_UNARY
 
     def kernel(xp: Any, a: SparseArray) -> SparseArray:
-        if not linear and isinstance(a, COOArray):
-            a = coalesce_coo(xp, a)
         backend = a._backend.name
+
+        def f(x: Any) -> Any:
+            return dispatch.call(name, (strided,), backend, xp, x)
+
+        fill, error = _attempt(lambda: f(_fill_element(xp, a)))
+        if (error is not None or not linear) and isinstance(a, COOArray):
+            a = coalesce_coo(xp, a)
         # real and imag return strided views of the complex values, which the formats store contiguous
-        values = contiguous(a._backend, xp, dispatch.call(name, (strided,), backend, xp, a._vals))
-        fill = dispatch.call(name, (strided,), backend, xp, _fill_array(xp, a))
-        return a._with_values(values, python_scalar(xp, fill))
+        values = contiguous(a._backend, xp, _values_like_dense(xp, f, a.ndim, a._vals))
+        return a._with_values(values, _result_fill(xp, fill, error, values, tuple(a.shape)))
 
     kernel.__name__ = kernel.__qualname__ = f"_{name}_indexed"
     kernel.__doc__ = f"{name}(sparse) -> sparse: maps the stored values and the fill value; O(nnz)."
@@ -352,8 +406,8 @@ def _clip_indexed(xp: Any, a: SparseArray, min: Any = None, max: Any = None) -> 
     """clip(sparse, min, max) -> sparse: clips the stored values and the fill value; O(nnz)."""
     if isinstance(a, COOArray):
         a = coalesce_coo(xp, a)
-    values = _clip(xp, a._vals, min, max)
-    return a._with_values(values, python_scalar(xp, _clip(xp, _fill_array(xp, a), min, max)))
+    values = _values_like_dense(xp, lambda v: _clip(xp, v, min, max), a.ndim, a._vals)
+    return a._with_values(values, python_scalar(xp, xp.reshape(_clip(xp, _fill_element(xp, a), min, max), ())))
 
 
 # -- binary functions ------------------------------------------------------------------------------
@@ -570,10 +624,12 @@ def _combine(xp: Any, name: str, a: COOArray, b: COOArray) -> COOArray:
     f = _binary_func(name)
     # promoted first by the standard's table: torch mixes uint16/uint32/uint64 with no other dtype
     dtype = result_dtype(xp, a.dtype, b.dtype)
-    fill_a, fill_b = (xp.astype(_fill_array(xp, c), dtype) for c in (a, b))
-    fill = python_scalar(xp, f(xp, fill_a, fill_b))
+    fill_a, fill_b = (xp.astype(_fill_element(xp, c), dtype) for c in (a, b))
+    computed, error = _attempt(lambda: f(xp, fill_a, fill_b))
     idx, va, vb, has_a, has_b = merge_coo(xp, a, b)
-    values = f(xp, xp.astype(va, dtype, copy=False), xp.astype(vb, dtype, copy=False))
+    va, vb = (xp.astype(v, dtype, copy=False) for v in (va, vb))
+    values = _values_like_dense(xp, lambda p, q: f(xp, p, q), a.ndim, va, vb)
+    fill = _result_fill(xp, computed, error, values, tuple(a.shape))
     if name in ANNIHILATING and idx.shape[1]:
         keep = xp.nonzero((has_a & has_b) | ~_equals_fill(xp, values, fill))[0]
         if keep.shape[0] != idx.shape[1]:
@@ -614,12 +670,15 @@ def _binary_scalar_kernel(name: str, sparse_first: bool) -> Callable[..., Any]:
 
     def kernel(xp: Any, x: Any, y: Any) -> Any:
         a, s = (x, y) if sparse_first else (y, x)
-        fill = _fill_array(xp, a)
-        new_fill = f(xp, fill, s) if sparse_first else f(xp, s, fill)
-        if isinstance(a, COOArray) and not _linear_with(xp, name, sparse_first, a, s, new_fill):
+
+        def with_s(v: Any) -> Any:
+            return f(xp, v, s) if sparse_first else f(xp, s, v)
+
+        fill, error = _attempt(lambda: with_s(_fill_element(xp, a)))
+        if isinstance(a, COOArray) and (error is not None or not _linear_with(xp, name, sparse_first, a, s, fill)):
             a = coalesce_coo(xp, a)
-        values = f(xp, a._vals, s) if sparse_first else f(xp, s, a._vals)
-        return a._with_values(values, python_scalar(xp, new_fill))
+        values = _values_like_dense(xp, with_s, a.ndim, a._vals)
+        return a._with_values(values, _result_fill(xp, fill, error, values, tuple(a.shape)))
 
     order = "indexed_scalar" if sparse_first else "scalar_indexed"
     kernel.__name__ = kernel.__qualname__ = f"_{name}_{order}"
@@ -670,8 +729,8 @@ def _annihilated(xp: Any, name: str, a: SparseArray, d: Any, sparse_first: bool)
     shape = broadcast_shapes(name, tuple(a.shape), tuple(d.shape))
     c = broadcast_coo(xp, coalesce_coo(xp, _as_coo(xp, a)), shape)
     sd = c.sparse_dim()
-    zero = xp.zeros((), dtype=d.dtype, device=a.device)
-    fill = python_scalar(xp, f(xp, _fill_array(xp, a), zero) if sparse_first else f(xp, zero, _fill_array(xp, a)))
+    zero, own = xp.zeros((1,) * d.ndim, dtype=d.dtype, device=a.device), _fill_element(xp, a)
+    fill = python_scalar(xp, xp.reshape(f(xp, own, zero) if sparse_first else f(xp, zero, own), ()))
     idx, vals = c._idx, c._vals
     # 0 * inf and 0 * nan are NaN: where d holds them, an element a leaves out is not the fill value
     extra = _nonfinite_entries(xp, d, shape, sd, c) if name == "multiply" else None

@@ -6,8 +6,9 @@
   #158861, #116633), fill value 0, and for products only finite values (torch evaluates a product on
   the intersection of the entries, so that ``inf`` times an unspecified 0 gives 0 instead of NaN), and
   no uint16, uint32 or uint64 operand (torch's sparse kernels compute none of them, and torch promotes
-  them with no other dtype). Each kernel declines anything else with its reason, and the generic kernels
-  compute it.
+  them with no other dtype), and no 0-d dense operand (which acts as a scalar: the result keeps the
+  sparse layout, where torch's 0-d dense + 0-d sparse is dense). Each kernel declines anything else with
+  its reason, and the generic kernels compute it.
 
 - ``floor_divide`` and ``remainder`` of uint64 operands, which torch does not divide ("div_floor_cpu"
   not implemented for 'UInt64') and which have no wider signed twin: computed exactly on the int64
@@ -277,8 +278,19 @@ def _add_csr_csr_torch(xp: Any, x: CompressedArray, y: CompressedArray) -> Spars
     return _result(to_torch(x) + to_torch(y), x, xp)
 
 
+def _zero_dim_reason(d: torch.Tensor) -> str | None:
+    """Why torch's sparse-with-dense kernels do not take the strided ``d``: a 0-d one acts as a scalar."""
+    if d.ndim == 0:
+        # torch's 0-d dense + 0-d sparse is a dense tensor; a 0-d operand keeps the sparse layout, as on
+        # every backend (docs/decisions.md, "Result layouts"): the generic scalar kernel computes it
+        return "a 0-d strided operand acts as a scalar, and the result keeps the sparse layout (torch's is dense)"
+    return None
+
+
 def _supports_mul_dense(xp: Any, x: Any, y: Any) -> str | None:
     a, d = (x, y) if isinstance(x, SparseArray) else (y, x)
+    if (reason := _zero_dim_reason(d)) is not None:
+        return reason
     if a.layout is sparse_csr and a.dtype == torch.bool:
         return "torch has no CSR mul for bool"
     return _plain_csr_reason(a) or _product_reason(a, d)
@@ -306,7 +318,7 @@ _NEGATIVE_ZERO_REASON = (
 
 def _supports_add_dense(xp: Any, x: Any, y: Any) -> str | None:
     a, d = (x, y) if isinstance(x, SparseArray) else (y, x)
-    reason = _plain_csr_reason(a) or _same_structure_reason(a, d)
+    reason = _zero_dim_reason(d) or _plain_csr_reason(a) or _same_structure_reason(a, d)
     if reason is None and a._vals.is_complex() and _holds_negative_zero(a._vals):
         return _NEGATIVE_ZERO_REASON  # a real -0.0 is put right after torch's add (_put_negative_zeros)
     return reason
