@@ -15,6 +15,8 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Union
 
+from .formats._invariants import dtype_name
+
 __all__ = ["Int", "Slice", "NewAxis", "Item", "parse_key", "result_shape", "normalize_index", "is_array_index", "is_bool_dtype"]
 
 
@@ -81,8 +83,6 @@ def normalize_index(op: str, index: Any, size: int, dim: int) -> int:
 
 def is_bool_dtype(dtype: Any) -> bool:
     """Whether ``dtype`` (of any backend) is the boolean dtype."""
-    from .formats._invariants import dtype_name
-
     return dtype_name(dtype) == "bool"
 
 
