@@ -74,8 +74,18 @@ def _searchsorted_coo_any(xp: Any, x1: COOArray, x2: Any, side: str, sorter: Any
 
     def count(v: Any) -> Any:
         s, f, w = _comparable(xp, specified, fill, v)
-        found = xp.searchsorted(s, w, side=side)
         fill_before = (f < w) if side == "left" else (f <= w)
+        if not xp.isdtype(w.dtype, "real floating"):
+            found = xp.searchsorted(s, w, side=side)
+        else:
+            # NaN sorts last (NumPy's order; torch's search is undefined with NaN among the sorted values):
+            # the values before the NaNs are searched, and a NaN query comes after all of them (left) or
+            # after the NaNs too (right), and after a fill value that is not NaN (left) or any (right)
+            k = int(xp.sum(xp.astype(~xp.isnan(s), xp.int64)))
+            nan_query = xp.isnan(w)
+            found = xp.searchsorted(s[:k], w, side=side)
+            found = xp.where(nan_query, xp.asarray(k if side == "left" else int(s.shape[0]), dtype=found.dtype, device=array_api_compat.device(found)), found)
+            fill_before = fill_before | (nan_query & (~xp.isnan(f) if side == "left" else True))
         return found + xp.astype(fill_before, found.dtype) * n_unspecified
 
     vals = x2._vals if isinstance(x2, SparseArray) else x2
