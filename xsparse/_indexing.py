@@ -285,7 +285,6 @@ def gather_by_take(x: Any, positions: list[Any], shape: tuple[int, ...]) -> Any:
     if isinstance(x, CompressedArray) and k > x.batch_dim() and not along_first:
         x = to_sparse(x, layout=sparse_coo)
     if k > 1:
-        xp = backend_of(x, op="getitem").load()
         stride, lin = 1, None
         for d in range(k - 1, -1, -1):
             term = positions[d] * stride
