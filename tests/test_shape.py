@@ -688,6 +688,24 @@ def test_concat_batches_must_match(backend: str, xp: Any) -> None:
         xs.concat([c, e], axis=3)
 
 
+def test_layout_conversion_errors_name_the_operation(backend: str, xp: Any) -> None:
+    # a COO operand whose batches differ in size cannot be a batched CSR array: the error names the call
+    d = np.zeros((2, 3, 4))
+    d[0, 0, 0], d[1] = 1.0, 2.0
+    a = xs.to_sparse(xp.asarray(d), layout=xs.sparse_coo)
+    for join in (lambda: xs.concat([a, a], axis=1, layout=xs.sparse_csr), lambda: xs.stack([a, a], layout=xs.sparse_csr)):
+        with pytest.raises(
+            xs.InvariantError,
+            match=r"^invariant 3\.9 violated: concat: an operand cannot be given layout=sparse_csr: every batch of a "
+            r"sparse_csr array must hold the same number of specified elements, got between 1 and 12 .*Convert to sparse_coo",
+        ):
+            join()
+    with pytest.raises(xs.InvariantError, match=r"^invariant 3\.9 violated: add: its result cannot be given layout=sparse_csr: every batch"):
+        xs.add(a, a, layout=xs.sparse_csr)
+    with pytest.raises(xs.InvariantError, match=r"^invariant 3\.9 violated: to_sparse: every batch"):
+        xs.to_sparse(a, layout=xs.sparse_csr)
+
+
 def test_concat_of_compressed_with_different_splits_rewrites(backend: str, xp: Any) -> None:
     d = np.zeros((2, 3, 2))
     d[0, 1] = [1.0, 2.0]

@@ -12,7 +12,8 @@ says where the results differ from torch's.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as _np
@@ -20,6 +21,7 @@ import numpy as _np
 from . import dispatch
 from ._common import backend_of, is_strided
 from ._conversion import layout_of, to_dense, to_sparse
+from ._errors import InvariantError
 from .backends import backend_of_array
 from .backends.array_api import elementwise as _generic_elementwise  # noqa: F401  (registers the kernels)
 from .formats import Layout, SparseArray, strided
@@ -125,7 +127,21 @@ def convert_result(result: Any, layout: Layout | None, op: str = "convert_result
             f"{op}: a {layout} result needs a block shape, which a {layout_of(result)} result does not have "
             f"(layout={layout}). Convert the result with xsparse.to_sparse(r, layout=xsparse.{layout}, blocksize=(rows, columns))."
         )
-    return to_sparse(result, layout=layout)
+    with converting_for(op, layout, "its result"):
+        return to_sparse(result, layout=layout)
+
+
+@contextlib.contextmanager
+def converting_for(op: str, layout: Layout, what: str) -> Iterator[None]:
+    """Name ``op`` (the operation the user called) in an invariant error of a conversion to ``layout`` made for
+    it, where the conversion's message names ``to_sparse``."""
+    try:
+        yield
+    except InvariantError as e:
+        prefix = f"invariant {e.invariant} violated: to_sparse: "
+        if op == "to_sparse" or not str(e).startswith(prefix):
+            raise
+        raise InvariantError(e.invariant, f"{op}: {what} cannot be given layout={layout}: {str(e)[len(prefix):]}") from None
 
 
 def operand(op: str, x: Any) -> tuple[Any, Layout]:

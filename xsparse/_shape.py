@@ -25,7 +25,7 @@ from . import dispatch
 from ._common import backend_of, dtype_name, is_strided, scalar_for
 from ._conversion import layout_of, to_dense, to_sparse
 from ._dtypes import result_type
-from ._elementwise import convert_result, operand, subtract
+from ._elementwise import convert_result, converting_for, operand, subtract
 from ._errors import DensificationError, LayoutError, SparseEfficiencyWarning
 from ._index_key import is_array_index
 from ._indexing import getitem
@@ -761,7 +761,8 @@ def _join_operands(
             stacklevel=3,
         )
         target, blocksize = sparse_coo, None
-    converted = {id(a): to_sparse(a, layout=target, blocksize=blocksize) for a in sparse}
+    with converting_for(op, target, "an operand"):
+        converted = {id(a): to_sparse(a, layout=target, blocksize=blocksize) for a in sparse}
     index_dtype = next(c.index_dtype for c in converted.values() if isinstance(c, (COOArray, CompressedArray)))
     out = []
     for a in arrays:
