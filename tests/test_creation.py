@@ -217,3 +217,17 @@ def test_bound_namespace_creates_sparse(xp: Any) -> None:
     assert ns.ones((2, 3)).layout is xs.sparse_csr and ns.ones((2, 3)).fill_value == 1.0
     assert ns.eye(3).layout is xs.sparse_csr and ns.eye(3).nnz == 3
     assert ns.full((2, 2), 5).fill_value == 5
+
+
+def test_default_dtype_follows_the_device() -> None:
+    # array_api_strict's "no_float64" device has float32 as its default real floating dtype
+    strict = pytest.importorskip("array_api_strict")
+    device = strict.Device("no_float64")
+    made = [
+        *(make((2, 3), device=device, backend="array_api_strict", layout=layout) for make in (xs.empty, xs.zeros) for layout in (xs.sparse_coo, xs.sparse_csr)),
+        xs.eye(3, device=device, backend="array_api_strict", layout=xs.sparse_bsr, blocksize=(1, 1)),
+        xs.sparse_coo_array(shape=(2, 3), device=device, backend="array_api_strict"),
+    ]
+    for a in made:
+        assert a.dtype == strict.float32 and a.device == device, (a.layout, a.dtype, a.device)
+    assert xs.zeros((2,), layout=xs.sparse_coo).dtype == np.float64

@@ -106,9 +106,10 @@ def _contiguous(backend: Backend, xp: Any, x: Any) -> Any:
     return contiguous(backend, xp, x)
 
 
-def _default_float(xp: Any) -> Any:
-    """The backend's default real floating dtype (float64 for NumPy, torch's default dtype for torch)."""
-    return xp.__array_namespace_info__().default_dtypes()["real floating"]
+def _default_float(xp: Any, device: Any) -> Any:
+    """The backend's default real floating dtype on ``device`` (float64 for NumPy, torch's default dtype for
+    torch; a device without float64 has another, as the standard's ``default_dtypes(device=...)`` says)."""
+    return xp.__array_namespace_info__().default_dtypes(device=device)["real floating"]
 
 
 def _fill(xp: Any, dtype: Any, fill_value: Any) -> Any:
@@ -181,7 +182,7 @@ def sparse_coo_array(
     if indices is None and values is None:
         if shp is None:
             raise ValueError(f"{op}: no indices, values or shape were given. Give indices and values, or a shape for an empty array.")
-        vdt = dt if dt is not None else _default_float(xp)
+        vdt = dt if dt is not None else _default_float(xp, device)
         idx = xp.zeros((len(shp), 0), dtype=xp.int64, device=device)
         vals = xp.zeros((0,), dtype=vdt, device=device)
         return COOArray(idx, vals, shp, backend=b, xp=xp, coalesced=True, fill_value=_fill(xp, vdt, fill_value), check=check_invariants)
@@ -370,7 +371,7 @@ def _empty_compressed(
     bs = tuple(blocksize) if layout.is_blocked and blocksize is not None else (1, 1)
     batch = shape[:n_batch]
     grid = (shape[n_batch] // bs[0], shape[n_batch + 1] // bs[1])
-    vdt = dtype if dtype is not None else _default_float(xp)
+    vdt = dtype if dtype is not None else _default_float(xp, device)
     idt = xp.int64 if index_dtype is None else index_dtype
     ci = xp.zeros(batch + (grid[layout.compressed_dim] + 1,), dtype=idt, device=device)
     pi = xp.zeros(batch + (0,), dtype=idt, device=device)
@@ -419,7 +420,7 @@ def _creation(
         raise TypeError(f"{op}: shape is required (shape=None). Pass a shape such as (2, 3).")
     if layout is strided:
         if fill_value != 0 or fill_value != fill_value:
-            return xp.full(shp, fill_value, dtype=dt if dt is not None else _default_float(xp), device=device)
+            return xp.full(shp, fill_value, dtype=dt if dt is not None else _default_float(xp, device), device=device)
         make = xp.empty if empty else xp.zeros
         return make(shp, dtype=dt, device=device)
     if layout is sparse_coo:
@@ -429,7 +430,7 @@ def _creation(
                 f"{op}: a sparse_coo array of shape {shp} has between 0 and {len(shp)} sparse dimensions, got "
                 f"sparse_dim={sd} (sparse_dim={sparse_dim}, dense_dim={dense_dim}). Give sparse_dim or dense_dim in [0, {len(shp)}]."
             )
-        vdt = dt if dt is not None else _default_float(xp)
+        vdt = dt if dt is not None else _default_float(xp, device)
         idx = xp.zeros((sd, 0), dtype=xp.int64 if index_dtype is None else index_dtype, device=device)
         vals = xp.zeros((0, *shp[sd:]), dtype=vdt, device=device)
         return COOArray(idx, vals, shp, backend=b, xp=xp, coalesced=True, fill_value=_fill(xp, vdt, fill_value))
@@ -600,7 +601,7 @@ def eye(
             f"{op}: layout must be strided or one of sparse_coo, sparse_csr, sparse_csc, sparse_bsr, sparse_bsc "
             f"(layout={layout!r}). Pass one of them."
         )
-    vdt = dt if dt is not None else _default_float(xp)
+    vdt = dt if dt is not None else _default_float(xp, device)
     diagonal = xp.ones((1, cols), dtype=vdt, device=device)
     return spdiags(diagonal, xp.asarray([k], dtype=xp.int64, device=device), (rows, cols), layout, blocksize=blocksize)
 
