@@ -434,6 +434,27 @@ def test_addmm_with_beta_zero_ignores_nan_input(backend: str) -> None:
 
 
 @pytest.mark.parametrize("backend", CPU_BACKENDS)
+def test_products_through_the_transposed_lists_keep_infinities(backend: str) -> None:
+    # row 0 keeps the even columns and the other rows are empty, so the columns' lists are padded: a padding
+    # slot must add nothing, not 0 * inf. The oracle is the CSR product of the same specified elements.
+    xp = _ns(backend)
+    d = np.zeros((32, 32), np.float32)
+    d[0, ::2] = 1.0
+    s = xs.to_sparse_semi_structured(xp.asarray(d))
+    csr = xs.to_sparse_csr(s)
+    a = np.ones((2, 32), np.float32)
+    a[0, 0], a[1, 0] = math.inf, math.nan
+    a = xp.asarray(a)
+    for got, want in [
+        (xs.matmul(a, s), xs.matmul(a, csr)),
+        (xs.matmul(s.t(), xs.matrix_transpose(a)), xs.matmul(csr.mT, xs.matrix_transpose(a))),
+        (xs.matmul(a[0, :], s), xs.matmul(a[0, :], csr)),
+    ]:
+        np.testing.assert_array_equal(_np(got), _np(want))
+    assert _np(xs.matmul(a, s))[0, :4].tolist() == [math.inf, 0.0, math.inf, 0.0]
+
+
+@pytest.mark.parametrize("backend", CPU_BACKENDS)
 @FEW
 @given(data=st.data(), seed=st.integers(0, 2**32 - 1), lead=st.sampled_from([(), (4,), (2, 3)]))
 def test_linear(backend: str, data: st.DataObject, seed: int, lead: tuple[int, ...]) -> None:

@@ -234,16 +234,17 @@ def _convert_semi_structured_compressed(xp: Any, a: SemiStructuredArray, target:
 # -- products -------------------------------------------------------------------------------------------
 
 
-def row_lists(xp: Any, a: SemiStructuredArray) -> tuple[Any, Any]:
-    """The rows of ``a`` as lists ``(values, columns)``, each ``(a.shape[0], width)``, padded with zeros.
+def row_lists(xp: Any, a: SemiStructuredArray) -> tuple[Any, Any, Any]:
+    """The rows of ``a`` as lists ``(values, columns, valid)``, the first two ``(a.shape[0], width)``.
 
-    Untransposed, these are the kept values and their decoded columns. Transposed, the rows of ``a`` are
-    the columns of the stored matrix: its entries are sorted by column (stably, so rows stay in order
-    within a column) and each column's run is cut out, padded to the longest run.
+    Untransposed, these are the kept values and their decoded columns, and ``valid`` is None: every slot
+    holds a kept (specified) element. Transposed, the rows of ``a`` are the columns of the stored matrix:
+    its entries are sorted by column (stably, so rows stay in order within a column) and each column's run
+    is cut out, padded to the longest run; ``valid`` marks the slots that are not padding.
     """
     columns = kept_columns(xp, a._meta, a.pattern)
     if not a.transposed:
-        return a._vals, columns
+        return a._vals, columns, None
     rows, per_row = columns.shape
     n_lists = a.shape[0]
     flat = xp.reshape(columns, (-1,))
@@ -261,11 +262,12 @@ def row_lists(xp: Any, a: SemiStructuredArray) -> tuple[Any, Any]:
     zero = xp.zeros((), dtype=a.dtype, device=a.device)
     values = xp.where(valid, xp.reshape(xp.take(sorted_vals, entry), (n_lists, width)), zero)
     lists = xp.reshape(xp.take(source_rows, entry), (n_lists, width))
-    return values, lists
+    return values, lists, None if bool(xp.all(valid)) else valid
 
 
-def gather_matmul(xp: Any, values: Any, columns: Any, b: Any) -> Any:
-    """``out[i, :] = sum_s values[i, s] * b[columns[i, s], :]``: the product of row lists with a 2-D ``b``.
+def gather_matmul(xp: Any, values: Any, columns: Any, b: Any, valid: Any = None) -> Any:
+    """``out[i, :] = sum_s values[i, s] * b[columns[i, s], :]`` over the slots ``s`` that ``valid`` marks (all
+    when None): the product of row lists with a 2-D ``b``.
 
     The slots are taken a chunk at a time so that the gathered rows of ``b`` stay within a fixed budget.
     """
@@ -276,6 +278,9 @@ def gather_matmul(xp: Any, values: Any, columns: Any, b: Any) -> Any:
     for s0 in range(0, width, step):
         s1 = min(width, s0 + step)
         gathered = xp.reshape(xp.take(b, xp.reshape(columns[:, s0:s1], (-1,)), axis=0), (rows, s1 - s0, n))
+        if valid is not None:
+            # a padding slot points at some row of b: its zero value times an inf or NaN there would be NaN
+            gathered = xp.where(valid[:, s0:s1, None], gathered, xp.zeros((), dtype=gathered.dtype, device=_device(b)))
         out = out + xp.matmul(values[:, None, s0:s1], gathered)[:, 0, :]
     return out
 
@@ -284,28 +289,28 @@ def matmul(xp: Any, a: Any, b: Any) -> Any:
     """``a @ b`` where exactly one operand is semi-structured and the other strided (1-D, 2-D or batched)."""
     if isinstance(a, SemiStructuredArray):
         dtype = xp.result_type(a.dtype, b.dtype)
-        values, columns = row_lists(xp, a)
+        values, columns, valid = row_lists(xp, a)
         values = xp.astype(values, dtype)
         b = xp.astype(b, dtype)
         if b.ndim == 1:
-            return gather_matmul(xp, values, columns, b[:, None])[:, 0]
+            return gather_matmul(xp, values, columns, b[:, None], valid)[:, 0]
         # (*batch, k, n) -> (k, batch * n): one product for every batch
         batch, (k, n) = tuple(b.shape[:-2]), tuple(b.shape[-2:])
         nb = math.prod(batch)
         b2 = xp.reshape(xp.permute_dims(xp.reshape(b, (nb, k, n)), (1, 0, 2)), (k, nb * n))
-        out = gather_matmul(xp, values, columns, b2)
+        out = gather_matmul(xp, values, columns, b2, valid)
         m = out.shape[0]
         return xp.reshape(xp.permute_dims(xp.reshape(out, (m, nb, n)), (1, 0, 2)), (*batch, m, n))
     # a @ S == (S.T @ a.T).T, and the rows of S.T are the lists of S.t()
     dtype = xp.result_type(a.dtype, b.dtype)
-    values, columns = row_lists(xp, b.t())
+    values, columns, valid = row_lists(xp, b.t())
     values = xp.astype(values, dtype)
     a = xp.astype(a, dtype)
     if a.ndim == 1:
-        return gather_matmul(xp, values, columns, a[:, None])[:, 0]
+        return gather_matmul(xp, values, columns, a[:, None], valid)[:, 0]
     lead, k = tuple(a.shape[:-1]), a.shape[-1]
     a2 = xp.reshape(a, (math.prod(lead), k))
-    out = gather_matmul(xp, values, columns, xp.matrix_transpose(a2))
+    out = gather_matmul(xp, values, columns, xp.matrix_transpose(a2), valid)
     return xp.reshape(xp.matrix_transpose(out), (*lead, out.shape[0]))
 
 
