@@ -11,7 +11,7 @@ import pytest
 
 import xsparse as xs
 from xsparse.backends import backend_of_array
-from xsparse.testing import assert_sparse_equal
+from xsparse.testing import assert_sparse_equal, to_numpy
 
 # 4 x 6 with an empty row; in 2 x 3 blocks the top-right block is empty
 DENSE = [
@@ -403,3 +403,62 @@ def test_to_backend_resolves_torch_views_and_autograd() -> None:
     np.testing.assert_array_equal(xs.to_backend(neg, "numpy"), np.asarray([-1.0, -2.0]))
     grad = torch.tensor([1.0, 2.0], requires_grad=True)
     np.testing.assert_array_equal(xs.to_backend(grad, "numpy"), np.asarray([1.0, 2.0]))
+
+
+def test_pickle_and_deepcopy(backend: str, xp: Any, layout: xs.Layout) -> None:
+    import copy
+    import pickle
+
+    d = xp.asarray(np.asarray([[[0.0, 1.5, 0.0, 2.0], [3.0, 0.0, 0.0, 0.0]], [[0.0, 0.0, 4.0, 0.0], [0.0, 6.0, 0.0, 7.0]]]))
+    a = xs.to_sparse(d, layout=layout, **({"blocksize": (1, 2)} if layout.is_blocked else {}))
+    for r in (pickle.loads(pickle.dumps(a)), copy.deepcopy(a)):
+        assert type(r) is type(a) and r.layout is a.layout and r.shape == a.shape and r.fill_value == a.fill_value
+        assert r._backend is a._backend and r._xp is a._xp
+        assert_sparse_equal(r, d)
+    # an uncoalesced COO array keeps its duplicates, and its flag
+    u = xs.sparse_coo_array(xp.asarray([[0, 0], [1, 1]]), xp.asarray([1.0, 2.0]), (2, 2))
+    r = pickle.loads(pickle.dumps(u))
+    assert not r.is_coalesced() and r.nnz == 2
+    assert_sparse_equal(r, xs.to_dense(u))
+    f = pickle.loads(pickle.dumps(xs.to_sparse(xp.asarray([1.0, 2.0, 2.0]), fill_value=2.0)))
+    assert f.fill_value == 2.0 and f.nnz == 1
+
+
+def test_iteration(xp: Any) -> None:
+    a = xs.to_sparse(xp.asarray(np.asarray([[1.0, 0.0], [0.0, 2.0]])), layout=xs.sparse_csr)
+    rows = list(a)
+    assert len(rows) == 2 and all(r.layout is xs.sparse_coo for r in rows)
+    assert [np.asarray(to_numpy(xs.to_dense(r))).tolist() for r in rows] == [[1.0, 0.0], [0.0, 2.0]]
+    with pytest.raises(TypeError, match=r"^__iter__: iteration over a 0-d array \(shape=\(\)\)\. Read its value"):
+        list(a[0, 0])
+
+
+def test_torch_in_place_operators_write_into_the_tensor() -> None:
+    # torch's own D += S updates D in place; so does D op= A for an xsparse A (not a rebinding of D)
+    torch = pytest.importorskip("torch")
+    import operator
+
+    s = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
+    a = xs.to_sparse(s)
+    for op, dense_op in [(operator.iadd, operator.add), (operator.isub, operator.sub), (operator.imul, operator.mul), (operator.ipow, operator.pow)]:
+        d = torch.arange(4.0).reshape(2, 2) + 1
+        expected = dense_op(d.clone(), s)
+        target = d
+        d = op(d, a)
+        assert d is target and type(d) is torch.Tensor
+        torch.testing.assert_close(target, expected)
+    i = torch.full((2, 2), 12)
+    target = i
+    i >>= xs.to_sparse(torch.tensor([[1, 0], [0, 3]]))
+    assert i is target and i.tolist() == [[6, 12], [12, 1]]
+    d = torch.ones(2, 2)
+    d.add_(a)
+    assert d.tolist() == [[2.0, 1.0], [1.0, 3.0]]
+    assert type(torch.ones(2, 2) + a) is torch.Tensor  # the reflected operator still runs
+    i = torch.ones(2, 2, dtype=torch.int64)
+    with pytest.raises(ValueError, match=r"^add: an in-place operator keeps its left operand's dtype, which cannot hold the result's \(x1\.dtype=int64, result dtype=float32\)"):
+        i += a
+    assert i.dtype == torch.int64 and i.tolist() == [[1, 1], [1, 1]]
+    v = torch.ones(2)
+    with pytest.raises(ValueError, match=r"^add: an in-place operator writes into its left operand, and the result's shape differs"):
+        v += a

@@ -231,3 +231,41 @@ def test_default_dtype_follows_the_device() -> None:
     for a in made:
         assert a.dtype == strict.float32 and a.device == device, (a.layout, a.dtype, a.device)
     assert xs.zeros((2,), layout=xs.sparse_coo).dtype == np.float64
+
+
+def test_strided_full_keeps_a_negative_zero(backend: str, xp: Any) -> None:
+    # -0.0 == 0, but it is not the zero that zeros() writes; the backend's own full keeps its sign
+    made = [
+        xs.full((3,), -0.0, backend=backend),
+        xs.full_like(xp.ones((3,)), -0.0),
+        xs.full((2,), complex(-0.0, 0.0), backend=backend),
+        xs.bound_namespace(backend).full((2,), -0.0),
+    ]
+    for a in made:
+        assert np.signbit(np.real(to_numpy(a))).all(), a
+    assert not np.signbit(to_numpy(xs.full((3,), 0.0, backend=backend))).any()
+
+
+def test_asarray_checks_what_it_is_asked(backend: str, xp: Any) -> None:
+    a = xs.asarray(xp.asarray([[1.0, 0.0], [0.0, 2.0]]), layout=xs.sparse_csr)
+    with pytest.raises(ValueError, match=r"a conversion keeps the fill value \(array fill_value=0(\.0)?, requested 2\.0\)"):
+        xs.asarray(a, layout=xs.sparse_coo, fill_value=2.0)
+    with pytest.raises(ValueError, match=r"a conversion keeps the fill value"):
+        xs.bound_namespace(backend, layout=xs.sparse_coo).asarray(a, fill_value=2.0)
+    assert xs.asarray(a, layout=xs.sparse_coo, fill_value=0.0).layout is xs.sparse_coo
+    with pytest.raises(ValueError, match=r"blocksize applies to sparse_bsr and sparse_bsc only"):
+        xs.asarray(a, blocksize=(2, 2))
+    assert xs.asarray(a, layout=xs.sparse_bsr, blocksize=(2, 2)).blocksize == (2, 2)
+    with pytest.raises(ValueError, match=r"^asarray: blocksize and fill_value describe a sparse result, and this one is strided"):
+        xs.asarray(xp.ones((2,)), fill_value=1.0)
+    with pytest.raises(ValueError, match=r"^asarray: blocksize and fill_value describe a sparse result"):
+        xs.asarray(a, layout=xs.strided, blocksize=(1, 1))
+    # the standard: copy=False raises where a copy is needed, and a change of layout is one
+    for obj, layout, what in [
+        (a, xs.strided, "a sparse_csr array converted to strided is a copy"),
+        (a, xs.sparse_coo, "a sparse_csr array converted to sparse_coo is a copy"),
+        (xp.ones((2, 2)), xs.sparse_csr, "a sparse_csr array made from strided data is a copy"),
+    ]:
+        with pytest.raises(ValueError, match=rf"^asarray: copy=False but {what} \(layout={layout}\)\. Pass copy=None"):
+            xs.asarray(obj, layout=layout, copy=False)
+    assert xs.asarray(a, copy=False) is a

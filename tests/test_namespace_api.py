@@ -811,3 +811,49 @@ def test_zero_d_results_are_arrays_not_numpy_scalars() -> None:
     ]
     for r in results:
         assert type(r) is np.ndarray and r.shape == ()
+
+
+def test_bound_namespace_checks_its_arguments() -> None:
+    a = xs.to_sparse(np.eye(2))
+    assert a.__array_namespace__(api_version="2023.12").__array_api_version__ == "2023.12"
+    for bad in ("bogus", "2025.12"):
+        with pytest.raises(ValueError, match=rf"^bound_namespace: xsparse implements the Array API versions 2021\.12, 2022\.12, 2023\.12, 2024\.12, not '{bad}'"):
+            a.__array_namespace__(api_version=bad)
+    for bad in ("sparse_csr", 3, xs.sparse_semi_structured):
+        with pytest.raises(xs.LayoutError, match=r"^bound_namespace: the creation functions make strided, COO or compressed arrays"):
+            xs.bound_namespace("numpy", layout=bad)
+    # strided is the namespace without a default layout
+    assert xs.bound_namespace("numpy", layout=xs.strided) is xs.bound_namespace("numpy")
+
+
+@pytest.mark.parametrize("layout", [None, xs.sparse_coo])
+def test_bound_namespace_dir(layout: Any) -> None:
+    ns = xs.bound_namespace("numpy", layout=layout)
+    names = dir(ns)
+    assert {"zeros", "asarray", "to_sparse", "linalg", "fft", "float64", "__array_namespace_info__"} <= set(names)
+    for name in names:
+        getattr(ns, name)  # everything listed is there
+
+
+def test_bound_namespace_with_a_block_shape() -> None:
+    ns = xs.bound_namespace("numpy", layout=xs.sparse_bsr, blocksize=(2, 2))
+    assert repr(ns) == "xsparse namespace(backend=numpy, layout=sparse_bsr, blocksize=(2, 2))"
+    eye = np.eye(4)
+    made = {
+        "zeros": (ns.zeros((4, 4)), np.zeros((4, 4))),
+        "eye": (ns.eye(4), eye),
+        "ones batched": (ns.ones((2, 4, 2)), np.ones((2, 4, 2))),
+        "full": (ns.full((4, 2), 3.0), np.full((4, 2), 3.0)),
+        "asarray": (ns.asarray(eye.tolist()), eye),
+        "to_sparse": (ns.to_sparse(eye), eye),
+        "meshgrid": (ns.meshgrid(np.arange(2.0), np.arange(4.0))[0], np.meshgrid(np.arange(2.0), np.arange(4.0))[0]),
+    }
+    for name, (got, want) in made.items():
+        assert got.layout is xs.sparse_bsr and got.blocksize == (2, 2), name
+        assert_sparse_equal(got, want)
+    assert ns.zeros((4, 4), blocksize=(1, 4)).blocksize == (1, 4)  # a call's own block shape wins
+    assert ns.arange(4).layout is xs.sparse_coo  # 1-d: no blocks
+    with pytest.raises(xs.InvariantError, match=r"shape \(3, 3\) is not a whole number of blocks of blocksize \(2, 2\)"):
+        ns.zeros((3, 3))
+    with pytest.raises(ValueError, match=r"^bound_namespace: blocksize is the block shape of a sparse_bsr or sparse_bsc default layout \(layout=sparse_csr"):
+        xs.bound_namespace("numpy", layout=xs.sparse_csr, blocksize=(2, 2))

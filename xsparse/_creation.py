@@ -9,6 +9,7 @@ import array_api_compat
 
 from . import dispatch
 from .backends.array_api import creation as _generic_creation  # noqa: F401  (registers the generic kernels)
+from .backends.array_api.conversion import is_plus_zero
 from ._common import backend_of, dtype_name, is_strided, resolve_dtype, scalar_for
 from ._errors import InvariantError, LayoutError
 from .backends import Backend
@@ -110,6 +111,14 @@ def _default_float(xp: Any, device: Any) -> Any:
     """The backend's default real floating dtype on ``device`` (float64 for NumPy, torch's default dtype for
     torch; a device without float64 has another, as the standard's ``default_dtypes(device=...)`` says)."""
     return xp.__array_namespace_info__().default_dtypes(device=device)["real floating"]
+
+
+def _plus_zero(fill_value: Any) -> bool:
+    """Whether zeros (``xp.zeros``) are the elements of fill value ``fill_value``: not for ``-0.0``."""
+    try:
+        return is_plus_zero(fill_value)
+    except (TypeError, ValueError):
+        return False  # not a number: ``full`` says what is wrong with it
 
 
 def _fill(xp: Any, dtype: Any, fill_value: Any) -> Any:
@@ -419,7 +428,7 @@ def _creation(
     if shp is None:
         raise TypeError(f"{op}: shape is required (shape=None). Pass a shape such as (2, 3).")
     if layout is strided:
-        if fill_value != 0 or fill_value != fill_value:
+        if not _plus_zero(fill_value):
             return xp.full(shp, fill_value, dtype=dt if dt is not None else _default_float(xp, device), device=device)
         make = xp.empty if empty else xp.zeros
         return make(shp, dtype=dt, device=device)
@@ -753,9 +762,15 @@ def empty_like(x: Any, /, *, dtype: Any = None, device: Any = None, layout: Layo
 
 
 def _to_layout(op: str, x: Any, layout: Layout | None, blocksize: Any, fill_value: Any = None) -> Any:
-    """A strided result in ``layout`` (None or strided: as it is)."""
+    """``x`` (strided or sparse) in ``layout`` (None: as it is), with ``blocksize`` and ``fill_value`` checked or
+    applied by :func:`xsparse.to_sparse`."""
     if layout is None or layout is strided:
-        return x
+        if blocksize is not None or fill_value is not None:
+            raise ValueError(
+                f"{op}: blocksize and fill_value describe a sparse result, and this one is strided (layout={layout}, "
+                f"blocksize={blocksize}, fill_value={fill_value}). Leave them out, or pass a sparse layout."
+            )
+        return x if layout is None or not isinstance(x, SparseArray) else _dense(x)
     if not isinstance(layout, Layout):
         raise LayoutError(f"{op}: layout must be an xsparse layout (layout={layout!r}). Pass e.g. xsparse.sparse_coo or xsparse.strided.")
     from ._conversion import to_sparse
@@ -766,6 +781,12 @@ def _to_layout(op: str, x: Any, layout: Layout | None, blocksize: Any, fill_valu
     if fill_value is not None:
         kwargs["fill_value"] = fill_value
     return to_sparse(x, **kwargs)
+
+
+def _dense(x: SparseArray) -> Any:
+    from ._conversion import to_dense
+
+    return to_dense(x)
 
 
 def asarray(
@@ -797,7 +818,10 @@ def asarray(
     backend
         The backend for Python scalars and sequences.
     blocksize, fill_value
-        Passed to :func:`xsparse.to_sparse` when a sparse ``layout`` converts a strided array.
+        Passed to :func:`xsparse.to_sparse`, which makes a strided ``obj`` sparse with them and checks them
+        against a sparse one (a conversion keeps the fill value; a blocked layout takes this block shape).
+        They describe a sparse result: a strided one raises ``ValueError``. ``copy=False`` raises when
+        the layout changes, since a conversion between layouts copies.
 
     Examples
     --------
@@ -822,19 +846,23 @@ def asarray(
                 f"{op}: copy=False but the array must be {'cast' if needs_cast else 'moved'} (dtype={dtype!r}, device={device!r}). "
                 "Pass copy=None to allow a copy."
             )
+        if copy is False and layout is not None and layout is not obj.layout:
+            raise ValueError(
+                f"{op}: copy=False but a {obj.layout} array converted to {layout} is a copy (layout={layout}). Pass copy=None "
+                "to allow a copy."
+            )
         if needs_cast or needs_move or copy:
             from ._indexing import astype
 
             result = astype(obj, resolve_dtype(xp, dtype) if dtype is not None else obj.dtype, copy=bool(copy) or needs_cast, device=device)
-        if layout is None or layout is obj.layout:
-            return result
-        from ._elementwise import convert_result
+        target = obj.layout if layout is None else layout
+        if blocksize is None and fill_value is None:
+            if target is obj.layout:
+                return result
+            from ._elementwise import convert_result
 
-        if layout is not strided and layout.is_blocked and blocksize is not None:
-            from ._conversion import to_sparse
-
-            return to_sparse(result, layout=layout, blocksize=blocksize)
-        return convert_result(result, layout, op)
+            return convert_result(result, layout, op)
+        return _to_layout(op, result, target, blocksize, fill_value)
     if isinstance(obj, (list, tuple)) and any(isinstance(leaf, SparseArray) for leaf in _leaves(obj)):
         return _to_layout(op, _nested_with_arrays(op, obj, dtype, device, copy, backend), layout, blocksize, fill_value)
     b = backend_of(obj, op=op, backend=backend)
@@ -847,6 +875,8 @@ def asarray(
         kwargs["device"] = device
     if copy is not None:
         kwargs["copy"] = copy
+    if copy is False and layout is not None and layout is not strided:
+        raise ValueError(f"{op}: copy=False but a {layout} array made from strided data is a copy (layout={layout}). Pass copy=None to allow a copy.")
     return _to_layout(op, xp.asarray(obj, **kwargs), layout, blocksize, fill_value)
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as _np
 
 from . import dispatch
-from ._common import backend_of, is_strided
+from ._common import backend_of, dtype_name, is_strided
 from ._conversion import layout_of, to_dense, to_sparse
 from ._errors import InvariantError
 from .backends import backend_of_array
@@ -225,6 +225,35 @@ def apply_binary(name: str, x1: Any, x2: Any, layout: Layout | None) -> Any:
     backend = backend_of(x1, x2, op=name)
     xp = backend.load()
     return convert_result(dispatch.call(name, kinds, backend.name, xp, x1, x2), layout, name)
+
+
+def in_place(name: str, target: Any, other: SparseArray) -> Any:
+    """``target op= other`` for a torch tensor ``target`` and a sparse ``other`` (the sparse arrays'
+    ``__torch_function__``): ``op(target, other)`` written into ``target``, which keeps its shape and dtype.
+
+    The result is strided by definition or the size of ``target``, so writing it is not densification.
+    As torch does for its own in-place operators, a result dtype that ``target``'s cannot hold (a float
+    result into an integer tensor) is an error (a ``ValueError``) rather than a silent truncation.
+    """
+    import torch
+
+    result = apply_binary(name, target, other, None)
+    if tuple(result.shape) != tuple(target.shape):
+        raise ValueError(
+            f"{name}: an in-place operator writes into its left operand, and the result's shape differs from it "
+            f"(x1.shape={tuple(target.shape)}, result shape={tuple(result.shape)}). Use the operator that makes a new "
+            "array (x = x + a), which broadcasts."
+        )
+    if not torch.can_cast(result.dtype, target.dtype):
+        # not a TypeError: torch turns one raised here into NotImplemented, and Python would then rebind
+        # ``target`` to the result of the reflected operator, silently changing its dtype
+        raise ValueError(
+            f"{name}: an in-place operator keeps its left operand's dtype, which cannot hold the result's "
+            f"(x1.dtype={dtype_name(target.dtype)}, result dtype={dtype_name(result.dtype)}). Use the operator that "
+            "makes a new array (x = x + a), or cast x1 first."
+        )
+    target.copy_(to_dense(result) if isinstance(result, SparseArray) else result)
+    return target
 
 
 def _binary(name: str, summary: str, example: str) -> Callable[..., Any]:

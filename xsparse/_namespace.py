@@ -9,6 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .backends import Backend, default_backend, get_backend
+from ._errors import LayoutError
+from .formats import Layout, sparse_coo, strided
 
 __all__ = ["BoundExtension", "BoundNamespace", "bound_namespace"]
 
@@ -38,17 +40,31 @@ class BoundNamespace:
     backend takes only the backend's own arrays and is hidden.
     """
 
-    def __init__(self, backend: Backend, layout: Any = None, api_version: str | None = None) -> None:
+    def __init__(self, backend: Backend, layout: Any = None, api_version: str | None = None, blocksize: tuple[int, int] | None = None) -> None:
         self._backend = backend
         self._layout = layout
+        # the block shape of a BSR or BSC default layout, passed where a creation function takes one
+        self._blocks = {} if blocksize is None else {"blocksize": blocksize}
         self.__array_api_version__ = api_version or "2024.12"
         # Array API test tools (Hypothesis, the array-api-tests suite) name a namespace by ``__name__``.
-        suffix = f", layout={layout}" if layout is not None else ""
-        self.__name__ = f"xsparse(backend={backend.name}{suffix})"
+        self.__name__ = f"xsparse(backend={backend.name}{self._suffix()})"
+
+    def _suffix(self) -> str:
+        layout = f", layout={self._layout}" if self._layout is not None else ""
+        return layout + "".join(f", blocksize={b}" for b in self._blocks.values())
 
     def __repr__(self) -> str:
-        layout = f", layout={self._layout}" if self._layout is not None else ""
-        return f"xsparse namespace(backend={self._backend.name}{layout})"
+        return f"xsparse namespace(backend={self._backend.name}{self._suffix()})"
+
+    def __dir__(self) -> list[str]:
+        import xsparse
+
+        backend = self._backend.namespace()
+        theirs = [
+            n for n in dir(backend)
+            if not n.startswith("_") and not (self._layout is not None and isinstance(getattr(backend, n, None), types.ModuleType))
+        ]  # fmt: skip
+        return sorted({*xsparse.__all__, *theirs, "__array_api_version__", "__array_namespace_info__"})
 
     def __getattr__(self, name: str) -> Any:
         import xsparse
@@ -66,12 +82,12 @@ class BoundNamespace:
                     f"the xsparse namespace has no attribute {name!r} (the backend's extension takes no sparse arrays)"
                 )
             if self._layout is not None and name in _CREATION and callable(obj):
-                return _bind(obj, functools.partial(_to_layout, self._backend, obj, {}, self._layout))
+                return _bind(obj, functools.partial(_to_layout, self._backend, obj, {}, self._layout, self._blocks))
             return obj
         obj = getattr(xsparse, name)
         if isinstance(obj, types.ModuleType):
             return _extension(obj.__name__, self._backend.name, self._layout)
-        return _bound_function(obj, self._backend, self._layout if name in _CREATION else None)
+        return _bound_function(obj, self._backend, self._layout if name in _CREATION else None, self._blocks)
 
 
 class BoundExtension:
@@ -111,13 +127,15 @@ def _extension(module_name: str, backend_name: str, layout: Any) -> BoundExtensi
     return BoundExtension(importlib.import_module(module_name), get_backend(backend_name), layout)
 
 
-def _bound_function(obj: Any, backend: Backend, creation_layout: Any) -> Any:
+def _bound_function(obj: Any, backend: Backend, creation_layout: Any, blocks: dict[str, Any] | None = None) -> Any:
     """``obj`` with ``backend=`` bound where it takes one and, for a creation function, the default layout.
 
     ``creation_layout`` is the layout a creation function makes (``None`` for any other function, and in a
     namespace without a default layout): it is passed as ``layout=`` where the function takes one, and
-    otherwise the strided result is converted to it.
+    otherwise the strided result is converted to it. ``blocks`` (``{"blocksize": ...}`` or empty) is the
+    block shape of a blocked ``creation_layout``.
     """
+    blocks = blocks or {}
     if not callable(obj) or isinstance(obj, type):
         return obj
     params, var_keyword = _keyword_parameters(obj)
@@ -126,9 +144,9 @@ def _bound_function(obj: Any, backend: Backend, creation_layout: Any) -> Any:
         bound["backend"] = backend
     if creation_layout is not None:
         if "layout" not in params:
-            return _bind(obj, functools.partial(_to_layout, backend, obj, bound, creation_layout))
+            return _bind(obj, functools.partial(_to_layout, backend, obj, bound, creation_layout, blocks))
         if creation_layout.is_compressed:
-            return _bind(obj, functools.partial(_compressed_default, backend, obj, bound, creation_layout))
+            return _bind(obj, functools.partial(_compressed_default, backend, obj, bound, creation_layout, blocks))
         bound["layout"] = creation_layout
     if bound or var_keyword:
         return _bind(obj, functools.partial(_with_defaults, backend, obj, bound))
@@ -165,14 +183,15 @@ def _with_defaults(backend: Backend, func: Any, defaults: dict[str, Any], *args:
         return func(*args, **{**defaults, **kwargs})
 
 
-def _to_layout(backend: Backend, func: Any, defaults: dict[str, Any], layout: Any, *args: Any, **kwargs: Any) -> Any:
-    """Call a creation function that has no ``layout=`` and convert its strided result(s) to ``layout``."""
+def _to_layout(backend: Backend, func: Any, defaults: dict[str, Any], layout: Any, blocks: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+    """Call a creation function that has no ``layout=`` and convert its strided result(s) to ``layout`` (with
+    the block shape ``blocks``, ``{"blocksize": ...}`` or empty)."""
     from .formats import SparseArray
 
     result = _with_defaults(backend, func, defaults, *args, **kwargs)
 
     def convert(x: Any) -> Any:
-        return x if isinstance(x, SparseArray) else _convert(x, layout, {})
+        return x if isinstance(x, SparseArray) else _convert(x, layout, blocks)
 
     # ``meshgrid`` returns a list (or tuple) of arrays; everything else returns one array.
     return type(result)(convert(x) for x in result) if isinstance(result, (list, tuple)) else convert(result)
@@ -240,10 +259,13 @@ _RESULT_NDIM: dict[str, Callable[[tuple[Any, ...], dict[str, Any]], int | None]]
 }  # fmt: skip
 
 
-def _compressed_default(backend: Backend, func: Any, defaults: dict[str, Any], layout: Any, /, *args: Any, **kwargs: Any) -> Any:
-    """Call a creation function that takes ``layout=`` in a namespace whose default layout is compressed:
-    an array of 2 or more dimensions gets that layout, one of fewer is COO, and so is a batched array
-    whose batches hold different numbers of specified elements (invariant 3.9)."""
+def _compressed_default(
+    backend: Backend, func: Any, defaults: dict[str, Any], layout: Any, blocks: dict[str, Any], /, *args: Any, **kwargs: Any
+) -> Any:
+    """Call a creation function that takes ``layout=`` in a namespace whose default layout is compressed
+    (with the block shape ``blocks``, ``{"blocksize": ...}`` or empty): an array of 2 or more dimensions
+    gets that layout, one of fewer is COO, and so is a batched array whose batches hold different numbers
+    of specified elements (invariant 3.9)."""
     from .formats import SparseArray
 
     if "layout" in kwargs:
@@ -254,20 +276,28 @@ def _compressed_default(backend: Backend, func: Any, defaults: dict[str, Any], l
     if ndim is not None:
         return _made_in(
             layout, ndim,
-            lambda target, changed: _with_defaults(backend, func, {**defaults, "layout": target}, *args, **_without_blocks(kwargs, changed)),
+            lambda target, changed: _with_defaults(
+                backend, func, _without_blocks({**defaults, **blocks, "layout": target}, changed), *args, **_without_blocks(kwargs, changed)
+            ),
         )  # fmt: skip
     # asarray of a scalar, a sequence or a buffer: made strided, then converted as it would have been
-    extra = {k: kwargs.pop(k) for k in ("blocksize", "fill_value") if kwargs.get(k) is not None}
+    extra = {**blocks, **{k: kwargs.pop(k) for k in ("blocksize", "fill_value") if kwargs.get(k) is not None}}
     x = _with_defaults(backend, func, defaults, *args, **kwargs)
     return x if isinstance(x, SparseArray) else _convert(x, layout, extra)
 
 
+# the versions of the standard whose functions xsparse has (each is a superset of the one before)
+_API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
+
+
 @functools.lru_cache(maxsize=None)
-def _cached(backend_name: str, layout: Any, api_version: str | None) -> BoundNamespace:
-    return BoundNamespace(get_backend(backend_name), layout, api_version)
+def _cached(backend_name: str, layout: Any, api_version: str | None, blocksize: tuple[int, int] | None) -> BoundNamespace:
+    return BoundNamespace(get_backend(backend_name), layout, api_version, blocksize)
 
 
-def bound_namespace(backend: Backend | str, *, layout: Any = None, api_version: str | None = None) -> BoundNamespace:
+def bound_namespace(
+    backend: Backend | str, *, layout: Any = None, api_version: str | None = None, blocksize: tuple[int, int] | None = None
+) -> BoundNamespace:
     """The xsparse namespace bound to ``backend`` (and, optionally, defaulting to a sparse ``layout``).
 
     Parameters
@@ -280,8 +310,14 @@ def bound_namespace(backend: Backend | str, *, layout: Any = None, api_version: 
         them strided. ``xs.sparse_coo`` makes every array sparse, whatever its ndim (0-d included). A
         compressed layout holds 2 or more dimensions with as many specified elements in every batch:
         the arrays it cannot hold (0-d, 1-d, batches of unequal counts) are made COO instead.
+    blocksize
+        The block shape of a ``sparse_bsr`` or ``sparse_bsc`` default layout, passed to the creation
+        functions that make a blocked array (a call's own ``blocksize=`` wins). Without it every such
+        call must pass one, which Array API code cannot. A created array whose sparse sizes it does not
+        divide raises, as ``to_sparse`` does.
     api_version
-        The value of ``__array_api_version__``; ``"2024.12"`` by default.
+        The value of ``__array_api_version__``: one of ``"2021.12"``, ``"2022.12"``, ``"2023.12"`` and
+        ``"2024.12"`` (the default); any other raises ``ValueError``, as the standard asks.
 
     Examples
     --------
@@ -296,5 +332,24 @@ def bound_namespace(backend: Backend | str, *, layout: Any = None, api_version: 
     >>> x.layout, x.shape, float(x)
     (xsparse.sparse_coo, (), 2.5)
     """
+    if api_version is not None and api_version not in _API_VERSIONS:
+        raise ValueError(
+            f"bound_namespace: xsparse implements the Array API versions {', '.join(_API_VERSIONS)}, not {api_version!r} "
+            f"(api_version={api_version!r}). Pass one of them, or None for {_API_VERSIONS[-1]}."
+        )
+    if layout is strided:
+        layout = None
+    elif layout is not None and not (isinstance(layout, Layout) and (layout is sparse_coo or layout.is_compressed)):
+        raise LayoutError(
+            f"bound_namespace: the creation functions make strided, COO or compressed arrays, so layout must be one of "
+            f"None, strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr, sparse_bsc (layout={layout!r}). Pass one of "
+            "them, e.g. xsparse.sparse_coo."
+        )
+    if blocksize is not None and not (layout is not None and layout.is_blocked):
+        raise ValueError(
+            f"bound_namespace: blocksize is the block shape of a sparse_bsr or sparse_bsc default layout (layout={layout}, "
+            f"blocksize={blocksize}). Leave blocksize out, or pass layout=xsparse.sparse_bsr or xsparse.sparse_bsc."
+        )
+    bs = None if blocksize is None else (int(blocksize[0]), int(blocksize[1]))
     name = backend.name if isinstance(backend, Backend) else get_backend(backend).name
-    return _cached(name, layout, api_version)
+    return _cached(name, layout, api_version, bs)

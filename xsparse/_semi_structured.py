@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from . import dispatch
-from ._common import backend_of, is_strided
+from ._common import backend_of, is_strided, scalar_for
 from ._conversion import layout_of, matrix_transpose
 from .formats import COOArray, CompressedArray, SparseArray, sparse_semi_structured
 from .formats._semi_structured import SemiStructuredArray, check_stored_shape, pattern_for
@@ -94,7 +94,7 @@ def to_sparse_semi_structured(x: Any, /) -> SemiStructuredArray:
         )
     shape = (int(x.shape[0]), int(x.shape[1]))
     check_stored_shape(op, pattern, shape)
-    fill = x.fill_value if isinstance(x, SparseArray) else 0
+    fill = x.fill_value if isinstance(x, SparseArray) else scalar_for(xp, x.dtype, 0)
     target = Target(sparse_semi_structured, backend, xp, shape, 2, 0, (1, 1), xp.int64, fill)
     return cast(SemiStructuredArray, dispatch.call("convert", (layout_of(x), sparse_semi_structured), backend.name, xp, x, target))
 

@@ -32,6 +32,11 @@ def check_invariants(a: SparseArray) -> None:
         check_semi_structured(a, True)
     else:
         raise TypeError(f"check_invariants: no validator for {type(a).__name__}.")
+    # docs/decisions.md, "The fill value takes the array's kind"
+    xp, fill = a._xp, a.fill_value
+    kind = next(t for k, t in (("bool", bool), ("integral", int), ("real floating", float), ("complex floating", complex)) if xp.isdtype(a.dtype, k))
+    if type(fill) is not kind:
+        raise AssertionError(f"fill value {fill!r} is a {type(fill).__name__}, where a {dtype_name(a.dtype)} array's is a {kind.__name__}")
 
 
 def generic_to_dense(a: Any) -> Any:

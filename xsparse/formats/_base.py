@@ -220,6 +220,25 @@ class SparseArray(abc.ABC):
 
         return getitem(self, key)
 
+    def __iter__(self) -> Any:
+        """The sub-arrays ``x[0], x[1], ...`` along the first dimension; a 0-d array raises ``TypeError``, as
+        NumPy's and torch's do (without this, Python's fallback to ``__getitem__`` gave an empty iteration)."""
+        if not self._shape:
+            raise TypeError(f"__iter__: iteration over a 0-d array (shape={self._shape}). Read its value with float(x), int(x) or bool(x).")
+        return (self[i] for i in range(self._shape[0]))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickling and ``copy.deepcopy``: the components and the metadata, and the backend by its name (its
+        namespace, a module, is looked up again when loaded). A backend's accelerator encoding of a
+        semi-structured array (``packed``) is left out; the reference encoding it was built from is kept."""
+        state = {
+            name: None if name == "_packed" else getattr(self, name)
+            for cls in type(self).__mro__
+            for name in getattr(cls, "__slots__", ())
+            if name not in ("_backend", "_xp", "__weakref__")
+        }
+        return (_restore, (type(self), self._backend.name, state))
+
     def __setitem__(self, key: Any, value: Any, /) -> None:
         """Always raises: sparse arrays are immutable handles (their views share component buffers)."""
         raise LayoutError(
@@ -243,6 +262,17 @@ class SparseArray(abc.ABC):
     # -- operators: one-line calls into the elementwise functions ----------------------------------
     # NumPy defers to these reflected operators instead of converting the array (which would densify).
     __array_ufunc__ = None
+
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        """A torch tensor's in-place operator with a sparse right operand (``D += A``, ``D.mul_(A)``): the
+        result is written into ``D``, as torch's own ``D += S`` does, where Python's fallback would rebind
+        ``D`` to a new array. Every other torch function declines (``NotImplemented``), so that ``D + A``
+        reaches the reflected operators below."""
+        name = _TORCH_IN_PLACE.get(getattr(func, "__name__", ""))
+        if name is None or kwargs or len(args) != 2 or isinstance(args[0], SparseArray) or not isinstance(args[1], SparseArray):
+            return NotImplemented
+        return _ew().in_place(name, args[0], args[1])
 
     def __add__(self, other: Any) -> Any:
         return _ew().add(self, other)
@@ -437,6 +467,26 @@ class SparseArray(abc.ABC):
 # call costs about 0.6 us, a sixth of a small ``A @ x``.
 _elementwise: Any = None
 _linalg: Any = None
+
+
+def _restore(cls: type[SparseArray], backend_name: str, state: dict[str, Any]) -> SparseArray:
+    """A pickled sparse array (:meth:`SparseArray.__reduce__`) on the backend of that name."""
+    from ..backends import get_backend
+
+    backend = get_backend(backend_name)
+    a = cls.__new__(cls)
+    a._backend, a._xp = backend, backend.load()
+    for name, value in state.items():
+        setattr(a, name, value)
+    return a
+
+
+# torch's in-place methods (the names its ``__torch_function__`` protocol passes) -> xsparse's functions
+_TORCH_IN_PLACE = {
+    "add_": "add", "sub_": "subtract", "mul_": "multiply", "div_": "divide", "floor_divide_": "floor_divide",
+    "remainder_": "remainder", "pow_": "pow", "__iand__": "bitwise_and", "__ior__": "bitwise_or",
+    "__ixor__": "bitwise_xor", "__ilshift__": "bitwise_left_shift", "__irshift__": "bitwise_right_shift",
+}  # fmt: skip
 
 
 def _ew() -> Any:

@@ -120,6 +120,27 @@ def _is_array(xp: Any, x: Any) -> bool:
     return not isinstance(x, SparseArray) and hasattr(x, "shape") and hasattr(x, "dtype")
 
 
+# the Python scalar type of the fill value of each dtype (docs/decisions.md, "The fill value takes the array's kind")
+_FILL_KINDS: dict[str, type] = {
+    name: bool if name == "bool" else int if "int" in name else complex if "complex" in name else float for name in VALUE_DTYPE_NAMES
+}
+
+
+def _fill_of_kind(a: Any, kind: type) -> None:
+    """Store ``a``'s fill value as the scalar type of its dtype's kind where that keeps its value (a
+    constructor given ``0`` for float values stores ``0.0``); a value the kind cannot hold is left for
+    the conversions' own checks to refuse."""
+    fill = a._fill_value
+    if type(fill) is kind:
+        return
+    try:
+        same = kind(fill)
+    except (TypeError, ValueError, OverflowError):
+        return
+    if same == fill or (same != same and fill != fill):
+        a._fill_value = same
+
+
 def _check_common_types(a: Any, index_arrays: dict[str, Any], values: Any) -> None:
     """Type (1.x), layout (2.x) and device (4.x) invariants shared by every format."""
     xp = a._xp
@@ -137,8 +158,10 @@ def _check_common_types(a: Any, index_arrays: dict[str, Any], values: Any) -> No
             raise _fail("1.2", f"{name}.dtype ({other}) differs from {first_name}.dtype ({index_dtype}). Give both the same integer dtype, e.g. with xp.astype({name}, xp.int64)")
     if index_dtype not in INDEX_DTYPE_NAMES:
         raise _fail("1.3", f"the indices dtype must be int32 or int64, got {index_dtype}. Cast the indices with xp.astype(indices, xp.int64)")
-    if dtype_name(values.dtype) not in VALUE_DTYPE_NAMES:
-        raise _fail("1.5", f"values dtype {dtype_name(values.dtype)} is not a supported numeric or bool dtype. Cast the values to one of {', '.join(VALUE_DTYPE_NAMES)}")
+    value_dtype = dtype_name(values.dtype)
+    if value_dtype not in VALUE_DTYPE_NAMES:
+        raise _fail("1.5", f"values dtype {value_dtype} is not a supported numeric or bool dtype. Cast the values to one of {', '.join(VALUE_DTYPE_NAMES)}")
+    _fill_of_kind(a, _FILL_KINDS[value_dtype])
     device = a._backend_device(values)
     for inv, name in zip(("4.2", "4.3"), names):
         d = a._backend_device(index_arrays[name])

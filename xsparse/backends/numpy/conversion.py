@@ -16,6 +16,7 @@ import numpy as np
 from ...dispatch import register
 from ...formats import COMPRESSED, COOArray, CompressedArray, sparse_coo, sparse_csc, sparse_csr, strided
 from ...formats._invariants import unequal_batches
+from ..._common import scalar_for
 from ...formats._spec import Target
 from .. import _cpu
 from ..array_api.conversion import compressed_to_coo, coo_to_compressed, is_plus_zero
@@ -86,7 +87,8 @@ def _convert_strided_compressed_numpy(xp: Any, x: Any, target: Target) -> Compre
     y2 = y.reshape(math.prod(batch) * n_major, n_minor, *y.shape[nb_dims + 2 :]) if nb_dims else y
     indptr, indices, data = _cpu.dense_to_compressed(y2, np.dtype(target.index_dtype))
     ci, pi, values = _split_batches(indptr, indices, data, batch, n_major, target.layout)
-    return CompressedArray(ci, pi, values, target.shape, layout=target.layout, backend=target.backend, xp=xp)
+    fill = scalar_for(xp, values.dtype, target.fill_value)
+    return CompressedArray(ci, pi, values, target.shape, layout=target.layout, backend=target.backend, xp=xp, fill_value=fill)
 
 
 def fold(rows: Sequence[np.ndarray] | np.ndarray, sizes: Sequence[int], out: np.ndarray | None = None) -> np.ndarray:
@@ -343,12 +345,12 @@ def _scipy_container(layout: Any) -> Any:
     return sparse.csr_array if layout is sparse_csr else sparse.csc_array
 
 
-def _from_scipy(m: Any, target: Target, fill_value: Any = 0) -> CompressedArray:
+def _from_scipy(m: Any, target: Target) -> CompressedArray:
     m.sum_duplicates()  # canonical: sorted, unique (a no-op on arrays SciPy built canonical)
     idt = np.dtype(target.index_dtype)
     return CompressedArray(
         m.indptr.astype(idt, copy=False), m.indices.astype(idt, copy=False), m.data, target.shape,
-        layout=target.layout, backend=target.backend, xp=target.xp, fill_value=fill_value,
+        layout=target.layout, backend=target.backend, xp=target.xp, fill_value=scalar_for(target.xp, m.data.dtype, target.fill_value),
     )  # fmt: skip
 
 
@@ -394,7 +396,7 @@ def _convert_coo_compressed_scipy_numpy(xp: Any, a: COOArray, target: Target) ->
     idx = np.asarray(a._idx)
     coo = sparse.coo_array((np.asarray(a._vals), (idx[0], idx[1])), shape=a.shape)
     m = coo.tocsr() if target.layout is sparse_csr else coo.tocsc()
-    return _from_scipy(m, target, a.fill_value)
+    return _from_scipy(m, target)
 
 
 def _supports_compressed_strided_scipy(xp: Any, a: CompressedArray, target: Target) -> str | None:
@@ -421,5 +423,5 @@ def _supports_compressed_compressed_scipy(xp: Any, a: CompressedArray, target: T
 def _convert_compressed_compressed_scipy_numpy(xp: Any, a: CompressedArray, target: Target) -> CompressedArray:
     """CSR <-> CSC (2-D) through SciPy's tocsr / tocsc; O(nnz)."""
     m = _to_scipy(a)
-    return _from_scipy(m.tocsr() if target.layout is sparse_csr else m.tocsc(), target, a.fill_value)
+    return _from_scipy(m.tocsr() if target.layout is sparse_csr else m.tocsc(), target)
 

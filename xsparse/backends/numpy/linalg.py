@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._common import scalar_for
 from ...dispatch import register
 from ...formats import COOArray, CompressedArray, sparse_coo, sparse_csc, sparse_csr, strided
 from ...formats._invariants import check_coo_bounds
@@ -404,7 +405,7 @@ def _matmul_coo_coo_numpy(xp: Any, a: COOArray, b: COOArray) -> COOArray:
     indices = np.empty((2, cols.shape[0]), dtype=index_dtype)
     indices[0] = np.repeat(np.arange(m, dtype=index_dtype), np.diff(indptr))
     indices[1] = cols
-    return COOArray(indices, data, (m, n), backend=a._backend, xp=xp, coalesced=True)
+    return COOArray(indices, data, (m, n), backend=a._backend, xp=xp, coalesced=True, fill_value=scalar_for(xp, data.dtype, 0))
 
 
 # -- sparse @ sparse ---------------------------------------------------------------------------------------
@@ -447,7 +448,8 @@ def _spgemm(a: CompressedArray, b: CompressedArray) -> CompressedArray:
         left, right, n_cols = b, a, m
     parts = [(s._compressed, s._plain, s._vals if s._vals.dtype == dtype else s._vals.astype(dtype)) for s in (left, right)]
     indptr, indices, data = _cpu.csr_spgemm(parts[0], parts[1], n_cols)
-    return CompressedArray(indptr, indices, data, (m, n), layout=a._layout, backend=a._backend, xp=a._xp)
+    fill = scalar_for(a._xp, data.dtype, 0)
+    return CompressedArray(indptr, indices, data, (m, n), layout=a._layout, backend=a._backend, xp=a._xp, fill_value=fill)
 
 
 @register("matmul", (sparse_csr, sparse_csr), backend="numpy", supports=_supports_sparse_sparse)
@@ -536,8 +538,6 @@ def _sampled_addmm_csr_strided_strided_numpy(
     xp: Any, c: CompressedArray, a: Any, b: Any, beta: Any, alpha: Any
 ) -> CompressedArray:
     """SDDMM: beta * input + alpha * (a @ b) at input's CSR pattern; compiled, O(nnz * K), all cores."""
-    from ..._common import scalar_for
-
     dtype = np.result_type(c._vals, a, b)
     batch = c._shape[:-2]
     nb = math.prod(batch)
