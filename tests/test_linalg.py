@@ -1058,6 +1058,218 @@ def test_decompositions_public() -> None:
     np.testing.assert_allclose(e, [64.0], rtol=1e-8)
 
 
+# -- regressions: operands, arguments and backends of the decompositions ----------------------------------------
+
+
+def _needs_torch() -> None:
+    if (reason := backend_skip_reason("torch")) is not None:
+        pytest.skip(reason)
+
+
+def _sym12() -> np.ndarray:
+    a = np.diag(np.arange(1.0, 13.0))
+    a[0, 5] = a[5, 0] = 0.5
+    return a
+
+
+@pytest.mark.parametrize("backend", backend_params(["numpy", "torch", "array_api_strict"]))
+@pytest.mark.parametrize("operand", ["B", "iK"])
+def test_lobpcg_reads_the_fill_value_of_every_operand(backend: str, operand: str) -> None:
+    import scipy.linalg
+
+    xp = namespace(backend)
+    host_a = np.diag(np.arange(1.0, 13.0))
+    mass = np.full((12, 12), 0.1) + np.eye(12)
+    a = xs.to_sparse_coo(xp.asarray(host_a))
+    b = xs.to_sparse_coo(xp.asarray(mass), fill_value=0.1)  # only the diagonal is specified
+    if operand == "B":
+        e, x = xs.lobpcg(a, k=2, B=b, seed=0)
+        expected = scipy.linalg.eigh(host_a, mass, eigvals_only=True)[::-1][:2]
+        np.testing.assert_allclose(to_numpy(e), expected, rtol=1e-7)
+        np.testing.assert_allclose(to_numpy(x).T @ mass @ to_numpy(x), np.eye(2), atol=1e-8)
+    else:
+        # the preconditioner changes the iteration, not the answer; with method="basic" torch's kernel takes iK
+        e, _ = xs.lobpcg(a, k=2, iK=b, method="basic", seed=0)
+        np.testing.assert_allclose(to_numpy(e), [12.0, 11.0], rtol=1e-7)
+
+
+def test_lobpcg_torch_kernel_declines_operands_it_would_misread() -> None:
+    _needs_torch()
+    xp = namespace("torch")
+    (kernel,) = [k for k in xs.kernels("lobpcg") if k.backend == "torch"]
+    (svd,) = [k for k in xs.kernels("svd_lowrank") if k.backend == "torch"]
+    assert kernel.supports is not None and svd.supports is not None
+    a = xs.to_sparse_coo(xp.asarray(_sym12()))
+    plain = LobpcgOptions("ortho", None, ORTHO_IPARAMS, dict.fromkeys(ORTHO_FPARAMS, 1e-8), ORTHO_BPARAMS)
+    basic = LobpcgOptions("basic")
+
+    def reason(b: Any = None, x: Any = None, ik: Any = None, options: LobpcgOptions = plain) -> Any:
+        return kernel.supports(xp, a, 1, b, x, 2, ik, 10, 1e-8, True, options, 0)
+
+    filled = xs.to_sparse_coo(xp.asarray(np.eye(12)), fill_value=0.5)
+    assert "fill value" in reason(b=filled)
+    assert "fill value" in reason(ik=filled, options=basic)
+    assert "one dtype" in reason(b=xs.to_sparse_coo(xp.eye(12, dtype=xp.float32)))
+    assert "one dtype" in reason(x=xp.ones((12, 2), dtype=xp.float32))
+    assert "dense dimensions" in reason(b=xs.to_sparse_coo(xp.ones((12, 12, 1), dtype=xp.float64), dense_dim=1))
+    assert reason(b=xs.to_sparse_coo(xp.eye(12, dtype=xp.float64)), x=xp.ones((12, 2), dtype=xp.float64)) is None
+    assert "one dtype" in svd.supports(xp, a, 2, 2, xp.ones((12, 12), dtype=xp.float32), 0)
+
+
+@pytest.mark.parametrize("backend", backend_params(["numpy", "torch", "array_api_strict"]))
+@pytest.mark.parametrize("niter", [0, -1])
+@pytest.mark.parametrize("method", ["basic", "ortho"])
+def test_lobpcg_nonpositive_niter_iterates_until_convergence(backend: str, niter: int, method: str) -> None:
+    # torch.lobpcg documents niter=-1 as "until convergence", and treats 0 alike
+    xp = namespace(backend)
+    host_a = _sym12()
+    e, _ = xs.lobpcg(xs.to_sparse_csr(xp.asarray(host_a)), k=1, niter=niter, method=method, seed=0)
+    np.testing.assert_allclose(to_numpy(e), np.linalg.eigvalsh(host_a)[::-1][:1], rtol=1e-7)
+    if backend == "torch":
+        import torch
+
+        expected, _ = torch.lobpcg(torch.asarray(host_a), k=1, niter=niter, method=method)
+        np.testing.assert_allclose(to_numpy(e), expected.numpy(), rtol=1e-7)
+
+
+@pytest.mark.parametrize("method", ["basic", "ortho"])
+def test_lobpcg_on_torch_leaves_the_callers_x_alone(method: str) -> None:
+    _needs_torch()
+    import torch
+
+    host_a = _sym12()
+    x = torch.asarray(np.random.default_rng(0).standard_normal((12, 2)))
+    before = x.clone()
+    a = xs.to_sparse_coo(torch.asarray(host_a))
+    e1, _ = xs.lobpcg(a, X=x, method=method)
+    assert torch.equal(x, before)
+    e2, _ = xs.lobpcg(a, X=x, method=method)
+    expected = np.linalg.eigvalsh(host_a)[::-1][:2]
+    np.testing.assert_allclose(to_numpy(e1), expected, rtol=1e-7)
+    np.testing.assert_allclose(to_numpy(e2), to_numpy(e1), rtol=1e-12)
+
+
+def test_lobpcg_basic_breakdown_is_reported_on_every_backend() -> None:
+    _needs_torch()
+    import torch
+
+    host_a = _sym12()
+    x0 = np.column_stack([np.random.default_rng(0).standard_normal(12), np.eye(12)[:, 10]])
+    for a, x in ((xs.to_sparse_coo(host_a), x0), (xs.to_sparse_coo(torch.asarray(host_a)), torch.asarray(x0))):
+        try:
+            e, v = xs.lobpcg(a, X=x, method="basic")
+        except ValueError as exc:
+            assert re.match(r"lobpcg: method='basic' broke down at step \d+: .*Use method='ortho'", str(exc)), str(exc)
+        else:  # a result, if any, is a correct one
+            v = to_numpy(v)
+            np.testing.assert_allclose(to_numpy(e), [12.0, 11.0], rtol=1e-7)
+            np.testing.assert_allclose(v.T @ v, np.eye(2), atol=1e-8)
+
+
+@pytest.mark.parametrize("backend", backend_params(["numpy", "torch"]))
+@pytest.mark.parametrize("m_dtype", ["float32", "int64", "complex128"])
+def test_svd_lowrank_promotes_a_mixed_dtype_m(backend: str, m_dtype: str) -> None:
+    xp = namespace(backend)
+    host_a = np.arange(12.0).reshape(4, 3)
+    host_m = np.full((4, 3), 1 + 1j if m_dtype == "complex128" else 1).astype(m_dtype)
+    u, s, v = xs.svd_lowrank(xs.to_sparse_coo(xp.asarray(host_a)), q=2, M=xp.asarray(host_m), seed=0)
+    expected = host_a - host_m
+    np.testing.assert_allclose(to_numpy(s), np.linalg.svd(expected, compute_uv=False)[:2], rtol=1e-6)
+    u, s, v = to_numpy(u), to_numpy(s), to_numpy(v)
+    # rank 2 exactly: the factors reproduce A - M
+    np.testing.assert_allclose(u @ np.diag(s) @ v.conj().T, expected, atol=1e-5)
+    assert u.dtype == np.result_type(np.float64, np.float32 if m_dtype == "int64" else m_dtype)
+
+
+@pytest.mark.parametrize("backend", backend_params(["numpy", "torch"]))
+def test_svd_lowrank_of_float32_a_and_float64_m_is_float64(backend: str) -> None:
+    xp = namespace(backend)
+    host_a = np.arange(12.0).reshape(4, 3)
+    a = xs.astype(xs.to_sparse_coo(xp.asarray(host_a)), xp.float32)
+    u, s, _ = xs.svd_lowrank(a, q=2, M=xp.ones((4, 3), dtype=xp.float64), seed=0)
+    assert to_numpy(u).dtype == np.float64
+    np.testing.assert_allclose(to_numpy(s), np.linalg.svd(host_a - 1, compute_uv=False)[:2], rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", backend_params(["numpy", "torch"]))
+def test_lobpcg_promotes_mixed_dtypes(backend: str) -> None:
+    import scipy.linalg
+
+    xp = namespace(backend)
+    host_a = _sym12()
+    mass = np.diag(np.linspace(1.0, 2.0, 12))
+    a = xs.to_sparse_coo(xp.asarray(host_a))
+    e, x = xs.lobpcg(a, X=xp.asarray(np.random.default_rng(1).standard_normal((12, 2)), dtype=xp.float32))
+    assert to_numpy(e).dtype == np.float64
+    np.testing.assert_allclose(to_numpy(e), np.linalg.eigvalsh(host_a)[::-1][:2], rtol=1e-7)
+    e, x = xs.lobpcg(a, k=1, B=xs.astype(xs.to_sparse_coo(xp.asarray(mass)), xp.float32), seed=0)
+    np.testing.assert_allclose(to_numpy(e), scipy.linalg.eigh(host_a, mass, eigvals_only=True)[::-1][:1], rtol=1e-6)
+    # a float32 A with a float64 B is solved in float64
+    e, _ = xs.lobpcg(xs.astype(a, xp.float32), k=1, B=xs.to_sparse_coo(xp.asarray(mass)), seed=0)
+    assert to_numpy(e).dtype == np.float64
+
+
+@pytest.mark.parametrize("backend", backend_params(["numpy", "torch"]))
+def test_lobpcg_with_a_rank_deficient_x(backend: str) -> None:
+    xp = namespace(backend)
+    host_a = _sym12()
+    e, x = xs.lobpcg(xs.to_sparse_coo(xp.asarray(host_a)), X=xp.ones((12, 2), dtype=xp.float64))
+    np.testing.assert_allclose(to_numpy(e), np.linalg.eigvalsh(host_a)[::-1][:2], rtol=1e-7)
+    np.testing.assert_allclose(to_numpy(x).T @ to_numpy(x), np.eye(2), atol=1e-8)
+
+
+@pytest.mark.parametrize("backend", backend_params(["numpy", "torch", "array_api_strict"]))
+@pytest.mark.parametrize("method", ["basic", "ortho"])
+@pytest.mark.parametrize("mass", ["negative", "indefinite"])
+def test_lobpcg_refuses_a_b_that_is_not_positive_definite(backend: str, method: str, mass: str) -> None:
+    xp = namespace(backend)
+    b = -np.eye(12) if mass == "negative" else np.diag(np.r_[np.ones(8), -np.ones(4)])
+    assert np.linalg.eigvalsh(b).min() < 0
+    a = xs.to_sparse_coo(xp.asarray(_sym12()))
+    with pytest.raises(ValueError, match=r"^lobpcg: (B is not positive definite|method='basic' broke down .*B is not positive definite)") as info:
+        xs.lobpcg(a, k=2, B=xs.to_sparse_coo(xp.asarray(b)), method=method, seed=0)
+    assert MESSAGE_SHAPE.fullmatch(str(info.value)), str(info.value)
+
+
+def test_decompositions_refuse_operands_of_another_backend() -> None:
+    _needs_torch()
+    import torch
+
+    a = xs.to_sparse_coo(_sym12())
+    move = r"live on different backends \('numpy', 'torch'\)\. Move them to one, e\.g\. xsparse\.to_backend"
+    with pytest.raises(xs.BackendMismatchError, match=r"^svd_lowrank: the operands " + move):
+        xs.svd_lowrank(a, q=2, M=torch.ones(12, 12, dtype=torch.float64))
+    with pytest.raises(xs.BackendMismatchError, match=r"^lobpcg: the operands " + move):
+        xs.lobpcg(a, X=torch.ones(12, 2, dtype=torch.float64))
+    with pytest.raises(xs.BackendMismatchError, match=r"^lobpcg: the operands " + move):
+        xs.lobpcg(a, k=1, B=xs.to_sparse_coo(torch.eye(12, dtype=torch.float64)))
+
+
+@pytest.mark.parametrize("backend", backend_params(["numpy", "torch"]))
+def test_decomposition_arguments_are_checked_alike_on_every_backend(backend: str) -> None:
+    xp = namespace(backend)
+    a = xs.to_sparse_coo(xp.asarray(low_rank(0)))
+    for q in (2.0, True):
+        with pytest.raises(TypeError, match=rf"^svd_lowrank: q must be an int, got {type(q).__name__} \(q={q!r}\)\. Pass an integer\.$"):
+            xs.svd_lowrank(a, q=q)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^pca_lowrank: seed must be None, a non-negative int, .*\(seed='abc'\)\. Pass an integer"):
+        xs.pca_lowrank(a, q=2, seed="abc")
+    with pytest.raises(ValueError, match=r"^svd_lowrank: niter must be at least 0 \(niter=-1\)\. Pass"):
+        xs.svd_lowrank(a, q=2, niter=-1)
+    # a NumPy integer is an int, as NumPy's own functions take it
+    _, s, _ = xs.svd_lowrank(a, q=np.int64(4), niter=np.int64(2), seed=np.int64(0))
+    np.testing.assert_allclose(to_numpy(s), np.linalg.svd(low_rank(0), compute_uv=False)[:4], rtol=1e-8)
+
+
+def test_svd_lowrank_m_without_batch_dimensions() -> None:
+    host = low_rank(0)
+    with pytest.raises(ValueError, match=r"^svd_lowrank: M must broadcast to A's shape without batch dimensions \(M\.shape=\(2, 12, 9\), A\.shape=\(12, 9\)\)\. Pass a 2-D M\.$"):
+        xs.svd_lowrank(xs.to_sparse_coo(host), q=2, M=np.ones((2, 12, 9)))
+    # a row of column means still broadcasts
+    _, s, _ = xs.svd_lowrank(xs.to_sparse_coo(host), q=4, M=host.mean(axis=0), seed=0)
+    np.testing.assert_allclose(s, np.linalg.svd(host - host.mean(axis=0), compute_uv=False)[:4], rtol=1e-8)
+
+
 # -- errors ----------------------------------------------------------------------------------------------------
 
 _A = xs.sparse_csr_array([0, 1, 2], [0, 1], [1.0, 2.0], (2, 2))
@@ -1123,6 +1335,18 @@ ERRORS: list[tuple[Any, type[BaseException], str]] = [
     (lambda: xs.lobpcg(_E6, ortho_fparams={"ortho_tol": -1.0}), ValueError, r"^lobpcg: ortho_fparams\['ortho_tol'\] must be a positive finite number \(ortho_tol=-1\.0\)\."),
     (lambda: xs.lobpcg(_E6, ortho_bparams={"ortho_use_drop": 1}), ValueError, r"^lobpcg: ortho_bparams\['ortho_use_drop'\] must be a bool \(ortho_use_drop=1\)\."),
     (lambda: xs.lobpcg(_E6, X=np.ones((6, 2)), method="basic"), ValueError, r"^lobpcg: method='basic' broke down at step 1: the Gram matrix of the search basis is not positive definite \(.*\)\. Use method='ortho'"),
+    (lambda: xs.lobpcg(_E6, tol=0), ValueError, r"^lobpcg: tol must be positive \(tol=0\); no pair would ever converge\. Pass a positive float"),
+    (lambda: xs.lobpcg(_E6, tol=-1.0), ValueError, r"^lobpcg: tol must be positive \(tol=-1\.0\);"),
+    (lambda: xs.lobpcg(_E6, tol="1e-8"), TypeError, r"^lobpcg: tol must be a real number, got str \(tol='1e-8'\)\. Pass a positive float"),
+    (lambda: xs.lobpcg(_E6, niter=2.5), TypeError, r"^lobpcg: niter must be an int, got float \(niter=2\.5\)\. Pass an integer\."),
+    (lambda: xs.lobpcg(_E6, seed="abc"), TypeError, r"^lobpcg: seed must be None, a non-negative int, a sequence of them or a NumPy Generator \(seed='abc'\)\. Pass"),
+    (lambda: xs.lobpcg(_E6, X=np.ones((6, 1), dtype=complex)), TypeError, r"^lobpcg: X's dtype does not fit the problem's \(X\.dtype=complex128, dtype=float64\)\. Pass a real X"),
+    (lambda: xs.lobpcg(_E6, k=1, B=xs.to_sparse_csr(np.eye(6, dtype=bool))), TypeError, r"^lobpcg: B has a boolean dtype \(B\.dtype=bool\)\. Convert"),
+    (lambda: xs.svd_lowrank(_A, q=2.0), TypeError, r"^svd_lowrank: q must be an int, got float \(q=2\.0\)\. Pass an integer\."),
+    (lambda: xs.svd_lowrank(_A, q=True), TypeError, r"^svd_lowrank: q must be an int, got bool \(q=True\)\. Pass an integer\."),
+    (lambda: xs.svd_lowrank(_A, q=1, niter=-1), ValueError, r"^svd_lowrank: niter must be at least 0 \(niter=-1\)\. Pass the number of subspace iterations"),
+    (lambda: xs.svd_lowrank(_A, q=1, seed=-1), TypeError, r"^svd_lowrank: seed must be None, a non-negative int"),
+    (lambda: xs.pca_lowrank(_A, q=1, niter=1.5), TypeError, r"^pca_lowrank: niter must be an int, got float \(niter=1\.5\)\."),
     (lambda: xs.lobpcg(_E6, X=np.zeros((6, 2))), ValueError, r"^lobpcg: the initial X has a zero column \(X\.shape=\(6, 2\)\)\. Pass linearly independent"),
     (lambda: xs.matmul(xs.to_sparse_csr(np.ones((2, 2, 2)), dense_dim=1), np.ones((1, 2, 2))), xs.NoKernelError, r"^matmul: no kernel for layouts \(sparse_csr, strided\) on backend 'numpy'\..*a batched strided operand against a sparse array contracted over a dense dimension"),
 ]

@@ -794,6 +794,39 @@ def test_fft_errors(xp: Any) -> None:
     assert xs.fft.ifftshift(s, axes=()) is s
 
 
+
+@pytest.mark.parametrize("layout", [xs.sparse_coo, xs.sparse_csr], ids=str)
+def test_fft_transforms_check_axes_before_densifying(xp: Any, layout: xs.Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = xp.asarray([[1.0, 0.0, 2.0], [0.0, 0.0, 3.0]], dtype=xp.complex128)
+    s = xs.to_sparse(d, layout=layout)
+    import xsparse._conversion
+
+    densified: list[Any] = []
+    to_dense = xsparse._conversion.to_dense
+    monkeypatch.setattr(xsparse._conversion, "to_dense", lambda x, *a, **k: densified.append(x) or to_dense(x, *a, **k))
+    with pytest.raises(IndexError, match=r"^fft: axis 2 is out of range for x\.ndim=2 \(axis=2\)\. Pass axes in \[-2, 1\]\.$"):
+        xs.fft.fft(s, axis=2)
+    with pytest.raises(IndexError, match=r"^fftn: axis 3 is out of range for x\.ndim=2 \(axes=\(0, 3\)\)\. Pass axes in \[-2, 1\]\.$"):
+        xs.fft.fftn(s, axes=(0, 3))
+    with pytest.raises(TypeError, match=r"^ifft: axis must be an int \(axis=1\.0\)\. Pass integer axes\.$"):
+        xs.fft.ifft(s, axis=1.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^rfftn: axes must be None or a sequence of ints \(axes=1\)\. Pass e\.g\. axes=\(0, 1\)\.$"):
+        xs.fft.rfftn(xs.real(s), axes=1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^fftshift: axes must be None, an int or a sequence of ints \(axes=1\.0\)\. Pass integer axes\.$"):
+        xs.fft.fftshift(s, axes=1.0)  # type: ignore[arg-type]
+    assert densified == []
+    # the checks accept what the backend's transform accepts
+    assert_sparse_equal(xs.fft.fft(s, axis=-2), xp.fft.fft(d, axis=-2), check_layout="strided")
+    assert_sparse_equal(xs.fft.fftn(s, axes=[1]), xp.fft.fftn(d, axes=[1]), check_layout="strided")
+
+
+def test_fft_frequencies_take_numpy_integers() -> None:
+    for name in ("fftfreq", "rfftfreq"):
+        assert_sparse_equal(getattr(xs.fft, name)(np.int64(4)), np.asarray(getattr(np.fft, name)(4)))
+        with pytest.raises(ValueError, match=rf"^{name}: n must be a positive int \(n=True\)\. Pass the number of samples\.$"):
+            getattr(xs.fft, name)(True)
+
+
 def test_zero_d_results_are_arrays_not_numpy_scalars() -> None:
     # NumPy's functions return scalars (numpy.float64) for 0-d results; xsparse returns 0-d arrays
     x = np.asarray(2.0)

@@ -623,6 +623,55 @@ def _convert_all(results: tuple[Any, ...], layout: Layout | None, op: str) -> tu
     return tuple(convert_result(r, layout, op) for r in results)
 
 
+def _check_int(op: str, name: str, value: Any) -> int:
+    # bool is an int to Python (and torch.svd_lowrank's q=True runs a rank-1 decomposition), but it is
+    # never meant as a count; NumPy integers are accepted as numpy does
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{op}: {name} must be an int, got {type(value).__name__} ({name}={value!r}). Pass an integer.")
+    return int(value)
+
+
+def _check_seed(op: str, seed: Any) -> Any:
+    """``seed`` as the kernels take it: None, a NumPy generator or seed sequence, or what seeds one."""
+    if seed is None or isinstance(seed, (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)):
+        return seed
+    try:
+        np.random.SeedSequence(seed)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"{op}: seed must be None, a non-negative int, a sequence of them or a NumPy Generator (seed={seed!r}). "
+            "Pass an integer such as seed=0."
+        ) from exc
+    # a NumPy integer seeds torch's generator too, which takes Python ints only
+    return int(seed) if isinstance(seed, np.integer) else seed
+
+
+def _decomposition_dtype(op: str, xp: Any, A: Any, **others: Any) -> Any:
+    """The dtype the decomposition runs in: the promotion of the floating operands among ``A`` and ``others``.
+
+    Integer operands take that dtype rather than joining the promotion, so that the result does not depend
+    on a backend's mixed-kind rules (NumPy widens float32 with int64, torch and the Array API do not)."""
+    dtypes = [A.dtype]
+    for name, x in others.items():
+        if x is None:
+            continue
+        if x.dtype == xp.bool:
+            raise TypeError(f"{op}: {name} has a boolean dtype ({name}.dtype=bool). Convert it to a floating dtype first.")
+        if xp.isdtype(x.dtype, ("real floating", "complex floating")):
+            dtypes.append(x.dtype)
+    return xp.result_type(*dtypes)
+
+
+def _as_dtype(x: Any, dtype: Any, xp: Any) -> Any:
+    if x is None or x.dtype == dtype:
+        return x
+    if isinstance(x, SparseArray):
+        from ._indexing import astype
+
+        return astype(x, dtype, copy=False)
+    return xp.astype(x, dtype)
+
+
 def svd_lowrank(
     A: Any, q: int | None = 6, niter: int = 2, M: Any = None, *, seed: Any = None, layout: Layout | None = None
 ) -> tuple[Any, Any, Any]:
@@ -638,12 +687,15 @@ def svd_lowrank(
     q
         The rank of the approximation (default 6), at most ``min(M, N)``.
     niter
-        Subspace iterations (default 2).
+        Subspace iterations (default 2), at least 0.
     M
-        A strided array broadcast to ``A``'s shape, subtracted implicitly (default none).
+        A strided array of at most 2 dimensions broadcast to ``A``'s shape, subtracted implicitly
+        (default none), of ``A``'s backend. ``A`` and ``M`` are brought to one dtype (their floating
+        dtypes promoted; an integer ``M`` takes ``A``'s).
     seed
-        Seeds the Gaussian test matrix (NumPy's ``default_rng``); the torch kernel seeds torch's
-        generator with it, in a forked RNG state.
+        Seeds the Gaussian test matrix (NumPy's ``default_rng``: None, a non-negative int, a sequence of
+        them, or a Generator); the torch kernel seeds torch's generator with an int, in a forked RNG
+        state, and leaves other seeds to the generic kernel.
 
     Returns
     -------
@@ -661,15 +713,30 @@ def svd_lowrank(
     """
     op = "svd_lowrank"
     backend, xp = _matrix_operand(op, A)
-    q = 6 if q is None else q
+    q = 6 if q is None else _check_int(op, "q", q)
     if not 1 <= q <= min(A.shape):
         raise ValueError(f"{op}: q must lie in [1, min(A.shape)] (q={q}, A.shape={_shape(A)}). Ask for a smaller rank.")
+    niter = _lowrank_niter(op, niter)
+    seed = _check_seed(op, seed)
     if M is not None:
         _check_operand(op, "M", M)
+        backend_of(A, M, op=op)
         if isinstance(M, SparseArray):
             raise TypeError(f"{op}: M must be strided (M layout={M.layout}). Pass xsparse.to_dense(M).")
+        if M.ndim > 2:
+            raise ValueError(f"{op}: M must broadcast to A's shape without batch dimensions (M.shape={_shape(M)}, A.shape={_shape(A)}). Pass a 2-D M.")
         _broadcast(op, "shapes of A and M", _shape(A), _shape(M))
+        # one dtype for A and M, so that every backend computes (and returns) the same promotion
+        dtype = _decomposition_dtype(op, xp, A, M=M)
+        A, M = _as_dtype(A, dtype, xp), _as_dtype(M, dtype, xp)
     return cast(tuple[Any, Any, Any], _convert_all(_call(op, (layout_of(A),), backend, xp, A, q, niter, M, seed), layout, op))
+
+
+def _lowrank_niter(op: str, niter: Any) -> int:
+    count = _check_int(op, "niter", niter)
+    if count < 0:
+        raise ValueError(f"{op}: niter must be at least 0 (niter={count}). Pass the number of subspace iterations, 0 for none.")
+    return count
 
 
 def pca_lowrank(
@@ -700,7 +767,9 @@ def pca_lowrank(
     """
     op = "pca_lowrank"
     backend, xp = _matrix_operand(op, A)
-    q = min(6, *A.shape) if q is None else q
+    q = min(6, *A.shape) if q is None else _check_int(op, "q", q)
+    niter = _lowrank_niter(op, niter)
+    seed = _check_seed(op, seed)
     if not 1 <= q <= min(A.shape):
         raise ValueError(f"{op}: q must lie in [1, min(A.shape)] (q={q}, A.shape={_shape(A)}). Ask for a smaller rank.")
     return cast(tuple[Any, Any, Any], _convert_all(_call(op, (layout_of(A),), backend, xp, A, q, bool(center), niter, seed), layout, op))
@@ -729,7 +798,8 @@ def lobpcg(
     positive definite ``B``, by LOBPCG, with torch.lobpcg's parameters.
 
     ``A``, ``B`` and the preconditioner ``iK`` enter through products only, so they may be sparse in any
-    layout. Eigenvalues come most extreme first.
+    layout. ``A``, ``B`` and ``iK`` are brought to one dtype (their floating dtypes promoted; an integer
+    operand takes the result) and ``X`` is cast to it.
 
     Parameters
     ----------
@@ -744,11 +814,12 @@ def lobpcg(
     n
         The block size (default ``k``); ``m`` must be at least ``3 * n``.
     niter
-        The most iterations (default 1000).
+        The most iterations (default 1000). As in torch, ``-1`` (or any ``niter <= 0``) iterates until every
+        pair has converged, with no bound.
     tol
         A pair has converged when its backward error ``|r| / (|x| (|A| + |e| |B|))`` is below ``tol``
         (``r = A x - e B x``; ``|A|``, ``|B|`` estimated from the initial block), as in torch (default:
-        the square root of the dtype's epsilon).
+        the square root of the dtype's epsilon); must be positive.
     largest
         Largest (default) or smallest eigenpairs.
     method
@@ -771,7 +842,10 @@ def lobpcg(
     Returns
     -------
     E, X
-        ``(k,)`` eigenvalues and ``(m, k)`` B-orthonormal eigenvectors, strided.
+        ``(k,)`` eigenvalues and ``(m, k)`` B-orthonormal eigenvectors, strided, in the order the pairs
+        converged, as torch.lobpcg returns them: usually the most extreme first, but ``method="ortho"``
+        locks a pair as soon as it converges, so an initial ``X`` that holds an exact eigenvector can put
+        its eigenvalue first. Sort ``E`` (and ``X``'s columns with it) where the order matters.
 
     Examples
     --------
@@ -800,8 +874,19 @@ def lobpcg(
         _check_operand(op, "X", X)
         if isinstance(X, SparseArray) or X.ndim != 2 or X.shape[0] != size:
             raise ValueError(f"{op}: X must be a strided ({size}, n) array (X.shape={_shape(X)}). Pass one column per eigenvector sought.")
-    k = (X.shape[1] if X is not None else 1) if k is None else k
-    n = (X.shape[1] if X is not None else k) if n is None else n
+    backend_of(A, B, X, iK, op=op)
+    # A, B and iK in one dtype (X follows them), so that every backend solves the same problem
+    dtype = _decomposition_dtype(op, xp, A, B=B, iK=iK)
+    if X is not None:
+        if X.dtype == xp.bool or (xp.isdtype(X.dtype, "complex floating") and not xp.isdtype(dtype, "complex floating")):
+            raise TypeError(
+                f"{op}: X's dtype does not fit the problem's (X.dtype={X.dtype}, dtype={dtype}). Pass a real X for real A, B "
+                "and iK, or a complex A for complex eigenvectors."
+            )
+        X = _as_dtype(X, dtype, xp)
+    A, B, iK = (_as_dtype(m, dtype, xp) for m in (A, B, iK))
+    k = (X.shape[1] if X is not None else 1) if k is None else _check_int(op, "k", k)
+    n = (X.shape[1] if X is not None else k) if n is None else _check_int(op, "n", n)
     if not 1 <= k <= n:
         raise ValueError(f"{op}: k must lie in [1, n] (k={k}, n={n}). Ask for at most n eigenpairs.")
     if size < 3 * n:
@@ -809,8 +894,20 @@ def lobpcg(
             f"{op}: LOBPCG needs at least 3 * n rows (A.shape={_shape(A)}, n={n}). Ask for fewer eigenpairs, or use a dense "
             "eigensolver on xsparse.to_dense(A)."
         )
-    niter = 1000 if niter is None else niter
-    tol = float(xp.finfo(A.dtype).eps) ** 0.5 if tol is None else tol
+    # torch.lobpcg counts iterations down and stops at exactly 0, so any niter <= 0 (-1 is the documented
+    # spelling) iterates until convergence; the generic kernel does the same
+    niter = 1000 if niter is None else _check_int(op, "niter", niter)
+    if tol is None:
+        tol = float(xp.finfo(A.dtype).eps) ** 0.5
+    elif isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{op}: tol must be a real number, got {type(tol).__name__} (tol={tol!r}). Pass a positive float such as 1e-8.")
+    elif not tol > 0:
+        raise ValueError(
+            f"{op}: tol must be positive (tol={tol!r}); no pair would ever converge. Pass a positive float such as 1e-8, and "
+            "niter to bound the iterations."
+        )
+    tol = float(tol)
+    seed = _check_seed(op, seed)
     largest = True if largest is None else largest
     options = _lobpcg_options(op, tol, method, tracker, ortho_iparams, ortho_fparams, ortho_bparams)
     result = _call(op, (layout_of(A),), backend, xp, A, k, B, X, n, iK, niter, tol, bool(largest), options, seed)

@@ -15,6 +15,7 @@ Strided arrays go to the backend's own ``fft`` namespace. Sparse arrays:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,6 +44,34 @@ __all__ = [
 _NORMS = ("backward", "ortho", "forward")
 
 
+def _axis_index(op: str, name: str, axis: Any, ndim: int, given: Any) -> int:
+    """``axis`` (one of ``name``'s, ``given``) as an int in ``[-ndim, ndim)``, or the error that names ``op``."""
+    try:
+        if isinstance(axis, bool):
+            raise TypeError
+        index = operator.index(axis)
+    except TypeError:
+        what = "an int" if name == "axis" else "None or a sequence of ints"
+        raise TypeError(f"{op}: {name} must be {what} ({name}={given!r}). Pass integer axes.") from None
+    if not -ndim <= index < ndim:
+        raise IndexError(
+            f"{op}: axis {index} is out of range for x.ndim={ndim} ({name}={given!r}). Pass axes in [{-ndim}, {ndim - 1}]."
+        )
+    return index
+
+
+def _check_axes(op: str, kwargs: dict[str, Any], ndim: int) -> None:
+    # checked here, before a sparse operand is densified, rather than by the backend afterwards
+    if "axis" in kwargs:
+        _axis_index(op, "axis", kwargs["axis"], ndim, kwargs["axis"])
+    axes = kwargs.get("axes")
+    if axes is not None:
+        if isinstance(axes, (str, bytes)) or not isinstance(axes, Sequence):
+            raise TypeError(f"{op}: axes must be None or a sequence of ints (axes={axes!r}). Pass e.g. axes=(0, 1).")
+        for axis in axes:
+            _axis_index(op, "axes", axis, ndim, axes)
+
+
 def _transform(op: str, x: Any, norm: str, **kwargs: Any) -> Any:
     """The backend's ``fft.<op>`` of ``x`` (of its dense array for a sparse ``x``): a strided result."""
     _, xp = array_operand(op, x)
@@ -50,6 +79,7 @@ def _transform(op: str, x: Any, norm: str, **kwargs: Any) -> Any:
         raise ValueError(f"{op}: norm must be 'backward', 'ortho' or 'forward' (norm={norm!r}). Pass one of them.")
     if x.ndim == 0:
         raise ValueError(f"{op}: x must have at least one dimension (x.shape={tuple(x.shape)}). Reshape it to 1-D first.")
+    _check_axes(op, kwargs, x.ndim)
     if isinstance(x, SparseArray):
         from ._conversion import to_dense
 
@@ -198,6 +228,8 @@ def _shift(op: str, x: Any, axes: int | Sequence[int] | None, sign: int) -> Any:
         axes = tuple(range(x.ndim))
     elif isinstance(axes, int):
         axes = (axes,)
+    elif not isinstance(axes, Sequence):
+        raise TypeError(f"{op}: axes must be None, an int or a sequence of ints (axes={axes!r}). Pass integer axes.")
     for axis in axes:
         if isinstance(axis, bool) or not isinstance(axis, int) or not -x.ndim <= axis < x.ndim:
             raise ValueError(f"{op}: axes must name dimensions of x (axes={axes!r}, x.ndim={x.ndim}). Pass axes in [{-x.ndim}, {x.ndim - 1}].")
@@ -238,8 +270,14 @@ def ifftshift(x: Any, /, *, axes: int | Sequence[int] | None = None) -> Any:
 def _frequencies(
     op: str, n: int, d: float, dtype: Any, device: Any, layout: Layout | None, backend: str | Backend | None
 ) -> Any:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+    try:
+        # NumPy integers are ints here, as numpy.fft.fftfreq takes them
+        count = -1 if isinstance(n, bool) else operator.index(n)
+    except TypeError:
+        count = -1
+    if count < 1:
         raise ValueError(f"{op}: n must be a positive int (n={n!r}). Pass the number of samples.")
+    n = count
     b = backend_of(op=op, backend=backend)
     xp = b.load()
     dt = resolve_dtype(xp, dtype)

@@ -1065,6 +1065,13 @@ class LobpcgState:
         return f"LobpcgState(method={self.method!r}, istep={self.istep}, converged_count={self.converged_count}, n={self.iparams['n']})"
 
 
+def _not_positive_definite(value: float) -> ValueError:
+    return ValueError(
+        f"lobpcg: B is not positive definite (x^H B x = {value:.3g} for a vector x of the search basis). Pass a "
+        "symmetric positive definite B."
+    )
+
+
 def _breakdown(step: int, why: str) -> ValueError:
     return ValueError(
         f"lobpcg: method='basic' broke down at step {step}: the Gram matrix of the search basis is not positive "
@@ -1081,6 +1088,7 @@ class _Lobpcg:
         self.dtype = a.dtype
         self.complex = bool(xp.isdtype(a.dtype, "complex floating"))
         self.largest = state.bparams["largest"]
+        self.rounding = float(xp.finfo(a.dtype).eps) ** 0.5
 
     # products and small dense helpers
     def times(self, op: Any, v: Any) -> Any:
@@ -1136,6 +1144,8 @@ class _Lobpcg:
         xp = self.xp
         g = self.gram(s, bs)
         d = self.real_diagonal(g)
+        if bool(xp.any(d < 0)):
+            raise _not_positive_definite(float(xp.min(d)))
         if not bool(xp.all(d > 0)):
             raise _breakdown(self.state.istep + 1, "a basis vector has B-norm 0")
         dinv = xp.astype(1 / xp.sqrt(d), g.dtype)
@@ -1143,7 +1153,9 @@ class _Lobpcg:
             lower = xp.linalg.cholesky(g * dinv[:, None] * dinv[None, :])
             t = xp.linalg.inv(_mh(xp, lower))
         except Exception as exc:  # each library raises its own LinAlgError
-            raise _breakdown(self.state.istep + 1, f"{type(exc).__name__}: {str(exc).rstrip('.')}") from exc
+            why = f"{type(exc).__name__}: {str(exc).rstrip('.')}"
+            # a Gram matrix with a positive diagonal can still be indefinite because B is
+            raise _breakdown(self.state.istep + 1, why + ("; or B is not positive definite" if self.b is not None else "")) from exc
         if not bool(xp.all(xp.isfinite(t))):
             raise _breakdown(self.state.istep + 1, "the Cholesky factor is not finite")
         return t * dinv[:, None]
@@ -1156,6 +1168,8 @@ class _Lobpcg:
         if u.shape[1] == 0:
             return u
         d = self.real_diagonal(self.gram(u, self.times(self.b, u)))
+        if bool(xp.any(d < 0)):
+            raise _not_positive_definite(float(xp.min(d)))
         nonzero = xp.nonzero(d != 0)[0]
         if nonzero.shape[0] < u.shape[1]:  # an exactly zero column has no direction to keep
             u, d = self.columns(u, nonzero), xp.take(d, nonzero)
@@ -1164,7 +1178,12 @@ class _Lobpcg:
         dinv = 1 / xp.sqrt(d)
         u = self.scale_columns(u, dinv)
         w, z = xp.linalg.eigh(self.gram(u, self.times(self.b, u)))
-        floor = tau * float(xp.max(xp.abs(w)))
+        top = float(xp.max(xp.abs(w)))
+        # the Gram matrix of unit-B-norm vectors has eigenvalues >= 0 up to rounding (~ n eps): one far
+        # below 0 is a direction of negative B-norm, which raising it to the floor below would hide
+        if float(xp.min(w)) < -self.rounding * top:
+            raise _not_positive_definite(float(xp.min(w)))
+        floor = tau * top
         if drop:
             keep = xp.nonzero(w > floor)[0]
             w, z = xp.take(w, keep), self.columns(z, keep)
@@ -1274,7 +1293,9 @@ class _Lobpcg:
 
     def done(self) -> bool:
         st = self.state
-        return bool(st.bvars.get("force_stop")) or st.ivars["iterations_left"] <= 0 or st.converged_count >= st.iparams["k"]
+        # niter <= 0 iterates until convergence, as torch.lobpcg (whose countdown stops at exactly 0)
+        out_of_steps = st.iparams["niter"] > 0 and st.ivars["iterations_left"] <= 0
+        return bool(st.bvars.get("force_stop")) or out_of_steps or st.converged_count >= st.iparams["k"]
 
 
 def lobpcg_generic(

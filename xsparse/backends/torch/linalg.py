@@ -618,9 +618,15 @@ def _supports_decomposition(xp: Any, a: COOArray, *args: Any) -> str | None:
     seed = args[-1]
     if reason is None and seed is not None and not isinstance(seed, int):
         return "the torch kernel takes an integer seed (for torch.manual_seed)"
+    # the other operands (M; B, X, iK) reach torch as they are: to_torch drops a fill value, and torch
+    # multiplies operands of one dtype only
     for operand in args[:-1]:
-        if isinstance(operand, SparseArray) and operand.layout is not sparse_coo:
-            return "torch's lobpcg multiplies by COO or strided matrices only"
+        if isinstance(operand, SparseArray):
+            if operand.layout is not sparse_coo:
+                return "torch's lobpcg multiplies by COO or strided matrices only"
+            reason = reason or _sparse_reason(operand)
+        if isinstance(operand, (SparseArray, torch.Tensor)):
+            reason = reason or _dtype_reason(a, operand)
     return reason
 
 
@@ -662,14 +668,29 @@ def _lobpcg_coo_torch(
         return to_torch(m) if isinstance(m, SparseArray) else m
 
     ortho = options.method == "ortho"
-    with _seeded(seed, a._vals.device):
-        return cast(
-            tuple[Any, Any],
-            torch.lobpcg(
-                to_torch(a), k=k, B=as_torch(b), X=x, n=n, iK=as_torch(ik), niter=niter, tol=tol, largest=largest,
-                method=options.method,
-                ortho_iparams=dict(options.iparams) if ortho else None,
-                ortho_fparams=dict(options.fparams) if ortho else None,
-                ortho_bparams=dict(options.bparams) if ortho else None,
-            ),
-        )  # fmt: skip
+    try:
+        with _seeded(seed, a._vals.device):
+            e, v = cast(
+                tuple[Any, Any],
+                torch.lobpcg(
+                    # method="basic" writes its iterates into X: the caller's array must stay as it was
+                    to_torch(a), k=k, B=as_torch(b), X=None if x is None else x.clone(), n=n, iK=as_torch(ik), niter=niter,
+                    tol=tol, largest=largest, method=options.method,
+                    ortho_iparams=dict(options.iparams) if ortho else None,
+                    ortho_fparams=dict(options.fparams) if ortho else None,
+                    ortho_bparams=dict(options.bparams) if ortho else None,
+                ),
+            )  # fmt: skip
+    except torch.linalg.LinAlgError:  # type: ignore[attr-defined]
+        # torch's first Rayleigh-Ritz step takes a Cholesky factor of X^H B X, which fails for a rank-deficient
+        # X (that the generic kernel's ortho variant completes) and for a B that is not positive definite
+        # (which the generic kernel reports as such); which one it was is only known once torch has failed
+        return generic.lobpcg_generic(xp, a, k, b, x, n, ik, niter, tol, largest, options, seed)
+    if not ortho:
+        # torch's basic variant does not notice when its basis loses independence, and then returns
+        # dependent vectors (a repeated eigenpair, say); the generic kernel stops with an error that says so
+        gram = v.mH @ (v if b is None else as_torch(b) @ v)
+        eye = torch.eye(gram.shape[-1], dtype=gram.dtype, device=gram.device)
+        if float((gram - eye).abs().max()) > float(torch.finfo(v.dtype).eps) ** 0.25:
+            return generic.lobpcg_generic(xp, a, k, b, x, n, ik, niter, tol, largest, options, seed)
+    return e, v
