@@ -704,6 +704,11 @@ def test_layout_conversion_errors_name_the_operation(backend: str, xp: Any) -> N
         xs.add(a, a, layout=xs.sparse_csr)
     with pytest.raises(xs.InvariantError, match=r"^invariant 3\.9 violated: to_sparse: every batch"):
         xs.to_sparse(a, layout=xs.sparse_csr)
+    # a layout that cannot hold the result's number of dimensions
+    v = xs.to_sparse(xp.asarray(np.arange(3.0)))
+    for op, call in [("sin", lambda: xs.sin(v, layout=xs.sparse_csr)), ("fftfreq", lambda: xs.fft.fftfreq(4, layout=xs.sparse_csr, backend=backend))]:
+        with pytest.raises(ValueError, match=rf"^{op}: its result cannot be given layout=sparse_csr: a sparse_csr array has 2 sparse dimensions, so it cannot hold a 1-d array"):
+            call()
 
 
 def test_concat_of_compressed_with_different_splits_rewrites(backend: str, xp: Any) -> None:

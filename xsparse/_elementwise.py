@@ -142,6 +142,11 @@ def converting_for(op: str, layout: Layout, what: str) -> Iterator[None]:
         if op == "to_sparse" or not str(e).startswith(prefix):
             raise
         raise InvariantError(e.invariant, f"{op}: {what} cannot be given layout={layout}: {str(e)[len(prefix):]}") from None
+    except ValueError as e:
+        prefix = f"to_sparse(layout={layout}): "
+        if op == "to_sparse" or type(e) is not ValueError or not str(e).startswith(prefix):
+            raise
+        raise ValueError(f"{op}: {what} cannot be given layout={layout}: {str(e)[len(prefix):]}") from None
 
 
 def operand(op: str, x: Any) -> tuple[Any, Layout]:

@@ -289,11 +289,9 @@ def _frequencies(
     if device is not None:
         kwargs["device"] = device
     result = getattr(xp.fft, op)(n, **kwargs)
-    if layout is None or layout is strided:
-        return result
-    from ._creation import asarray
+    from ._elementwise import convert_result
 
-    return asarray(result, layout=layout)
+    return convert_result(result, layout, op)
 
 
 def fftfreq(
