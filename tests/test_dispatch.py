@@ -265,11 +265,15 @@ def test_no_kernel_error_lists_signatures_and_reasons(registry: dict[str, list[d
     )
     assert message.endswith("xsparse.to_backend.")
     assert re.search(r"xsparse\.to_sparse_csr", message), "the message says how to fix it"
+    # a kernel for these layouts declined: its reason is the first thing to change
+    assert "Change what a declining kernel's reason names, or convert an operand" in message
     assert isinstance(info.value, NotImplementedError) and isinstance(info.value, xs.XSparseError)
 
 
 def test_no_kernel_error_for_unknown_operation(registry: dict[str, list[dispatch.Kernel]]) -> None:
     with pytest.raises(xs.NoKernelError, match=r"^nothing: no kernel for layouts \(sparse_coo, strided\) on backend 'numpy'\. Registered: none\."):
+        dispatch.call("nothing", (COO, STRIDED), "numpy", XP)
+    with pytest.raises(xs.NoKernelError, match=r"Registered: none\. Convert an operand to a supported layout"):
         dispatch.call("nothing", (COO, STRIDED), "numpy", XP)
 
 

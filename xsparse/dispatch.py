@@ -192,9 +192,11 @@ def call(op: str, layouts: Sequence[Hashable], backend: str, xp: Any, *args: Any
         return kernel.func(xp, *args, **kwargs)
     registered = "; ".join(k.describe() for k in _REGISTRY.get(op, [])) or "none"
     why = "".join(f" {k.describe()} declined: {reason.rstrip('.')}." for k, reason in declined)
+    # where a kernel for these layouts declined, its reason (a fill value, a dtype) is what to change first
+    fix = "Change what a declining kernel's reason names, or convert" if declined else "Convert"
     raise NoKernelError(
         f"{op}: no kernel for layouts ({_layout_list(layouts)}) on backend '{backend}'.{why} "
-        f"Registered: {registered}. Convert an operand to a supported layout (e.g. with xsparse.to_sparse_csr) "
+        f"Registered: {registered}. {fix} an operand to a supported layout (e.g. with xsparse.to_sparse_csr) "
         f"or to a supported backend with xsparse.to_backend."
     )
 
