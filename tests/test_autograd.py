@@ -196,3 +196,159 @@ def test_coo_reduction_over_sparse_dimensions(op: str, coalesced: bool) -> None:
     reduce = getattr(xs, op)
     for axis in (0, 2):
         check(lambda v: xs.to_dense(reduce(rebuild(a, v), axis=axis)), leaf(a))
+
+
+
+# -- gradients through torch's COO kernels and conversions ----------------------------------------------
+# The oracle is torch.autograd on the equivalent dense computation: the sparse operand made dense by
+# torch's own (differentiable) to_dense of a torch sparse tensor on the same values, then the dense
+# operation. values.grad must be that gradient read at the operand's elements. These paths once built
+# their results from torch's detached _values() (no gradient, silently), or ran torch kernels whose
+# backward raises.
+
+TORCH_LAYOUTS = {
+    xs.sparse_csr: torch.sparse_csr,
+    xs.sparse_csc: torch.sparse_csc,
+    xs.sparse_bsr: torch.sparse_bsr,
+    xs.sparse_bsc: torch.sparse_bsc,
+}
+COMPRESSED = list(TORCH_LAYOUTS)
+
+
+def torch_dense(a: Any, values: Any) -> Any:
+    """``a``'s structure with ``values``, made dense by torch's own to_dense (COO or 2-D: torch has no
+    backward for batched compressed tensors)."""
+    if a.layout is xs.sparse_coo:
+        return torch.sparse_coo_tensor(a._indices(), values, a.shape, check_invariants=True).to_dense()
+    return torch.sparse_compressed_tensor(
+        a.compressed_indices(), a.plain_indices(), values, a.shape, layout=TORCH_LAYOUTS[a.layout], check_invariants=True
+    ).to_dense()
+
+
+def pattern(a: Any) -> Any:
+    """Where ``a`` has an element (explicit zeros of a block included), as a dense bool tensor."""
+    return torch_dense(a, torch.ones_like(leaf(a))) != 0
+
+
+def grads(fn: Callable[..., Any], g: Any, *inputs: Any) -> list[Any]:
+    """The gradients of ``sum(g * fn(*inputs))`` with respect to fresh leaves holding ``inputs``."""
+    leaves = [x.detach().clone().requires_grad_(True) for x in inputs]
+    (fn(*leaves) * g).sum().backward()
+    assert all(x.grad is not None for x in leaves), "no gradient reached an input"
+    return [x.grad for x in leaves]
+
+
+def assert_same_grads(fn: Callable[..., Any], dense_fn: Callable[..., Any], *inputs: Any) -> None:
+    """xsparse's ``fn`` and torch's dense ``dense_fn`` give every input the same (strided) gradient."""
+    out = dense_fn(*inputs)
+    g = torch.randn(out.shape, dtype=F64, generator=torch.Generator().manual_seed(7))
+    for got, want in zip(grads(fn, g, *inputs), grads(dense_fn, g, *inputs)):
+        assert got.layout == torch.strided and got.shape == want.shape
+        assert torch.allclose(got, want, atol=1e-12), (got, want)
+
+
+@pytest.mark.parametrize("layout", COMPRESSED, ids=str)
+def test_to_sparse_coo_gradient(layout: xs.Layout) -> None:
+    """Compressed -> COO (torch's to_sparse, sorted for CSC, BSR and BSC) passes gradients to the values."""
+    a = sparse(layout)
+    assert_same_grads(lambda v: xs.to_dense(xs.to_sparse_coo(rebuild(a, v))), lambda v: torch_dense(a, v), leaf(a))
+    check(lambda v: xs.to_sparse_coo(rebuild(a, v)).values(), leaf(a))
+
+
+def test_dense_to_sparse_coo_gradient() -> None:
+    """Dense -> COO with fill value 0: torch's own gradient, the output gradient at the nonzeros."""
+    x = xs.to_dense(sparse(xs.sparse_coo))
+    assert_same_grads(lambda d: xs.to_dense(xs.to_sparse_coo(d)), lambda d: d.to_sparse().to_dense(), x)
+
+
+@pytest.mark.parametrize("layout", SPARSE, ids=str)
+@pytest.mark.parametrize("op", ["multiply", "add", "subtract"])
+def test_elementwise_sparse_sparse_gradient(layout: xs.Layout, op: str) -> None:
+    """torch's COO mul, and the generic kernels, which convert CSC, BSR and BSC operands to COO."""
+    a = sparse(layout)
+    fn, dense_fn = getattr(xs, op), {"multiply": torch.mul, "add": torch.add, "subtract": torch.sub}[op]
+    assert_same_grads(
+        lambda v, w: xs.to_dense(fn(rebuild(a, v), rebuild(a, w))),
+        lambda v, w: dense_fn(torch_dense(a, v), torch_dense(a, w)),
+        leaf(a), leaf(a) * 2 + 1,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("layout", SPARSE, ids=str)
+def test_multiply_sparse_strided_gradient(layout: xs.Layout) -> None:
+    """Both operands get their gradients, either way round, the strided one a strided gradient: torch's
+    CSR * strided backward raises, and its COO * strided one gives the strided operand a COO gradient."""
+    a = sparse(layout)
+    d = dense(4, 6)
+    assert_same_grads(lambda v, d: xs.to_dense(xs.multiply(rebuild(a, v), d)), lambda v, d: torch_dense(a, v) * d, leaf(a), d)
+    assert_same_grads(lambda v, d: xs.to_dense(xs.multiply(d, rebuild(a, v))), lambda v, d: d * torch_dense(a, v), leaf(a), d)
+    # a constant strided operand leaves torch's own kernels to run (COO, CSR), and they pass the values' gradient
+    c = d.detach()
+    assert_same_grads(lambda v: xs.to_dense(xs.multiply(rebuild(a, v), c)), lambda v: torch_dense(a, v) * c, leaf(a))
+
+
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_coo_softmax_gradient(log: bool, axis: int) -> None:
+    """torch.sparse.softmax's semantics: the unspecified elements are -inf, and the result is read at the
+    specified ones (the dense oracle masks both ways)."""
+    a = sparse(xs.sparse_coo, seed=3)
+    where = pattern(a)
+    fn, dense_fn = (xs.log_softmax, torch.log_softmax) if log else (xs.softmax, torch.softmax)
+
+    def masked(v: Any) -> Any:
+        # a row (or column) without elements is all -inf and gives NaN, which the mask drops
+        return torch.where(where, dense_fn(torch_dense(a, v).masked_fill(~where, -torch.inf), axis), 0.0)
+
+    assert_same_grads(lambda v: torch.where(where, xs.to_dense(fn(rebuild(a, v), axis=axis)), 0.0), masked, leaf(a))
+
+
+@pytest.mark.parametrize("coalesced", [True, False])
+@pytest.mark.parametrize(("axis", "picks"), [(0, [0, 2, 2]), (1, [5, 0, 2, 2])])
+def test_coo_take_gradient(coalesced: bool, axis: int, picks: list[int]) -> None:
+    """torch's index_select of a COO tensor has no backward: with gradients the generic take runs."""
+    a = sparse(xs.sparse_coo, seed=2)
+    if not coalesced:
+        a = xs.sparse_coo_array(a._indices().flip(1), a._values().flip(0), a.shape)
+    i = torch.tensor(picks)
+    assert_same_grads(
+        lambda v: xs.to_dense(xs.take(rebuild(a, v), i, axis=axis)), lambda v: torch.index_select(torch_dense(a, v), axis, i), leaf(a)
+    )
+
+
+@pytest.mark.parametrize("layout", SPARSE, ids=str)
+def test_sparse_mask_gradient(layout: xs.Layout) -> None:
+    """The strided operand's gradient is the output gradient at the mask's elements: torch's own with a
+    COO mask, which the native kernel computes; torch's backward raises with a compressed mask."""
+    a = sparse(layout)
+    mask = torch_dense(a, torch.ones_like(leaf(a))).to_sparse()
+    assert_same_grads(lambda d: xs.to_dense(xs.sparse_mask(d, a)), lambda d: d.sparse_mask(mask).to_dense(), dense(4, 6))
+
+
+@pytest.mark.parametrize("source", [xs.sparse_csr, xs.sparse_csc], ids=str)
+@pytest.mark.parametrize("target", [xs.sparse_bsr, xs.sparse_bsc], ids=str)
+def test_unblocked_to_blocked_gradient(source: xs.Layout, target: xs.Layout) -> None:
+    """CSR/CSC -> BSR/BSC: the backward of torch's conversion raises; the generic conversion runs."""
+    a = sparse(source)
+    convert = lambda v: xs.to_sparse(rebuild(a, v), layout=target, blocksize=(2, 2))  # noqa: E731
+    assert_same_grads(lambda v: xs.to_dense(convert(v)), lambda v: torch_dense(a, v), leaf(a))
+    check(lambda v: convert(v).values(), leaf(a))
+
+
+@pytest.mark.parametrize("layout", COMPRESSED, ids=str)
+@pytest.mark.parametrize("op", ["to_dense", "sin", "multiply"])
+def test_batched_to_dense_gradient(layout: xs.Layout, op: str) -> None:
+    """Batched compressed arrays: the backward of torch's to_dense raises for them; assignment into zeros
+    runs. The oracle makes each batch dense on its own (torch's 2-D to_dense is differentiable)."""
+    a = sparse(layout, (2, 4, 6))
+    fn = {"to_dense": lambda s: s, "sin": xs.sin, "multiply": lambda s: xs.multiply(s, 2.0)}[op]
+    dense_fn = {"to_dense": lambda d: d, "sin": torch.sin, "multiply": lambda d: d * 2.0}[op]
+    batches = [
+        xs.sparse_compressed_array(a.compressed_indices()[i], a.plain_indices()[i], a.values()[i], (4, 6), layout=layout)
+        for i in range(2)
+    ]
+    assert_same_grads(
+        lambda v: xs.to_dense(fn(rebuild(a, v))),
+        lambda v: dense_fn(torch.stack([torch_dense(b, v[i]) for i, b in enumerate(batches)])),
+        leaf(a),
+    )

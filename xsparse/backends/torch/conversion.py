@@ -91,13 +91,25 @@ def _plain_values(t: torch.Tensor) -> torch.Tensor:
     return (values if values.requires_grad else values.detach()).contiguous()
 
 
+def _coo_values(t: torch.Tensor) -> torch.Tensor:
+    """The values of the torch COO tensor ``t``, with their autograd history where ``t`` requires grad
+    (then ``t`` must be coalesced)."""
+    # _values() is detached (the seed says so), and values() refuses an uncoalesced tensor; a check of
+    # requires_grad keeps the call that needs neither on the path without grad
+    return t.values() if t.requires_grad else t._values()
+
+
 def from_torch(t: torch.Tensor, target: Target, fill_value: Any = 0) -> SparseArray:
     """The xsparse array with the components of the torch sparse tensor ``t``, indices in ``target.index_dtype``."""
     idt = target.index_dtype
     layout = _XS_LAYOUT[t.layout]
     if layout is Layout.sparse_coo:
+        if t.requires_grad and not t.is_coalesced():
+            # values() exists on a coalesced tensor only, and coalesce() is differentiable; without
+            # grad the entries stay as torch left them
+            t = t.coalesce()
         return COOArray(
-            t._indices().to(idt).contiguous(), t._values().contiguous(), tuple(t.shape),
+            t._indices().to(idt).contiguous(), _coo_values(t).contiguous(), tuple(t.shape),
             backend=target.backend, xp=target.xp, coalesced=t.is_coalesced(), fill_value=fill_value,
         )  # fmt: skip
     if layout.compressed_dim == 0:
@@ -170,6 +182,13 @@ def _supports_to_sparse(xp: Any, x: Any, target: Target) -> str | None:
         # TensorConversions.cpp: CSR -> BSR/BSC runs _compressed_to_block_compressed_cpu on a host copy
         # (with a warning), and COO and CSC go through CSR; the generic kernel stays on the device
         return "torch converts CUDA COO, CSR and CSC arrays to BSR or BSC through a copy on the host"
+    if (
+        isinstance(x, CompressedArray) and not source.is_blocked and target.layout.is_blocked
+        and torch.is_grad_enabled() and x._vals.requires_grad
+    ):  # fmt: skip
+        # the backward of torch's CSR/CSC -> BSR/BSC conversion calls a CSR-only kernel on the blocked
+        # gradient and raises (torch 2.13); the generic kernel is built from differentiable operations
+        return "torch's CSR/CSC -> BSR/BSC conversion has no working backward, and the values require grad"
     if source is strided and _holds_negative_zero(x):
         # with fill value +0.0 a -0.0 is specified (docs/decisions.md, "Fill values"); torch leaves it out
         return "torch's to_sparse leaves out -0.0, which is a specified element"
@@ -202,9 +221,11 @@ def _convert_to_sparse_torch(xp: Any, x: Any, target: Target) -> SparseArray:
                 # and even marks them coalesced when the values hold no element (a dense dimension
                 # of size 0); every other backend returns the COO array coalesced (it holds no
                 # duplicates, so this only sorts)
-                result = torch.sparse_coo_tensor(
-                    result._indices(), result._values(), result.shape, is_coalesced=False, check_invariants=False
-                ).coalesce()
+                if result.is_coalesced():
+                    result = torch.sparse_coo_tensor(
+                        result._indices(), _coo_values(result), result.shape, is_coalesced=False, check_invariants=False
+                    )
+                result = result.coalesce()
         else:
             blocksize = target.blocksize if layout.is_blocked else None
             dense_dim = target.dense_dim if not isinstance(x, SparseArray) else None
@@ -222,6 +243,11 @@ def _convert_to_sparse_torch(xp: Any, x: Any, target: Target) -> SparseArray:
 
 def _supports_to_dense(xp: Any, a: SparseArray, target: Target) -> str | None:
     reason = _common_reason(a.dtype, a.fill_value)
+    if reason is None and isinstance(a, CompressedArray) and a.batch_dim() and torch.is_grad_enabled() and a._vals.requires_grad:
+        # its backward converts the gradient to the input's layout through a 2-D COO tensor, which torch
+        # refuses for a batched one ("sparse_dim()!=2 is not supported", torch 2.13); assigning into
+        # zeros is differentiable
+        return "torch's to_dense of a batched compressed array has no working backward, and the values require grad"
     if reason is None and _holds_negative_zero(a._vals):
         # torch adds the values into zeros, and +0.0 + -0.0 is +0.0
         return "torch's to_dense turns a stored -0.0 into +0.0"

@@ -293,6 +293,11 @@ def _supports_mul_dense(xp: Any, x: Any, y: Any) -> str | None:
         return reason
     if a.layout is sparse_csr and a.dtype == torch.bool:
         return "torch has no CSR mul for bool"
+    if torch.is_grad_enabled() and d.requires_grad:
+        # torch's backward gives the strided operand a gradient in the sparse layout: a COO tensor
+        # (which optimizers such as Adam refuse), or a CSR one that autograd itself rejects ("invalid
+        # gradient ... expected layout Strided"); the generic kernel's gradient is strided
+        return "torch's sparse * strided gives the strided operand a sparse gradient, and it requires grad"
     return _plain_csr_reason(a) or _product_reason(a, d)
 
 

@@ -25,6 +25,9 @@ def _supports_take(xp: Any, a: COOArray, indices: Any, axis: int) -> str | None:
         return f"torch.sparse has no kernels for {a.dtype}"
     if a.sparse_dim() == 0:
         return "torch's COO tensors need at least one sparse dimension"
+    if torch.is_grad_enabled() and a._vals.requires_grad:
+        # its backward runs index_add_, which torch has no sparse kernel for (torch 2.13)
+        return "torch's index_select of a sparse tensor has no working backward, and the values require grad"
     return None
 
 
@@ -32,6 +35,7 @@ def _supports_take(xp: Any, a: COOArray, indices: Any, axis: int) -> str | None:
 def _take_coo_torch(xp: Any, a: COOArray, indices: torch.Tensor, axis: int) -> COOArray:
     """take(COO) through torch.index_select on the sparse tensor; O(nnz + len(indices)) in C++."""
     t = torch.index_select(to_torch(a), axis, indices)
+    # _values() is detached, which loses nothing here: values that require grad are declined
     return COOArray(
         t._indices().to(a.index_dtype).contiguous(), t._values().contiguous(), tuple(t.shape), backend=a._backend,
         xp=xp, coalesced=t.is_coalesced(), fill_value=a.fill_value,
@@ -70,6 +74,9 @@ def _supports_sparse_mask(xp: Any, x: torch.Tensor, mask: SparseArray) -> str | 
         return "torch's sparse_mask repeats x's value for every duplicate of an uncoalesced mask"
     if isinstance(mask, COOArray) and mask.sparse_dim() == 0:
         return "torch's COO tensors need at least one sparse dimension"
+    if isinstance(mask, CompressedArray) and torch.is_grad_enabled() and x.requires_grad:
+        # its backward asks a compressed tensor is_coalesced(), a COO-only query, and raises (torch 2.13)
+        return "torch's sparse_mask with a compressed mask has no working backward, and x requires grad"
     return None
 
 
