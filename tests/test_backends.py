@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 import xsparse as xs
 import xsparse.backends
 from xsparse.backends import Backend, backend_of_array
+from xsparse.testing import check_invariants
 
 torch = pytest.importorskip("torch")
 strict = pytest.importorskip("array_api_strict")
@@ -272,6 +273,18 @@ def test_to_backend_keeps_the_fill_value() -> None:
     t = xs.to_backend(s, "array_api_strict")
     assert t.fill_value == -1.5
     np.testing.assert_array_equal(_host(xs.to_dense(t)), [1.0, -1.5, 2.0, -1.5])
+
+
+@pytest.mark.parametrize("dst", CPU_BACKENDS)
+def test_views_of_array_api_strict_components_move(dst: str) -> None:
+    # a broadcast (stride 0) or flipped (negative strides) component of an array_api_strict array goes
+    # through DLPack with its strides; the moved array's components must be contiguous (invariants 3.5-3.7)
+    s = xs.to_backend(xs.to_sparse(np.array([[1, 0], [0, 2], [3, 0]], dtype=np.int32), layout=xs.sparse_csr), "array_api_strict")
+    b = xs.to_backend(xs.to_sparse(np.arange(16.0).reshape(4, 4), layout=xs.sparse_bsr, blocksize=(2, 2)), "array_api_strict")
+    for view in (xs.broadcast_to(s, (2, 3, 2)), xs.flip(b, axis=1), xs.flip(b, axis=None)):
+        moved = xs.to_backend(view, dst)
+        check_invariants(moved)
+        np.testing.assert_array_equal(_host(xs.to_dense(moved)), _host(xs.to_dense(view)))
 
 
 def test_to_backend_same_backend_is_the_same_data() -> None:

@@ -1008,3 +1008,13 @@ def test_product_of_uncoalesced_operands_keeps_signs_of_zeros(xp: Any, dtype: st
     y = xs.sparse_coo_array(xp.asarray([[0, 1]]), xp.asarray([-0.0, 2.0], dtype=d), (2,))
     assert not x.is_coalesced() and not y.is_coalesced()
     check_binary(xp, "multiply", x, y)
+
+
+def test_clip_keeps_the_dtype_of_x(backend: str, xp: Any) -> None:
+    # the standard: the result has x's dtype, with array bounds of another dtype too
+    x = xp.asarray([0.5, 3.0, -2.0], dtype=xp.float32)
+    low = xp.zeros((3,), dtype=xp.float64)
+    for operand in (x, xs.to_sparse(x)):
+        r = xs.clip(operand, low, 2.0)
+        assert r.dtype == xp.float32
+        np.testing.assert_array_equal(to_numpy(xs.to_dense(r) if isinstance(r, xs.SparseArray) else r), [0.5, 2.0, 0.0])

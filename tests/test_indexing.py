@@ -1178,3 +1178,32 @@ def test_take_along_a_very_wide_matrix(backend: str, xp: Any) -> None:
     assert s.shape == (2, (n + 2) // 3) and s.nnz == 2
     last = (n + 2) // 3 - 1
     assert_sparse_equal(s[:, last - 2 :], xp.asarray([[0.0, 0.0, 1.0], [3.0, 0.0, 0.0]]))
+
+
+def test_uint64_indices_int64_cannot_hold_are_out_of_bounds(backend: str, xp: Any) -> None:
+    # the cast to int64 wraps 2**64 - 1 around to -1, which NumPy's own take reads as x[-1]
+    if not hasattr(xp, "uint64"):
+        pytest.skip("the backend has no uint64")
+    x = xs.to_sparse(xp.asarray([1.0, 2.0, 3.0, 4.0]))
+    huge = xp.asarray([2**64 - 1, 0], dtype=xp.uint64)
+    calls = {
+        "take": lambda: xs.take(x, huge),
+        "index_select": lambda: xs.index_select(x, 0, huge),
+        "getitem": lambda: x[huge],
+        "take_along_axis": lambda: xs.take_along_axis(x, huge, axis=0),
+    }
+    for op, call in calls.items():
+        with pytest.raises(IndexError, match=rf"^{op if op != 'index_select' else 'take'}: index 18446744073709551615 is out of bounds for axis 0 of size 4"):
+            call()
+    assert to_numpy(xs.to_dense(xs.take(x, xp.asarray([3, 0], dtype=xp.uint64)))).tolist() == [4.0, 1.0]
+
+
+def test_integer_arguments_are_not_truncated() -> None:
+    s = xs.to_sparse(np.eye(3))
+    with pytest.raises(TypeError, match=r"^narrow: start must be an integer \(start=0\.5\)\. Pass an integer"):
+        xs.narrow(s, 1, 0.5, 1)
+    with pytest.raises(TypeError, match=r"^narrow: length must be an integer \(length=1\.9\)"):
+        xs.narrow(s, 1, 1, 1.9)
+    with pytest.raises(TypeError, match=r"^take: axis must be an integer, not a bool \(axis=True\)"):
+        xs.take(s, [0], axis=True)
+    assert xs.narrow(s, 1, np.int64(1), 1).shape == (3, 1)  # NumPy integers are integers

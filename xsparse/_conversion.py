@@ -404,6 +404,8 @@ def to_backend(x: Any, backend: str | Backend, /, *, device: Any = None) -> Any:
         return moved
 
     if isinstance(x, SparseArray):
-        return x._map_components(move, target, xp)
+        # DLPack keeps the strides of a view (a broadcast, a flip), which components must not have
+        # (invariants 3.5-3.7) where the source backend has no such notion and never copied
+        return x._map_components(lambda a: contiguous(target, xp, move(a)), target, xp)
     _check_array("to_backend", x)
     return move(x)

@@ -304,7 +304,8 @@ def clip(x: Any, /, min: Any = None, max: Any = None, *, layout: Layout | None =
         A strided (backend) array or an xsparse array.
     min, max
         The bounds: Python scalars (or None for no bound), or arrays broadcast against ``x``, in which
-        case ``clip`` is ``minimum(maximum(x, min), max)``.
+        case ``clip`` is ``minimum(maximum(x, min), max)`` cast to ``x``'s dtype (the standard's rule; NumPy
+        and torch promote).
     layout
         The layout of the result (default: the layout of ``x`` for scalar bounds).
 
@@ -329,6 +330,11 @@ def clip(x: Any, /, min: Any = None, max: Any = None, *, layout: Layout | None =
     operand("clip", x)
     out = x if min is None else maximum(x, min)
     out = out if max is None else minimum(out, max)
+    if out.dtype != x.dtype:
+        # the standard: the result has x's dtype, whatever the bounds' (NumPy and torch promote)
+        from ._indexing import astype
+
+        out = astype(out, x.dtype)
     return convert_result(out, layout, "clip")
 
 

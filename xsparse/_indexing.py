@@ -11,6 +11,7 @@ a backend scalar. ``layout=`` converts a result to another layout.
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any, cast
 
 import array_api_compat
@@ -58,11 +59,18 @@ def _array(op: str, x: Any, name: str = "x") -> Any:
     return backend, backend.load()
 
 
-def _axis(op: str, axis: Any, ndim: int, name: str = "axis") -> int:
+def _integer(op: str, name: str, value: Any, hint: str) -> int:
+    """``value`` as an int, by ``operator.index``: a float or a bool is not one (``int()`` would truncate 1.9)."""
+    if isinstance(value, bool):
+        raise TypeError(f"{op}: {name} must be an integer, not a bool ({name}={value!r}). {hint}")
     try:
-        a = int(axis)
-    except (TypeError, ValueError):
-        raise TypeError(f"{op}: {name} must be an integer ({name}={axis!r}). Pass an integer in [{-ndim}, {ndim}).") from None
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{op}: {name} must be an integer ({name}={value!r}). {hint}") from None
+
+
+def _axis(op: str, axis: Any, ndim: int, name: str = "axis") -> int:
+    a = _integer(op, name, axis, f"Pass an integer in [{-ndim}, {ndim}).")
     if not -ndim <= a < ndim:
         raise IndexError(
             f"{op}: {name} {a} is out of range for an array of {ndim} dimensions ({name}={a}, ndim={ndim}). "
@@ -178,7 +186,7 @@ def _getitem_arrays(op: str, xp: Any, x: Any, parts: tuple[Any, ...]) -> Any:
                 f"{op}: an index array must have an integer or boolean dtype (dtype={dtype_name(ind.dtype)}, dim={d}). "
                 "Cast it with xsparse.astype(index, 'int64')."
             )
-        columns.append(xp.astype(ind, xp.int64, copy=False))
+        columns.append(_int64_indices(op, xp, ind, x.shape[d], d))
     try:
         shape = broadcast_shapes(op, *(tuple(c.shape) for c in columns))
     except ValueError:
@@ -220,7 +228,7 @@ def _getitem_array_among_slices(op: str, xp: Any, x: Any, parts: tuple[Any, ...]
             "Cast it with xsparse.astype(index, 'int64')."
         )
     ishape = tuple(ind.shape)
-    flat = _in_bounds(op, xp, xp.reshape(xp.astype(ind, xp.int64), (-1,)), x.shape[d], d)
+    flat = _in_bounds(op, xp, xp.reshape(_int64_indices(op, xp, ind, x.shape[d], d), (-1,)), x.shape[d], d)
     if isinstance(x, CompressedArray) and x.batch_dim() <= d < x.batch_dim() + 2 and (len(ishape) != 1 or x.layout.is_blocked):
         x = to_sparse(x, layout=sparse_coo)
     sliced = getitem(x, tuple(slice(None) if e == d else p for e, p in enumerate(parts)))
@@ -332,13 +340,14 @@ def narrow(x: Any, dim: int, start: int, length: int, /, *, layout: Layout | Non
     _array(op, x)
     d = _axis(op, dim, x.ndim, "dim")
     size = x.shape[d]
-    s = int(start) + size if int(start) < 0 else int(start)
-    if not 0 <= s <= size or int(length) < 0 or s + int(length) > size:
+    start, length = (_integer(op, name, v, "Pass an integer, as torch does.") for name, v in (("start", start), ("length", length)))
+    s = start + size if start < 0 else start
+    if not 0 <= s <= size or length < 0 or s + length > size:
         raise IndexError(
             f"{op}: the range [start, start + length) must lie within dimension {d} of size {size} (start={start}, "
             f"length={length}, size={size}). Pass 0 <= start and start + length <= {size}."
         )
-    return getitem(x, (slice(None),) * d + (slice(s, s + int(length)),), layout=layout)
+    return getitem(x, (slice(None),) * d + (slice(s, s + length),), layout=layout)
 
 
 def take(x: Any, indices: Any, /, *, axis: int | None = None, layout: Layout | None = None) -> Any:
@@ -432,7 +441,7 @@ def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1, layout: Layout |
             f"{op}: the shapes of x and indices do not broadcast outside axis {ax} (shape={shape}, indices.shape={ishape}). "
             "Make every other size equal, or 1."
         )
-    ind = _in_bounds(op, xp, xp.astype(indices, xp.int64), shape[ax], ax)
+    ind = _in_bounds(op, xp, _int64_indices(op, xp, indices, shape[ax], ax), shape[ax], ax)
     return convert_result(dispatch.call(op, (layout_of(x),), backend.name, xp, x, ind, ax), layout, op)
 
 
@@ -446,7 +455,21 @@ def _index_array(op: str, xp: Any, indices: Any, size: int, axis: int, x: Any) -
             f"{op}: indices must be a 1-D integer array (shape={tuple(ind.shape)}, dtype={dtype_name(ind.dtype)}). Pass a "
             "1-D array or list of integers."
         )
-    return _in_bounds(op, xp, xp.astype(ind, xp.int64), size, axis)
+    return _in_bounds(op, xp, _int64_indices(op, xp, ind, size, axis), size, axis)
+
+
+def _int64_indices(op: str, xp: Any, ind: Any, size: int, axis: int) -> Any:
+    """The integer indices ``ind`` as int64; IndexError for a uint64 one that int64 cannot hold, which the
+    cast would wrap around to a negative index, in bounds (NumPy's own ``take`` reads ``x[-1]`` for 2**64 - 1)."""
+    out = xp.astype(ind, xp.int64, copy=False)
+    # the cast wraps 2**63 and above around to negatives (torch has no uint64 max to look first)
+    if dtype_name(ind.dtype) == "uint64" and math.prod(tuple(ind.shape)) and int(xp.min(out)) < 0:
+        bad = int(xp.min(out)) + 2**64
+        raise IndexError(
+            f"{op}: index {bad} is out of bounds for axis {axis} of size {size} (index={bad}, axis={axis}, size={size}). "
+            f"Use indices in [{-size}, {size})."
+        )
+    return out
 
 
 def _in_bounds(op: str, xp: Any, ind: Any, size: int, axis: int) -> Any:

@@ -126,6 +126,13 @@ class Backend:
         return self.devices_of(self.namespace())
 
 
+def _strict_contiguity(x: Any) -> bool | None:
+    # array-api-strict has no public notion of memory layout, but its arrays wrap NumPy arrays, whose
+    # strides (a broadcast's zeros, a flip's negatives) DLPack hands on to the library an array moves to
+    flags = getattr(getattr(x, "_array", None), "flags", None)
+    return None if flags is None else bool(flags.c_contiguous)
+
+
 _BUILTIN = {
     b.name: b
     for b in (
@@ -141,7 +148,7 @@ _BUILTIN = {
             "cupy", "cupy", _compat("array_api_compat.cupy"), "xsparse.backends.cupy",
             contiguity=lambda x: bool(x.flags.c_contiguous),
         ),
-        Backend("array_api_strict", "array_api_strict", _compat("array_api_strict")),
+        Backend("array_api_strict", "array_api_strict", _compat("array_api_strict"), contiguity=_strict_contiguity),
     )
 }
 _DETECT: list[tuple[Callable[[Any], bool], str]] = [

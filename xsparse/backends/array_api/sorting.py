@@ -149,7 +149,7 @@ def _is_nan(value: Any) -> bool:
 
 def _supports_sort(xp: Any, a: SparseArray, axis: int, descending: bool, stable: bool) -> str | None:
     if _is_nan(a.fill_value):
-        return "the fill value is NaN, whose place in an order differs between backends"
+        return "the fill value is NaN: the kernel places a lane's unspecified elements by comparing its values with the fill value, and NaN compares with nothing"
     dims = a.sparse_dim() + (a.batch_dim() if isinstance(a, CompressedArray) else 0)
     if a.dense_dim() and axis < dims:
         return (
