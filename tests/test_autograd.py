@@ -231,9 +231,11 @@ def pattern(a: Any) -> Any:
 
 
 def grads(fn: Callable[..., Any], g: Any, *inputs: Any) -> list[Any]:
-    """The gradients of ``sum(g * fn(*inputs))`` with respect to fresh leaves holding ``inputs``."""
+    """The gradients of ``sum(g * fn(*inputs))`` (its real part, for complex results) with respect to
+    fresh leaves holding ``inputs``."""
     leaves = [x.detach().clone().requires_grad_(True) for x in inputs]
-    (fn(*leaves) * g).sum().backward()
+    loss = (fn(*leaves) * g).sum()
+    (loss.real if loss.is_complex() else loss).backward()
     assert all(x.grad is not None for x in leaves), "no gradient reached an input"
     return [x.grad for x in leaves]
 
@@ -241,7 +243,7 @@ def grads(fn: Callable[..., Any], g: Any, *inputs: Any) -> list[Any]:
 def assert_same_grads(fn: Callable[..., Any], dense_fn: Callable[..., Any], *inputs: Any) -> None:
     """xsparse's ``fn`` and torch's dense ``dense_fn`` give every input the same (strided) gradient."""
     out = dense_fn(*inputs)
-    g = torch.randn(out.shape, dtype=F64, generator=torch.Generator().manual_seed(7))
+    g = torch.randn(out.shape, dtype=out.dtype if out.is_complex() else F64, generator=torch.Generator().manual_seed(7))
     for got, want in zip(grads(fn, g, *inputs), grads(dense_fn, g, *inputs)):
         assert got.layout == torch.strided and got.shape == want.shape
         assert torch.allclose(got, want, atol=1e-12), (got, want)
@@ -352,3 +354,116 @@ def test_batched_to_dense_gradient(layout: xs.Layout, op: str) -> None:
         lambda v: dense_fn(torch.stack([torch_dense(b, v[i]) for i, b in enumerate(batches)])),
         leaf(a),
     )
+
+
+# -- complex values --------------------------------------------------------------------------------------
+# torch has no autograd for a compressed tensor of complex values (sparse_compressed_tensor, _to_sparse)
+# nor for scatter_reduce of them ("does not support automatic differentiation for outputs with complex
+# dtype"): the native kernels built on them decline while such values require grad, and the generic
+# kernels run. The oracle cannot be torch's to_dense either; it scatters the values into zeros.
+
+C128 = torch.complex128
+
+
+def scatter_dense(a: Any, values: Any) -> Any:
+    """``a``'s structure with ``values`` made dense by a differentiable scatter (2-D or COO ``a``): each
+    element's position is read from torch's own to_dense of its number."""
+    number = torch.arange(1, values.numel() + 1, dtype=F64).reshape(values.shape)
+    where = torch_dense(a, number).reshape(-1)  # 0 at the unspecified elements
+    at = torch.nonzero(where).reshape(-1)
+    out = torch.zeros(where.shape, dtype=values.dtype)
+    return out.index_put((at,), values.reshape(-1)[where[at].long() - 1]).reshape(a.shape)
+
+
+S = dense(4, 6, seed=5, dtype=C128).detach()
+# each: the xsparse computation on the sparse array A (and the strided d, where the third item says
+# so), its dense counterpart on D, and whether d is an input
+COMPLEX_OPS: dict[str, tuple[Callable[..., Any], Callable[..., Any], bool]] = {
+    "to_dense": (lambda A, d: A, lambda D, d: D, False),
+    "to_coo": (lambda A, d: xs.to_sparse_coo(A), lambda D, d: D, False),
+    "to_csr": (lambda A, d: xs.to_sparse_csr(A), lambda D, d: D, False),
+    "to_csc": (lambda A, d: xs.to_sparse_csc(A), lambda D, d: D, False),
+    "to_bsr": (lambda A, d: xs.to_sparse_bsr(A, (2, 2)), lambda D, d: D, False),
+    "to_bsc": (lambda A, d: xs.to_sparse_bsc(A, (2, 2)), lambda D, d: D, False),
+    "scalar": (lambda A, d: A * (2 - 1j), lambda D, d: D * (2 - 1j), False),
+    "add": (lambda A, d: A + A * 1j, lambda D, d: D + D * 1j, False),
+    "multiply": (lambda A, d: A * A, lambda D, d: D * D, False),
+    "add_strided": (lambda A, d: xs.add(A, d), lambda D, d: D + d, True),
+    "strided_subtract": (lambda A, d: xs.subtract(d, A), lambda D, d: d - D, True),
+    "multiply_strided": (lambda A, d: xs.multiply(d, A), lambda D, d: d * D, True),
+    "multiply_constant": (lambda A, d: xs.multiply(A, S), lambda D, d: D * S, False),
+    "sin": (lambda A, d: xs.sin(A), lambda D, d: torch.sin(D), False),
+    "abs": (lambda A, d: xs.abs(A), lambda D, d: D.abs(), False),
+    "conj": (lambda A, d: xs.conj(A), lambda D, d: D.conj(), False),
+    "sum": (lambda A, d: xs.sum(A), lambda D, d: D.sum(), False),
+    "sum_0": (lambda A, d: xs.sum(A, axis=0), lambda D, d: D.sum(0), False),
+    "sum_1": (lambda A, d: xs.sum(A, axis=1), lambda D, d: D.sum(1), False),
+    "mean_1": (lambda A, d: xs.mean(A, axis=1), lambda D, d: D.mean(1), False),
+    "prod_0": (lambda A, d: xs.prod(A, axis=0), lambda D, d: D.prod(0), False),
+    "getitem": (lambda A, d: A[1:3], lambda D, d: D[1:3], False),
+    "mT": (lambda A, d: A.mT, lambda D, d: D.mT, False),
+    "permute_dims": (lambda A, d: xs.permute_dims(A, (1, 0)), lambda D, d: D.T, False),
+    "matmul": (lambda A, d: xs.matmul(A, d.mT), lambda D, d: D @ d.mT, True),
+    "rmatmul": (lambda A, d: xs.matmul(d.mT, A), lambda D, d: d.mT @ D, True),
+    "sparse_matmul": (lambda A, d: xs.matmul(A, A.mT), lambda D, d: D @ D.mT, False),
+}
+
+
+def _strided(x: Any) -> Any:
+    return xs.to_dense(x) if isinstance(x, xs.SparseArray) else x
+
+
+@pytest.mark.parametrize("layout", SPARSE, ids=str)
+@pytest.mark.parametrize("op", list(COMPLEX_OPS))
+def test_complex_values_gradient(layout: xs.Layout, op: str) -> None:
+    """Complex values that require grad get the gradient of the dense computation, in every layout."""
+    a = sparse(layout, dtype=C128)
+    fn, dense_fn, with_d = COMPLEX_OPS[op]
+    d = dense(4, 6, seed=6, dtype=C128)
+    if with_d:
+        assert_same_grads(lambda v, d: _strided(fn(rebuild(a, v), d)), lambda v, d: dense_fn(scatter_dense(a, v), d), leaf(a), d)
+    else:
+        assert_same_grads(lambda v: _strided(fn(rebuild(a, v), None)), lambda v: dense_fn(scatter_dense(a, v), None), leaf(a))
+
+
+@pytest.mark.parametrize("layout", [xs.sparse_csr, xs.sparse_bsc], ids=str)
+def test_complex_values_gradcheck(layout: xs.Layout) -> None:
+    """gradcheck of complex values (their Wirtinger derivatives) through conversions, elementwise
+    functions and a reduction over one axis."""
+    a = sparse(layout, dtype=C128)
+    check(lambda v: xs.to_dense(xs.sum(xs.sin(rebuild(a, v)) * rebuild(a, v), axis=0)), leaf(a))
+    check(lambda v: xs.to_sparse_coo(rebuild(a, v).mT * 1j).values(), leaf(a))
+
+
+def test_complex_csr_to_dense_backward() -> None:
+    """The reported case: to_dense of a complex CSR array whose values require grad."""
+    d = torch.tensor([[1 + 1j, 0, 2, 0], [0, 3j, 0, -4], [5, 0, 0, 6], [0, 0, 7j, 0]], dtype=C128)
+    a = xs.to_sparse(d, layout=xs.sparse_csr)
+    v = leaf(a)
+    xs.to_dense(rebuild(a, v)).abs().sum().backward()
+    assert v.grad is not None and torch.allclose(v.grad, v.detach() / v.detach().abs())
+
+
+@pytest.mark.parametrize("part", ["real", "imag"])
+def test_complex_parts_backward_without_warnings(part: str) -> None:
+    # the parts of a complex array are views that a contiguous copy follows; the copy must not warn about
+    # the values' autograd flag (the suite turns warnings into errors)
+    d = torch.tensor([[1 + 1j, 0, 2, 0], [0, 3j, 0, -4], [5, 0, 0, 6], [0, 0, 7j, 0]], dtype=C128)
+    a = xs.to_sparse(d, layout=xs.sparse_csr)
+    v = leaf(a)
+    xs.to_dense(getattr(xs, part)(rebuild(a, v))).sum().backward()
+    assert v.grad is not None and torch.equal(v.grad, torch.full_like(v.grad, 1.0 if part == "real" else 1j))
+
+
+def test_complex_decline_only_with_grad() -> None:
+    """The native kernels decline complex values only while they take part in autograd: without grad, or
+    under no_grad, torch's own kernels run as before."""
+    (native, *_) = [k for k in dispatch.resolve("multiply", (xs.sparse_csr, xs.sparse_csr), "torch") if k.backend == "torch"]
+    xp = xs.get_backend("torch").namespace()
+    a = sparse(xs.sparse_csr, dtype=C128)
+    with_grad = rebuild(a, leaf(a))
+    assert native.supports is not None
+    assert "complex values, and the values require grad" in (native.supports(xp, with_grad, with_grad) or "")
+    assert native.supports(xp, a, a) is None
+    with torch.no_grad():
+        assert native.supports(xp, with_grad, with_grad) is None

@@ -81,5 +81,6 @@ def contiguous(backend: Any, xp: Any, x: Any) -> Any:
     tensor, while a flat reshape lays the elements out in row-major order on every library.
     """
     if backend.is_contiguous(x) is False:
-        x = xp.reshape(xp.reshape(xp.asarray(x, copy=True), (-1,)), tuple(x.shape))
+        # astype, not asarray: torch's asarray(copy=True) warns about the autograd flag of values that require grad
+        x = xp.reshape(xp.reshape(xp.astype(x, x.dtype, copy=True), (-1,)), tuple(x.shape))
     return x

@@ -17,7 +17,7 @@ from ...formats import INDEXED, COOArray, CompressedArray, Layout, SparseArray, 
 from ...formats._spec import Target
 from ..array_api.conversion import is_plus_zero
 
-__all__ = ["to_torch", "from_torch", "on_cuda", "fold"]
+__all__ = ["to_torch", "from_torch", "on_cuda", "fold", "complex_grad_reason"]
 
 _TORCH_LAYOUT = {
     Layout.sparse_coo: torch.sparse_coo,
@@ -122,12 +122,32 @@ def from_torch(t: torch.Tensor, target: Target, fill_value: Any = 0) -> SparseAr
     )  # fmt: skip
 
 
-def _common_reason(dtype: Any, fill: Any) -> str | None:
+def complex_grad_reason(what: str, *operands: Any) -> str | None:
+    """Why a torch kernel that runs ``what`` declines ``operands`` (tensors or xsparse arrays): one holds
+    complex values that require grad, and torch's autograd refuses ``what`` for complex outputs.
+
+    torch raises "does not support automatic differentiation for outputs with complex dtype" for
+    sparse_compressed_tensor (so for every kernel that wraps a CSR, CSC, BSR or BSC array in a torch
+    tensor, or converts to one) and for scatter_reduce (torch 2.13); the generic kernels are built
+    from operations that differentiate complex values. Reads flags only, never the data.
+    """
+    if not torch.is_grad_enabled():
+        return None
+    for x in operands:
+        t = x._vals if isinstance(x, SparseArray) else x
+        if isinstance(t, torch.Tensor) and t.requires_grad and t.is_complex():
+            return f"torch has no autograd for {what} of complex values, and the values require grad"
+    return None
+
+
+def _common_reason(x: Any, fill: Any, refused: str | None) -> str | None:
+    """Why torch's conversions decline ``x``; ``refused``: what the kernel runs on ``x``'s values that
+    torch does not differentiate for complex values (None: nothing)."""
     if not is_plus_zero(fill):
         return "torch's conversions assume fill value 0 (+0.0)"
-    if dtype in _UNSUPPORTED_DTYPES:
-        return f"torch.sparse has no kernels for {dtype}"
-    return None
+    if x.dtype in _UNSUPPORTED_DTYPES:
+        return f"torch.sparse has no kernels for {x.dtype}"
+    return complex_grad_reason(refused, x) if refused is not None else None
 
 
 # The integer dtype of each floating dtype's width and the bits of its -0.0 (the sign bit alone).
@@ -175,7 +195,10 @@ def negative_zeros(x: torch.Tensor, negative: bool = True) -> torch.Tensor:
 
 def _supports_to_sparse(xp: Any, x: Any, target: Target) -> str | None:
     source = x.layout if isinstance(x, SparseArray) else strided
-    reason = _common_reason(x.dtype, target.fill_value)
+    # torch's to_sparse refuses complex outputs that require grad, from any source but COO (which it
+    # returns as it is), and so does the constructor of every compressed tensor
+    coo_to_coo = isinstance(x, COOArray) and target.layout is sparse_coo
+    reason = _common_reason(x, target.fill_value, None if coo_to_coo else "to_sparse and compressed sparse tensors")
     if reason is not None:
         return reason
     if on_cuda(x) and source is not strided and not source.is_blocked and target.layout.is_blocked:
@@ -242,7 +265,7 @@ def _convert_to_sparse_torch(xp: Any, x: Any, target: Target) -> SparseArray:
 
 
 def _supports_to_dense(xp: Any, a: SparseArray, target: Target) -> str | None:
-    reason = _common_reason(a.dtype, a.fill_value)
+    reason = _common_reason(a, a.fill_value, "compressed sparse tensors" if isinstance(a, CompressedArray) else None)
     if reason is None and isinstance(a, CompressedArray) and a.batch_dim() and torch.is_grad_enabled() and a._vals.requires_grad:
         # its backward converts the gradient to the input's layout through a 2-D COO tensor, which torch
         # refuses for a batched one ("sparse_dim()!=2 is not supported", torch 2.13); assigning into
@@ -264,7 +287,8 @@ def _convert_to_dense_torch(xp: Any, a: SparseArray, target: Target) -> torch.Te
 
 
 def _supports_to_dense_by_assignment(xp: Any, a: SparseArray, target: Target) -> str | None:
-    return _common_reason(a.dtype, a.fill_value)
+    # assignment into zeros builds no torch sparse tensor
+    return _common_reason(a, a.fill_value, None)
 
 
 @register("convert", (INDEXED, strided), backend="torch", supports=_supports_to_dense_by_assignment, priority=-1)
@@ -283,7 +307,7 @@ def _convert_to_dense_by_assignment_torch(xp: Any, a: SparseArray, target: Targe
 
 
 def _supports_coalesce(xp: Any, a: COOArray) -> str | None:
-    return _common_reason(a.dtype, 0)
+    return _common_reason(a, 0, None)
 
 
 @register("coalesce", (sparse_coo,), backend="torch", supports=_supports_coalesce)

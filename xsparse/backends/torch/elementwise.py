@@ -47,7 +47,7 @@ from ...formats._spec import Target
 from ..array_api import elementwise as generic  # registers the generic kernels that the division kernels wrap
 from ..array_api.conversion import coalesce_coo, is_plus_zero
 from ..array_api.elementwise import python_scalar
-from .conversion import _holds_negative_zero, from_torch, negative_zeros, to_torch
+from .conversion import _holds_negative_zero, complex_grad_reason, from_torch, negative_zeros, to_torch
 
 __all__: list[str] = []
 
@@ -200,7 +200,7 @@ def _same_structure_reason(a: SparseArray, other: Any) -> str | None:
         return "torch's sparse add and mul do not broadcast correctly (pytorch/pytorch#188900, #158861, #116633)"
     if not is_plus_zero(a.fill_value) or (isinstance(other, SparseArray) and not is_plus_zero(other.fill_value)):
         return "torch's sparse tensors have fill value +0"
-    return None
+    return complex_grad_reason("compressed sparse tensors", *(x for x in (a, other) if isinstance(x, CompressedArray)))
 
 
 def _product_reason(a: SparseArray, other: Any) -> str | None:

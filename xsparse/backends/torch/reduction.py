@@ -36,7 +36,7 @@ from ..array_api.reduction import (
     result_kind,
     with_fill,
 )
-from .conversion import fold, from_torch, to_torch
+from .conversion import complex_grad_reason, fold, from_torch, to_torch
 
 __all__: list[str] = []
 
@@ -86,7 +86,7 @@ def _supports_axis(xp: Any, a: CompressedArray, spec: ReduceSpec) -> str | None:
         return f"the torch kernels reduce one of the two sparse dimensions, not axes={spec.axes}"
     if spec.dtype in _UNSUPPORTED or spec.dtype is torch.bool:
         return f"torch's scatter_reduce does not handle dtype {spec.dtype}"
-    return None
+    return complex_grad_reason("scatter_reduce", a)
 
 
 def _axis_kernel(name: str) -> Any:
@@ -138,7 +138,7 @@ def _supports_coo(xp: Any, a: COOArray, spec: ReduceSpec) -> str | None:
         return f"torch's scatter_reduce does not handle dtype {spec.dtype}"
     if math.prod(a.shape[d] for d in range(sd) if d not in spec.axes) > 2**63 - 1:
         return "the kept sparse dimensions do not fit one int64 key"
-    return None
+    return complex_grad_reason("scatter_reduce", a)
 
 
 def _groups_by_key(xp: Any, monoid: Any, c: COOArray, kept: list[int], v: torch.Tensor) -> tuple[Any, Any, Any]:
