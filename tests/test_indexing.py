@@ -742,9 +742,18 @@ def test_where_examples_and_errors(xp: Any) -> None:
         xs.where(c, [1.0], 0.0)
     with pytest.raises(TypeError, match=r"where: the Python scalar x2=1\.5 does not mix with the dtype int64\. Pass a scalar of the array's kind"):
         xs.where(c, xs.astype(x, "int64"), 1.5)
-    hybrid = xs.to_sparse_coo(xp.asarray([[1.0, 0.0], [0.0, 0.0]], dtype=xp.float64), sparse_dim=1)
-    with pytest.raises(xs.LayoutError, match=r"where: the sparse operands have different numbers of sparse dimensions \(sparse_dims=\[1, 2\]\) after broadcasting\. Convert them"):
-        xs.where(c, hybrid, 0.0)
+    # operands split differently into sparse and dense dimensions take the condition's split, as in the
+    # binary elementwise functions
+    dense = np.asarray([[1.0, 0.0], [0.0, 3.0]])
+    hybrid = xs.to_sparse_coo(xp.asarray(dense, dtype=xp.float64), sparse_dim=1)
+    cd = to_numpy(xs.to_dense(c))
+    r = xs.where(c, hybrid, 0.0)
+    assert r.sparse_dim() == c.sparse_dim()
+    assert_sparse_equal(r, xp.asarray(np.where(cd, dense, 0.0)))
+    hybrid_c = xs.to_sparse_coo(xs.to_dense(c), sparse_dim=1)
+    r = xs.where(hybrid_c, xs.to_sparse_coo(xp.asarray(dense, dtype=xp.float64)), -1.0)
+    assert (r.sparse_dim(), r.dense_dim()) == (1, 1)
+    assert_sparse_equal(r, xp.asarray(np.where(cd, dense, -1.0)))
 
 
 # -- nonzero ----------------------------------------------------------------------------------------

@@ -18,7 +18,6 @@ from typing import Any, cast
 
 import array_api_compat
 
-from ..._errors import LayoutError
 from ..._index_key import Int, Item, NewAxis, Slice
 from ...dispatch import register
 from ...formats import COMPRESSED, INDEXED, COOArray, CompressedArray, SparseArray, sparse_coo, strided
@@ -35,7 +34,7 @@ from .conversion import (
     result_dtype,
     take_values,
 )
-from .elementwise import broadcast_shapes, python_scalar
+from .elementwise import _group_sparse, broadcast_shapes, python_scalar
 from .shape import broadcast_coo, compress_like, regroup_coo, wide_enough
 
 __all__ = [
@@ -723,13 +722,14 @@ def where_coo(xp: Any, c: SparseArray, x1: Any, x2: Any) -> COOArray:
     arrays = [v for v in (c, x1, x2) if isinstance(v, SparseArray)]
     shape = broadcast_shapes("where", *(tuple(v.shape) for v in arrays))
     coos = {id(v): coalesce_coo(xp, broadcast_coo(xp, element_coo(xp, v), shape)) for v in arrays}
-    sparse_dims = {coos[id(v)].sparse_dim() for v in arrays}
-    if len(sparse_dims) > 1:
-        raise LayoutError(
-            f"where: the sparse operands have different numbers of sparse dimensions (sparse_dims={sorted(sparse_dims)}) "
-            "after broadcasting. Convert them to COO arrays with one sparse_dim, e.g. through to_dense() and "
-            "to_sparse_coo(sparse_dim=...)."
-        )
+    # the operands in the condition's split into sparse and dense dimensions, as the binary elementwise
+    # kernels bring their second operand to the first's
+    sd = coos[id(c)].sparse_dim()
+    for key, v in coos.items():
+        if v.sparse_dim() > sd:
+            coos[key] = coalesce_coo(xp, _group_sparse(xp, v, v.sparse_dim() - sd))
+        elif v.sparse_dim() < sd:
+            coos[key] = regroup_coo(xp, v, sd - v.sparse_dim())
     dtype = where_dtype(xp, x1, x2)
     cc = coos[id(c)]
     chosen = x1 if c.fill_value else x2
