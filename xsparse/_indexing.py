@@ -582,7 +582,8 @@ def where(condition: Any, x1: Any, x2: Any, /, *, layout: Layout | None = None) 
         condition with sparse or scalar operands) sparse, in the condition's layout (COO when broadcasting
         changes the shape): the condition's fill value chooses the result's, ``x1``'s fill value when it is
         true and ``x2``'s when false, and the result specifies the union of the condition's pattern and that
-        operand's.
+        operand's. Sparse operands split otherwise into sparse and dense dimensions take the condition's
+        split, as in the binary elementwise functions.
 
     Examples
     --------
