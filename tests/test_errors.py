@@ -10,6 +10,7 @@ checks the message's shape. The dispatcher, the backend registry, the bound name
 
 from __future__ import annotations
 
+import math
 import pathlib
 import re
 import warnings
@@ -108,6 +109,23 @@ CASES: list[Any] = [  # (id, call, exception, match, shape xfail reason) tuples,
      r"^zeros: a sparse_coo array of shape \(2, 2\) has between 0 and 2 sparse dimensions, got sparse_dim=-1 \(sparse_dim=None, dense_dim=3\)", None),
     ("creation-zeros-coo-sparse-dim", _call(xs.zeros, (2, 2), layout=xs.sparse_coo, sparse_dim=-1), ValueError,
      r"^zeros: a sparse_coo array of shape \(2, 2\) has between 0 and 2 sparse dimensions, got sparse_dim=-1", None),
+    # sizes and block shapes are integers: int() would truncate 2.5 and read "22" as (2, 2)
+    ("creation-float-shape", _call(xs.sparse_csr_array, [0, 1], [0], [1.0], (1.5, 2)), TypeError,
+     r"^sparse_compressed_array\(layout=sparse_csr\): shape must be a sequence of integers, got \(1\.5, 2\)\. Pass a tuple", None),
+    ("creation-zeros-float-shape", _call(xs.zeros, (2.5, 2), layout=xs.sparse_csr), TypeError,
+     r"^zeros: shape must be a sequence of integers, got \(2\.5, 2\)", None),
+    ("creation-zeros-inf-shape", _call(xs.zeros, (math.inf, 2)), TypeError,
+     r"^zeros: shape must be a sequence of integers, got \(inf, 2\)", None),
+    ("creation-eye-float-k", _call(xs.eye, 3, k=0.5), TypeError,
+     r"^eye: k must be an integer, got float \(k=0\.5\)\. Pass an integer", None),
+    ("creation-zeros-zero-blocksize", _call(xs.zeros, (4, 4), layout=xs.sparse_bsr, blocksize=(0, 2)), ValueError,
+     r"^zeros: blocksize must be two positive integers \(blocksize=\(0, 2\)\)\. Pass sizes of at least 1", None),
+    ("creation-bsr-zero-blocksize", _call(xs.sparse_bsr_array, [0, 1], [0], np.ones((1, 2, 2)), (2, 2), blocksize=(0, 2)), ValueError,
+     r"^sparse_compressed_array\(layout=sparse_bsr\): blocksize must be two positive integers", None),
+    ("conversion-float-blocksize", _call(xs.to_sparse_bsr, np.ones((4, 4)), (2.5, 2)), TypeError,
+     r"^to_sparse\(layout=sparse_bsr\): blocksize must be two integers \(rows, columns\), got \(2\.5, 2\)\. Pass e\.g\. blocksize=\(2, 2\)", None),
+    ("conversion-string-blocksize", _call(xs.to_sparse_bsr, np.ones((4, 4)), "22"), TypeError,
+     r"^to_sparse\(layout=sparse_bsr\): blocksize must be two integers \(rows, columns\), got '22'", None),
     # ---- _common.py ---------------------------------------------------------------------------------
     ("common-backend-requested", _call(xs.sparse_coo_array, np.asarray([[0]]), [1.0], backend="array_api_strict"), xs.BackendMismatchError,
      r"^sparse_coo_array: backend='array_api_strict' was requested but an operand lives on backend 'numpy'\. Move it first with xsparse\.to_backend", None),
@@ -115,6 +133,13 @@ CASES: list[Any] = [  # (id, call, exception, match, shape xfail reason) tuples,
      r"^dtype: the backend \S+ has no dtype 'float128x'\. Pass one of the backend's dtypes", None),
     ("common-fill-int", _call(xs.sparse_coo_array, [[0]], [1], fill_value=0.5), ValueError,
      r"^fill_value: 0\.5 is not representable in the integer dtype int64\. Use an integer fill value", None),
+    # a fill value the dtype cannot hold is refused, not wrapped, truncated or made infinite
+    ("common-fill-int8-range", _call(xs.sparse_coo_array, [[0]], np.asarray([1], dtype=np.int8), fill_value=300), ValueError,
+     r"^fill_value: 300 is out of the range of the dtype int8\. Use a fill value that the dtype holds", None),
+    ("common-fill-float32-range", _call(xs.to_sparse_coo, np.asarray([1.0, 0.0], dtype=np.float32), fill_value=1e300), ValueError,
+     r"^fill_value: 1e\+300 is out of the range of the dtype float32\.", None),
+    ("common-fill-int-nan", _call(xs.full, (2,), math.nan, dtype="int64", layout=xs.sparse_coo), ValueError,
+     r"^fill_value: nan is not representable in the integer dtype int64\. Use an integer fill value", None),
     ("common-fill-complex", _call(xs.sparse_coo_array, [[0]], [1.0], fill_value=1j), ValueError,
      r"^fill_value: 1j is complex but the dtype is float64\. Use a real fill value", None),
     ("common-fill-not-a-number", _call(xs.sparse_coo_array, [[0]], [1.0], fill_value="a"), TypeError,
@@ -161,7 +186,7 @@ CASES: list[Any] = [  # (id, call, exception, match, shape xfail reason) tuples,
     ("conversion-blocksize-divide", _call(xs.to_sparse_bsc, _dense(), (3, 3)), ValueError,
      r"^to_sparse\(layout=sparse_bsc\): blocksize \(3, 3\) must divide the sparse dimensions \(4, 4\) of shape \(4, 4\)\. Pick a blocksize", None),
     ("conversion-blocksize-zero", _call(xs.to_sparse_bsr, _dense(), (0, 2)), ValueError,
-     r"^to_sparse\(layout=sparse_bsr\): blocksize \(0, 2\) must divide the sparse dimensions", None),
+     r"^to_sparse\(layout=sparse_bsr\): blocksize must be two positive integers \(blocksize=\(0, 2\)\)\. Pass sizes of at least 1", None),
     ("conversion-blocksize-not-blocked", _call(xs.to_sparse_csr, _dense(), blocksize=(2, 2)), ValueError,
      r"^to_sparse\(layout=sparse_csr\): blocksize applies to sparse_bsr and sparse_bsc only, not to sparse_csr \(blocksize=\(2, 2\)\)\. Drop blocksize, or convert with to_sparse_bsr", None),
     ("conversion-to-strided", _call(xs.to_sparse, _dense(), layout=xs.strided), ValueError,

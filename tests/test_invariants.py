@@ -643,6 +643,10 @@ def test_coo_1_3_int32_cannot_address_the_shape(xp: Any) -> None:
     with pytest.raises(xs.InvariantError, match=violated("1.3", r"int32 indices cannot address shape \(2, 2147483648\) with nse=0\. Use int64 indices")):
         xs.sparse_coo_array(indices, xp.asarray(np.zeros((0,))), (2, 2**31), check_invariants=False)
     assert xs.sparse_coo_array(indices, xp.asarray(np.zeros((0,))), (2, 2**31 - 1), check_invariants=True).nnz == 0
+    # int64 indices are the widest: the fix is smaller sizes, not another index dtype
+    wide = xp.asarray(np.zeros((1, 0), dtype=np.int64))
+    with pytest.raises(xs.InvariantError, match=violated("1.3", r"int64 indices cannot address shape \(18446744073709551616,\) with nse=0\. Sizes and counts above 2\*\*63 - 1")):
+        xs.sparse_coo_array(wide, xp.asarray(np.zeros((0,))), (2**64,))
 
 
 COO_INDEX_CASES = [
@@ -961,3 +965,49 @@ def test_switch_in_asyncio_tasks() -> None:
 
     assert asyncio.run(main()) == [True, False]
     assert not is_enabled()
+
+
+# -- arrays built without the index checks, on torch -------------------------------------------------
+
+
+def _unchecked_torch_arrays() -> dict[str, Any]:
+    torch = pytest.importorskip("torch")
+    return {
+        "5.3": xs.sparse_csr_array(torch.tensor([0, -3, 2]), torch.tensor([0, 1]), torch.tensor([1.0, 2.0]), (2, 2)),
+        "5.5": xs.sparse_csr_array(torch.tensor([0, 1, 2]), torch.tensor([0, 5]), torch.tensor([1.0, 2.0]), (2, 2)),
+        "5.2": xs.sparse_csr_array(torch.tensor([0, 1, 5]), torch.tensor([0, 1]), torch.tensor([1.0, 2.0]), (2, 2)),
+        "coo.5": xs.sparse_coo_array(torch.tensor([[0, 3], [0, 1]]), torch.tensor([1.0, 2.0]), (2, 2)),
+    }
+
+
+@pytest.mark.parametrize("op", ["to_dense", "to_sparse_csc", "matmul", "add"])
+def test_torch_kernels_check_the_indices_they_trust(op: str) -> None:
+    # torch's kernels read the indices unchecked (as its own constructors leave them by default) and, given
+    # these, read out of bounds or crash the process; the first one to take an array checks it
+    torch = pytest.importorskip("torch")
+    calls = {
+        "to_dense": xs.to_dense,
+        "to_sparse_csc": xs.to_sparse_csc,
+        "matmul": lambda a: a @ torch.ones(2, 2),
+        "add": lambda a: a + a,
+    }
+    for invariant, a in _unchecked_torch_arrays().items():
+        if op == "add" and invariant == "coo.5":
+            continue  # COO + COO concatenates the entries in the generic kernel, which reads no index
+        with pytest.raises(xs.InvariantError, match=rf"^invariant {re.escape(invariant)} violated"):
+            calls[op](a)
+
+
+def test_torch_checks_an_array_once() -> None:
+    torch = pytest.importorskip("torch")
+    from xsparse.backends.torch.conversion import verified
+
+    a = xs.sparse_csr_array(torch.tensor([0, 1, 2]), torch.tensor([1, 0]), torch.tensor([1.0, 2.0]), (2, 2))
+    assert not a._bounds_checked
+    a @ torch.ones(2, 2)
+    assert a._bounds_checked, "checked by the first torch kernel that read it"
+    r = a + a
+    assert r._bounds_checked, "torch made these indices"
+    assert xs.sin(r)._bounds_checked, "the same indices"
+    assert verified(xs.to_sparse_coo(torch.eye(2)))._bounds_checked
+    assert xs.sparse_coo_array(torch.tensor([[0], [1]]), torch.tensor([1.0]), (2, 2), check_invariants=True)._bounds_checked

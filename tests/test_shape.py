@@ -1232,3 +1232,12 @@ def test_numpy_coo_concat_offsets_past_int32() -> None:
     for r in (kernel.func(xp, [a, b], 0), xs.concat([a, b])):
         assert dtype_name(r.index_dtype) == "int64"
         np.testing.assert_array_equal(to_numpy(r.indices()), [[big - 1, big + 100], [0, 1]])
+
+
+def test_repeat_of_coo_costs_its_entries_not_its_length(backend: str, xp: Any) -> None:
+    # O(result nnz): an array the length of the dimension (2**40 here) was allocated for one repeat count
+    a = xs.sparse_coo_array(xp.asarray([[5, 2**39]]), xp.asarray([1.0, 2.0]), (2**40,))
+    r = xs.repeat(a, 3)
+    assert r.shape == (3 * 2**40,) and r.nnz == 6
+    assert to_numpy(r._indices()).tolist() == [[15, 16, 17, 3 * 2**39, 3 * 2**39 + 1, 3 * 2**39 + 2]]
+    assert to_numpy(r._values()).tolist() == [1.0, 1.0, 1.0, 2.0, 2.0, 2.0]

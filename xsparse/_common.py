@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import operator
 from typing import Any
 
 import array_api_compat
@@ -151,3 +153,66 @@ def scalar_for(xp: Any, dtype: Any, value: Any) -> Any:
             raise ValueError(f"fill_value: {value!r} is complex but the dtype is {dtype_name(dtype)}. Use a real fill value.")
         return float(value)
     return complex(value)
+
+
+def fill_argument(xp: Any, dtype: Any, value: Any) -> Any:
+    """A fill value given by the user for an array of ``dtype``: :func:`scalar_for`, and an error where the dtype
+    cannot hold it (300 in int8, NaN in an integer dtype, 1e300 in float32), rather than the wrapped, truncated
+    or infinite value a cast would make. Any value is a bool, as in the backends' ``full``."""
+    integral = xp.isdtype(dtype, "integral")
+    if integral and isinstance(value, (float, complex)) and not math.isfinite(abs(value)):
+        raise ValueError(f"fill_value: {value!r} is not representable in the integer dtype {dtype_name(dtype)}. Use an integer fill value.")
+    fill = scalar_for(xp, dtype, value)
+    ok = True
+    if integral:
+        info = xp.iinfo(dtype)
+        ok = info.min <= fill <= info.max
+    elif xp.isdtype(dtype, ("real floating", "complex floating")):
+        top = float(xp.finfo(dtype).max)
+        parts = (fill.real, fill.imag) if isinstance(fill, complex) else (fill,)
+        ok = all(not math.isfinite(p) or abs(p) <= top for p in parts)
+    if not ok:
+        raise ValueError(f"fill_value: {value!r} is out of the range of the dtype {dtype_name(dtype)}. Use a fill value that the dtype holds, or another dtype.")
+    return fill
+
+
+def integer_argument(op: str, name: str, value: Any) -> int:
+    """``value`` as an int, by ``operator.index``: a float, a string or NaN is not one (``int()`` would take
+    ``2.5`` for 2 and ``"2"`` for 2); NumPy and torch integers are."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{op}: {name} must be an integer, got {type(value).__name__} ({name}={value!r}). Pass an integer.") from None
+
+
+def shape_argument(op: str, shape: Any) -> tuple[int, ...]:
+    """A shape: a sequence of integers (each by :func:`integer_argument`)."""
+    try:
+        sizes = tuple(shape)
+    except TypeError:
+        raise TypeError(f"{op}: shape must be a sequence of integers, got {shape!r}. Pass a tuple such as (2, 3).") from None
+    if not all(_is_index(s) for s in sizes):
+        raise TypeError(f"{op}: shape must be a sequence of integers, got {shape!r}. Pass a tuple such as (2, 3).")
+    return tuple(operator.index(s) for s in sizes)
+
+
+def blocksize_argument(op: str, blocksize: Any) -> tuple[int, int]:
+    """A block shape: two positive integers."""
+    try:
+        parts = tuple(blocksize)
+    except TypeError:
+        parts = ()
+    if isinstance(blocksize, str) or len(parts) != 2 or not all(_is_index(b) for b in parts):
+        raise TypeError(f"{op}: blocksize must be two integers (rows, columns), got {blocksize!r}. Pass e.g. blocksize=(2, 2).")
+    rows, cols = (operator.index(b) for b in parts)
+    if rows <= 0 or cols <= 0:
+        raise ValueError(f"{op}: blocksize must be two positive integers (blocksize=({rows}, {cols})). Pass sizes of at least 1.")
+    return rows, cols
+
+
+def _is_index(value: Any) -> bool:
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True

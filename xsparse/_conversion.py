@@ -7,7 +7,7 @@ from typing import Any, cast
 import array_api_compat
 
 from . import dispatch
-from ._common import backend_of, dtype_name, is_strided, resolve_dtype, scalar_for
+from ._common import backend_of, blocksize_argument, dtype_name, fill_argument, is_strided, resolve_dtype
 from ._errors import LayoutError
 from .backends import Backend, backend_of_array, get_backend
 from .backends.array_api.conversion import coalesce_coo, same_fill
@@ -90,7 +90,7 @@ def _target(
             )
         fill = x.fill_value
     else:
-        fill = scalar_for(xp, x.dtype, 0 if fill_value is None else fill_value)
+        fill = fill_argument(xp, x.dtype, 0 if fill_value is None else fill_value)
     # index dtype: requested, else the source's, else int64
     if index_dtype is not None:
         idt = resolve_dtype(xp, index_dtype)
@@ -101,7 +101,7 @@ def _target(
     else:
         idt = xp.int64
     if blocksize is not None:
-        blocksize = (int(blocksize[0]), int(blocksize[1]))
+        blocksize = blocksize_argument(op, blocksize)
     if layout is strided:
         return Target(layout, backend, xp, shape, ndim, 0, (1, 1), idt, fill)
     if layout is sparse_coo:

@@ -10,7 +10,7 @@ import array_api_compat
 from . import dispatch
 from .backends.array_api import creation as _generic_creation  # noqa: F401  (registers the generic kernels)
 from .backends.array_api.conversion import is_plus_zero
-from ._common import backend_of, dtype_name, is_strided, resolve_dtype, scalar_for
+from ._common import backend_of, blocksize_argument, dtype_name, fill_argument, integer_argument, is_strided, resolve_dtype, scalar_for, shape_argument
 from ._errors import InvariantError, LayoutError
 from .backends import Backend
 from .formats._ops import contiguous
@@ -122,16 +122,11 @@ def _plus_zero(fill_value: Any) -> bool:
 
 
 def _fill(xp: Any, dtype: Any, fill_value: Any) -> Any:
-    return scalar_for(xp, dtype, fill_value)
+    return fill_argument(xp, dtype, fill_value)
 
 
 def _shape_arg(op: str, shape: Any) -> tuple[int, ...] | None:
-    if shape is None:
-        return None
-    try:
-        return tuple(int(s) for s in shape)
-    except (TypeError, ValueError):
-        raise TypeError(f"{op}: shape must be a sequence of integers, got {shape!r}. Pass a tuple such as (2, 3).") from None
+    return None if shape is None else shape_argument(op, shape)
 
 
 def sparse_coo_array(
@@ -308,7 +303,7 @@ def _check_blocksize_of_components(op: str, layout: Layout, blocksize: Any, ci: 
         found = tuple(int(s) for s in vals.shape[n_batch + 1 : n_batch + 3])
     else:
         return  # the validator reports the values' dimensions (3.4)
-    if tuple(int(s) for s in blocksize) != found:
+    if blocksize_argument(op, blocksize) != found:
         raise ValueError(
             f"{op}: blocksize={tuple(blocksize)} differs from the block shape of the values ({found}). Leave blocksize "
             "out (the values give it), or reshape the values."
@@ -377,7 +372,7 @@ def _empty_compressed(
             f"{op}: blocksize applies to sparse_bsr and sparse_bsc only, not to {layout} (blocksize={tuple(blocksize)}). "
             "Leave it out, or use a blocked layout."
         )
-    bs = tuple(blocksize) if layout.is_blocked and blocksize is not None else (1, 1)
+    bs = blocksize_argument(op, blocksize) if layout.is_blocked and blocksize is not None else (1, 1)
     batch = shape[:n_batch]
     grid = (shape[n_batch] // bs[0], shape[n_batch + 1] // bs[1])
     vdt = dtype if dtype is not None else _default_float(xp, device)
@@ -424,7 +419,7 @@ def _creation(
     b = backend_of(op=op, backend=backend)
     xp = b.load()
     dt = resolve_dtype(xp, dtype)
-    shp = (int(shape),) if isinstance(shape, int) else _shape_arg(op, shape)
+    shp = _shape_arg(op, (shape,) if hasattr(shape, "__index__") else shape)
     if shp is None:
         raise TypeError(f"{op}: shape is required (shape=None). Pass a shape such as (2, 3).")
     if layout is strided:
@@ -597,12 +592,12 @@ def eye(
     b = backend_of(op=op, backend=backend)
     xp = b.load()
     dt = resolve_dtype(xp, dtype)
-    rows = int(n_rows)
-    cols = rows if n_cols is None else int(n_cols)
+    rows = integer_argument(op, "n_rows", n_rows)
+    cols = rows if n_cols is None else integer_argument(op, "n_cols", n_cols)
     if rows < 0 or cols < 0:
         raise ValueError(f"{op}: the number of rows and columns must be non-negative (n_rows={rows}, n_cols={cols}). Pass sizes >= 0.")
     # A diagonal past the last column or row is empty; clamping it keeps the offset inside int64.
-    k = max(-rows, min(int(k), cols))
+    k = max(-rows, min(integer_argument(op, "k", k), cols))
     if layout is strided:
         return xp.eye(rows, cols, k=k, dtype=dt, device=device)
     if not isinstance(layout, Layout) or not (layout is sparse_coo or layout.is_compressed):

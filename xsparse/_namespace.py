@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .backends import Backend, default_backend, get_backend
+from ._common import blocksize_argument
 from ._errors import LayoutError
 from .formats import Layout, sparse_coo, strided
 
@@ -350,6 +351,6 @@ def bound_namespace(
             f"bound_namespace: blocksize is the block shape of a sparse_bsr or sparse_bsc default layout (layout={layout}, "
             f"blocksize={blocksize}). Leave blocksize out, or pass layout=xsparse.sparse_bsr or xsparse.sparse_bsc."
         )
-    bs = None if blocksize is None else (int(blocksize[0]), int(blocksize[1]))
+    bs = None if blocksize is None else blocksize_argument("bound_namespace", blocksize)
     name = backend.name if isinstance(backend, Backend) else get_backend(backend).name
     return _cached(name, layout, api_version, bs)

@@ -57,7 +57,11 @@ def _numpy_repeat(x: Any, counts: Any, total: int) -> Any:
 def _torch_repeat(x: Any, counts: Any, total: int) -> Any:
     import torch
 
-    # output_size spares the device a synchronisation to learn the result's length
+    # output_size spares a CUDA device a synchronisation to learn the result's length; torch then trusts
+    # the counts, and counts of an array built without the index checks would write out of bounds. On the
+    # CPU the length costs nothing, and torch checks the counts itself.
+    if x.device.type == "cpu":
+        return torch.repeat_interleave(x, counts)
     return torch.repeat_interleave(x, counts, output_size=total)
 
 

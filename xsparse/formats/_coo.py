@@ -20,7 +20,9 @@ class COOArray(SparseArray):
     components (the index-reading checks when ``check`` or the context asks for them).
     """
 
-    __slots__ = ("_idx", "_vals", "_coalesced")
+    # _bounds_checked: whether the indices are known to be valid (checked by the validator), so that a
+    # backend whose kernels trust them (torch's) need not check them again
+    __slots__ = ("_idx", "_vals", "_coalesced", "_bounds_checked")
 
     def __init__(
         self,
@@ -39,7 +41,9 @@ class COOArray(SparseArray):
         self._vals = values
         # An array with at most one specified element is coalesced whatever it was told.
         self._coalesced = bool(coalesced) or (getattr(indices, "ndim", 0) == 2 and indices.shape[1] <= 1)
-        check_coo(self, full_checks_enabled(check))
+        full = full_checks_enabled(check)
+        check_coo(self, full)
+        self._bounds_checked = full
 
     @property
     def nnz(self) -> int:
@@ -101,7 +105,9 @@ class COOArray(SparseArray):
 
     def _with_values(self, values: Any, fill_value: Any) -> COOArray:
         """The same indices with new values (same leading shape) and fill value; the indices are shared."""
-        return COOArray(
+        result = COOArray(
             self._idx, values, self._shape[: self.sparse_dim()] + tuple(values.shape[1:]), backend=self._backend,
             xp=self._xp, coalesced=self._coalesced, fill_value=fill_value, check=False,
         )  # fmt: skip
+        result._bounds_checked = self._bounds_checked  # the same indices and sparse shape
+        return result

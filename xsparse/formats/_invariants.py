@@ -223,7 +223,7 @@ def check_compressed(a: CompressedArray, full: bool) -> None:
     if contiguous is False:
         raise _fail("3.7", "values must be contiguous (or, for blocks, contiguous after swapping the two block dimensions). Pass a contiguous copy")
     if index_overflows(dtype_name(ci.dtype), max(n_compressed, n_plain, nse, 1)):
-        raise _fail("1.3", f"int32 indices cannot address {max(n_compressed, n_plain, nse)} elements. Use int64 indices")
+        raise _fail("1.3", f"{dtype_name(ci.dtype)} indices cannot address {max(n_compressed, n_plain, nse)} elements. {_wider(ci.dtype)}")
     if full:
         _check_compressed_indices(xp, a, ci, pi, n_batch, n_compressed, n_plain, nse, cname, pname)
 
@@ -295,6 +295,13 @@ def unequal_batches(layout: Any, batch: tuple[int, ...], fewest: int, most: int)
     )
 
 
+def _wider(index_dtype: Any) -> str:
+    """How to fix an index dtype too narrow for the array: int64 where it is int32, else smaller sizes."""
+    if dtype_name(index_dtype) == "int32":
+        return "Use int64 indices"
+    return "Sizes and counts above 2**63 - 1 cannot be indexed; use smaller dimensions"
+
+
 def index_overflows(index_dtype: str, largest: int) -> bool:
     """Whether ``largest`` (a size or an index) does not fit the index dtype."""
     return largest > (2**31 - 1 if index_dtype == "int32" else 2**63 - 1)
@@ -335,7 +342,7 @@ def check_coo(a: COOArray, full: bool) -> None:
     if any(s < 0 for s in shape):
         raise _fail("coo.2", f"shape {shape} has a negative size. Give non-negative sizes")
     if index_overflows(dtype_name(indices.dtype), max([nse, *shape[:sparse_dim], 1])):
-        raise _fail("1.3", f"int32 indices cannot address shape {shape} with nse={nse}. Use int64 indices")
+        raise _fail("1.3", f"{dtype_name(indices.dtype)} indices cannot address shape {shape} with nse={nse}. {_wider(indices.dtype)}")
     if full and nse:
         check_coo_bounds(a)
         if a._coalesced and nse > 1 and not sparse_dim:

@@ -917,18 +917,22 @@ def repeat_coo(xp: Any, a: COOArray, repeats: Any, axis: int) -> COOArray:
         vals = xp.repeat(a._vals, repeats, axis=1 + axis - sd)
         return COOArray(a._idx, vals, shape, backend=a._backend, xp=xp, coalesced=a.is_coalesced(), fill_value=a.fill_value)
     dev = a.device
-    reps = xp.full((n,), repeats, dtype=xp.int64, device=dev) if isinstance(repeats, int) else repeats
     row = xp.astype(a._idx[axis, :], xp.int64)
-    counts = xp.take(reps, row) if a.nnz else xp.zeros((0,), dtype=xp.int64, device=dev)
-    # where old index i starts along the new dimension, and where each entry's copies start among the new entries
-    starts = xp.cumulative_sum(reps, include_initial=True)
+    # where each entry's index starts along the new dimension, and how many copies it makes: for one repeat
+    # count, arithmetic on the entries (an array the size of the dimension would be O(n), not O(nnz))
+    if isinstance(repeats, int):
+        counts = xp.full((a.nnz,), repeats, dtype=xp.int64, device=dev)
+        row_start = row * repeats
+    else:
+        counts = xp.take(repeats, row) if a.nnz else xp.zeros((0,), dtype=xp.int64, device=dev)
+        row_start = xp.take(xp.cumulative_sum(repeats, include_initial=True), row)
     first = xp.cumulative_sum(counts, include_initial=True)
     nse = int(first[-1])
     entry = xp.repeat(_arange(xp, a.nnz, row), counts) if a.nnz else xp.zeros((0,), dtype=xp.int64, device=dev)
     offset = _arange(xp, nse, row) - xp.take(first, entry)
     idt = wide_enough(xp, a._idx.dtype, nse, *shape[:sd])
     idx = xp.take(xp.astype(a._idx, idt), entry, axis=1)
-    moved = xp.astype(xp.take(starts, xp.take(row, entry)) + offset, idt)
+    moved = xp.astype(xp.take(row_start, entry) + offset, idt)
     idx = xp.concat([idx[:axis, :], moved[None, :], idx[axis + 1 :, :]], axis=0)
     vals = take_values(xp, a._vals, entry, axis=0)
     # the copies of an entry follow each other, so the order stays lexicographic when they differ last

@@ -8,16 +8,17 @@ result's components. torch's gaps are declined with a reason, and the generic ke
 from __future__ import annotations
 
 import warnings
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import torch
 
 from ...dispatch import register
 from ...formats import INDEXED, COOArray, CompressedArray, Layout, SparseArray, sparse_coo, strided
+from ...formats._invariants import check_compressed, check_coo
 from ...formats._spec import Target
 from ..array_api.conversion import is_plus_zero
 
-__all__ = ["to_torch", "from_torch", "on_cuda", "fold", "complex_grad_reason"]
+__all__ = ["to_torch", "from_torch", "on_cuda", "fold", "complex_grad_reason", "verified"]
 
 _TORCH_LAYOUT = {
     Layout.sparse_coo: torch.sparse_coo,
@@ -65,13 +66,33 @@ def fold(rows: Any, sizes: Any, out: torch.Tensor | None = None) -> torch.Tensor
     return key
 
 
+_Indexed = TypeVar("_Indexed", COOArray, CompressedArray)
+
+
+def verified(a: _Indexed) -> _Indexed:
+    """``a``, once its index-reading invariants are checked: torch's kernels trust the indices they are given
+    (the tensors are built with ``check_invariants=False``, as torch's own constructors do by default) and
+    read out of bounds, even crash the process, on an array built without the checks. An array checks once:
+    one its constructor checked, one torch made (``from_torch``) or a view of either is not read again."""
+    if not a._bounds_checked:
+        if isinstance(a, COOArray):
+            check_coo(a, True)
+        else:
+            check_compressed(a, True)
+        a._bounds_checked = True
+    return a
+
+
 def to_torch(a: SparseArray) -> torch.Tensor:
-    """The torch sparse tensor sharing ``a``'s components (int32 COO indices are widened: torch needs int64)."""
+    """The torch sparse tensor sharing ``a``'s components (int32 COO indices are widened: torch needs int64),
+    whose indices are checked once (:func:`verified`)."""
     if isinstance(a, COOArray):
+        verified(a)
         return torch.sparse_coo_tensor(
             a._idx.to(torch.int64), a._vals, a.shape, is_coalesced=a.is_coalesced(), check_invariants=False
         )
     assert isinstance(a, CompressedArray)
+    verified(a)
     values = a._vals
     if a.layout.is_blocked and not values.is_contiguous():
         values = values.contiguous()
@@ -108,18 +129,21 @@ def from_torch(t: torch.Tensor, target: Target, fill_value: Any = 0) -> SparseAr
             # values() exists on a coalesced tensor only, and coalesce() is differentiable; without
             # grad the entries stay as torch left them
             t = t.coalesce()
-        return COOArray(
+        result: COOArray | CompressedArray = COOArray(
             t._indices().to(idt).contiguous(), _coo_values(t).contiguous(), tuple(t.shape),
             backend=target.backend, xp=target.xp, coalesced=t.is_coalesced(), fill_value=fill_value,
         )  # fmt: skip
-    if layout.compressed_dim == 0:
-        ci, pi = t.crow_indices(), t.col_indices()
     else:
-        ci, pi = t.ccol_indices(), t.row_indices()
-    return CompressedArray(
-        ci.to(idt).contiguous(), pi.to(idt).contiguous(), _plain_values(t), tuple(t.shape),
-        layout=layout, backend=target.backend, xp=target.xp, fill_value=fill_value,
-    )  # fmt: skip
+        if layout.compressed_dim == 0:
+            ci, pi = t.crow_indices(), t.col_indices()
+        else:
+            ci, pi = t.ccol_indices(), t.row_indices()
+        result = CompressedArray(
+            ci.to(idt).contiguous(), pi.to(idt).contiguous(), _plain_values(t), tuple(t.shape),
+            layout=layout, backend=target.backend, xp=target.xp, fill_value=fill_value,
+        )  # fmt: skip
+    result._bounds_checked = True  # torch's kernels made these indices, from checked ones
+    return result
 
 
 def complex_grad_reason(what: str, *operands: Any) -> str | None:

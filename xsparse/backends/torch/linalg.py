@@ -46,7 +46,7 @@ from ...formats import (
 )
 from ...formats._spec import Target
 from ..array_api import linalg as generic
-from .conversion import _TORCH_LAYOUT, fold, from_torch, on_cuda, to_torch
+from .conversion import _TORCH_LAYOUT, fold, from_torch, on_cuda, to_torch, verified
 
 __all__: list[str] = []
 
@@ -236,7 +236,7 @@ def _supports_coo_strided(xp: Any, a: COOArray, b: torch.Tensor) -> str | None:
 def _folded_coo(a: COOArray) -> torch.Tensor:
     """A batch of COO matrices ``(*batch, M, K)`` as the 2-D torch COO tensor ``(prod(batch) * M, K)``: the
     batch indices folded into the row index, which keeps the entries' order (and so their coalescing)."""
-    idx = a._idx
+    idx = verified(a)._idx
     folded = torch.empty((2, idx.shape[1]), dtype=torch.int64, device=idx.device)
     fold(idx[:-1], a.shape[:-1], out=folded[0])  # in place: a fold of a million entries costs a twentieth of the product
     folded[1].copy_(idx[-1])
@@ -278,6 +278,7 @@ def _matmul_compressed_strided_torch(xp: Any, a: CompressedArray, b: torch.Tenso
     """matmul(CSR/CSC/BSR, strided) -> strided: torch.mv or torch.mm (MKL), batches folded block-diagonally."""
     nbd = a.batch_dim()
     vector = b.ndim == 1
+    verified(a)  # _product_2d builds torch's tensor from the components
     if nbd == 0:
         return _product_2d(a.layout, a._compressed, a._plain, a._vals, cast(tuple[int, int], tuple(a.shape)), b, True)
     b2 = b[:, None] if vector else b
@@ -324,6 +325,7 @@ def _supports_strided_compressed(xp: Any, a: torch.Tensor, b: CompressedArray) -
 def _matmul_strided_compressed_torch(xp: Any, a: torch.Tensor, b: CompressedArray) -> torch.Tensor:
     """matmul(strided, CSR/CSC/BSC) -> strided: torch.mm (MKL)."""
     a2 = a[None, :] if a.ndim == 1 else a
+    verified(b)  # _product_2d builds torch's tensor from the components
     out = _product_2d(b.layout, b._compressed, b._plain, b._vals, cast(tuple[int, int], tuple(b.shape)), a2, False)
     return out[0] if a.ndim == 1 else out
 
@@ -460,7 +462,7 @@ def _sampled_addmm_csr_strided_strided_torch(
         # beta = 0 ignores the input's values, NaN and infinities too (BLAS's rule, the generic kernel's);
         # torch multiplies them by 0
         vals = torch.nan_to_num(vals, nan=0.0, posinf=0.0, neginf=0.0)
-    t = _tensor(input._compressed, input._plain, vals, tuple(input.shape), sparse_csr)
+    t = _tensor(verified(input)._compressed, input._plain, vals, tuple(input.shape), sparse_csr)
     r = torch.sparse.sampled_addmm(t, a, b, beta=beta, alpha=alpha)
     from ..._common import scalar_for
 
