@@ -890,3 +890,14 @@ def test_bound_namespace_with_a_block_shape() -> None:
         ns.zeros((3, 3))
     with pytest.raises(ValueError, match=r"^bound_namespace: blocksize is the block shape of a sparse_bsr or sparse_bsc default layout \(layout=sparse_csr"):
         xs.bound_namespace("numpy", layout=xs.sparse_csr, blocksize=(2, 2))
+
+
+def test_errors_name_the_function_called() -> None:
+    # each of these runs another public function inside, whose name its errors carried
+    a = xs.to_sparse(np.eye(3))
+    with pytest.raises(ValueError, match=r"^vector_norm: axis 3 is out of range for an array of 2 dimensions"):
+        xs.linalg.vector_norm(a, axis=3)
+    with pytest.raises(ValueError, match=r"^clip: the shapes \(3, 3\) and \(4,\) do not broadcast"):
+        xs.clip(a, np.ones(4), None)
+    with pytest.raises(IndexError, match=r"^index_select: index 5 is out of bounds for axis 0 of size 3"):
+        xs.index_select(a, 0, [5])

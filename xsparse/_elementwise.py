@@ -24,6 +24,7 @@ from ._conversion import layout_of, to_dense, to_sparse
 from ._errors import InvariantError
 from .backends import backend_of_array
 from .backends.array_api import elementwise as _generic_elementwise  # noqa: F401  (registers the kernels)
+from .backends.array_api.elementwise import broadcast_shapes
 from .formats import Layout, SparseArray, strided
 
 __all__ = [
@@ -328,6 +329,8 @@ def clip(x: Any, /, min: Any = None, max: Any = None, *, layout: Layout | None =
     if (min is None or isinstance(min, _SCALARS)) and (max is None or isinstance(max, _SCALARS)):
         return apply_unary("clip", x, layout, min=min, max=max)
     operand("clip", x)
+    # checked here, so that an error names this function, not the maximum or minimum it runs
+    broadcast_shapes("clip", *(tuple(v.shape) for v in (x, min, max) if v is not None and not isinstance(v, _SCALARS)))
     out = x if min is None else maximum(x, min)
     out = out if max is None else minimum(out, max)
     if out.dtype != x.dtype:

@@ -375,7 +375,11 @@ def take(x: Any, indices: Any, /, *, axis: int | None = None, layout: Layout | N
     >>> r.layout, r.to_dense().tolist()
     (xsparse.sparse_csr, [[2, 2, 1], [0, 0, 0]])
     """
-    op = "take"
+    return _take("take", x, indices, axis, layout)
+
+
+def _take(op: str, x: Any, indices: Any, axis: int | None, layout: Layout | None) -> Any:
+    """:func:`take`, with ``op`` (``take`` or ``index_select``) naming the function in errors."""
     backend, xp = _array(op, x)
     backend = backend_of(x, indices, op=op)
     if axis is None:
@@ -384,7 +388,7 @@ def take(x: Any, indices: Any, /, *, axis: int | None = None, layout: Layout | N
         axis = 0
     ax = _axis(op, axis, x.ndim)
     ind = _index_array(op, xp, indices, x.shape[ax], ax, x)
-    return convert_result(dispatch.call(op, (layout_of(x),), backend.name, xp, x, ind, ax), layout, op)
+    return convert_result(dispatch.call("take", (layout_of(x),), backend.name, xp, x, ind, ax), layout, op)
 
 
 def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1, layout: Layout | None = None) -> Any:
@@ -496,7 +500,7 @@ def index_select(x: Any, dim: int, index: Any, /, *, layout: Layout | None = Non
     >>> xs.index_select(s, 0, [1, 1]).to_dense().tolist()
     [[4, 0, 5], [4, 0, 5]]
     """
-    return take(x, index, axis=dim, layout=layout)
+    return _take("index_select", x, index, dim, layout)
 
 
 def sparse_mask(x: Any, mask: SparseArray, /, *, layout: Layout | None = None) -> Any:

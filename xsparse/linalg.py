@@ -424,6 +424,9 @@ def vector_norm(x: Any, /, *, axis: int | tuple[int, ...] | None = None, keepdim
         raise TypeError(f"{op}: ord must be a number (ord={ord!r}). Pass an int, a float, inf or -inf.")
     if not isinstance(x, SparseArray):
         return _as_array(xp, xp.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord))
+    from ._reduction import _axes
+
+    _axes(op, axis, x.ndim)  # checked here, so that an error names this function, not the sum it runs
     return _as_array(xp, dispatch.call(op, (x.layout,), backend.name, xp, x, axis, bool(keepdims), ord))
 
 
