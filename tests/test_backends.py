@@ -514,3 +514,15 @@ def test_the_cpu_libraries_repeat_by_counts() -> None:
     # the hook is the fast path of the index arithmetic; a library that loses it falls back silently
     assert xs.get_backend("numpy").repeat is not None and xs.get_backend("torch").repeat is not None
     assert xs.get_backend("array_api_strict").repeat is None
+
+
+def test_to_backend_of_a_dtype_the_target_lacks() -> None:
+    # DLPack's own error ("Unsupported dtype in DLTensor") said neither which dtype nor what to do
+    bf16 = torch.tensor([1.0, 0.0, 2.0], dtype=torch.bfloat16)
+    for x in (bf16, xs.to_sparse(bf16)):
+        with pytest.raises(TypeError, match=r"^to_backend: backend 'numpy' has no dtype bfloat16 \(dtype=bfloat16\)\. Cast the array first"):
+            xs.to_backend(x, "numpy")
+    f16 = np.asarray([1.0, 0.0], dtype=np.float16)
+    with pytest.raises(TypeError, match=r"^to_backend: backend 'array_api_strict' has no dtype float16"):
+        xs.to_backend(xs.to_sparse(f16), "array_api_strict")
+    assert xs.to_backend(xs.to_sparse(f16), "torch").dtype == torch.float16

@@ -385,6 +385,13 @@ def to_backend(x: Any, backend: str | Backend, /, *, device: Any = None) -> Any:
     """
     target = get_backend(backend)
     xp = target.load()
+    if isinstance(x, SparseArray) or is_strided(x):
+        name = dtype_name(x.dtype)
+        if not hasattr(xp, name):
+            raise TypeError(
+                f"to_backend: backend '{target.name}' has no dtype {name} (dtype={name}). Cast the array first, e.g. "
+                f"with xsparse.astype(x, 'float32')."
+            )
 
     def move(a: Any) -> Any:
         if backend_of_array(a).name == target.name:
