@@ -750,6 +750,14 @@ def test_spsolve_public(backend: str) -> None:
     np.testing.assert_allclose(to_numpy(xs.spsolve(a, bt[0, ...], left=False)) @ host, to_numpy(bt)[0], atol=1e-9)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch", "array_api_strict"])
+def test_spsolve_of_a_matrix_with_a_nan(backend: str) -> None:
+    # SuperLU read the NaN pivot as a singular factor, GMRES failed in LAPACK: the message says what it is
+    a = xs.to_backend(xs.to_sparse_csr(np.array([[1.0, 0.0], [math.nan, 2.0]])), backend)
+    with pytest.raises(ValueError, match=r"^spsolve: the matrix holds a NaN or an infinity \(shape=\(2, 2\), nnz=3\)\. Pass a matrix of finite values"):
+        xs.spsolve(a, xs.to_backend(np.ones(2), backend))
+
+
 def test_spsolve_singular_and_nonconvergent_systems() -> None:
     singular = xs.sparse_csr_array([0, 1, 2], [0, 0], [1.0, 1.0], (2, 2))
     with pytest.raises(ValueError, match=r"^spsolve: the matrix is singular \(shape=\(2, 2\), nnz=2; SuperLU: .*\)\. Pass a non-singular system"):

@@ -598,6 +598,11 @@ def spsolve(A: Any, B: Any, /, *, left: bool = True, layout: Layout | None = Non
             f"{op}: B must be ({n},) or {'(' + str(n) + ', K)' if left else '(K, ' + str(n) + ')'} for A of shape {_shape(A)} "
             f"(B.shape={_shape(B)}). Pass a right-hand side of that shape."
         )
+    if isinstance(A, SparseArray) and xp.isdtype(A.dtype, ("real floating", "complex floating")) and not bool(xp.all(xp.isfinite(A._vals))):
+        # a NaN pivot reads as a singular factor to SuperLU, and as a failed least-squares step to GMRES
+        raise ValueError(
+            f"{op}: the matrix holds a NaN or an infinity (shape={tuple(A.shape)}, nnz={A.nnz}). Pass a matrix of finite values."
+        )
     if not left:
         # X A = B  <=>  A.mT X.mT = B.mT
         at = matrix_transpose(A)
