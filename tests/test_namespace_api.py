@@ -322,6 +322,10 @@ def test_tril_strided_and_errors(xp: Any) -> None:
     s = xs.to_sparse_csr(d, fill_value=4.0)
     with pytest.raises(xs.NoKernelError, match=r"tril: no kernel .* declined: fill value 4.0 is not 0"):
         xs.tril(s)
+    # the zeros written are +0.0, which a -0.0 fill value is not (the other side would read -0.0)
+    negative = xs.to_sparse_csr(d + 1.0, fill_value=-0.0)
+    with pytest.raises(xs.NoKernelError, match=r"triu: no kernel .* declined: fill value -0.0 is not 0"):
+        xs.triu(negative)
     with pytest.raises(ValueError, match=r"triu: x must have at least 2 dimensions \(x.shape=\(3,\)\)"):
         xs.triu(xp.arange(3))
     with pytest.raises(TypeError, match=r"tril: k must be an int \(k=1.5\)"):

@@ -17,7 +17,7 @@ import array_api_compat
 from ...dispatch import register
 from ...formats import COMPRESSED, COOArray, CompressedArray, SparseArray, sparse_coo
 from ...formats._ops import expand_compressed, prod
-from .conversion import compressed_to_coo, take_values
+from .conversion import compressed_to_coo, is_plus_zero, take_values
 from .shape import as_layout_of
 
 __all__ = ["triangle_coo"]
@@ -25,7 +25,8 @@ __all__ = ["triangle_coo"]
 
 def _fill_zero(xp: Any, a: SparseArray, k: int, lower: bool) -> str | None:
     f = a.fill_value
-    if f == 0:
+    if is_plus_zero(f):
+        # the zeros written are +0.0: a -0.0 fill value would leave the other side's unspecified elements -0.0
         return None
     return (
         f"fill value {f!r} is not 0: the elements {'above' if lower else 'below'} the diagonal become 0 while the "

@@ -485,7 +485,7 @@ def _binary_func(name: str) -> Callable[[Any, Any, Any], Any]:
 
 
 def _sign_of_divisor(xp: Any, r: Any, y: Any) -> Any:
-    """A zero remainder takes the sign of the divisor, as the Array API says (torch's gives +0 always)."""
+    """A zero remainder takes the sign of the divisor, as the Array API says (torch's takes the dividend's)."""
     if not hasattr(r, "dtype") or not xp.isdtype(r.dtype, "real floating"):
         return r
     divisor = y if hasattr(y, "dtype") else xp.asarray(y, dtype=r.dtype, device=array_api_compat.device(r))
