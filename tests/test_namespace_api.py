@@ -905,3 +905,20 @@ def test_errors_name_the_function_called() -> None:
         xs.clip(a, np.ones(4), None)
     with pytest.raises(IndexError, match=r"^index_select: index 5 is out of bounds for axis 0 of size 3"):
         xs.index_select(a, 0, [5])
+
+
+def test_flags_are_bools() -> None:
+    # bool() would read "no" as true
+    a = xs.to_sparse(np.eye(3))
+    calls = {
+        "sum: keepdims": lambda: xs.sum(a, keepdims="yes"),
+        "max: keepdims": lambda: xs.max(a, axis=0, keepdims=1),
+        "sort: descending": lambda: xs.sort(a[0], descending="x"),
+        "spsolve: left": lambda: xs.spsolve(xs.to_sparse_csr(np.eye(2)), np.ones(2), left="no"),
+        "pca_lowrank: center": lambda: xs.pca_lowrank(a, center="x"),
+        "vector_norm: keepdims": lambda: xs.linalg.vector_norm(a, keepdims=None),
+    }
+    for what, call in calls.items():
+        with pytest.raises(TypeError, match=rf"^{what} must be True or False, got \w+ \(.*\)\. Pass a bool\."):
+            call()
+    assert xs.sum(a, axis=0, keepdims=np.bool_(True)).shape == (1, 3)

@@ -216,3 +216,10 @@ def _is_index(value: Any) -> bool:
     except TypeError:
         return False
     return True
+
+
+def flag_argument(op: str, name: str, value: Any) -> bool:
+    """A boolean argument: ``True`` or ``False`` (NumPy's bools too). ``bool()`` would read ``"no"`` as true."""
+    if isinstance(value, bool) or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_")):
+        return bool(value)
+    raise TypeError(f"{op}: {name} must be True or False, got {type(value).__name__} ({name}={value!r}). Pass a bool.")

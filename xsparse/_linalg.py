@@ -18,7 +18,7 @@ from typing import Any, cast
 import numpy as np
 
 from . import dispatch
-from ._common import _STRIDED_BACKENDS, backend_of, is_strided, known_backend, namespace_of
+from ._common import _STRIDED_BACKENDS, backend_of, flag_argument, is_strided, known_backend, namespace_of
 from ._conversion import layout_of, matrix_transpose
 from ._elementwise import convert_result
 from .backends import Backend
@@ -603,7 +603,7 @@ def spsolve(A: Any, B: Any, /, *, left: bool = True, layout: Layout | None = Non
         raise ValueError(
             f"{op}: the matrix holds a NaN or an infinity (shape={tuple(A.shape)}, nnz={A.nnz}). Pass a matrix of finite values."
         )
-    if not left:
+    if not flag_argument(op, "left", left):
         # X A = B  <=>  A.mT X.mT = B.mT
         at = matrix_transpose(A)
         bt = B if B.ndim == 1 else xp.matrix_transpose(B)
@@ -777,7 +777,7 @@ def pca_lowrank(
     seed = _check_seed(op, seed)
     if not 1 <= q <= min(A.shape):
         raise ValueError(f"{op}: q must lie in [1, min(A.shape)] (q={q}, A.shape={_shape(A)}). Ask for a smaller rank.")
-    return cast(tuple[Any, Any, Any], _convert_all(_call(op, (layout_of(A),), backend, xp, A, q, bool(center), niter, seed), layout, op))
+    return cast(tuple[Any, Any, Any], _convert_all(_call(op, (layout_of(A),), backend, xp, A, q, flag_argument(op, "center", center), niter, seed), layout, op))
 
 
 def lobpcg(
@@ -915,7 +915,7 @@ def lobpcg(
     seed = _check_seed(op, seed)
     largest = True if largest is None else largest
     options = _lobpcg_options(op, tol, method, tracker, ortho_iparams, ortho_fparams, ortho_bparams)
-    result = _call(op, (layout_of(A),), backend, xp, A, k, B, X, n, iK, niter, tol, bool(largest), options, seed)
+    result = _call(op, (layout_of(A),), backend, xp, A, k, B, X, n, iK, niter, tol, flag_argument(op, "largest", largest), options, seed)
     return cast(tuple[Any, Any], _convert_all(result, layout, op))
 
 

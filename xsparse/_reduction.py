@@ -28,7 +28,7 @@ from typing import Any
 import array_api_compat
 
 from . import dispatch
-from ._common import dtype_name, resolve_dtype
+from ._common import dtype_name, flag_argument, resolve_dtype
 from ._elementwise import convert_result, operand
 from ._errors import NoKernelError
 from ._indexing import astype
@@ -166,7 +166,7 @@ def _plain(op: str, x: Any, axis: Any, keepdims: bool, layout: Layout | None, re
     """A reduction whose result dtype is ``result_dtype(xp, x)`` (``x``'s own by default)."""
     backend, xp, source = _operand(op, x)
     dtype = x.dtype if result_dtype is None else result_dtype(xp, x)
-    spec = ReduceSpec(_axes(op, axis, x.ndim), bool(keepdims), dtype)
+    spec = ReduceSpec(_axes(op, axis, x.ndim), flag_argument(op, "keepdims", keepdims), dtype)
     return _run(op, x, spec, layout, backend, xp, source)
 
 
@@ -225,7 +225,7 @@ def sum(x: Any, /, *, axis: int | tuple[int, ...] | None = None, dtype: Any = No
     [5.0, 2.0, 8.0]
     """
     backend, xp, source = _operand("sum", x)
-    spec = ReduceSpec(_axes("sum", axis, x.ndim), bool(keepdims), _accumulation_dtype("sum", xp, x, dtype))
+    spec = ReduceSpec(_axes("sum", axis, x.ndim), flag_argument("sum", "keepdims", keepdims), _accumulation_dtype("sum", xp, x, dtype))
     return _run_modular("sum", x, spec, layout, backend, xp, source)
 
 
@@ -262,7 +262,7 @@ def prod(x: Any, /, *, axis: int | tuple[int, ...] | None = None, dtype: Any = N
     480.0
     """
     backend, xp, source = _operand("prod", x)
-    spec = ReduceSpec(_axes("prod", axis, x.ndim), bool(keepdims), _accumulation_dtype("prod", xp, x, dtype))
+    spec = ReduceSpec(_axes("prod", axis, x.ndim), flag_argument("prod", "keepdims", keepdims), _accumulation_dtype("prod", xp, x, dtype))
     return _run_modular("prod", x, spec, layout, backend, xp, source)
 
 
@@ -368,7 +368,7 @@ def _extremum(op: str, x: Any, axis: Any, keepdims: bool, layout: Layout | None)
         _require(op, xp, x.dtype, _REAL, "a real-valued numeric", "Compare the real parts or the absolute values instead")
     axes = _axes(op, axis, x.ndim)
     _nonempty(op, x, axes, axis)
-    return _run(op, x, ReduceSpec(axes, bool(keepdims), x.dtype), layout, backend, xp, source)
+    return _run(op, x, ReduceSpec(axes, flag_argument(op, "keepdims", keepdims), x.dtype), layout, backend, xp, source)
 
 
 def max(x: Any, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False, layout: Layout | None = None) -> Any:  # noqa: A001
@@ -439,7 +439,7 @@ def _arg(op: str, x: Any, axis: Any, keepdims: bool, layout: Layout | None) -> A
     axes = _axes(op, axis, x.ndim) if axis is None else (_one_axis(op, axis, x.ndim),)
     _nonempty(op, x, axes, axis)
     index_dtype = xp.__array_namespace_info__().default_dtypes(device=_device(x))["indexing"]
-    return _run(op, x, ReduceSpec(axes, bool(keepdims), index_dtype), layout, backend, xp, source)
+    return _run(op, x, ReduceSpec(axes, flag_argument(op, "keepdims", keepdims), index_dtype), layout, backend, xp, source)
 
 
 def argmax(x: Any, /, *, axis: int | None = None, keepdims: bool = False, layout: Layout | None = None) -> Any:
@@ -636,7 +636,7 @@ def mean(x: Any, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool
     """
     backend, xp, source = _operand("mean", x)
     _require("mean", xp, x.dtype, _FLOATING, "a floating-point", _CAST_FLOAT)
-    spec = ReduceSpec(_axes("mean", axis, x.ndim), bool(keepdims), x.dtype)
+    spec = ReduceSpec(_axes("mean", axis, x.ndim), flag_argument("mean", "keepdims", keepdims), x.dtype)
     return _run("mean", x, spec, layout, backend, xp, source)
 
 
@@ -645,7 +645,7 @@ def _statistic(op: str, x: Any, axis: Any, correction: float, keepdims: bool, la
     _require(op, xp, x.dtype, "real floating", "a real floating-point", _CAST_FLOAT)
     if isinstance(correction, bool) or not isinstance(correction, (int, float)) or correction < 0:
         raise ValueError(f"{op}: correction must be a non-negative number (correction={correction!r}). Pass 0 for the population, 1 for the sample {op}.")
-    spec = ReduceSpec(_axes(op, axis, x.ndim), bool(keepdims), x.dtype, correction=float(correction))
+    spec = ReduceSpec(_axes(op, axis, x.ndim), flag_argument(op, "keepdims", keepdims), x.dtype, correction=float(correction))
     return _run(op, x, spec, layout, backend, xp, source)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import dispatch
-from ._common import is_strided
+from ._common import flag_argument, is_strided
 from ._elementwise import convert_result
 from .backends import Backend, backend_of_array
 from .backends.array_api import sorting as _generic_sorting  # noqa: F401  (registers the generic kernels)
@@ -95,9 +95,9 @@ def sort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = 
     op = "sort"
     backend, xp, ax = _check(op, x, axis)
     if not isinstance(x, SparseArray):
-        s = xp.sort(orderable(xp, x), axis=ax, descending=bool(descending), stable=bool(stable))
+        s = xp.sort(orderable(xp, x), axis=ax, descending=flag_argument(op, "descending", descending), stable=flag_argument(op, "stable", stable))
         return convert_result(xp.astype(s, x.dtype) if xp.isdtype(x.dtype, "bool") else s, layout, op)
-    result = dispatch.call(op, (x.layout,), backend.name, xp, x, ax, bool(descending), bool(stable))
+    result = dispatch.call(op, (x.layout,), backend.name, xp, x, ax, flag_argument(op, "descending", descending), flag_argument(op, "stable", stable))
     return convert_result(result, layout, op)
 
 
@@ -118,5 +118,5 @@ def argsort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool
     op = "argsort"
     backend, xp, ax = _check(op, x, axis)
     if not isinstance(x, SparseArray):
-        return xp.argsort(orderable(xp, x), axis=ax, descending=bool(descending), stable=bool(stable))
-    return dispatch.call(op, (x.layout,), backend.name, xp, x, ax, bool(descending), bool(stable))
+        return xp.argsort(orderable(xp, x), axis=ax, descending=flag_argument(op, "descending", descending), stable=flag_argument(op, "stable", stable))
+    return dispatch.call(op, (x.layout,), backend.name, xp, x, ax, flag_argument(op, "descending", descending), flag_argument(op, "stable", stable))

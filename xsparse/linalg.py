@@ -25,7 +25,7 @@ import builtins
 from typing import Any, NamedTuple
 
 from . import dispatch
-from ._common import backend_of
+from ._common import backend_of, flag_argument
 from ._conversion import matrix_transpose
 from ._elementwise import convert_result
 from ._linalg import matmul, tensordot, vecdot
@@ -427,7 +427,7 @@ def vector_norm(x: Any, /, *, axis: int | tuple[int, ...] | None = None, keepdim
     from ._reduction import _axes
 
     _axes(op, axis, x.ndim)  # checked here, so that an error names this function, not the sum it runs
-    return _as_array(xp, dispatch.call(op, (x.layout,), backend.name, xp, x, axis, bool(keepdims), ord))
+    return _as_array(xp, dispatch.call(op, (x.layout,), backend.name, xp, x, axis, flag_argument(op, "keepdims", keepdims), ord))
 
 
 def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: int | float | str | None = "fro") -> Any:  # noqa: A002
@@ -454,7 +454,7 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: int | float | str | N
         return _as_array(xp, xp.linalg.matrix_norm(x, keepdims=keepdims, ord=ord))
     if ord in ("nuc", 2, -2):
         return _as_array(xp, xp.linalg.matrix_norm(_dense(x), keepdims=keepdims, ord=ord))
-    return _as_array(xp, dispatch.call(op, (x.layout,), backend.name, xp, x, bool(keepdims), ord))
+    return _as_array(xp, dispatch.call(op, (x.layout,), backend.name, xp, x, flag_argument(op, "keepdims", keepdims), ord))
 
 
 def outer(x1: Any, x2: Any, /) -> Any:
