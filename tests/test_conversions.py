@@ -924,3 +924,13 @@ def test_large_uncoalesced_coo(backend: str, xp: Any, dtype: str) -> None:
     c = xs.coalesce(coo)
     assert_same_components(xs.to_sparse_coo(xs.to_sparse_csr(c)), c)
     np.testing.assert_array_equal(to_numpy(xs.to_dense(coo)), expected)
+
+
+def test_torch_uncoalesced_complex_coo_to_compressed() -> None:
+    # torch's to_sparse added complex duplicates with its complex add: inf + nan j, and a lost -0.0 part
+    torch = pytest.importorskip("torch")
+    a = xs.sparse_coo_array(np.array([[0, 0, 1, 1], [1, 1, 0, 0]]), np.array([1 + 1j, complex(math.inf, 0), complex(-0.0, -0.0), complex(-0.0, -0.0)]), (2, 2))
+    t = xs.to_backend(a, "torch")
+    for layout in (xs.sparse_csr, xs.sparse_csc, xs.sparse_bsr):
+        got = xs.to_sparse(t, layout=layout, **({"blocksize": (1, 1)} if layout is xs.sparse_bsr else {}))
+        assert_sparse_equal(got, xs.to_dense(a))

@@ -1018,3 +1018,23 @@ def test_clip_keeps_the_dtype_of_x(backend: str, xp: Any) -> None:
         r = xs.clip(operand, low, 2.0)
         assert r.dtype == xp.float32
         np.testing.assert_array_equal(to_numpy(xs.to_dense(r) if isinstance(r, xs.SparseArray) else r), [0.5, 2.0, 0.0])
+
+
+def test_torch_complex_sparse_plus_dense_at_an_infinity() -> None:
+    # torch's sparse + dense complex add gave inf + nan j where torch's dense add gives inf + 1j; each
+    # order now gives what torch's dense add gives in that order
+    torch = pytest.importorskip("torch")
+    e = torch.tensor([complex(math.inf, 0.0), 0j])
+    d = torch.tensor([1 + 1j, 2 + 0j])
+    for layout in (xs.sparse_coo, xs.sparse_csr):
+        s = xs.to_sparse(e[None, :], layout=layout)
+        for got, want in ((s + d[None, :], e[None, :] + d[None, :]), (d[None, :] + s, d[None, :] + e[None, :])):
+            assert torch.equal(torch.view_as_real(got).isnan(), torch.view_as_real(want).isnan())
+            torch.testing.assert_close(got, want, equal_nan=True)
+
+
+def test_conj_of_uncoalesced_bool_duplicates() -> None:
+    # NumPy's conj of a bool is an int8 number: duplicates are added as bools ("or") first, as to_dense does
+    a = xs.sparse_coo_array(np.array([[0, 0]]), np.array([True, True]), (2,))
+    r = xs.conj(a)
+    np.testing.assert_array_equal(to_numpy(xs.to_dense(r)), np.conj(to_numpy(xs.to_dense(a))))

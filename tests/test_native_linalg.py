@@ -820,3 +820,37 @@ def test_spgemm_of_hypersparse_operands_goes_to_the_generic_kernel(layout: xs.La
     r = xs.to_sparse_coo(a @ b)
     np.testing.assert_array_equal(r.indices(), [[0, 1], [9, n - 2]])
     np.testing.assert_array_equal(r.values(), [3.0, 8.0])
+
+
+# -- torch: COO products with views and edge operands ---------------------------------------------------
+
+
+def test_torch_batched_coo_times_a_conjugate_view() -> None:
+    # torch's sparse bmm read the view's memory without its conjugate bit
+    torch = pytest.importorskip("torch")
+    a = torch.tensor([[[1 + 1j, 0], [0, 2j]], [[0, 3], [1j, 0]]], dtype=torch.complex128)
+    b = torch.tensor([[[1j, 0], [0, 1]], [[2, 1j], [1, 0]]], dtype=torch.complex128).conj()
+    s = xs.to_sparse_coo(a)
+    torch.testing.assert_close(xs.matmul(s, b), torch.matmul(a, b))
+    torch.testing.assert_close(xs.matmul(s, b[0]), torch.matmul(a, b[0]))
+    torch.testing.assert_close(xs.bmm(s, b), torch.bmm(a, b))
+
+
+def test_torch_addmm_beta_zero_with_an_empty_coo_operand() -> None:
+    # beta = 0 ignores the input, NaN included; torch's addmm with an empty COO operand added it
+    torch = pytest.importorskip("torch")
+    a = xs.to_backend(xs.sparse_coo_array(np.zeros((2, 0), np.int64), np.zeros(0), (1, 1)), "torch")
+    nan = torch.full((1, 1), math.nan, dtype=torch.float64)
+    assert xs.addmm(nan, a, torch.zeros((1, 1), dtype=torch.float64), beta=0).tolist() == [[0.0]]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_torch_half_precision_batched_coo_product(dtype: str) -> None:
+    # torch has no half-precision sparse bmm: the generic product runs instead of raising torch's error
+    torch = pytest.importorskip("torch")
+    dt = getattr(torch, dtype)
+    a = torch.tensor([[[1.0, 0.0], [0.0, 2.0]], [[0.0, 3.0], [1.0, 0.0]]], dtype=dt)
+    b = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=dt)
+    got = xs.matmul(xs.to_sparse_coo(a), b)
+    assert got.dtype == dt
+    torch.testing.assert_close(got.float(), torch.matmul(a.float(), b.float()))

@@ -329,7 +329,9 @@ def _sparse_kernel(name: str) -> Callable[..., Any]:
             return dispatch.call(name, (strided,), backend, xp, x)
 
         fill, error = _attempt(lambda: f(_fill_element(xp, a)))
-        if (error is not None or not linear) and isinstance(a, COOArray):
+        # f(p + q) == f(p) + f(q) only where the dtype stays: duplicates of bool add as "or", NumPy's int8
+        # conj of a bool as numbers
+        if (error is not None or not linear or fill.dtype != a.dtype) and isinstance(a, COOArray):
             a = coalesce_coo(xp, a)
         # real and imag return strided views of the complex values, which the formats store contiguous
         values = contiguous(a._backend, xp, _values_like_dense(xp, f, a.ndim, a._vals))

@@ -236,6 +236,10 @@ def _supports_to_sparse(xp: Any, x: Any, target: Target) -> str | None:
         # the backward of torch's CSR/CSC -> BSR/BSC conversion calls a CSR-only kernel on the blocked
         # gradient and raises (torch 2.13); the generic kernel is built from differentiable operations
         return "torch's CSR/CSC -> BSR/BSC conversion has no working backward, and the values require grad"
+    if isinstance(x, COOArray) and not x.is_coalesced() and x._vals.is_complex() and target.layout is not sparse_coo:
+        # torch's to_sparse coalesces the duplicates with its complex add, which mixes the parts at an
+        # infinity and loses the sign of a zero part; the generic kernel coalesces as xsparse does
+        return "torch's to_sparse adds complex duplicates with its complex add (inf + nan j where a part is infinite)"
     if source is strided and _holds_negative_zero(x):
         # with fill value +0.0 a -0.0 is specified (docs/decisions.md, "Fill values"); torch leaves it out
         return "torch's to_sparse leaves out -0.0, which is a specified element"

@@ -323,6 +323,10 @@ _NEGATIVE_ZERO_REASON = (
 
 def _supports_add_dense(xp: Any, x: Any, y: Any) -> str | None:
     a, d = (x, y) if isinstance(x, SparseArray) else (y, x)
+    if x.dtype.is_complex or y.dtype.is_complex:
+        # torch's sparse + dense adds complex numbers as x + 1 * y, which mixes the parts at an infinity
+        # (inf + nan j where the dense sum gives inf + 1j); the generic kernel adds as the dense operands do
+        return "torch's sparse + dense complex add mixes the real and imaginary parts at an infinity"
     reason = _zero_dim_reason(d) or _plain_csr_reason(a) or _same_structure_reason(a, d)
     if reason is None and a._vals.is_complex() and _holds_negative_zero(a._vals):
         return _NEGATIVE_ZERO_REASON  # a real -0.0 is put right after torch's add (_put_negative_zeros)

@@ -226,6 +226,9 @@ def _supports_coo_strided(xp: Any, a: COOArray, b: torch.Tensor) -> str | None:
     if a.ndim == 3 and on_cuda(a) and a.dtype not in _REAL_FLOATING:
         # SparseCUDATensorMath.cu: bmm_out_sparse_cuda's getTensorCudaDataType takes float32 and float64 only
         return f"torch's CUDA COO bmm has no {a.dtype} kernel"
+    if a.ndim == 3 and a.dtype in (torch.float16, torch.bfloat16):
+        # "bmm_sparse_dense" is not implemented for Half or BFloat16 (torch 2.13, CPU)
+        return f"torch's COO bmm has no {a.dtype} kernel"
     if (a.ndim >= 2 and b.ndim in (1, 2)) or (a.ndim == 3 and b.ndim == 3 and a.shape[0] == b.shape[0]):
         return None
     return (
@@ -247,6 +250,8 @@ def _folded_coo(a: COOArray) -> torch.Tensor:
 @register("matmul", (sparse_coo, strided), backend="torch", supports=_supports_coo_strided)
 def _matmul_coo_strided_torch(xp: Any, a: COOArray, b: torch.Tensor) -> torch.Tensor:
     """matmul(COO, strided) -> strided: torch.mv, torch.mm or torch.bmm (torch.sparse's SpMM), batches times one matrix folded or broadcast."""
+    # torch's sparse bmm reads a conjugate (or negative) view's memory without its lazy bit
+    b = b.resolve_conj().resolve_neg()
     if a.ndim == 3 and b.ndim == 2:
         # bmm reads b broadcast over the batch (a view of stride 0) as fast as one mm, with no fold to copy
         return torch.bmm(to_torch(a), b.expand(a.shape[0], *b.shape))
@@ -432,6 +437,10 @@ def _supports_addmm(xp: Any, input: torch.Tensor, a: SparseArray, b: torch.Tenso
 @register("addmm", (strided, COMPRESSED, strided), backend="torch", supports=_supports_addmm)
 def _addmm_strided_indexed_strided_torch(xp: Any, input: torch.Tensor, a: SparseArray, b: torch.Tensor, beta: Any, alpha: Any) -> torch.Tensor:
     """addmm(strided, COO/CSR/CSC/BSR, strided) -> strided: torch.addmm."""
+    if beta == 0 and (input.is_floating_point() or input.is_complex()):
+        # beta = 0 ignores the input, NaN and infinities too (BLAS's rule, the generic kernel's); torch's
+        # addmm with an empty COO operand adds it
+        input = torch.nan_to_num(input, nan=0.0, posinf=0.0, neginf=0.0)
     # torch.addmm of a COO operand reads a strided operand's conjugate bit as unset
     return torch.addmm(input, to_torch(a), b.resolve_conj(), beta=beta, alpha=alpha)
 
