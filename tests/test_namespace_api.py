@@ -922,3 +922,12 @@ def test_flags_are_bools() -> None:
         with pytest.raises(TypeError, match=rf"^{what} must be True or False, got \w+ \(.*\)\. Pass a bool\."):
             call()
     assert xs.sum(a, axis=0, keepdims=np.bool_(True)).shape == (1, 3)
+
+
+def test_where_shapes_and_astype_dtype_are_checked() -> None:
+    a = xs.to_sparse(np.eye(3))
+    with pytest.raises(ValueError, match=r"^where: the shapes \(2, 2\) and \(3, 3\) do not broadcast"):
+        xs.where(np.ones((2, 2), dtype=bool), a, 0.0)  # NumPy's own broadcast error named no function
+    for x in (a, np.ones(2)):
+        with pytest.raises(TypeError, match=r"^astype: dtype is required \(dtype=None\)\. Pass the dtype to cast to"):
+            xs.astype(x, None)

@@ -611,6 +611,7 @@ def where(condition: Any, x1: Any, x2: Any, /, *, layout: Layout | None = None) 
         )
     _check_scalar(op, xp, x1, x2, "x1")
     _check_scalar(op, xp, x2, x1, "x2")
+    broadcast_shapes(op, *(tuple(v.shape) for v in (condition, x1, x2) if not isinstance(v, _SCALARS)))
     return convert_result(dispatch.call(op, kinds, backend.name, xp, condition, x1, x2), layout, op)
 
 
@@ -674,6 +675,8 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None, layo
     """
     op = "astype"
     backend, xp = _array(op, x)
+    if dtype is None:
+        raise TypeError(f"{op}: dtype is required (dtype=None). Pass the dtype to cast to, e.g. 'float32'.")
     dt = resolve_dtype(xp, dtype)
     src = x.dtype
     if xp.isdtype(src, "complex floating") and not xp.isdtype(dt, "complex floating"):
