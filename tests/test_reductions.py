@@ -973,3 +973,28 @@ def test_complex_sums_with_a_non_finite_fill_value(xp: Any) -> None:
             got = xs.sum(a, axis=axis)
             got = to_numpy(xs.to_dense(got) if isinstance(got, xs.SparseArray) else got)
             np.testing.assert_array_equal(got, np.sum(host, axis=axis))
+
+
+def test_half_precision_reductions_accumulate_in_float32() -> None:
+    # NumPy and torch add half precision in float32: two 60000s make 120000 before the mean halves them,
+    # where a float16 sum is inf; and a float16 product of 300s and a zero is 0, not inf * 0
+    torch = pytest.importorskip("torch")
+    for dtype in (torch.float16, torch.bfloat16):
+        d = torch.tensor([[60000.0, 60000.0, 0.0, 0.0]], dtype=dtype)
+        for layout in (xs.sparse_coo, xs.sparse_csr):
+            s = xs.to_sparse(d, layout=layout)
+            for got, want in [
+                (xs.mean(s, axis=1), torch.mean(d, dim=1)),
+                (xs.mean(s), torch.mean(d)),
+                (xs.var(s, axis=1), torch.var(d, dim=1, correction=0)),
+                (xs.sum(s, axis=1), torch.sum(d, dim=1)),
+            ]:
+                got = xs.to_dense(got) if isinstance(got, xs.SparseArray) else got
+                assert got.dtype == dtype
+                torch.testing.assert_close(got, want)
+    x = np.zeros(8, np.float16)
+    x[:3] = 300
+    assert float(xs.prod(xs.to_sparse_coo(x))) == float(np.prod(x)) == 0.0
+    # duplicates still add in the array's own dtype first, as to_dense adds them
+    u = xs.sparse_coo_array(torch.tensor([[0, 0], [0, 0]]), torch.tensor([6e4, 6e4], dtype=torch.float16), (1, 2))
+    assert math.isinf(float(xs.mean(u))) and math.isinf(float(xs.to_dense(u)[0, 0]))

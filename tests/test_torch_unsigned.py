@@ -400,3 +400,12 @@ def test_products(d1: str, d2: str, layout: Any, data: Any) -> None:
         u, v = a[0], b[:, 0]
         got = xs.linalg.outer(xs.to_sparse_coo(to_torch(u)), xs.to_sparse_coo(to_torch(v)))
         np.testing.assert_array_equal(to_numpy(got), exact(np.outer(u, v)))
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "uint32", "uint64"])
+def test_python_int_shifted_right_by_an_unsigned_array(dtype: str) -> None:
+    # the emulated logical shift took the Python int for an array ("'int' object has no attribute 'dtype'")
+    s = xs.to_sparse(torch.tensor([0, 1, 2, 0], dtype=getattr(torch, dtype)))
+    r = xs.bitwise_right_shift(200, s)
+    r = xs.to_dense(r) if isinstance(r, xs.SparseArray) else r
+    assert r.tolist() == np.right_shift(getattr(np, dtype)(200), np.array([0, 1, 2, 0], dtype=dtype)).tolist()

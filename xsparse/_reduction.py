@@ -108,6 +108,14 @@ def _require(op: str, xp: Any, dtype: Any, kinds: Any, what: str, fix: str) -> N
         raise TypeError(f"{op}: the array must have {what} dtype (dtype={dtype_name(dtype)}). {fix}.")
 
 
+def _half(x: Any) -> bool:
+    """Whether ``x`` is a sparse half-precision array, whose sums NumPy and torch accumulate in float32 (a
+    float16 sum of two 60000s is inf; theirs, cast back at the end, is not). The sparse kernels add in
+    the values' dtype, so these reductions widen the values first (after any duplicates are added in
+    the array's own dtype, as ``to_dense`` adds them) and cast the result back."""
+    return isinstance(x, SparseArray) and dtype_name(x.dtype) in ("float16", "bfloat16")
+
+
 def _accumulation_dtype(op: str, xp: Any, x: Any, dtype: Any) -> Any:
     """The result dtype of a sum, product or running sum: ``dtype``, else the backend's own rule."""
     if dtype is not None:
@@ -225,6 +233,8 @@ def sum(x: Any, /, *, axis: int | tuple[int, ...] | None = None, dtype: Any = No
     [5.0, 2.0, 8.0]
     """
     backend, xp, source = _operand("sum", x)
+    if dtype is None and _half(x):
+        return astype(sum(astype(x, xp.float32), axis=axis, keepdims=keepdims, layout=layout), x.dtype)
     spec = ReduceSpec(_axes("sum", axis, x.ndim), flag_argument("sum", "keepdims", keepdims), _accumulation_dtype("sum", xp, x, dtype))
     return _run_modular("sum", x, spec, layout, backend, xp, source)
 
@@ -262,6 +272,8 @@ def prod(x: Any, /, *, axis: int | tuple[int, ...] | None = None, dtype: Any = N
     480.0
     """
     backend, xp, source = _operand("prod", x)
+    if dtype is None and _half(x):
+        return astype(prod(astype(x, xp.float32), axis=axis, keepdims=keepdims, layout=layout), x.dtype)
     spec = ReduceSpec(_axes("prod", axis, x.ndim), flag_argument("prod", "keepdims", keepdims), _accumulation_dtype("prod", xp, x, dtype))
     return _run_modular("prod", x, spec, layout, backend, xp, source)
 
@@ -636,6 +648,8 @@ def mean(x: Any, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool
     """
     backend, xp, source = _operand("mean", x)
     _require("mean", xp, x.dtype, _FLOATING, "a floating-point", _CAST_FLOAT)
+    if _half(x):
+        return astype(mean(astype(x, xp.float32), axis=axis, keepdims=keepdims, layout=layout), x.dtype)
     spec = ReduceSpec(_axes("mean", axis, x.ndim), flag_argument("mean", "keepdims", keepdims), x.dtype)
     return _run("mean", x, spec, layout, backend, xp, source)
 
@@ -645,6 +659,8 @@ def _statistic(op: str, x: Any, axis: Any, correction: float, keepdims: bool, la
     _require(op, xp, x.dtype, "real floating", "a real floating-point", _CAST_FLOAT)
     if isinstance(correction, bool) or not isinstance(correction, (int, float)) or correction < 0:
         raise ValueError(f"{op}: correction must be a non-negative number (correction={correction!r}). Pass 0 for the population, 1 for the sample {op}.")
+    if _half(x):
+        return astype(_statistic(op, astype(x, xp.float32), axis, correction, keepdims, layout), x.dtype)
     spec = ReduceSpec(_axes(op, axis, x.ndim), flag_argument(op, "keepdims", keepdims), x.dtype, correction=float(correction))
     return _run(op, x, spec, layout, backend, xp, source)
 

@@ -188,6 +188,9 @@ def _unsigned_binary(xp: Any, name: str, x: Any, y: Any, f: Callable[[Any, Any],
     if name in _MODULAR_BINARY or (name == "pow" and bits == 64):
         out = f(tx, ty)
     elif name == "bitwise_right_shift":
+        if isinstance(tx, int):
+            # a Python int shifted by an array: the int as an array of the twin dtype
+            tx = xp.asarray(tx, dtype=twin, device=array_api_compat.device(ty))
         out = _logical_right_shift(xp, tx, ty)
     elif name in _WIDENED_BINARY and bits < 64:
         out = f(*(v if isinstance(v, int) else xp.astype(v, xp.int64) for v in (x, y)))
