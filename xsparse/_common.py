@@ -181,36 +181,22 @@ def integer_argument(op: str, name: str, value: Any) -> int:
 
 
 def shape_argument(op: str, shape: Any) -> tuple[int, ...]:
-    """A shape: a sequence of integers (each by :func:`integer_argument`)."""
+    """A shape: a sequence of integers (each by ``operator.index``, as :func:`integer_argument`)."""
     try:
-        sizes = tuple(shape)
+        return tuple(operator.index(s) for s in shape)
     except TypeError:
         raise TypeError(f"{op}: shape must be a sequence of integers, got {shape!r}. Pass a tuple such as (2, 3).") from None
-    if not all(_is_index(s) for s in sizes):
-        raise TypeError(f"{op}: shape must be a sequence of integers, got {shape!r}. Pass a tuple such as (2, 3).")
-    return tuple(operator.index(s) for s in sizes)
 
 
 def blocksize_argument(op: str, blocksize: Any) -> tuple[int, int]:
-    """A block shape: two positive integers."""
+    """A block shape: two positive integers (a string's characters are not integers)."""
     try:
-        parts = tuple(blocksize)
-    except TypeError:
-        parts = ()
-    if isinstance(blocksize, str) or len(parts) != 2 or not all(_is_index(b) for b in parts):
-        raise TypeError(f"{op}: blocksize must be two integers (rows, columns), got {blocksize!r}. Pass e.g. blocksize=(2, 2).")
-    rows, cols = (operator.index(b) for b in parts)
+        rows, cols = (operator.index(b) for b in blocksize)
+    except (TypeError, ValueError):
+        raise TypeError(f"{op}: blocksize must be two integers (rows, columns), got {blocksize!r}. Pass e.g. blocksize=(2, 2).") from None
     if rows <= 0 or cols <= 0:
         raise ValueError(f"{op}: blocksize must be two positive integers (blocksize=({rows}, {cols})). Pass sizes of at least 1.")
     return rows, cols
-
-
-def _is_index(value: Any) -> bool:
-    try:
-        operator.index(value)
-    except TypeError:
-        return False
-    return True
 
 
 def flag_argument(op: str, name: str, value: Any) -> bool:
