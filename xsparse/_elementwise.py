@@ -162,9 +162,102 @@ def operand(op: str, x: Any) -> tuple[Any, Layout]:
     )
 
 
+# -- the dtypes each function takes ---------------------------------------------------------------------
+# The Array API standard gives every elementwise function the dtype categories it takes. Where NumPy or
+# torch refuses a dtype outside them (torch has no abs, floor or shift of bool, no ordering of complex
+# numbers, no hypot of integers; NumPy no sign of bool), the two would answer one program differently, one
+# of them with a raw library error: every backend refuses that dtype here, before a kernel runs. Where
+# both compute a function outside the standard's categories (sin of integers, logical_and of numbers,
+# the sum of booleans), the backend's result stands. docs/decisions.md has the table.
+
+_KIND_ORDER = ("bool", "integer", "real floating", "complex floating")
+_NUMERIC = frozenset({"integer", "real floating", "complex floating"})
+_REAL_NUMERIC = frozenset({"integer", "real floating"})
+_CAST_BOOL = "cast a boolean array with xsparse.astype(x, 'int8') first"
+_DTYPE_RULES: dict[str, tuple[frozenset[str], str, bool]] = {}
+
+
+def _takes(names: str, kinds: frozenset[str], fix: str, *, each: bool = False) -> None:
+    """``names`` take operands whose promoted kind is in ``kinds`` (with ``each``, every operand's kind)."""
+    for name in names.split():
+        _DTYPE_RULES[name] = (kinds, fix, each)
+
+
+_takes("abs sign sgn round pow positive", _NUMERIC, _CAST_BOOL.capitalize())
+_takes("negative", _NUMERIC, f"Use xsparse.logical_not for booleans, or {_CAST_BOOL}")
+# torch subtracts no boolean operand, a Python bool included (x - True for an integer x)
+_takes("subtract", _NUMERIC, f"Use xsparse.logical_xor for booleans, or {_CAST_BOOL}", each=True)
+_takes(
+    "ceil floor trunc floor_divide remainder clip",
+    _REAL_NUMERIC,
+    f"Apply it to xsparse.real(x) and xsparse.imag(x) of a complex array; {_CAST_BOOL}",
+)
+_takes(
+    "less less_equal greater greater_equal maximum minimum",
+    frozenset({"bool", "integer", "real floating"}),
+    "Complex numbers have no order: compare xsparse.real(x) or xsparse.abs(x) instead",
+)
+_takes(
+    "bitwise_and bitwise_or bitwise_xor bitwise_invert",
+    frozenset({"bool", "integer"}),
+    "Bitwise operations take integer or boolean arrays",
+)
+_takes("bitwise_left_shift bitwise_right_shift", frozenset({"integer"}), f"Shifts take integer arrays: {_CAST_BOOL}")
+_takes(
+    "atan2 copysign signbit erf erfinv",
+    frozenset({"bool", "integer", "real floating"}),
+    "Apply it to xsparse.real(x) and xsparse.imag(x) of a complex array",
+)
+_takes(
+    "hypot logaddexp nextafter",
+    frozenset({"real floating"}),
+    "Cast the operands with xsparse.astype(x, 'float64') first (of a complex array, take xsparse.real(x) or xsparse.abs(x))",
+)
+_takes("imag", frozenset({"complex floating"}), "The imaginary part of a real array is 0: use xsparse.zeros_like(x)")
+
+
+def _kind(x: Any) -> str:
+    if isinstance(x, bool):
+        return "bool"
+    if isinstance(x, int):
+        return "integer"
+    if isinstance(x, float):
+        return "real floating"
+    if isinstance(x, complex):
+        return "complex floating"
+    name = dtype_name(x.dtype)
+    if name == "bool":
+        return "bool"
+    if name.startswith(("int", "uint")):
+        return "integer"
+    return "complex floating" if name.startswith("complex") else "real floating"
+
+
+def check_dtypes(name: str, *operands: Any) -> None:
+    """Refuse, with a TypeError that says what to do, operands whose promoted kind of dtype ``name`` does
+    not take (see the comment above)."""
+    rule = _DTYPE_RULES.get(name)
+    if rule is None:
+        return
+    kinds, fix, each = rule
+    found = [_kind(v) for v in operands]
+    refused = [k for k in found if k not in kinds] if each else [max(found, key=_KIND_ORDER.index)]
+    if not refused or refused[0] in kinds:
+        return
+    kind = refused[0]
+    args = ", ".join(
+        f"{label}.dtype={dtype_name(v.dtype)}" if hasattr(v, "dtype") else f"{label}={v!r}"
+        for label, v in zip(("x",) if len(operands) == 1 else ("x1", "x2"), operands)
+    )
+    names = [k for k in _KIND_ORDER if k in kinds]
+    allowed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+    raise TypeError(f"{name}: takes {allowed} operands, not {kind} ones ({args}). {fix}.")
+
+
 def apply_unary(name: str, x: Any, layout: Layout | None, **kwargs: Any) -> Any:
     """Dispatch the unary function ``name`` on ``x``'s layout and apply ``layout=``."""
     backend, source = operand(name, x)
+    check_dtypes(name, x)
     xp = backend.load()
     return convert_result(dispatch.call(name, (source,), backend.name, xp, x, **kwargs), layout, name)
 
@@ -229,6 +322,7 @@ def apply_binary(name: str, x1: Any, x2: Any, layout: Layout | None) -> Any:
             "with the backend's asarray."
         )
     backend = backend_of(x1, x2, op=name)
+    check_dtypes(name, x1, x2)
     xp = backend.load()
     return convert_result(dispatch.call(name, kinds, backend.name, xp, x1, x2), layout, name)
 
@@ -329,6 +423,7 @@ def clip(x: Any, /, min: Any = None, max: Any = None, *, layout: Layout | None =
     if (min is None or isinstance(min, _SCALARS)) and (max is None or isinstance(max, _SCALARS)):
         return apply_unary("clip", x, layout, min=min, max=max)
     operand("clip", x)
+    check_dtypes("clip", x)
     # checked here, so that an error names this function, not the maximum or minimum it runs
     broadcast_shapes("clip", *(tuple(v.shape) for v in (x, min, max) if v is not None and not isinstance(v, _SCALARS)))
     out = x if min is None else maximum(x, min)

@@ -119,7 +119,7 @@ def _sign(xp: Any, x: Any) -> Any:
 # computed on the same-width signed twin: modular functions (sums, products, bitwise ones) give the same
 # bits there; comparisons and extrema run on the order-preserving map (conversion.to_ordered); a right
 # shift is made logical; floor division, remainder and powers of uint16/uint32 run exactly on int64.
-# Floor division and remainder of uint64 have no such twin and keep the backend's error here; the torch
+# Logical functions compare with zero first. Floor division and remainder of uint64 have no such twin and keep the backend's error here; the torch
 # backend registers an exact emulation of them (backends/torch/elementwise.py).
 
 _IDENTITY_ON_UNSIGNED = frozenset({"abs", "positive", "floor", "ceil", "trunc", "round", "real", "conj"})
@@ -129,10 +129,13 @@ _MODULAR_BINARY = frozenset({
     "add", "subtract", "multiply", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "equal", "not_equal",
 })  # fmt: skip
 _WIDENED_BINARY = frozenset({"floor_divide", "remainder", "pow"})
+_LOGICAL_BINARY = frozenset({"logical_and", "logical_or", "logical_xor"})
 
 
 def _unsigned_unary(xp: Any, name: str, x: Any) -> Any:
     """``name(x)`` for an unsigned ``x`` the backend does not compute (see above); None where no twin serves."""
+    if name == "logical_not":
+        return xp.logical_not(x != 0)
     twin = signed_twin(xp, x.dtype)
     if twin is None:
         return None
@@ -165,6 +168,8 @@ def _logical_right_shift(xp: Any, t: Any, count: Any) -> Any:
 def _unsigned_binary(xp: Any, name: str, x: Any, y: Any, f: Callable[[Any, Any], Any]) -> Any:
     """``name(x, y)``, computed by ``f``, where the backend refused it for an unsigned dtype (see above);
     None where no twin serves."""
+    if name in _LOGICAL_BINARY:
+        return f(*(bool(v) if isinstance(v, (bool, int, float, complex)) else v != 0 for v in (x, y)))
     if any(isinstance(v, (float, complex)) for v in (x, y)):
         return None
     arrays = [v for v in (x, y) if not isinstance(v, int)]
@@ -437,9 +442,10 @@ _INTEGER_DIVISION = frozenset({"floor_divide", "remainder"})
 
 
 def _is_integer(xp: Any, v: Any) -> bool:
-    if isinstance(v, (bool, float, complex)):
+    """Whether ``v`` divides as an integer: an integer or boolean array or Python scalar."""
+    if isinstance(v, (float, complex)):
         return False
-    return isinstance(v, int) or bool(xp.isdtype(v.dtype, "integral"))
+    return isinstance(v, int) or bool(xp.isdtype(v.dtype, ("integral", "bool")))
 
 
 def _masked_division(xp: Any, f: Callable[[Any, Any], Any], x: Any, y: Any) -> Any:

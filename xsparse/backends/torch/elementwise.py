@@ -494,9 +494,9 @@ def _uint64_division(name: str, x: Any, y: Any, device: Any = None) -> torch.Ten
 
 def _divides_uint64(x: Any, y: Any) -> bool:
     """Whether ``x`` and ``y`` are unsigned integers (arrays or Python ints) whose division is uint64's."""
-    if any(isinstance(v, (bool, float, complex)) for v in (x, y)):
+    if any(isinstance(v, (float, complex)) for v in (x, y)):
         return False
-    dtypes = [v.dtype for v in (x, y) if not isinstance(v, int)]
+    dtypes = [v.dtype for v in (x, y) if not isinstance(v, int)]  # a Python bool is an int here
     return torch.uint64 in dtypes and all(d in _UNSIGNED for d in dtypes)
 
 
