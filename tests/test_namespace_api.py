@@ -88,6 +88,32 @@ def test_unknown_attribute_and_missing_dtype_raise(monkeypatch: pytest.MonkeyPat
 # -- data type functions -----------------------------------------------------------------------------
 
 
+# (from, to, whether the standard's promotion table casts it): pairs within one kind, where torch's own
+# can_cast allowed every cast down the kind
+CASTS_WITHIN_A_KIND = [
+    ("int64", "int32", False), ("int32", "int64", True), ("uint64", "int64", False), ("int8", "uint8", False),
+    ("uint32", "uint16", False), ("uint8", "int16", True), ("int64", "uint64", False), ("float64", "float32", False),
+    ("float32", "float64", True), ("float32", "complex64", True), ("float64", "complex64", False),
+    ("complex128", "complex64", False), ("complex64", "float64", False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("source", "target", "expected"), CASTS_WITHIN_A_KIND)
+def test_can_cast_within_a_kind_is_the_standards_on_every_backend(backend: str, xp: Any, source: str, target: str, expected: bool) -> None:
+    if not (hasattr(xp, source) and hasattr(xp, target)):
+        pytest.skip(f"the backend has no {source} or {target}")
+    assert xs.can_cast(getattr(xp, source), getattr(xp, target)) is expected
+    assert xs.can_cast(xs.sparse_coo_array(xp.asarray([[0]]), xp.asarray([1], dtype=getattr(xp, source)), (2,)), getattr(xp, target)) is expected
+
+
+def test_can_cast_of_half_precision() -> None:
+    torch = pytest.importorskip("torch")
+    assert xs.can_cast(torch.float16, torch.float32) and xs.can_cast(torch.bfloat16, torch.complex64)
+    assert not xs.can_cast(torch.float32, torch.float16) and not xs.can_cast(torch.float32, torch.bfloat16)
+    assert not xs.can_cast(torch.float16, torch.bfloat16) and not xs.can_cast(torch.bfloat16, torch.float16)
+    assert not xs.can_cast(np.float32, np.float16) and xs.can_cast(np.float16, np.complex64)
+
+
 def test_dtype_functions_match_the_backend(backend: str, xp: Any) -> None:
     a = xs.sparse_coo_array(xp.asarray([[0]]), xp.asarray([1], dtype=xp.int8), (2,))
     assert xs.result_type(a, xp.int16) == xp.result_type(xp.int8, xp.int16)

@@ -114,7 +114,10 @@ def can_cast(from_: Any, to: Any, /) -> bool:
     """Whether the Array API's type promotion rules allow casting ``from_`` to ``to``.
 
     ``from_`` is a dtype or an array (sparse or strided); ``to`` a dtype. Names and Python types are
-    read on the backend of the other argument (the default backend when neither names one).
+    read on the backend of the other argument (the default backend when neither names one). Between two
+    integer dtypes, or two floating-point ones (real or complex), the answer is the standard's on every
+    backend: whether promoting ``from_`` with ``to`` gives ``to``. Across kinds (bool to an integer, an
+    integer to a floating-point dtype), which the standard leaves to the library, it is the backend's.
 
     Examples
     --------
@@ -126,7 +129,26 @@ def can_cast(from_: Any, to: Any, /) -> bool:
     """
     op = "can_cast"
     xp = _backend_of_operands(op, from_, to).namespace()
-    return bool(xp.can_cast(_as_dtype(op, xp, from_, "from_"), _as_dtype(op, xp, to, "to")))
+    source, target = _as_dtype(op, xp, from_, "from_"), _as_dtype(op, xp, to, "to")
+    a, b = dtype_name(source), dtype_name(target)
+    # within a kind, the standard's promotion table decides (torch's can_cast allows every cast down a
+    # kind, int64 to int32 and uint64 to int64 too); across kinds the standard leaves it to the library
+    if a in _SIGNED.keys() | _UNSIGNED.keys() and b in _SIGNED.keys() | _UNSIGNED.keys():
+        try:
+            return _promote(op, a, b) == b
+        except TypeError:
+            return False  # no promotion of the pair (int64 with uint64)
+    if a in _FLOATING_BITS and b in _FLOATING_BITS:
+        # float16 and bfloat16 (outside the standard) widen as its floating-point dtypes do, and neither
+        # holds the other
+        if a.startswith("complex") and not b.startswith("complex"):
+            return False
+        return a == b or (_FLOATING_BITS[a] <= _FLOATING_BITS[b] and {a, b} != {"float16", "bfloat16"})
+    return bool(xp.can_cast(source, target))
+
+
+# the bits of a floating-point dtype's real part
+_FLOATING_BITS = {"float16": 16, "bfloat16": 16, "float32": 32, "float64": 64, "complex64": 32, "complex128": 64}
 
 
 def result_type(*arrays_and_dtypes: Any) -> Any:
