@@ -31,10 +31,13 @@ from typing import Any
 
 import pytest
 
+import xsparse as xs
+
 __all__ = [
     "PIN_FILE",
     "XFAILS_DIR",
     "RunnerError",
+    "check_report_path",
     "check_revision",
     "main",
     "module_spec",
@@ -48,6 +51,9 @@ HERE = Path(__file__).resolve().parent
 PIN_FILE = HERE / "array_api_tests_rev.txt"
 XFAILS_DIR = HERE / "xfails"
 BACKENDS = ("numpy", "torch", "array_api_strict")
+# The default layouts that xs.bound_namespace takes and Array API code can create: the blocked layouts need
+# a blocksize in every creation call, which the suite cannot pass.
+LAYOUTS = tuple(str(layout) for layout in xs.Layout if layout is xs.sparse_coo or (layout.is_compressed and not layout.is_blocked))
 OUTCOMES = ("passed", "failed", "error", "xfailed", "xpassed", "skipped")
 
 # An xfail line: the test id, at least one space, "#", and the reason (which must not be empty).
@@ -113,7 +119,14 @@ def check_revision(suite: Path, pinned: str, *, allow_other: bool = False) -> st
 def read_xfails(path: Path) -> list[tuple[str, str]]:
     """The (test id, reason) pairs of an xfails file; blank lines and ``#`` comment lines are skipped."""
     entries: list[tuple[str, str]] = []
-    for number, raw in enumerate(path.read_text().splitlines(), start=1):
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise RunnerError(
+            f"array_api_tests: the xfails file cannot be read (--xfails={str(path)!r}: {exc.strerror or exc}). "
+            "Pass an existing file, or --no-xfails to run without one."
+        ) from None
+    for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -129,6 +142,31 @@ def read_xfails(path: Path) -> list[tuple[str, str]]:
 
 # The backend libraries themselves, for a baseline run (``--plain``).
 PLAIN_MODULES = {"numpy": "array_api_compat.numpy", "torch": "array_api_compat.torch", "array_api_strict": "array_api_strict"}
+
+
+def check_report_path(report: Path) -> None:
+    """Raise :class:`RunnerError` unless the JSON report can be written at ``report``: checked before the
+    run, which takes minutes, rather than failing after it."""
+    directory = report.parent
+    if report.is_dir():
+        raise RunnerError(f"array_api_tests: the report path is a directory (--report={str(report)!r}). Pass a file name in it.")
+    if not directory.is_dir():
+        raise RunnerError(
+            f"array_api_tests: the report's directory does not exist (--report={str(report)!r}). Create it, or pass a "
+            "path in an existing directory."
+        )
+    existed = report.exists()
+    try:
+        # opened, not judged by its permissions: root passes os.access where the file system still refuses
+        with report.open("a"):
+            pass
+    except OSError as exc:
+        raise RunnerError(
+            f"array_api_tests: the report cannot be written (--report={str(report)!r}: {exc.strerror or exc}). "
+            "Pass a path that you can write."
+        ) from None
+    if not existed:
+        report.unlink()
 
 
 def module_spec(backend: str, layout: str, *, plain: bool = False) -> str:
@@ -154,11 +192,17 @@ def parse_args(argv: Sequence[str] | None = None, *, prog: str = "array_api_test
         epilog="Arguments after -- go to pytest, e.g. -- array_api_tests/test_creation_functions.py -k arange",
     )
     parser.add_argument("--suite", required=True, type=Path, help="the array-api-tests checkout")
-    parser.add_argument("--backend", required=True, choices=BACKENDS, help="the backend of the namespace")
-    parser.add_argument("--layout", default="sparse_coo", help="the default layout of created arrays (sparse_coo)")
+    parser.add_argument(
+        "--backend", required=True, choices=BACKENDS,
+        help="the backend of the namespace: one of those with an xfails file (and a --plain baseline)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--layout", default="sparse_coo", choices=LAYOUTS, help="the default layout of created arrays (sparse_coo)"
+    )
     parser.add_argument("--max-examples", type=int, default=20, help="Hypothesis examples per test (20)")
-    parser.add_argument("--xfails", type=Path, default=None, help="the xfails file (xfails/<backend>.txt)")
-    parser.add_argument("--no-xfails", action="store_true", help="run without an xfails file")
+    xfails = parser.add_mutually_exclusive_group()
+    xfails.add_argument("--xfails", type=Path, default=None, help="the xfails file (xfails/<backend>.txt)")
+    xfails.add_argument("--no-xfails", action="store_true", help="run without an xfails file")
     parser.add_argument("--allow-other-revision", action="store_true", help="warn, not fail, on another revision")
     parser.add_argument(
         "--plain", action="store_true", help="test the backend library itself, without xsparse (the baseline)"
@@ -168,8 +212,6 @@ def parse_args(argv: Sequence[str] | None = None, *, prog: str = "array_api_test
     args = parser.parse_args(argv)
     if args.max_examples < 1:
         parser.error(f"--max-examples must be at least 1 (got {args.max_examples})")
-    if not re.fullmatch(r"sparse_[a-z]+", args.layout):
-        parser.error(f"--layout must name a sparse layout such as sparse_coo (got {args.layout!r})")
     args.pytest_args = extra
     if args.xfails is None and not args.no_xfails and not args.plain:
         args.xfails = XFAILS_DIR / f"{args.backend}.txt"
@@ -231,6 +273,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "array_api_tests") ->
     args = parse_args(argv, prog=prog)
     suite = args.suite.expanduser().resolve()
     try:
+        if args.report is not None:
+            check_report_path(args.report)
         warning = check_revision(suite, pinned_revision(), allow_other=args.allow_other_revision)
         xfails = read_xfails(args.xfails) if args.xfails is not None else []
     except (RunnerError, OSError) as exc:
@@ -242,13 +286,15 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "array_api_tests") ->
     with tempfile.TemporaryDirectory() as tmp:
         ids_file = Path(tmp) / "xfails.txt"
         ids_file.write_text("".join(f"{test_id}\n" for test_id, _ in xfails))
-        # Without a test path among the extra arguments, the whole suite runs.
-        tests = [] if any(a.startswith("array_api_tests") for a in args.pytest_args) else ["array_api_tests"]
         pytest_args = [
             "-p", "no:cacheprovider", "-q", "-rfEs",
+            # Without a test path among the extra arguments, the suite's package runs (not its meta_tests/).
+            # pytest itself tells paths from option values (--deselect PATH, -k EXPR) and reads testpaths
+            # only when no path is given, from the rootdir.
+            f"--rootdir={suite}", "-o", "testpaths=array_api_tests",
             # Timings are not conformance, and this machine may be loaded: no Hypothesis deadline.
             f"--max-examples={args.max_examples}", "--hypothesis-disable-deadline", f"--xfails-file={ids_file}",
-            *args.pytest_args, *tests,
+            *args.pytest_args,
         ]
         outcomes = _Outcomes(no_shrink=args.no_shrink)
         variables = {"ARRAY_API_TESTS_MODULE": module_spec(args.backend, args.layout, plain=args.plain)}

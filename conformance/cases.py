@@ -15,6 +15,7 @@ A new operation gets a case with :func:`case`; the runner reports an operation w
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,14 +46,44 @@ SPARSE_LAYOUTS = (xs.sparse_coo, xs.sparse_csr, xs.sparse_csc, xs.sparse_bsr, xs
 
 @dataclass(frozen=True)
 class Context:
-    """The backend under test: its registry name and its Array API namespace."""
+    """The backend under test: its registry name and its Array API namespace.
+
+    The cases choose their dtypes by what the namespace accepts (:meth:`accepts`), never by the backend's
+    name, so that a third-party backend that follows the standard strictly gets the inputs that
+    array-api-strict gets.
+    """
 
     backend: str
     xp: Any
+    # (function, dtypes, values) -> whether the namespace computed it; each probe runs once per run
+    probes: dict[tuple[str, tuple[str, ...], tuple[int, ...]], bool] = field(default_factory=dict, compare=False, repr=False)
 
     def has(self, *dtypes: str) -> list[str]:
         """The names among ``dtypes`` that the namespace has."""
         return [d for d in dtypes if hasattr(self.xp, d)]
+
+    def accepts(self, function: str, dtypes: tuple[str, ...], values: tuple[int, ...] | None = None) -> bool:
+        """Whether the namespace's ``function`` computes on one-element arrays of ``dtypes`` holding
+        ``values`` (1 each by default) instead of raising.
+
+        >>> import array_api_strict
+        >>> ctx = Context("array_api_strict", array_api_strict)
+        >>> ctx.accepts("multiply", ("float64", "float64")), ctx.accepts("multiply", ("bool", "bool"))
+        (True, False)
+        """
+        values = (1,) * len(dtypes) if values is None else values
+        key = (function, dtypes, values)
+        if key not in self.probes:
+            try:
+                # a probe's warnings (NumPy's integer division by zero) are no refusal
+                with warnings.catch_warnings(), np.errstate(all="ignore"):
+                    warnings.simplefilter("ignore")
+                    args = [self.xp.asarray([bool(v) if d == "bool" else v], dtype=getattr(self.xp, d)) for d, v in zip(dtypes, values)]
+                    getattr(self.xp, function)(*args)
+                self.probes[key] = True
+            except Exception:  # whatever the namespace raises is its refusal
+                self.probes[key] = False
+        return self.probes[key]
 
 
 @dataclass
@@ -263,18 +294,22 @@ BINARY_DTYPES: dict[str, tuple[str, ...]] = {
     **{name: SIGNED for name in ("bitwise_left_shift", "bitwise_right_shift")},
     **{name: BOOL for name in ("logical_and", "logical_or", "logical_xor")},
 }  # fmt: skip
-# an integer divided by 0 raises ZeroDivisionError in torch, and the fill value 0 provokes it
-_FLOAT_ONLY_ON = {"torch": frozenset({"floor_divide", "remainder"})}
+# an integer divided by 0 raises in some namespaces (torch: ZeroDivisionError), and the fill value 0 provokes it
+_DIVISIONS = frozenset({"floor_divide", "remainder"})
 # the second operand must not be negative (shift amounts, integer exponents)
 _NON_NEGATIVE_SECOND = frozenset({"bitwise_left_shift", "bitwise_right_shift", "pow"})
 
 
 def _dtypes_for(table: dict[str, tuple[str, ...]], op: str, ctx: Context) -> list[str]:
     names = ctx.has(*table[op])
-    if op in _FLOAT_ONLY_ON.get(ctx.backend, ()):
-        names = [d for d in names if d in FLOATS]
-    if not hasattr(ctx.xp, "bool") or ctx.backend == "array_api_strict" and op in ("add", "multiply"):
-        names = [d for d in names if d != "bool"]  # the standard's arithmetic is numeric only
+    if not hasattr(ctx.xp, op):
+        return names  # no dense reference: the case checks that the sparse call says so (unsupported)
+    # The standard leaves some dtypes out (its arithmetic is numeric only: array-api-strict refuses bool
+    # add and multiply, which NumPy and torch take), so the namespace decides, not the backend's name.
+    arity = 2 if table is BINARY_DTYPES else 1
+    names = [d for d in names if ctx.accepts(op, (d,) * arity)]
+    if op in _DIVISIONS:
+        names = [d for d in names if d not in INTS or ctx.accepts(op, (d, d), (1, 0))]
     return names
 
 
@@ -1083,17 +1118,23 @@ def _set_operand(draw: Draw, ctx: Context, dtype: str, layout: Hashable) -> Any:
     return from_case(draw, ctx.xp, c, layout)
 
 
+def _isin_floats(ctx: Context) -> tuple[str, ...]:
+    # the standard's isin takes integers (array-api-strict holds to it); NumPy and torch take floats too
+    if not hasattr(ctx.xp, "isin"):
+        return FLOATS
+    return tuple(d for d in FLOATS if ctx.accepts("isin", (d, d)))
+
+
 def _isin_skip(ctx: Context, sig: Signature) -> str | None:
-    if xs.sparse_semi_structured in sig and ctx.backend == "array_api_strict":
-        return "the standard's isin takes integers, and semi-structured operands are floating"
+    if xs.sparse_semi_structured in sig and "float32" not in _isin_floats(ctx):
+        return "the namespace's isin takes integers (as the standard's does), and semi-structured operands are floating"
     return None
 
 
 @case("isin", skip=_isin_skip)
 def _isin(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
     xp = ctx.xp
-    # the standard's isin takes integers (array_api_strict holds to it); the others take floats too
-    numeric = ("int8", "int32", "int64") + (FLOATS if ctx.backend != "array_api_strict" else ())
+    numeric = ("int8", "int32", "int64") + _isin_floats(ctx)
     dtype = "float32" if xs.sparse_semi_structured in sig else draw(st.sampled_from(ctx.has(*numeric)))
     x1, x2 = (_set_operand(draw, ctx, dtype, layout) for layout in sig)
     invert = draw(st.booleans())

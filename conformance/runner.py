@@ -19,13 +19,17 @@ that are known, with their reason, so that they read ``xfail`` (and ``XPASS``, a
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
+import importlib.util
 import itertools
 import re
+import sys
 import time
 import traceback
 import warnings
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -43,11 +47,13 @@ from .strategies import DeviceNamespace, device_named
 __all__ = [
     "Outcome",
     "KNOWN_FAILURES",
+    "BackendNotInstalled",
     "signatures",
     "signature_name",
     "has_native",
     "generic_only",
     "load_backend",
+    "select_operations",
     "run_signature",
     "run",
     "format_table",
@@ -244,15 +250,82 @@ def run_signature(
     return Outcome(op, sig, "pass", "", native, time.perf_counter() - start)
 
 
+class BackendNotInstalled(ImportError):
+    """The library of a registered backend is not installed here."""
+
+
+def _declares_namespace(name: str) -> bool:
+    """Whether ``name`` is a module whose source declares ``__array_api_version__``, found without
+    importing the module: a name from a command line must not run arbitrary modules (``this``)."""
+    if name in sys.modules:
+        return hasattr(sys.modules[name], "__array_api_version__")
+    parts = name.split(".")
+    if not all(part.isidentifier() for part in parts):
+        return False
+    try:
+        # a top-level name is looked up without running anything; the parents of a dotted one would be
+        # imported by importlib.util.find_spec, so they are walked with the path finder instead
+        spec = importlib.util.find_spec(parts[0])
+        for i in range(1, len(parts)):
+            if spec is None or spec.submodule_search_locations is None:
+                return False
+            spec = importlib.machinery.PathFinder.find_spec(".".join(parts[: i + 1]), list(spec.submodule_search_locations))
+    except (ImportError, ValueError):
+        return False
+    if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+        return False
+    try:
+        return "__array_api_version__" in Path(spec.origin).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
 def load_backend(name: str, device: str | None = None) -> Context:
     """The context of the backend called ``name``, its native kernels registered.
 
-    With ``device`` (a name :func:`.strategies.device_named` understands), every input is created on
-    that device instead of the backend's default one.
+    ``name`` is a registered backend's name (``xs.registered_backends()``) or the name of a module that
+    is an Array API namespace (``jax.numpy``), which :func:`xsparse.get_backend` resolves; no other
+    module is imported. The context holds the backend's own name (``numpy`` for
+    ``array_api_compat.numpy``). With ``device`` (a name :func:`.strategies.device_named`
+    understands), every input is created on that device instead of the backend's default one.
+
+    Raises ValueError for an unknown name or device and :class:`BackendNotInstalled` where the backend's
+    library is missing; anything else the backend raises while loading propagates.
     """
+    registered = xs.registered_backends()
+    if name not in {b.name for b in registered} and not _declares_namespace(name):
+        raise ValueError(
+            f"load_backend: unknown backend (backend={name!r}). Known backends: {', '.join(b.name for b in registered)}; "
+            "an Array API namespace module (jax.numpy) works by its name too, and a third-party backend registers "
+            "through the 'xsparse.backends' entry-point group."
+        )
     backend = xs.get_backend(name)
+    if not backend.is_available():
+        installed = ", ".join(b.name for b in registered if b.is_available())
+        raise BackendNotInstalled(
+            f"load_backend: the library of backend {backend.name!r} is not installed (library={backend.library!r}). "
+            f"Install {backend.library}, or pick an installed backend: {installed}."
+        )
     xp = backend.load()
     return Context(backend.name, xp if device is None else DeviceNamespace(xp, device_named(backend, device)))
+
+
+def select_operations(ops: Sequence[str] | None) -> list[str]:
+    """The operations to run: every registered one for ``None``, else ``ops`` once each, in order.
+
+    Raises ValueError for an empty selection and for a name the registry does not hold (load the
+    backend first: its kernels module may register operations).
+    """
+    known = dispatch.operations()
+    if ops is None:
+        return list(known)
+    selected = list(dict.fromkeys(ops))
+    if not selected:
+        raise ValueError("run: no operation selected (ops=[]). Name at least one, or pass ops=None to run them all.")
+    unknown = [op for op in selected if op not in known]
+    if unknown:
+        raise ValueError(f"run: unknown operation(s) (ops={','.join(unknown)}). Pick among: {', '.join(known)}.")
+    return selected
 
 
 def run(
@@ -266,10 +339,16 @@ def run(
     device: str | None = None,
 ) -> list[Outcome]:
     """Run the suite on ``backend`` (its inputs on ``device``, if given); ``progress`` (a callable)
-    receives each outcome as it comes."""
+    receives each outcome as it comes.
+
+    ``ops`` selects operations (each runs once); an empty selection or an unknown name raises
+    ValueError, as does ``max_examples`` below 1.
+    """
+    if max_examples < 1:
+        raise ValueError(f"run: every signature needs at least one example (max_examples={max_examples}). Pass 1 or more.")
     ctx = load_backend(backend, device)
     outcomes = []
-    for op in ops if ops is not None else dispatch.operations():
+    for op in select_operations(ops):
         sigs = signatures(op, ctx.backend)
         if op not in CASES:
             sigs = sigs[:1] if sigs else [()]

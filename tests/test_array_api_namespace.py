@@ -382,6 +382,21 @@ def test_xfails_files_have_a_reason_on_every_line(tmp_path: Path) -> None:
         runner.read_xfails(bad)
 
 
+def test_runner_input_errors_say_which_option(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.txt"
+    with pytest.raises(runner.RunnerError, match=r"^array_api_tests: the xfails file cannot be read \(--xfails='.*missing\.txt': No such file"):
+        runner.read_xfails(missing)
+    with pytest.raises(runner.RunnerError, match=r"^array_api_tests: the report's directory does not exist \(--report='.*r\.json'\)\. Create it"):
+        runner.check_report_path(tmp_path / "no_dir" / "r.json")
+    with pytest.raises(runner.RunnerError, match=r"^array_api_tests: the report path is a directory \(--report='.*'\)\. Pass a file name"):
+        runner.check_report_path(tmp_path)
+    runner.check_report_path(tmp_path / "r.json")
+    assert not (tmp_path / "r.json").exists(), "the check leaves no file behind"
+    assert runner.LAYOUTS == ("sparse_coo", "sparse_csr", "sparse_csc")
+    for layout in runner.LAYOUTS:  # every choice is one the namespace takes
+        xs.bound_namespace("numpy", layout=getattr(xs, layout))
+
+
 def test_runner_main_reports_input_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert runner.main(["--suite", str(tmp_path), "--backend", "numpy"]) == 2
     assert "no array-api-tests checkout" in capsys.readouterr().err

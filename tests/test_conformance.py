@@ -7,10 +7,15 @@ kernel, and picks up a backend registered through the ``xsparse.backends`` entry
 from __future__ import annotations
 
 import doctest
+import importlib
 import importlib.metadata
+import os
+import re
+import shutil
 import subprocess
 import sys
 import types
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -179,20 +184,107 @@ def test_an_operation_without_a_case_is_reported(private_registry: None) -> None
 # -- a backend from the entry-point group ------------------------------------------------------------
 
 
-def test_entry_point_backend_is_picked_up(monkeypatch: pytest.MonkeyPatch) -> None:
-    import array_api_strict
-
+def _publish(monkeypatch: pytest.MonkeyPatch, *backends: Backend) -> None:
+    """Make ``backends`` the entry points of the ``xsparse.backends`` group, as installed plug-ins would."""
     module = types.ModuleType("xsparse_conformance_plugin")
-    module.backend = Backend("strict_plugin", "array_api_strict", lambda: array_api_strict)  # type: ignore[attr-defined]
+    for i, backend in enumerate(backends):
+        setattr(module, f"backend{i}", backend)
     monkeypatch.setitem(sys.modules, module.__name__, module)
     monkeypatch.setattr(xsparse.backends, "_EXTRA", {})
     monkeypatch.setattr(xsparse.backends, "_entry_points_loaded", False)
-    eps = [importlib.metadata.EntryPoint("strict_plugin", f"{module.__name__}:backend", "xsparse.backends")]
+    eps = [importlib.metadata.EntryPoint(b.name, f"{module.__name__}:backend{i}", "xsparse.backends") for i, b in enumerate(backends)]
     monkeypatch.setattr(xsparse.backends, "entry_points", lambda *, group: eps if group == "xsparse.backends" else [])
+
+
+def test_entry_point_backend_is_picked_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    import array_api_strict
+
+    _publish(monkeypatch, Backend("strict_plugin", "array_api_strict", lambda: array_api_strict))
     outcomes = runner.run("strict_plugin", max_examples=2, ops=["abs", "matmul"])
     assert outcomes and all(o.status == "pass" for o in outcomes), runner.summary(outcomes)
     assert {o.op for o in outcomes} == {"abs", "matmul"}
     assert runner.load_backend("strict_plugin").backend == "strict_plugin"
+
+
+def _strict_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> Any:
+    """array-api-strict copied under another name into ``tmp_path``: a third-party library that holds to
+    the standard as strictly, which xsparse knows by no name of its own."""
+    strict = pytest.importorskip("array_api_strict")
+    source = Path(strict.__file__).parent
+    target = tmp_path / name
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("tests", "__pycache__"))
+    for path in target.glob("*.py"):
+        path.write_text(path.read_text().replace("array_api_strict", name))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for module in [m for m in sys.modules if m == name or m.startswith(f"{name}.")]:
+        monkeypatch.delitem(sys.modules, module)
+    return importlib.import_module(name)
+
+
+def test_dtypes_follow_the_namespace_not_the_backend_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the copy refuses bool arithmetic and floating isin as array-api-strict does, under a name no case knows
+    lib = _strict_copy(tmp_path, monkeypatch, "strictcopy")
+    _publish(monkeypatch, Backend("strictcopy", "strictcopy", lambda: lib))
+    outcomes = runner.run("strictcopy", max_examples=3, ops=["multiply", "add", "isin"], shrink=False)
+    failures = [f"{o.name}: {o.detail}" for o in outcomes if o.failed]
+    assert not failures, "\n\n".join(failures)
+    assert {o.op for o in outcomes if o.status == "pass"} == {"multiply", "add", "isin"}
+    assert {o.detail for o in outcomes if o.status == "skip"} == {
+        "the namespace's isin takes integers (as the standard's does), and semi-structured operands are floating"
+    }
+    ctx = runner.load_backend("strictcopy")
+    assert not ctx.accepts("multiply", ("bool", "bool")) and ctx.accepts("multiply", ("int8", "int8"))
+    assert "bool" not in cases._dtypes_for(cases.BINARY_DTYPES, "multiply", ctx)
+
+
+class _NoIntegerDivisionByZero:
+    """NumPy's namespace whose integer floor_divide and remainder raise on a zero divisor, as torch's do."""
+
+    def __getattr__(self, name: str) -> Any:
+        import array_api_compat.numpy as xp
+
+        function = getattr(xp, name)
+        if name not in ("floor_divide", "remainder"):
+            return function
+
+        def divide(x1: Any, x2: Any) -> Any:
+            if xp.isdtype(x2.dtype, "integral") and bool(xp.any(x2 == 0)):
+                raise ZeroDivisionError("integer division by zero")
+            return function(x1, x2)
+
+        return divide
+
+
+def test_integer_division_follows_the_namespace() -> None:
+    ctx = cases.Context("not_torch", _NoIntegerDivisionByZero())
+    for op in ("floor_divide", "remainder"):
+        assert cases._dtypes_for(cases.BINARY_DTYPES, op, ctx) == list(cases.FLOATS)
+    assert "int64" in cases._dtypes_for(cases.BINARY_DTYPES, "floor_divide", runner.load_backend("numpy"))
+    assert ctx.probes[("floor_divide", ("int64", "int64"), (1, 0))] is False  # probed once, kept
+
+
+def test_run_refuses_a_bad_selection() -> None:
+    with pytest.raises(ValueError, match=r"^run: unknown operation\(s\) \(ops=negativ\)\. Pick among: abs, "):
+        runner.run("numpy", ops=["negativ"])
+    with pytest.raises(ValueError, match=r"^run: no operation selected \(ops=\[\]\)\. Name at least one"):
+        runner.run("numpy", ops=[])
+    with pytest.raises(ValueError, match=r"^run: every signature needs at least one example \(max_examples=0\)\. Pass 1"):
+        runner.run("numpy", max_examples=0, ops=["negative"])
+    outcomes = runner.run("numpy", max_examples=1, ops=["negative", "negative"], shrink=False)
+    names = [o.name for o in outcomes]
+    assert len(names) == len(set(names)) == len(runner.signatures("negative", "numpy"))
+
+
+def test_load_backend_imports_no_arbitrary_module() -> None:
+    if "this" in sys.modules:
+        pytest.skip("another test imported `this`: the check would prove nothing")
+    with pytest.raises(ValueError, match=r"^load_backend: unknown backend \(backend='this'\)\. Known backends: numpy, "):
+        runner.load_backend("this")
+    assert "this" not in sys.modules
+    with pytest.raises(ValueError, match=r"unknown backend \(backend='os\.path'\)"):
+        runner.load_backend("os.path")  # a module, but no Array API namespace
+    # an Array API namespace by its module's name resolves, to the backend's own name
+    assert runner.load_backend("array_api_compat.numpy").backend == "numpy"
 
 
 # -- the command ---------------------------------------------------------------------------------------
@@ -222,18 +314,107 @@ def test_command_exits_1_on_a_failure(private_registry: None, capsys: pytest.Cap
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--backend", "nonesuch"], r"get_backend: unknown backend \(backend='nonesuch'\)"),
+        (["--backend", "nonesuch"], r"load_backend: unknown backend \(backend='nonesuch'\)"),
+        (["--backend", "this"], r"load_backend: unknown backend \(backend='this'\)"),
         (["--backend", "numpy", "--ops", "abs,frob"], r"unknown operation\(s\) \(ops=frob\)\. Pick among"),
+        (["--backend", "numpy", "--ops", ""], r"--ops names no operation \(ops=''\)\. Name at least one"),
+        (["--backend", "numpy", "--ops", " , "], r"--ops names no operation \(ops=' , '\)"),
         (["--backend", "numpy", "--device", "gpu7"], r"device_named: backend 'numpy' has no device 'gpu7' \(devices=\['cpu'\]\)\. Pick one"),
     ],
 )
 def test_command_errors(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
-    import re
-
     import xsparse.__main__ as cli
 
     assert cli.main(["conformance", *argv]) == 2
-    assert re.search(message, capsys.readouterr().err)
+    out, err = capsys.readouterr()
+    assert re.search(message, err), err
+    assert "Beautiful is better than ugly" not in out  # no module was imported by the name
+
+
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_command_refuses_max_examples_below_1(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import xsparse.__main__ as cli
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["conformance", "--backend", "numpy", "--ops", "negative", "--max-examples", value])
+    assert exit_info.value.code == 2
+    assert f"--max-examples must be at least 1 (got {value})" in capsys.readouterr().err
+
+
+def _broken_namespace() -> Any:
+    raise TypeError("backend 'broken': no int64 here. Enable it first.")
+
+
+def test_command_cannot_run_where_the_backend_does_not_load(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import xsparse.__main__ as cli
+
+    _publish(monkeypatch, Backend("broken", "numpy", _broken_namespace), Backend("ghost", "xsparse_no_such_library", _broken_namespace))
+    assert cli.main(["conformance", "--backend", "broken"]) == 2
+    assert re.search(
+        r"conformance: backend 'broken' cannot be loaded \(TypeError: backend 'broken': no int64 here\. Enable it first\.\)\. Fix what",
+        capsys.readouterr().err,
+    )
+    assert cli.main(["conformance", "--backend", "ghost"]) == 2
+    assert re.search(
+        r"conformance: load_backend: the library of backend 'ghost' is not installed \(library='xsparse_no_such_library'\)\. "
+        r"Install xsparse_no_such_library, or pick an installed backend: numpy, ",
+        capsys.readouterr().err,
+    )
+
+
+def test_command_without_jax_64_bit_mode_cannot_run() -> None:
+    pytest.importorskip("jax")
+    env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "xsparse", "conformance", "--backend", "jax.numpy", "--ops", "abs", "--max-examples", "1"],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "backend 'jax.numpy' cannot be loaded (TypeError: " in proc.stderr and "jax_enable_x64" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_command_prints_the_backend_s_own_name(capsys: pytest.CaptureFixture[str]) -> None:
+    import xsparse.__main__ as cli
+
+    assert cli.main(["conformance", "--backend", "array_api_compat.numpy", "--ops", "negative,negative", "--max-examples", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "conformance of backend 'numpy'" in out and "Conformance of backend 'numpy'" in out
+    assert out.rstrip().splitlines()[-1] == f"numpy: {len(runner.signatures('negative', 'numpy'))} pass"
+    assert "array_api_compat" not in out
+
+
+# a plug-in's kernels module that registers an operation of its own
+PLUGIN_KERNELS = '''
+import xsparse as xs
+from xsparse.dispatch import register
+
+
+@register("frobnicate", (xs.sparse_coo,), backend="strict_plugin")
+def _frobnicate_coo_strict_plugin(xp, x):
+    """frobnicate(sparse_coo): the operand."""
+    return x
+'''
+
+
+def test_command_takes_an_operation_that_a_plugin_registers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_registry: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import array_api_strict
+
+    import xsparse.__main__ as cli
+
+    (tmp_path / "xsparse_plugin_kernels.py").write_text(PLUGIN_KERNELS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "xsparse_plugin_kernels", raising=False)
+    _publish(monkeypatch, Backend("strict_plugin", "array_api_strict", lambda: array_api_strict, kernels="xsparse_plugin_kernels"))
+    try:
+        assert "frobnicate" not in dispatch.operations()  # until the backend loads
+        assert cli.main(["conformance", "--backend", "strict_plugin", "--ops", "frobnicate", "--max-examples", "1"]) == 0
+    finally:
+        sys.modules.pop("xsparse_plugin_kernels", None)
+    out = capsys.readouterr().out
+    assert "frobnicate(sparse_coo)" in out and out.rstrip().splitlines()[-1] == "strict_plugin: 1 no case"
 
 
 def test_tests_and_suite_share_the_strategies() -> None:

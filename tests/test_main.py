@@ -237,6 +237,71 @@ def test_array_api_tests_forwards_its_arguments(tmp_path: Path, capsys: pytest.C
     assert "array-api-tests" in proc.stdout and "conformance" in proc.stdout and "bench" in proc.stdout
 
 
+# A second test file and the suite's meta_tests/, which a run of the suite must not collect.
+OTHER_TESTS = """
+def test_other():
+    pass
+"""
+
+
+def _run_array_api_tests(suite: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "xsparse", "array-api-tests", "--suite", str(suite), "--backend", "numpy",
+         "--max-examples", "1", "--allow-other-revision", "--no-xfails", *args],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("pytest_args", "counts"),
+    [
+        (["./array_api_tests/test_other.py"], "1 passed, 0 failed"),
+        (["SUITE/array_api_tests/test_other.py"], "1 passed, 0 failed"),
+        (["--deselect", "array_api_tests/test_fake.py::test_setitem_fails"], "2 passed, 0 failed"),
+        (["-k", "other or sparse"], "2 passed, 0 failed"),
+    ],
+    ids=["relative", "absolute", "deselect", "keyword"],
+)
+def test_array_api_tests_finds_the_test_paths(tmp_path: Path, pytest_args: list[str], counts: str) -> None:
+    # a path in any spelling replaces the suite's package; an option's value (--deselect PATH) is no path
+    suite = _fake_suite(tmp_path / "suite")
+    (suite / "array_api_tests" / "test_other.py").write_text(OTHER_TESTS)
+    (suite / "meta_tests").mkdir()
+    (suite / "meta_tests" / "test_meta.py").write_text(OTHER_TESTS)
+    proc = _run_array_api_tests(suite, "--", *(a.replace("SUITE", str(suite)) for a in pytest_args))
+    assert f"--max-examples 1: {counts}, 0 error, 0 xfailed, 0 xpassed, 0 skipped" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_array_api_tests_checks_the_report_path_before_the_run(tmp_path: Path) -> None:
+    suite = _fake_suite(tmp_path / "suite")
+    proc = _run_array_api_tests(suite, "--report", str(tmp_path / "missing" / "r.json"))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    missing = str(tmp_path / "missing" / "r.json")
+    assert f"array_api_tests: the report's directory does not exist (--report={missing!r}). Create it" in proc.stderr
+    assert "array-api-tests on" not in proc.stdout  # refused before the run
+
+
+def test_array_api_tests_option_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # no suite at the path: an option that were let through would fail there, not run pytest
+    common = ["array-api-tests", "--suite", str(tmp_path / "missing"), "--backend", "numpy"]
+    for extra, message in [
+        (["--layout", "sparse_foo"], "argument --layout: invalid choice: 'sparse_foo' (choose from 'sparse_coo', 'sparse_csr', 'sparse_csc')"),
+        (["--layout", "sparse_bsr"], "argument --layout: invalid choice: 'sparse_bsr'"),
+        (["--xfails", str(tmp_path / "x.txt"), "--no-xfails"], "argument --no-xfails: not allowed with argument --xfails"),
+        (["--backend", "cupy"], "argument --backend: invalid choice: 'cupy' (choose from 'numpy', 'torch', 'array_api_strict')"),
+    ]:
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main([*common, *extra])
+        assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    suite = _fake_suite(tmp_path / "suite")
+    missing = str(tmp_path / "missing.txt")
+    assert cli.main(["array-api-tests", "--suite", str(suite), "--backend", "numpy", "--allow-other-revision", "--xfails", missing]) == 2
+    assert (
+        f"array_api_tests: the xfails file cannot be read (--xfails={missing!r}: No such file or directory). Pass an existing "
+        "file, or --no-xfails" in capsys.readouterr().err
+    )
+
+
 def test_bench_gpu_says_what_is_missing_without_a_device(capsys: pytest.CaptureFixture[str]) -> None:
     # on a machine with a usable CUDA device this would run the GPU benchmarks instead
     import importlib.util

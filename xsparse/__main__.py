@@ -123,32 +123,45 @@ def conformance(backend: str, max_examples: int, ops: str | None, seed: int | No
             file=sys.stderr,
         )
         return 2
-    try:
-        selected = None if ops is None else [op.strip() for op in ops.split(",") if op.strip()]
-        unknown = [op for op in selected or [] if op not in xs.dispatch.operations()]
-        runner.load_backend(backend, device)
-    except (ValueError, ImportError) as exc:
-        print(f"python -m xsparse conformance: {exc}", file=sys.stderr)
-        return 2
-    if unknown:
+    selected = None if ops is None else [op.strip() for op in ops.split(",") if op.strip()]
+    if selected == []:
         print(
-            f"python -m xsparse conformance: unknown operation(s) (ops={','.join(unknown)}). "
-            f"Pick among: {', '.join(xs.dispatch.operations())}.",
+            f"python -m xsparse conformance: --ops names no operation (ops={ops!r}). Name at least one "
+            "(--ops add,matmul), or leave --ops out to run them all.",
             file=sys.stderr,
         )
         return 2
+    try:
+        ctx = runner.load_backend(backend, device)
+    except (ValueError, runner.BackendNotInstalled) as exc:
+        print(f"python -m xsparse conformance: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # whatever stops the backend from loading, the suite cannot run: exit 2, no traceback
+        print(
+            f"python -m xsparse conformance: backend {backend!r} cannot be loaded ({type(exc).__name__}: {exc}). "
+            "Fix what the error names, or pick another backend.",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        # after the backend: its kernels module may register operations of its own
+        selected = runner.select_operations(selected)
+    except ValueError as exc:
+        print(f"python -m xsparse conformance: {exc}", file=sys.stderr)
+        return 2
+    name = ctx.backend  # the backend's own name, for an alias such as array_api_compat.numpy
 
     def progress(outcome: runner.Outcome) -> None:
         print(f"  {outcome.status:<12} {outcome.name}", flush=True)
 
     on = "" if device is None else f" on device {device}"
-    print(f"xsparse {xs.__version__}: conformance of backend '{backend}'{on} ({max_examples} examples per layout signature)")
-    outcomes = runner.run(backend, max_examples=max_examples, ops=selected, seed_value=seed, progress=progress, device=device)
+    print(f"xsparse {xs.__version__}: conformance of backend '{name}'{on} ({max_examples} examples per layout signature)")
+    outcomes = runner.run(name, max_examples=max_examples, ops=selected, seed_value=seed, progress=progress, device=device)
     print()
-    print("\n".join(runner.format_table(outcomes, backend)))
+    print("\n".join(runner.format_table(outcomes, name)))
     print("\n".join(runner.failures_report(outcomes)))
     print()
-    print(f"{backend}: {runner.summary(outcomes)}")
+    print(f"{name}: {runner.summary(outcomes)}")
     return 1 if any(o.failed for o in outcomes) else 0
 
 
@@ -158,8 +171,9 @@ ARRAY_API_TESTS = "array-api-tests"
 def array_api_tests(argv: Sequence[str]) -> int:
     """Run the Array API test suite (a checkout of data-apis/array-api-tests) on a sparse-by-default namespace.
 
-    ``argv`` is the runner's command line (``--suite PATH --backend NAME [--max-examples N] [-- PYTEST ARGS]``,
-    see ``conformance/README.md``). Returns pytest's exit status, 2 when the suite cannot run.
+    ``argv`` is the runner's command line (``--suite PATH --backend {numpy,torch,array_api_strict}
+    [--max-examples N] [-- PYTEST ARGS]``, see ``conformance/README.md``). Returns pytest's exit status, 2
+    when the suite cannot run.
     """
     try:
         from xsparse.conformance import array_api_tests as suite_runner
@@ -192,8 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Every registered operation and layout signature of the backend on Hypothesis inputs, against "
         "the backend's dense computation and the generic kernels; prints a table and exits 1 on any failure.",
     )
-    conf.add_argument("--backend", required=True, help="the backend's registry name (numpy, torch, array_api_strict, a plug-in's)")
-    conf.add_argument("--max-examples", type=int, default=10, help="Hypothesis examples per layout signature (default 10)")
+    conf.add_argument("--backend", required=True, help="the backend's registry name (numpy, torch, array_api_strict, a plug-in's) or an Array API namespace module (jax.numpy)")
+    conf.add_argument("--max-examples", type=int, default=10, help="Hypothesis examples per layout signature, 1 or more (default 10)")
     conf.add_argument("--ops", default=None, help="comma-separated operations to run (default: all registered)")
     conf.add_argument("--seed", type=int, default=None, help="a Hypothesis seed (default: derandomized, the same every run)")
     conf.add_argument(
@@ -204,10 +218,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser(
         ARRAY_API_TESTS,
         add_help=False,
-        help="run the Array API test suite on a sparse-by-default namespace (--suite PATH --backend NAME "
-        "[--max-examples N]; see --help of the sub-command)",
+        help="run the Array API test suite on a sparse-by-default namespace (--suite PATH --backend "
+        "{numpy,torch,array_api_strict} [--max-examples N]; see --help of the sub-command)",
     )
     args = parser.parse_args(argv)
+    if args.command == "conformance" and args.max_examples < 1:
+        conf.error(f"--max-examples must be at least 1 (got {args.max_examples})")
     if args.command == "bench":
         return bench(args.quick, args.gpu)
     if args.command == "conformance":
