@@ -467,6 +467,8 @@ def test_searchsorted_errors(xp: Any) -> None:
         xs.searchsorted(xp.reshape(edges, (1, 2)), edges)
     with pytest.raises(ValueError, match=r"searchsorted: sorter must be a strided integer array of x1's shape"):
         xs.searchsorted(edges, edges, sorter=xp.asarray([0]))
+    with pytest.raises(ValueError, match=r"searchsorted: sorter must be a strided integer array of x1's shape"):
+        xs.searchsorted(edges, edges, sorter=xp.asarray([0.0, 1.0], dtype=xp.float64))
 
 
 # -- set functions -------------------------------------------------------------------------------------

@@ -567,3 +567,15 @@ def test_searchsorted_of_bool_arrays(backend: str, xp: Any, data: st.DataObject)
     assert to_numpy(xs.to_dense(got)).tolist() == np.searchsorted(host1, host2, side=side).tolist()
     twin = xp.searchsorted(xp.astype(xp.asarray(host1), xp.int8), xp.astype(xp.asarray(host2), xp.int8), side=side)
     assert_sparse_equal(got, twin, check_dtype=False)
+
+
+@pytest.mark.parametrize("sorter_dtype", ["int8", "int32", "uint8", "uint16", "int64"])
+def test_searchsorted_takes_a_sorter_of_any_integer_dtype(backend: str, xp: Any, sorter_dtype: str) -> None:
+    """torch takes only an int64 sorter ("sorter must be a tensor of long dtype"); NumPy any integer one."""
+    x1, x2 = np.asarray([5, 1, 3]), np.asarray([2, 4, 6])
+    sorter = np.asarray([1, 2, 0], dtype=sorter_dtype)
+    for side in ("left", "right"):
+        got = xs.searchsorted(xp.asarray(x1), xp.asarray(x2), side=side, sorter=xp.asarray(sorter, dtype=getattr(xp, sorter_dtype)))
+        assert to_numpy(got).tolist() == np.searchsorted(x1, x2, side=side, sorter=sorter).tolist()
+        got = xs.searchsorted(xp.asarray(x1), xs.to_sparse_coo(xp.asarray(x2)), side=side, sorter=xp.asarray(sorter, dtype=getattr(xp, sorter_dtype)))
+        assert to_numpy(xs.to_dense(got)).tolist() == np.searchsorted(x1, x2, side=side, sorter=sorter).tolist()

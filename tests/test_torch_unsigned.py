@@ -409,3 +409,128 @@ def test_python_int_shifted_right_by_an_unsigned_array(dtype: str) -> None:
     r = xs.bitwise_right_shift(200, s)
     r = xs.to_dense(r) if isinstance(r, xs.SparseArray) else r
     assert r.tolist() == np.right_shift(getattr(np, dtype)(200), np.array([0, 1, 2, 0], dtype=dtype)).tolist()
+
+
+def _split_duplicates(dense: np.ndarray, fill: int, rng: np.random.Generator) -> Any:
+    """An uncoalesced torch COO array of ``dense`` (2-D) with fill value ``fill``: every element that differs
+    from ``fill`` is stored as two duplicates that add up to it modulo 2**bits, in random order."""
+    rows, cols = np.nonzero(dense != dense.dtype.type(fill))
+    vals = dense[rows, cols]
+    part = rng.integers(0, np.iinfo(dense.dtype).max, vals.shape, dtype=dense.dtype, endpoint=True)
+    with np.errstate(over="ignore"):
+        rest = vals - part
+    order = rng.permutation(2 * len(rows))
+    idx = np.stack([np.concatenate([rows, rows]), np.concatenate([cols, cols])])[:, order]
+    return xs.sparse_coo_array(torch.from_numpy(idx), to_torch(np.concatenate([part, rest])[order]), dense.shape, fill_value=fill)
+
+
+@pytest.mark.parametrize("fill", [0, 9])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_order_of_an_uncoalesced_array(dtype: str, fill: int) -> None:
+    # the order-preserving map subtracted 2**(bits-1) from each duplicate before they were summed:
+    # max of duplicates [3, 3] gave 2**31 + 6 for uint32
+    rng = np.random.default_rng(7)
+    dense = rng.choice(np.asarray([*edge_values(dtype), 3, 6, 9], dtype=dtype), size=(3, 4))
+    dense[1, :] = fill
+    x = _split_duplicates(dense, fill, rng)
+    assert not x.is_coalesced()
+    for name in ("max", "min", "argmax", "argmin"):
+        for axis in (None, 0, 1):
+            np.testing.assert_array_equal(to_numpy(getattr(xs, name)(x, axis=axis)), exact(np.asarray(getattr(np, name)(dense, axis=axis))))
+    for axis in (0, 1):
+        np.testing.assert_array_equal(to_numpy(xs.sort(x, axis=axis)), exact(np.sort(dense, axis=axis)))
+        np.testing.assert_array_equal(to_numpy(xs.sort(x, axis=axis, descending=True)), exact(np.flip(np.sort(dense, axis=axis), axis=axis)))
+    v = np.asarray([3, 3], dtype=dtype)
+    assert int(to_numpy(xs.max(xs.sparse_coo_array([[0, 0]], to_torch(v), (3,))))) == 6
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_right_shift_by_counts_of_the_width_or_more(dtype: str) -> None:
+    # a count with its top bit set is negative on the twin, and was taken for a shift by 1 (NumPy: 0)
+    bits = np.iinfo(dtype).bits
+    counts = np.asarray([0, 1, bits - 1, bits, bits + 1, 2 ** (bits - 1), 2 ** (bits - 1) + 1, 2**bits - 1], dtype=dtype)
+    x = np.asarray(edge_values(dtype) + [5, 6], dtype=dtype)
+    np.testing.assert_array_equal(to_numpy(xs.bitwise_right_shift(to_torch(x), to_torch(counts))), exact(np.right_shift(x, counts)))
+    for c in counts.tolist():
+        np.testing.assert_array_equal(to_numpy(xs.bitwise_right_shift(to_torch(x), c)), exact(np.right_shift(x, np.asarray(c, dtype=dtype))))
+    for v in edge_values(dtype):
+        np.testing.assert_array_equal(to_numpy(xs.bitwise_right_shift(v, to_torch(counts))), exact(np.right_shift(np.asarray(v, dtype=dtype), counts)))
+    s = xs.to_sparse_coo(to_torch(np.asarray([[0, 2], [2**bits - 1, 0]], dtype=dtype)))
+    np.testing.assert_array_equal(to_numpy(xs.bitwise_right_shift(s, 2 ** (bits - 1))), exact(np.zeros((2, 2), dtype=dtype)))
+    with pytest.raises(OverflowError, match=rf"^bitwise_right_shift: a Python int operand is out of the range of the array's dtype \(value=-1, dtype={dtype}\)\. Pass an int in \[0, 2\*\*{bits}\)"):
+        xs.bitwise_right_shift(to_torch(x), -1)
+
+
+def test_uint64_pow_of_exponents_with_the_top_bit_set() -> None:
+    # pow of uint64 runs on int64, where an exponent >= 2**63 was negative (0, or torch's error)
+    rng = np.random.default_rng(3)
+    base = np.concatenate([np.asarray(EDGE64, dtype="uint64"), rng.integers(0, 2**64, 40, dtype=np.uint64, endpoint=False)])
+    special = [0, 1, 2, 63, 64, 65, 2**62 - 1, 2**62, 2**62 + 1, 2**63 - 1, 2**63, 2**63 + 1, 2**64 - 2, 2**64 - 1]
+    exponents = [*special, *rng.integers(2**62, 2**64, 6, dtype=np.uint64, endpoint=False).tolist()]
+    for e in exponents:
+        expected = exact(np.power(base, np.uint64(e)))
+        np.testing.assert_array_equal(to_numpy(xs.pow(to_torch(base), e)), expected)
+        np.testing.assert_array_equal(to_numpy(xs.pow(to_torch(base), to_torch(np.full(base.shape, e, dtype="uint64")))), expected)
+    e_array = rng.integers(0, 2**64, base.shape, dtype=np.uint64, endpoint=False)
+    np.testing.assert_array_equal(to_numpy(xs.pow(to_torch(base), to_torch(e_array))), exact(np.power(base, e_array)))
+    for b in (3, 2**63, 2**64 - 1):
+        np.testing.assert_array_equal(to_numpy(xs.pow(b, to_torch(e_array))), exact(np.power(np.uint64(b), e_array)))
+    got = xs.pow(xs.to_sparse_csr(to_torch(np.asarray([[3, 0], [0, 5]], dtype="uint64"))), 2**64 - 1)
+    np.testing.assert_array_equal(to_numpy(got), exact(np.power(np.asarray([[3, 0], [0, 5]], dtype="uint64"), np.uint64(2**64 - 1))))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_products_with_a_fill_value(dtype: str, layout: Any) -> None:
+    # the values less the fill value, and the fill value's share, were computed with torch's "-" and "+",
+    # which it refuses for uint16/32/64 ("add_stub" not implemented)
+    top = edge_values(dtype)[-1]
+    a = np.asarray([[5, 0, top, 5], [0, 7, 5, 2], [5, 5, 5, 5]], dtype=dtype)
+    b = np.asarray([[1, 2], [3, top], [0, 4], [top - 1, 6]], dtype=dtype)
+    v, w = b[:, 0].copy(), a[:, 1].copy()
+    s = xs.to_sparse(to_torch(a), layout=layout, fill_value=5)
+    st_ = xs.to_sparse(to_torch(a.T.copy()), layout=layout, fill_value=5)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(to_numpy(xs.matmul(s, to_torch(b))), exact(np.matmul(a, b)))
+        np.testing.assert_array_equal(to_numpy(xs.matmul(to_torch(b.T.copy()), st_)), exact(np.matmul(b.T, a.T)))
+        np.testing.assert_array_equal(to_numpy(xs.matmul(s, to_torch(v))), exact(np.matmul(a, v)))
+        np.testing.assert_array_equal(to_numpy(xs.matmul(to_torch(w), s)), exact(np.matmul(w, a)))
+        np.testing.assert_array_equal(to_numpy(xs.tensordot(s, to_torch(b), axes=1)), exact(np.tensordot(a, b, axes=1)))
+        np.testing.assert_array_equal(to_numpy(xs.vecdot(s, to_torch(a))), exact(np.sum(a * a, axis=-1, dtype=a.dtype)))
+        np.testing.assert_array_equal(to_numpy(xs.mm(s, to_torch(b))), exact(np.matmul(a, b)))
+        np.testing.assert_array_equal(to_numpy(xs.mv(s, to_torch(v))), exact(np.matmul(a, v)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_strided_arrays_of_stored_only_dtypes(dtype: str) -> None:
+    # these reached torch's own functions, which compute none of uint16/32/64 ("nonzero_count_cpu" ...)
+    top = edge_values(dtype)
+    a = np.asarray([[0, top[5], top[3], 1], [top[4], 0, 2, top[3]], [0, 0, 0, 0]], dtype=dtype)
+    x = to_torch(a)
+    for got, expected in zip(xs.nonzero(x), np.nonzero(a)):
+        np.testing.assert_array_equal(to_numpy(got), expected)
+    probe = np.asarray([top[3], 2, top[5]], dtype=dtype)
+    np.testing.assert_array_equal(to_numpy(xs.isin(x, to_torch(probe))), np.isin(a, probe))
+    np.testing.assert_array_equal(to_numpy(xs.isin(x, to_torch(probe), invert=True)), np.isin(a, probe, invert=True))
+    row = np.sort(a[0])
+    for side in ("left", "right"):
+        np.testing.assert_array_equal(to_numpy(xs.searchsorted(to_torch(row), x, side=side)), np.searchsorted(row, a, side=side))
+    idx = np.asarray([[3, 0], [1, 1], [2, 3]], dtype=np.int64)
+    np.testing.assert_array_equal(to_numpy(xs.take_along_axis(x, torch.from_numpy(idx), axis=1)), exact(np.take_along_axis(a, idx, axis=1)))
+    np.testing.assert_array_equal(to_numpy(xs.tril(x)), exact(np.tril(a)))
+    np.testing.assert_array_equal(to_numpy(xs.triu(x, k=1)), exact(np.triu(a, k=1)))
+    tdtype = getattr(torch, dtype)
+    for start, stop, num, endpoint in ((0, 100, 5, True), (0, 100, 7, False), (100, 0, 7, True), (top[3], top[3] + top[3] // 2, 5, True)):
+        got = xs.linspace(start, stop, num, dtype=tdtype, endpoint=endpoint, backend="torch")
+        np.testing.assert_array_equal(to_numpy(got), exact(np.linspace(start, stop, num, dtype=dtype, endpoint=endpoint)))
+    for start, stop, step in ((0, 5, 1), (top[3], top[3] + 4, 1), (top[5], top[3], -(2 ** (np.iinfo(dtype).bits - 3)))):
+        np.testing.assert_array_equal(to_numpy(xs.arange(start, stop, step, dtype=tdtype, backend="torch")), exact(np.arange(start, stop, step, dtype=dtype)))
+    with pytest.raises(OverflowError, match=rf"^linspace: the backend makes no {dtype} values but from integers in its range, and a bound is not one \(value=-1, dtype={dtype}\)\."):
+        xs.linspace(-1, 5, 3, dtype=tdtype, backend="torch")
+
+
+
+def test_uint64_arange_refuses_values_outside_its_range() -> None:
+    # torch makes no uint64 range of its own (array-api-compat's goes through int64)
+    with pytest.raises(OverflowError, match=r"^arange: .* \(value=18446744073709551617, dtype=uint64\)\. Pass integers in \[0, 2\*\*64\)"):
+        xs.arange(2**64 - 2, 2**64 + 2, dtype=torch.uint64, backend="torch")

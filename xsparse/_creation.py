@@ -9,7 +9,7 @@ import array_api_compat
 
 from . import dispatch
 from .backends.array_api import creation as _generic_creation  # noqa: F401  (registers the generic kernels)
-from .backends.array_api.conversion import is_plus_zero
+from .backends.array_api.conversion import is_plus_zero, signed_twin, through_signed
 from ._common import backend_of, blocksize_argument, dtype_name, fill_argument, integer_argument, is_strided, resolve_dtype, scalar_for, shape_argument
 from ._errors import InvariantError, LayoutError
 from .backends import Backend
@@ -953,10 +953,45 @@ def arange(
     """
     b = backend_of(op="arange", backend=backend)
     xp = b.load()
-    kwargs: dict[str, Any] = {"step": step, "dtype": resolve_dtype(xp, dtype), "device": device}
+    dt = resolve_dtype(xp, dtype)
+    kwargs: dict[str, Any] = {"step": step, "dtype": dt, "device": device}
     if stop is not None:
         kwargs["stop"] = stop
-    return _to_layout("arange", xp.arange(start, **kwargs), layout, None)
+    try:
+        result = xp.arange(start, **kwargs)
+    except (NotImplementedError, RuntimeError, OverflowError):
+        if dt is None or signed_twin(xp, dt) is None:
+            raise
+        result = _unsigned_arange(xp, (0, start) if stop is None else (start, stop), step, dt, device)
+    return _to_layout("arange", result, layout, None)
+
+
+def _unsigned_bits(op: str, xp: Any, dtype: Any, *bounds: Any) -> int:
+    """The width of the unsigned ``dtype``; OverflowError (NumPy's) where a bound is no integer of its range."""
+    bits: int = xp.iinfo(dtype).bits
+    for v in bounds:
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**bits:
+            raise OverflowError(
+                f"{op}: the backend makes no {dtype_name(dtype)} values but from integers in its range, and a "
+                f"bound is not one (value={v!r}, dtype={dtype_name(dtype)}). Pass integers in [0, 2**{bits}), or "
+                "make the values in a signed or floating dtype and cast them with xsparse.astype."
+            )
+    return bits
+
+
+def _unsigned_arange(xp: Any, bounds: tuple[Any, Any], step: Any, dtype: Any, device: Any) -> Any:
+    """``arange`` of an unsigned ``dtype`` the backend makes none of (torch's uint16/32/64): ``first + i * step``
+    in int64, whose sums and products modulo 2**64 have the bits of the unsigned ones; O(n)."""
+    if not all(isinstance(v, int) for v in (*bounds, step)):
+        _unsigned_bits("arange", xp, dtype, *bounds, step)  # raises: a bound or the step is no int
+    values = range(bounds[0], bounds[1], step)
+    if not values:
+        _unsigned_bits("arange", xp, dtype, *bounds)
+        return xp.zeros((0,), dtype=dtype, device=device)
+    _unsigned_bits("arange", xp, dtype, values[0], values[-1])
+    twin = [(v + 2**63) % 2**64 - 2**63 for v in (values[0], step)]
+    i = xp.arange(len(values), dtype=xp.int64, device=device)
+    return xp.astype(i * twin[1] + twin[0], dtype)
 
 
 def linspace(
@@ -982,7 +1017,19 @@ def linspace(
     """
     b = backend_of(op="linspace", backend=backend)
     xp = b.load()
-    result = xp.linspace(start, stop, num, dtype=resolve_dtype(xp, dtype), device=device, endpoint=bool(endpoint))
+    dt = resolve_dtype(xp, dtype)
+    try:
+        result = xp.linspace(start, stop, num, dtype=dt, device=device, endpoint=bool(endpoint))
+    except (NotImplementedError, RuntimeError):
+        if dt is None or signed_twin(xp, dt) is None:
+            raise
+        # NumPy's integer linspace: the float64 one, floored and cast; the cast goes through int64
+        # (the upper half of uint64 as its twin), which the backend converts from float64
+        bits = _unsigned_bits("linspace", xp, dt, start, stop)
+        y = xp.floor(xp.linspace(start, stop, num, dtype=xp.float64, device=device, endpoint=bool(endpoint)))
+        if bits == 64:
+            y = xp.where(y >= 2.0**63, y - 2.0**64, y)
+        result = xp.astype(xp.astype(y, xp.int64), dt)
     return _to_layout("linspace", result, layout, None)
 
 
@@ -1042,7 +1089,9 @@ def _triangle(op: str, x: Any, k: int, layout: Layout | None) -> Any:
     from ._elementwise import convert_result
 
     if not isinstance(x, SparseArray):
-        return convert_result((xp.tril if op == "tril" else xp.triu)(x, k=k), layout, op)
+        triangle = xp.tril if op == "tril" else xp.triu
+        # on the signed twin of an unsigned dtype the backend only stores (torch's uint16/32/64)
+        return convert_result(through_signed(xp, x, lambda v: triangle(v, k=k)), layout, op)
     return convert_result(dispatch.call(op, (x.layout,), b.name, xp, x, k), layout, op)
 
 

@@ -18,6 +18,7 @@ from ._elementwise import convert_result
 from ._indexing import astype
 from ._sorting import array_operand
 from .backends.array_api import searching as _generic_searching  # noqa: F401  (registers the generic kernels)
+from .backends.array_api.searching import search_values
 from .formats import Layout, SparseArray
 
 __all__ = ["searchsorted"]
@@ -70,15 +71,18 @@ def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None,
     if x1.ndim != 1:
         raise ValueError(f"{op}: x1 must be 1-D (x1.shape={tuple(x1.shape)}). Search each row separately, or flatten x1.")
     if sorter is not None:
-        if isinstance(sorter, SparseArray) or tuple(sorter.shape) != tuple(x1.shape):
+        if isinstance(sorter, SparseArray) or tuple(sorter.shape) != tuple(x1.shape) or not xp.isdtype(sorter.dtype, "integral"):
             raise ValueError(
                 f"{op}: sorter must be a strided integer array of x1's shape (x1.shape={tuple(x1.shape)}, "
                 f"sorter={type(sorter).__name__}). Pass xsparse.argsort(x1), or leave sorter out."
             )
         if isinstance(x1, SparseArray):
             sorter = None
+        elif sorter.dtype != xp.int64:
+            # torch takes no other sorter dtype ("sorter must be a tensor of long dtype")
+            sorter = xp.astype(sorter, xp.int64)
     x1, x2 = (astype(v, xp.int8) if xp.isdtype(v.dtype, "bool") else v for v in (x1, x2))
     if not isinstance(x1, SparseArray) and not isinstance(x2, SparseArray):
-        return convert_result(xp.searchsorted(x1, x2, side=side, sorter=sorter), layout, op)
+        return convert_result(search_values(xp, x1, x2, side, sorter), layout, op)
     result = dispatch.call(op, (layout_of(x1), layout_of(x2)), backend.name, xp, x1, x2, side, sorter)
     return convert_result(result, layout, op)

@@ -23,7 +23,7 @@ from ._conversion import layout_of
 from ._elementwise import convert_result
 from ._sorting import array_operand
 from .backends.array_api import set as _generic_set  # noqa: F401  (registers the generic kernels)
-from .backends.array_api.set import Unique
+from .backends.array_api.set import Unique, isin_values
 from .formats import Layout, SparseArray, strided
 
 __all__ = ["unique_all", "unique_counts", "unique_inverse", "unique_values", "isin"]
@@ -161,6 +161,6 @@ def isin(x1: Any, x2: Any, /, *, invert: bool = False, layout: Layout | None = N
     backend = backend_of(x1, x2, op=op)
     xp = backend.load()
     if not isinstance(x1, SparseArray) and not isinstance(x2, SparseArray):
-        return convert_result(xp.isin(x1, x2, invert=bool(invert)), layout, op)
+        return convert_result(isin_values(xp, x1, x2, bool(invert)), layout, op)
     result = dispatch.call(op, (layout_of(x1), layout_of(x2)), backend.name, xp, x1, x2, bool(invert))
     return convert_result(result, layout, op)

@@ -120,10 +120,14 @@ def _flip_sign_bit(xp: Any, values: Any) -> Any:
 def to_ordered(xp: Any, x: Any) -> Any:
     """``x`` (strided or sparse, of an unsigned dtype with a signed twin) as its twin with ``2**(bits-1)``
     subtracted from every element (the fill value too): comparisons and extrema of the result are those
-    of ``x``. O(size of the values)."""
+    of ``x``. O(size of the values); an uncoalesced COO ``x`` is coalesced first (O(nnz log nnz))."""
     from ...formats import SparseArray
 
     twin = signed_twin(xp, x.dtype)
+    if isinstance(x, COOArray):
+        # the map is not additive: duplicates must add up (wrapping, in x's dtype) before it, or each
+        # one would shift the element by another 2**(bits-1)
+        x = coalesce_coo(xp, x)
     if isinstance(x, SparseArray):
         return x._with_values(_flip_sign_bit(xp, xp.astype(x._vals, twin)), int(x.fill_value) - _half_range(xp, twin))
     return _flip_sign_bit(xp, xp.astype(x, twin))

@@ -118,7 +118,8 @@ def _sign(xp: Any, x: Any) -> Any:
 # call fails for such a dtype, the operands are promoted by the standard's table and the function is
 # computed on the same-width signed twin: modular functions (sums, products, bitwise ones) give the same
 # bits there; comparisons and extrema run on the order-preserving map (conversion.to_ordered); a right
-# shift is made logical; floor division, remainder and powers of uint16/uint32 run exactly on int64.
+# shift is made logical (a count of the width or more gives 0); floor division, remainder and powers of
+# uint16/uint32 run exactly on int64, powers of uint64 on int64 with the exponent reduced (_reduced_exponent).
 # Logical functions compare with zero first. Floor division and remainder of uint64 have no such twin and keep the backend's error here; the torch
 # backend registers an exact emulation of them (backends/torch/elementwise.py).
 
@@ -154,15 +155,39 @@ def _twin_scalar(value: int, bits: int) -> int:
     return (value + half) % (2 * half) - half
 
 
-def _logical_right_shift(xp: Any, t: Any, count: Any) -> Any:
-    """``t >> count`` on the signed twin ``t`` of unsigned values, shifting zeros in: one shift with the
-    sign bit cleared, then arithmetic shifts of a non-negative value."""
+def _logical_right_shift(xp: Any, t: Any, count: Any, bits: int) -> Any:
+    """``t >> count`` on the signed twin ``t`` of unsigned ``bits``-bit values, shifting zeros in: one shift
+    with the sign bit cleared, then arithmetic shifts of a non-negative value. ``count`` is a Python int
+    (unsigned) or the twin of the unsigned counts; a count of ``bits`` or more gives 0, as NumPy's."""
     top_clear = xp.asarray(xp.iinfo(t.dtype).max, dtype=t.dtype, device=array_api_compat.device(t))
     once = xp.bitwise_and(xp.bitwise_right_shift(t, 1), top_clear)
     if isinstance(count, int):
+        if count >= bits:
+            return xp.zeros_like(t)
         return t if count == 0 else xp.bitwise_right_shift(once, count - 1)
-    rest = xp.bitwise_right_shift(once, xp.clip(count - 1, min=0))
-    return xp.where(count == 0, t, rest)
+    # a count with its top bit set is negative on the twin: as large as the ones of bits or more
+    beyond = (count < 0) | (count >= bits)
+    safe = xp.where(beyond, xp.zeros_like(count), count)
+    rest = xp.bitwise_right_shift(once, xp.clip(safe - 1, min=0))
+    return xp.where(beyond, xp.zeros_like(rest), xp.where(safe == 0, t, rest))
+
+
+# Modulo 2**64 the odd numbers form a group of exponent 2**62, so x**e of an odd x depends only on
+# e mod 2**62, and x**e of an even x is 0 for every e >= 64: an exponent e >= 2**62 may be replaced by
+# (e mod 2**62) + 2**62, which gives the same power of every x and fits the int64 twin as a non-negative
+# exponent (a uint64 exponent >= 2**63 would read as a negative one there).
+_POW_CYCLE = 2**62
+
+
+def _reduced_exponent(xp: Any, e: Any) -> Any:
+    """The uint64 exponent ``e`` (a Python int, or its int64 twin) as an exponent below 2**63 that gives the
+    same power of every uint64 base (see above)."""
+    if isinstance(e, int):
+        return e if e < _POW_CYCLE else e % _POW_CYCLE + _POW_CYCLE
+    dev = array_api_compat.device(e)
+    low = xp.asarray(_POW_CYCLE - 1, dtype=e.dtype, device=dev)
+    top = xp.asarray(_POW_CYCLE, dtype=e.dtype, device=dev)
+    return xp.where((e < 0) | (e >= top), xp.bitwise_or(xp.bitwise_and(e, low), top), e)
 
 
 def _unsigned_binary(xp: Any, name: str, x: Any, y: Any, f: Callable[[Any, Any], Any]) -> Any:
@@ -189,14 +214,24 @@ def _unsigned_binary(xp: Any, name: str, x: Any, y: Any, f: Callable[[Any, Any],
         half = 2 ** (bits - 1)
         out = f(*(v - half if isinstance(v, int) else to_ordered(xp, v) for v in (x, y)))
         return out if out.dtype == xp.bool else from_ordered(xp, out, dtype)
+    if name in ("pow", "bitwise_right_shift"):
+        # y is read as an unsigned value below: one out of the dtype's range is NumPy's OverflowError
+        for v in (x, y):
+            if isinstance(v, int) and not 0 <= v < 2**bits:
+                raise OverflowError(
+                    f"{name}: a Python int operand is out of the range of the array's dtype (value={v}, "
+                    f"dtype=uint{bits}). Pass an int in [0, 2**{bits}), or cast the array to a wider dtype."
+                )
     tx, ty = (_twin_scalar(v, bits) if isinstance(v, int) else xp.astype(v, twin) for v in (x, y))
-    if name in _MODULAR_BINARY or (name == "pow" and bits == 64):
+    if name in _MODULAR_BINARY:
         out = f(tx, ty)
+    elif name == "pow" and bits == 64:
+        out = f(tx, _reduced_exponent(xp, y if isinstance(y, int) else ty))
     elif name == "bitwise_right_shift":
         if isinstance(tx, int):
             # a Python int shifted by an array: the int as an array of the twin dtype
             tx = xp.asarray(tx, dtype=twin, device=array_api_compat.device(ty))
-        out = _logical_right_shift(xp, tx, ty)
+        out = _logical_right_shift(xp, tx, y if isinstance(y, int) else ty, bits)
     elif name in _WIDENED_BINARY and bits < 64:
         out = f(*(v if isinstance(v, int) else xp.astype(v, xp.int64) for v in (x, y)))
     else:

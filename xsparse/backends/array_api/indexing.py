@@ -32,7 +32,9 @@ from .conversion import (
     compressed_to_coo,
     gather_or_fill,
     result_dtype,
+    signed_twin,
     take_values,
+    through_signed,
 )
 from .elementwise import _group_sparse, broadcast_shapes, python_scalar
 from .shape import broadcast_coo, compress_like, regroup_coo, wide_enough
@@ -543,8 +545,8 @@ def take_along_coo(xp: Any, a: COOArray, indices: Any, axis: int) -> COOArray:
 
 @register("take_along_axis", (strided,))
 def _take_along_axis_strided(xp: Any, x: Any, indices: Any, axis: int) -> Any:
-    """take_along_axis(strided) -> strided: the backend's function; O(size of result)."""
-    return xp.take_along_axis(x, indices, axis=axis)
+    """take_along_axis(strided) -> strided: the backend's function (on the signed twin of an unsigned dtype it gathers not); O(size of result)."""
+    return through_signed(xp, x, lambda v: xp.take_along_axis(v, indices, axis=axis))
 
 
 @register("take_along_axis", (sparse_coo,))
@@ -773,8 +775,14 @@ def _where_compressed_indexed_indexed(xp: Any, c: CompressedArray, x1: Any, x2: 
 
 @register("nonzero", (strided,))
 def _nonzero_strided(xp: Any, x: Any) -> tuple[Any, ...]:
-    """nonzero(strided): the backend's nonzero; O(numel)."""
-    return tuple(xp.nonzero(x))
+    """nonzero(strided): the backend's nonzero (of ``x != 0`` for an unsigned dtype it reads not); O(numel)."""
+    try:
+        return tuple(xp.nonzero(x))
+    except (NotImplementedError, RuntimeError):
+        # torch's nonzero reads no uint16/uint32/uint64, its comparison with zero does
+        if signed_twin(xp, x.dtype) is None:
+            raise
+    return tuple(xp.nonzero(x != 0))
 
 
 def nonzero_coo(xp: Any, c: COOArray) -> tuple[Any, ...]:

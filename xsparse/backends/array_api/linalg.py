@@ -111,7 +111,9 @@ def _shifted(xp: Any, c: COOArray) -> tuple[COOArray, Any]:
     if _is_zero(fill):
         return c, 0
     c = coalesce_coo(xp, c)
-    return COOArray(c._idx, c._vals - fill, c.shape, backend=c._backend, xp=xp, coalesced=True, fill_value=0), fill
+    # on the signed twin where the backend subtracts no such unsigned values (the bits wrap alike)
+    vals = through_signed(xp, c._vals, lambda v: v - fill_like(xp, v, fill, c.dtype))
+    return COOArray(c._idx, vals, c.shape, backend=c._backend, xp=xp, coalesced=True, fill_value=0), fill
 
 
 def _insert_unit(xp: Any, c: COOArray, position: int) -> COOArray:
@@ -259,6 +261,12 @@ def _vector_as_row(xp: Any, c: COOArray) -> COOArray:
     return _insert_unit(xp, c, 0)
 
 
+def _plus_fill_times_colsum(xp: Any, out: Any, fill: Any, bb: Any, dtype: Any) -> Any:
+    """``out + fill * colsum(bb)``, the unspecified elements' share of a product; ``bb`` of ``dtype`` or, with
+    ``out``, of its signed twin (:func:`through_signed`)."""
+    return out + fill_like(xp, bb, fill, dtype) * xp.sum(bb, axis=-2, keepdims=True, dtype=bb.dtype)
+
+
 def sparse_times_strided(xp: Any, c: COOArray, b: Any, *, row_vector: bool = False, reduce: str = "sum") -> Any:
     """``c @ b`` with Array API matmul shapes: ``c`` an element COO ``(..., M, K)`` (``row_vector``: a
     1-D operand already lifted to ``(1, K)``), ``b`` strided ``(K,)`` or ``(..., K, N)``."""
@@ -270,7 +278,7 @@ def sparse_times_strided(xp: Any, c: COOArray, b: Any, *, row_vector: bool = Fal
     bb = xp.broadcast_to(xp.astype(bb, dtype, copy=False), batch + tuple(bb.shape[-2:]))
     out = spmm(xp, c, bb, reduce)
     if not _is_zero(fill):
-        out = out + fill * xp.sum(bb, axis=-2, keepdims=True, dtype=dtype)
+        out = through_signed(xp, out, lambda o: _plus_fill_times_colsum(xp, o, fill, xp.astype(bb, o.dtype, copy=False), dtype))
     shape = batch + (() if row_vector else (c.shape[-2],)) + (() if b.ndim == 1 else (b.shape[-1],))
     return xp.reshape(out, shape)
 

@@ -16,9 +16,9 @@ import array_api_compat
 
 from ...dispatch import register
 from ...formats import INDEXED, COOArray, SparseArray, sparse_coo, strided
-from .conversion import coalesce_coo, signed_twin, to_ordered
+from .conversion import coalesce_coo, result_dtype, signed_twin, to_ordered
 
-__all__ = ["map_values"]
+__all__ = ["map_values", "search_values"]
 
 
 def map_values(xp: Any, x: Any, fn: Any, fill_fn: Any) -> Any:
@@ -34,17 +34,31 @@ def map_values(xp: Any, x: Any, fn: Any, fill_fn: Any) -> Any:
 
 
 def _comparable(xp: Any, *arrays: Any) -> tuple[Any, ...]:
-    """``arrays`` as they are, or on the order-preserving signed twin (conversion.to_ordered) where the
-    backend compares no elements of their unsigned dtype (torch's uint16/32/64)."""
-    first = arrays[0]
-    probe = xp.zeros((1,), dtype=first.dtype, device=array_api_compat.device(first))
+    """``arrays`` promoted by the standard's table (torch searches no two dtypes together), and on the
+    order-preserving signed twin (conversion.to_ordered) where the backend compares no elements of their
+    unsigned dtype (torch's uint16/32/64)."""
+    dtype = result_dtype(xp, *(a.dtype for a in arrays))
+    arrays = tuple(xp.astype(a, dtype, copy=False) for a in arrays)
+    probe = xp.zeros((1,), dtype=dtype, device=array_api_compat.device(arrays[0]))
     try:
         xp.searchsorted(probe, probe)
         return arrays
     except (NotImplementedError, RuntimeError):
-        if signed_twin(xp, first.dtype) is None:
+        if signed_twin(xp, dtype) is None:
             raise
-    return tuple(to_ordered(xp, xp.astype(a, first.dtype)) for a in arrays)
+    return tuple(to_ordered(xp, a) for a in arrays)
+
+
+def search_values(xp: Any, x1: Any, x2: Any, side: str, sorter: Any) -> Any:
+    """``xp.searchsorted`` of strided arrays, of any real dtypes: the plain call, or on :func:`_comparable`
+    operands where the backend refuses their dtypes."""
+    try:
+        return xp.searchsorted(x1, x2, side=side, sorter=sorter)
+    except (NotImplementedError, RuntimeError):
+        if x1.dtype == x2.dtype and signed_twin(xp, x1.dtype) is None:
+            raise
+    s, v = _comparable(xp, x1, x2)
+    return xp.searchsorted(s, v, side=side, sorter=sorter)
 
 
 def _scalar(xp: Any, x: Any, value: Any) -> Any:
@@ -56,8 +70,7 @@ def _searchsorted_strided_sparse(xp: Any, x1: Any, x2: SparseArray, side: str, s
     """searchsorted(strided, sparse) -> x2's layout: search the stored values and the fill value; O(nnz log n)."""
 
     def search(v: Any) -> Any:
-        s, w = _comparable(xp, x1, v)
-        return xp.searchsorted(s, w, side=side, sorter=sorter)
+        return search_values(xp, x1, v, side, sorter)
 
     return map_values(xp, x2, search, lambda f: int(search(_scalar(xp, x2._vals, f))[0]))
 

@@ -34,7 +34,7 @@ from ...formats._ops import prod
 from .conversion import _linearize, coalesce_coo, compressed_to_coo, result_dtype, signed_twin, take_values
 from .sorting import ascending_order, sorted_values, stable_order
 
-__all__ = ["Unique", "unique", "outputs_of", "coo_positions", "sorted_unique"]
+__all__ = ["Unique", "unique", "outputs_of", "coo_positions", "sorted_unique", "isin_values"]
 
 
 class Unique(NamedTuple):
@@ -202,9 +202,9 @@ def _isin_sparse_strided(xp: Any, x1: SparseArray, x2: Any, invert: bool) -> Spa
     if isinstance(x1, COOArray):
         x1 = coalesce_coo(xp, x1)
     vals = x1._vals
-    found = xp.reshape(_isin(xp, xp.reshape(vals, (-1,)), x2, invert), tuple(vals.shape))
+    found = xp.reshape(isin_values(xp, xp.reshape(vals, (-1,)), x2, invert), tuple(vals.shape))
     fill = xp.asarray([x1.fill_value], dtype=vals.dtype, device=array_api_compat.device(vals))
-    return x1._with_values(found, bool(_isin(xp, fill, x2, invert)[0]))
+    return x1._with_values(found, bool(isin_values(xp, fill, x2, invert)[0]))
 
 
 @register("isin", (INDEXED, ANY_SPARSE))
@@ -216,10 +216,10 @@ def _isin_sparse_sparse(xp: Any, x1: SparseArray, x2: SparseArray, invert: bool)
 @register("isin", (strided, ANY_SPARSE))
 def _isin_strided_sparse(xp: Any, x1: Any, x2: SparseArray, invert: bool) -> Any:
     """isin(strided, sparse) -> strided: against the unique values of x2; O(n log nnz2)."""
-    return _isin(xp, x1, _unique_values(xp, x2), invert)
+    return isin_values(xp, x1, _unique_values(xp, x2), invert)
 
 
-def _isin(xp: Any, x1: Any, x2: Any, invert: bool) -> Any:
+def isin_values(xp: Any, x1: Any, x2: Any, invert: bool) -> Any:
     """``xp.isin``; where the backend compares no elements of an unsigned dtype (torch's uint16/32/64), on
     both operands promoted and cast to the signed twin, a bijection that keeps equality."""
     try:
