@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextvars
 import importlib.metadata
 import math
+import re
 import subprocess
 import sys
 import threading
 import types
+import warnings
 from typing import Any
 
 import array_api_compat
@@ -129,6 +131,77 @@ def test_a_library_without_int64_is_refused(monkeypatch: pytest.MonkeyPatch) -> 
         _require_int64(narrow, "jax.numpy")
 
 
+def test_a_backend_is_used_only_once_its_kernels_are_registered(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """A thread that needs a backend while another imports its kernel module waits for the import to finish,
+    rather than dispatch on the kernels registered so far (Python lists a module in sys.modules before its
+    body runs)."""
+    from xsparse import dispatch
+
+    op, module = "xsparse_test_slow_op", "xsparse_test_slow_kernels"
+    gate = types.ModuleType("xsparse_test_gate")
+    gate.started, gate.release = threading.Event(), threading.Event()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, gate.__name__, gate)
+    monkeypatch.setitem(dispatch._REGISTRY, op, [])
+    (tmp_path / f"{module}.py").write_text(
+        "import xsparse_test_gate as gate\n"
+        "from xsparse import dispatch\n"
+        f"dispatch.register({op!r}, ('L',), backend='slowlib')(lambda xp: 'generic stand-in')\n"
+        "gate.started.set()\n"
+        "gate.release.wait(30)  # the rest of a long kernel module\n"
+        f"dispatch.register({op!r}, ('L',), backend='slowlib', priority=1)(lambda xp: 'native')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    backend = Backend("slowlib", "numpy", lambda: np, kernels=module)
+    got: dict[str, Any] = {}
+
+    def use(who: str) -> None:
+        try:
+            backend.load()
+            got[who] = dispatch.call(op, ("L",), "slowlib", None)
+        except Exception as exc:  # compared below
+            got[who] = exc
+
+    try:
+        first = threading.Thread(target=use, args=("first",))
+        first.start()
+        assert gate.started.wait(30)  # type: ignore[attr-defined]
+        assert module in sys.modules
+        second = threading.Thread(target=use, args=("second",))
+        second.start()
+        second.join(0.5)  # time to dispatch, if it does not wait (it used the half-filled registry at once)
+        gate.release.set()  # type: ignore[attr-defined]
+        first.join(30)
+        second.join(30)
+    finally:
+        sys.modules.pop(module, None)
+        getattr(xsparse.backends, "_KERNELS_LOADED", set()).discard(module)
+    assert got == {"first": "native", "second": "native"}
+
+
+def test_a_backend_name_imports_no_arbitrary_module(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """A name that is no backend is imported only where array-api-compat knows it as a namespace: importing
+    runs a module's code (``this`` prints a poem). A module the user imported that is no namespace is refused."""
+    name = "xsparse_test_side_effect"
+    (tmp_path / f"{name}.py").write_text("RAN = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    message = rf"unknown backend \(backend='{name}'\)\. Known backends: .*works by its name too \(import it first, unless array-api-compat knows the library\)"
+    try:
+        with pytest.raises(ValueError, match=r"^get_backend: " + message):
+            xs.get_backend(name)
+        with pytest.raises(ValueError, match=r"^set_default_backend: " + message):
+            xs.set_default_backend(name)
+        with pytest.raises(ValueError, match=r"^default_backend: " + message):
+            with xs.default_backend(name):
+                pass  # pragma: no cover
+        assert name not in sys.modules
+        importlib.import_module(name)
+        with pytest.raises(ValueError, match=message):
+            xs.get_backend(name)
+    finally:
+        sys.modules.pop(name, None)
+    assert xs.get_default_backend().name == "numpy"
+
+
 def test_import_is_lazy() -> None:
     """Importing xsparse, and using it on NumPy arrays, imports no other array library."""
     code = (
@@ -228,6 +301,151 @@ def test_set_default_backend_is_scoped_to_the_context() -> None:
 
     assert contextvars.copy_context().run(nested) == "torch"
     assert xs.get_default_backend().name == "numpy"
+
+
+@pytest.mark.parametrize(
+    ("bad", "got", "fix"),
+    [
+        (3, "int (backend=3)", "Pass a name such as 'numpy'"),
+        (None, "NoneType (backend=None)", "Pass a name such as 'numpy'"),
+        (["numpy"], "list (backend=['numpy'])", "Pass a name such as 'numpy'"),
+        (np, "module (backend=<module 'numpy'", "Pass its name, 'numpy'"),
+    ],
+    ids=["int", "None", "list", "module"],
+)
+def test_default_backend_takes_a_name_or_a_backend(bad: Any, got: str, fix: str) -> None:
+    for op, setting in [("set_default_backend", xs.set_default_backend), ("default_backend", xs.default_backend), ("get_backend", xs.get_backend)]:
+        with pytest.raises(
+            TypeError,
+            match=rf"^{op}: a backend is given by its name \(a str\) or as an xsparse\.backends\.Backend, got "
+            rf"{re.escape(got)}.*\. {re.escape(fix)}\.$",
+        ):
+            setting(bad)
+    assert xs.get_default_backend().name == "numpy"
+
+
+def test_default_backend_refuses_an_unregistered_backend() -> None:
+    """The default is a backend that names find again: an unregistered Backend would make every lookup of the
+    default fail."""
+    custom = Backend("mystrict", "array_api_strict", lambda: strict)
+    for op, setting in [("set_default_backend", xs.set_default_backend), ("default_backend", xs.default_backend)]:
+        with pytest.raises(
+            ValueError,
+            match=rf"^{op}: the backend is not registered: its name finds another backend, or none \(backend=Backend\("
+            r"name='mystrict', library='array_api_strict', kernels=None\)\)\. Register it through the 'xsparse\.backends' "
+            r"entry-point group \(see docs/backends\.md\), or pass the name of a registered backend\.$",
+        ):
+            setting(custom)
+        assert xs.get_default_backend().name == "numpy"
+        assert xs.asarray([1.0]).dtype == np.float64
+    # a registered one, as an object or by name, is fine
+    with xs.default_backend(xs.get_backend("array_api_strict")) as backend:
+        assert xs.get_default_backend() is backend
+
+
+def test_default_backend_as_decorator() -> None:
+    """As a decorator it applies while the body runs: of a generator, at each resumption only (its caller does
+    not see it between items); of a coroutine, until it returns."""
+    import asyncio
+
+    def name() -> str:
+        return xs.get_default_backend().name
+
+    @xs.default_backend("array_api_strict")
+    def plain() -> str:
+        return name()
+
+    @xs.default_backend("array_api_strict")
+    def items() -> Any:
+        yield name()
+        yield name()
+
+    @xs.default_backend("array_api_strict")
+    async def coroutine() -> str:
+        await asyncio.sleep(0)
+        return name()
+
+    assert plain() == "array_api_strict" and name() == "numpy"
+    gen = items()
+    assert next(gen) == "array_api_strict"
+    assert name() == "numpy", "the caller does not see the generator's default between items"
+    with xs.default_backend("torch"):
+        assert list(gen) == ["array_api_strict"]
+        assert name() == "torch"
+    assert asyncio.run(coroutine()) == "array_api_strict"
+    assert name() == "numpy"
+
+
+def test_default_backend_left_out_of_order_or_in_another_context() -> None:
+    """A generator that leaves its block inside one its caller opened meanwhile restores only its own entry;
+    one left in another context raises (a context variable cannot be restored from another context)."""
+
+    def on_strict() -> Any:
+        with xs.default_backend("array_api_strict"):
+            yield
+            yield
+
+    gen = on_strict()
+    next(gen)
+    with xs.default_backend("torch"):
+        assert list(gen) == [None]
+        assert xs.get_default_backend().name == "torch", "the caller's own block is still in force"
+    assert xs.get_default_backend().name == "numpy"
+
+    started, elsewhere = contextvars.copy_context(), contextvars.copy_context()
+    gen = on_strict()
+    started.run(next, gen)
+    with pytest.raises(RuntimeError, match=r"^default_backend: the block is left in another context than the one that entered it .*\(scope=default_backend\('array_api_strict'\)\)\. Enter and leave"):
+        elsewhere.run(list, gen)
+    assert elsewhere.run(lambda: xs.get_default_backend().name) == "numpy"
+
+
+# -- warnings of torch ------------------------------------------------------------------------------
+
+
+def _configure_meanwhile(text: str) -> None:
+    """Another thread adds a warnings filter (while this one waits for it)."""
+    t = threading.Thread(target=warnings.filterwarnings, args=("error",), kwargs={"message": text})
+    t.start()
+    t.join()
+
+
+def test_spending_torch_beta_warning_keeps_other_threads_filters(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The filter that silences torch's beta warning is removed alone: catch_warnings() would put back a copy
+    of the process's filter list, dropping a filter another thread added meanwhile."""
+    from xsparse.backends.torch import conversion
+
+    real = torch.sparse_compressed_tensor
+
+    def compressed_tensor(*args: Any, **kwargs: Any) -> Any:
+        _configure_meanwhile("xsparse test filter")
+        warnings.warn("Sparse CSR tensor support is in beta state", UserWarning)  # what torch warns, once
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "sparse_compressed_tensor", compressed_tensor)
+    with warnings.catch_warnings():  # the test's own: everything put back afterwards
+        before = list(warnings.filters)
+        conversion._spend_beta_warning()
+        added = [f for f in warnings.filters if f not in before]
+    assert [(f[0], f[1].pattern if f[1] else None) for f in added] == [("error", "xsparse test filter")]
+
+
+def test_packing_semi_structured_keeps_other_threads_filters(monkeypatch: pytest.MonkeyPatch) -> None:
+    from xsparse.backends.torch import semi_structured
+
+    class Packer:
+        @staticmethod
+        def from_dense(dense: Any) -> str:
+            _configure_meanwhile("xsparse test filter")
+            warnings.warn("The PyTorch API of SparseSemiStructuredTensor is in prototype stage", UserWarning)
+            return "packed"
+
+    monkeypatch.setattr(semi_structured, "_packer", lambda dtype, device: (Packer, None))
+    with warnings.catch_warnings():
+        before = list(warnings.filters)
+        assert semi_structured._pack(torch.zeros(2, 2)) == "packed"
+        added = [f for f in warnings.filters if f not in before]
+    assert [(f[0], f[1].pattern if f[1] else None) for f in added] == [("error", "xsparse test filter")]
 
 
 # -- moving arrays between backends ---------------------------------------------------------------
@@ -379,6 +597,7 @@ def plugins(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
     monkeypatch.setitem(sys.modules, module.__name__, module)
     monkeypatch.setattr(xsparse.backends, "_EXTRA", {})
     monkeypatch.setattr(xsparse.backends, "_entry_points_loaded", False)
+    monkeypatch.setattr(xsparse.backends, "_FAILED", {}, raising=False)
     return module
 
 
@@ -425,13 +644,70 @@ def test_entry_point_loading_only_once(monkeypatch: pytest.MonkeyPatch, plugins:
 
 
 def test_bad_entry_point(monkeypatch: pytest.MonkeyPatch, plugins: types.ModuleType) -> None:
-    _use_entry_points(monkeypatch, ("broken", "not_a_backend"))
-    with pytest.raises(
-        TypeError,
-        match=r"xsparse\.backends entry point 'broken' loaded int, not an xsparse\.backends\.Backend\. "
-        r"Make the entry point name a Backend instance or a function returning one\.",
+    _use_entry_points(monkeypatch, ("broken", "not_a_backend"), ("strict2", "strict2"))
+    with pytest.warns(
+        RuntimeWarning,
+        match=r"^xsparse\.backends: the plug-in backend 'broken' failed to load \(entry point 'broken = "
+        r"xsparse_test_plugin:not_a_backend' raised TypeError: xsparse\.backends entry point 'broken' loaded int, not "
+        r"an xsparse\.backends\.Backend\. Make the entry point name a Backend instance or a function returning one\)\. "
+        r"The other backends work; fix or uninstall the package that provides the entry point to use 'broken'\.$",
     ):
-        xs.registered_backends()
+        assert [b.name for b in xs.registered_backends()][-1] == "strict2"
+
+
+def test_a_broken_entry_point_costs_only_its_own_backend(monkeypatch: pytest.MonkeyPatch, plugins: types.ModuleType) -> None:
+    """An entry point whose import raises (its library missing) is warned about once; the entry points after it
+    still load, and asking for its backend says why it is missing, every time."""
+
+    def broken() -> Backend:
+        raise ImportError("its library is missing")
+
+    plugins.broken = broken  # type: ignore[attr-defined]
+    _use_entry_points(monkeypatch, ("aaa_broken", "broken"), ("strict2", "strict2"))
+    with pytest.warns(RuntimeWarning, match=r"the plug-in backend 'aaa_broken' failed to load \(entry point 'aaa_broken = xsparse_test_plugin:broken' raised ImportError: its library is missing\)"):
+        names = [b.name for b in xs.registered_backends()]
+    assert names == ["numpy", "torch", "cupy", "array_api_strict", "strict2"]
+    for _ in range(2):
+        with pytest.raises(
+            ImportError,
+            match=r"^get_backend: the plug-in backend 'aaa_broken' failed to load \(entry point 'aaa_broken = "
+            r"xsparse_test_plugin:broken' raised ImportError: its library is missing\)\. Fix or uninstall the package "
+            r"that provides the entry point, or use another backend\.$",
+        ):
+            xs.get_backend("aaa_broken")
+    assert xs.get_backend("strict2") is plugins.strict2
+
+
+def test_a_plugin_asked_for_while_another_thread_loads_it(monkeypatch: pytest.MonkeyPatch, plugins: types.ModuleType) -> None:
+    """A thread that asks for a plug-in while another thread loads the entry points waits for them, rather
+    than find the plug-in unknown."""
+    started, release = threading.Event(), threading.Event()
+
+    def slow() -> Backend:
+        started.set()
+        release.wait(30)  # a plug-in whose import takes a while
+        return Backend("slow", "array_api_strict", lambda: strict)
+
+    plugins.slow = slow  # type: ignore[attr-defined]
+    _use_entry_points(monkeypatch, ("slow", "slow"))
+    got: dict[str, str] = {}
+
+    def ask(who: str) -> None:
+        try:
+            got[who] = xs.get_backend("slow").name
+        except Exception as exc:  # compared below
+            got[who] = f"{type(exc).__name__}: {exc}"
+
+    first = threading.Thread(target=ask, args=("first",))
+    first.start()
+    assert started.wait(30)
+    second = threading.Thread(target=ask, args=("second",))
+    second.start()
+    second.join(0.5)  # time to answer, if it does not wait (it answered "unknown backend" at once)
+    release.set()
+    first.join(30)
+    second.join(30)
+    assert got == {"first": "slow", "second": "slow"}
 
 
 def _fake_library(monkeypatch: pytest.MonkeyPatch) -> tuple[types.ModuleType, Any]:

@@ -7,6 +7,7 @@ leak into the real one; the last tests check the real registry, with every insta
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -152,6 +153,29 @@ def test_resolution_memo_follows_a_replaced_registry(monkeypatch: pytest.MonkeyP
     assert dispatch.call("frob", (CSR,), "numpy", XP) == "second"
     monkeypatch.setattr(dispatch, "_REGISTRY", registry)
     assert dispatch.call("frob", (CSR,), "numpy", XP) == "first"
+
+
+def test_resolution_memo_is_not_stamped_newer_than_the_registry_it_read(
+    monkeypatch: pytest.MonkeyPatch, registry: dict[str, list[dispatch.Kernel]]
+) -> None:
+    """A kernel registered by another thread while an order is computed (after the computation read the
+    registry, before the order is stored) makes the stored order stale: the next call sees the kernel."""
+    dispatch.register("frob", (CSR,))(_kernel("generic"))
+    real = dispatch._resolve
+    registered: list[threading.Thread] = []
+
+    def resolve_then_register(*args: Any) -> list[dispatch.Kernel]:
+        order = real(*args)
+        if not registered:  # the interleaving forced: the other thread registers right after the computation
+            registered.append(threading.Thread(target=lambda: dispatch.register("frob", (CSR,), backend="numpy")(_kernel("native"))))
+            registered[0].start()
+            registered[0].join()
+        return order
+
+    monkeypatch.setattr(dispatch, "_resolve", resolve_then_register)
+    assert dispatch.call("frob", (CSR,), "numpy", XP) == "generic", "the order computed before the registration"
+    assert dispatch.call("frob", (CSR,), "numpy", XP) == "native"
+    assert _names("frob", (CSR,), "numpy") == ["_frob_native", "_frob_generic"]
 
 
 def test_priority_orders_kernels_of_one_signature(registry: dict[str, list[dispatch.Kernel]]) -> None:

@@ -860,6 +860,146 @@ def test_switch_as_decorator_when_the_function_raises() -> None:
         assert not is_enabled()
 
 
+def test_switch_as_decorator_of_a_generator_function() -> None:
+    """A decorated generator runs its body with the setting on, at every resumption (send, throw and close
+    included), and its caller does not see the setting between items."""
+    seen: list[Any] = []
+
+    @xs.check_sparse_tensor_invariants()
+    def rows() -> Any:
+        try:
+            while True:
+                got = yield is_enabled()
+                seen.append((got, is_enabled()))
+        except KeyError:
+            seen.append(("thrown", is_enabled()))
+            yield "after the throw"
+        finally:
+            seen.append(("closed", is_enabled()))
+
+    gen = rows()
+    assert next(gen) is True
+    assert not is_enabled(), "the caller does not see the generator's setting between items"
+    with xs.check_sparse_tensor_invariants(False):
+        assert gen.send("sent") is True
+        assert not is_enabled()
+    assert gen.throw(KeyError("boom")) == "after the throw"
+    gen.close()
+    assert seen == [("sent", True), ("thrown", True), ("closed", True)]
+    assert not is_enabled()
+
+    @xs.check_sparse_tensor_invariants()
+    def invalid_rows() -> Any:
+        yield _invalid_csr()
+
+    with pytest.raises(xs.InvariantError, match=violated("5.6")):
+        next(invalid_rows())
+    assert not is_enabled()
+
+    @xs.check_sparse_tensor_invariants()
+    def returns() -> Any:
+        yield 1
+        return "value"
+
+    assert list(returns()) == [1]
+    with pytest.raises(StopIteration) as stop:
+        gen = returns()
+        next(gen)
+        next(gen)
+    assert stop.value.value == "value"
+
+
+def test_switch_as_decorator_of_coroutine_and_async_generator_functions() -> None:
+    import asyncio
+    import inspect
+
+    @xs.check_sparse_tensor_invariants()
+    async def checked() -> bool:
+        await asyncio.sleep(0)
+        return is_enabled()
+
+    @xs.check_sparse_tensor_invariants()
+    async def items() -> Any:
+        for _ in range(2):
+            await asyncio.sleep(0)
+            yield is_enabled()
+
+    assert inspect.iscoroutinefunction(checked) and inspect.isasyncgenfunction(items)
+
+    async def main() -> list[bool]:
+        out = [await checked(), is_enabled()]
+        async for item in items():
+            out += [item, is_enabled()]
+        return out
+
+    assert asyncio.run(main()) == [True, False, True, False, True, False]
+    assert not is_enabled()
+
+
+def test_switch_left_out_of_order_removes_only_its_own_entry() -> None:
+    """A generator suspended inside its own block, then finished inside a block its caller opened meanwhile,
+    leaves the caller's setting in force (a stack that pops its top would remove the caller's)."""
+
+    def rows() -> Any:
+        with xs.check_sparse_tensor_invariants():
+            yield
+            yield
+
+    gen = rows()
+    next(gen)
+    with xs.check_sparse_tensor_invariants(False):
+        assert list(gen) == [None]  # the generator leaves its block here
+        assert not is_enabled(), "the caller's own block is still in force"
+        assert _invalid_csr().nnz == 2
+    assert not is_enabled()
+
+
+def test_switch_left_in_another_context_raises() -> None:
+    """A block entered in one context and left in another cannot restore the first one's setting: it raises,
+    rather than pop whatever is on the other context's stack."""
+    import contextvars
+
+    message = (
+        r"^check_sparse_tensor_invariants: the block is left in another context than the one that entered it \(a "
+        r"generator or coroutine .*\(scope=check_sparse_tensor_invariants\(True\)\)\. Enter and leave the block in "
+        r"one context; to scope the body of a generator, decorate the generator function with "
+        r"check_sparse_tensor_invariants\(\.\.\.\) instead\.$"
+    )
+
+    def rows() -> Any:
+        with xs.check_sparse_tensor_invariants():
+            yield
+
+    def finish(gen: Any) -> bool:
+        with xs.check_sparse_tensor_invariants(False):
+            with pytest.raises(RuntimeError, match=message):
+                next(gen)
+            return is_enabled()
+
+    started, elsewhere = contextvars.copy_context(), contextvars.copy_context()
+    gen = rows()
+    started.run(next, gen)
+    assert elsewhere.run(finish, gen) is False, "the other context's own block is untouched"
+    # a context copied from the one that entered holds the entry too, and is still another context
+    gen = rows()
+    started.run(next, gen)
+    copied = started.run(contextvars.copy_context)
+    assert copied.run(finish, gen) is False
+    assert not is_enabled()
+
+
+@pytest.mark.parametrize("enable", ["false", None, 1, 0.0])
+def test_switch_takes_a_bool_only(enable: Any) -> None:
+    with pytest.raises(
+        TypeError,
+        match=rf"^check_sparse_tensor_invariants: enable must be True or False, got {type(enable).__name__} "
+        rf"\(enable={re.escape(repr(enable))}\)\. Pass a bool\.$",
+    ):
+        xs.check_sparse_tensor_invariants(enable)
+    with xs.check_sparse_tensor_invariants(np.bool_(False)):
+        assert is_enabled() is False
+
+
 def _in_thread(target: Callable[[], Any]) -> Any:
     """Run ``target`` in a new thread; return its result or re-raise its exception here."""
     out: dict[str, Any] = {}

@@ -7,6 +7,8 @@ float sums compare exactly), and the 2-D float64 cases also with SciPy.
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from typing import Any, cast
 
 import numpy as np
@@ -463,6 +465,40 @@ def test_supports_dtype() -> None:
 
 def test_unavailable_reason_is_none_when_built() -> None:
     assert _cpu.unavailable_reason() is None
+
+
+def test_native_import_runs_once_when_threads_ask_at_once() -> None:
+    """Threads that need the compiled kernels at once import them once: the import sets OMP_WAIT_POLICY for
+    its duration, and two at once would undo each other's change (a KeyError, or the variable left set).
+    In a fresh interpreter, with the import slowed down until a second one starts (it never does)."""
+    code = """
+import importlib, os, sys, threading, types
+os.environ.pop("OMP_WAIT_POLICY", None)
+from xsparse.backends import _cpu
+assert "xsparse.backends._native" not in sys.modules
+seen, second = [], threading.Event()
+def slow_import(name):
+    seen.append(os.environ.get("OMP_WAIT_POLICY"))
+    if len(seen) > 1:
+        second.set()
+    second.wait(1.0)
+    return importlib.import_module(name)
+_cpu.importlib = types.SimpleNamespace(import_module=slow_import)
+errors = []
+def use():
+    try:
+        errors.append(_cpu.unavailable_reason())
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=use) for _ in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(seen, errors, os.environ.get("OMP_WAIT_POLICY"))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['PASSIVE'] [None, None, None, None] None"
 
 
 # --- elementwise merges and sums (``_cpu.csr_merge``, ``_cpu.csr_sums`` and their registered kernels) -----

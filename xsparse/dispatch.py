@@ -139,11 +139,14 @@ _RESOLVED: dict[tuple[str, tuple[Hashable, ...], str], tuple[int, list[Kernel], 
 def _resolved(op: str, layouts: tuple[Hashable, ...], backend: str) -> tuple[Kernel, ...]:
     kernels = _REGISTRY.get(op, _NO_KERNELS)
     key = (op, layouts, backend)
+    # the record is read before the order is computed: a register() in another thread while it is computed
+    # then leaves the entry stale, where a record read afterwards would stamp an old order as current
+    version, count = _VERSION, len(kernels)
     hit = _RESOLVED.get(key)
-    if hit is not None and hit[0] == _VERSION and hit[1] is kernels and hit[2] == len(kernels):
+    if hit is not None and hit[0] == version and hit[1] is kernels and hit[2] == count:
         return hit[3]
-    ordered = tuple(_resolve(op, layouts, backend))
-    _RESOLVED[key] = (_VERSION, kernels, len(kernels), ordered)
+    ordered = tuple(_resolve(op, layouts, backend, kernels))
+    _RESOLVED[key] = (version, kernels, count, ordered)
     return ordered
 
 
@@ -152,8 +155,8 @@ def resolve(op: str, layouts: Sequence[Hashable], backend: str) -> list[Kernel]:
     return list(_resolved(op, tuple(layouts), backend))
 
 
-def _resolve(op: str, layouts: Sequence[Hashable], backend: str) -> list[Kernel]:
-    candidates = [k for k in _REGISTRY.get(op, []) if k.matches(layouts)]
+def _resolve(op: str, layouts: Sequence[Hashable], backend: str, kernels: Sequence[Kernel]) -> list[Kernel]:
+    candidates = [k for k in list(kernels) if k.matches(layouts)]
     native = [k for k in candidates if k.backend == backend and not k.rewrite]
     generic = [k for k in candidates if k.backend is None and not k.rewrite]
     # the backend's own rewrites before the generic ones, as for direct kernels: each (backend, kind)

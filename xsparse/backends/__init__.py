@@ -11,18 +11,21 @@ a :class:`Backend` instance.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import importlib
 import importlib.util
 import sys
+import threading
+import types
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
 
 import array_api_compat
+
+from .._scoped import Scope, ScopeEntry, ignoring_warnings
 
 __all__ = [
     "Backend",
@@ -37,9 +40,15 @@ __all__ = [
 
 
 def _compat(module: str) -> Callable[[], Any]:
+    imported: list[Any] = []
+
     def namespace() -> Any:
-        # sys.modules first: import_module's own lookup costs tens of microseconds per operation
-        return sys.modules.get(module) or importlib.import_module(module)
+        # Memoised once imported: import_module's own lookup costs tens of microseconds per operation. Not
+        # read from sys.modules, where a module appears before its body has run: import_module waits for an
+        # import that another thread has under way.
+        if not imported:
+            imported.append(importlib.import_module(module))
+        return imported[0]
 
     return namespace
 
@@ -115,10 +124,14 @@ class Backend:
         return self.namespace_loader()
 
     def load(self) -> Any:
-        """Import the backend's native kernels (once) and return its namespace."""
+        """Import the backend's native kernels (once) and return its namespace.
+
+        Returns only once the kernel module has finished registering its kernels: a thread that arrives
+        while another imports it waits.
+        """
         xp = self.namespace()
-        if self.kernels is not None and self.kernels not in sys.modules:
-            importlib.import_module(self.kernels)
+        if self.kernels is not None and self.kernels not in _KERNELS_LOADED:
+            _import_kernels(self.kernels)
         return xp
 
     def is_contiguous(self, x: Any) -> bool | None:
@@ -128,6 +141,32 @@ class Backend:
     def devices(self) -> list[Any]:
         """The devices arrays of this backend can live on."""
         return self.devices_of(self.namespace())
+
+
+# The kernel modules whose import has finished, and a lock per module for importing it. "In sys.modules" is no
+# such test: Python puts a module there before running its body, so a thread that arrived while another
+# imported the kernels (half a second for NumPy's) would dispatch on a half-filled registry, the generic
+# kernels in place of the native ones. Once a module is in the set, load() takes no lock.
+_KERNELS_LOADED: set[str] = set()
+_KERNELS_IMPORTING: set[str] = set()
+_KERNELS_LOCKS: dict[str, threading.RLock] = {}
+_KERNELS_LOCKS_LOCK = threading.Lock()
+
+
+def _import_kernels(module: str) -> None:
+    with _KERNELS_LOCKS_LOCK:
+        lock = _KERNELS_LOCKS.setdefault(module, threading.RLock())
+    with lock:
+        # the thread holding the lock finds its own module here only when that module's body reached
+        # load() again: as for a circular import, it goes on with what is registered so far
+        if module in _KERNELS_LOADED or module in _KERNELS_IMPORTING:
+            return
+        _KERNELS_IMPORTING.add(module)
+        try:
+            importlib.import_module(module)
+        finally:
+            _KERNELS_IMPORTING.discard(module)
+        _KERNELS_LOADED.add(module)
 
 
 def _strict_contiguity(x: Any) -> bool | None:
@@ -162,24 +201,58 @@ _DETECT: list[tuple[Callable[[Any], bool], str]] = [
     (array_api_compat.is_array_api_strict_namespace, "array_api_strict"),
 ]
 _EXTRA: dict[str, Backend] = {}
+# The entry points are loaded once, under a lock, and marked loaded only after the last: a thread that
+# asks for a plug-in while another loads them waits for it rather than finding it unknown. Each entry
+# point loads on its own, so a broken one (its library missing) costs only its own backend: it is
+# recorded here, by entry point name, with the reason, and warned about once.
 _entry_points_loaded = False
+_entry_points_loading = False
+_ENTRY_POINTS_LOCK = threading.RLock()
+_FAILED: dict[str, str] = {}
 
 
 def _load_entry_points() -> None:
-    global _entry_points_loaded
+    global _entry_points_loaded, _entry_points_loading
     if _entry_points_loaded:
         return
-    _entry_points_loaded = True
-    for ep in entry_points(group="xsparse.backends"):
-        backend = ep.load()
-        if callable(backend) and not isinstance(backend, Backend):
-            backend = backend()
-        if not isinstance(backend, Backend):
-            raise TypeError(
-                f"xsparse.backends entry point '{ep.name}' loaded {type(backend).__name__}, not an "
-                "xsparse.backends.Backend. Make the entry point name a Backend instance or a function returning one."
-            )
-        _EXTRA.setdefault(backend.name, backend)
+    with _ENTRY_POINTS_LOCK:
+        # _entry_points_loading: an entry point's own import looked a backend up (the lock is reentrant)
+        if _entry_points_loaded or _entry_points_loading:
+            return
+        _entry_points_loading = True
+        failed: dict[str, str] = {}
+        try:
+            for ep in entry_points(group="xsparse.backends"):
+                try:
+                    backend = _load_entry_point(ep)
+                except Exception as exc:  # any error of a plug-in's import is that plug-in's alone
+                    failed[ep.name] = f"entry point '{ep.name} = {ep.value}' raised {type(exc).__name__}: {str(exc).rstrip('.')}"
+                    continue
+                _EXTRA.setdefault(backend.name, backend)
+            _FAILED.update(failed)
+            _entry_points_loaded = True
+        finally:
+            _entry_points_loading = False
+    # warned after the registry is complete: a warning turned into an error must not leave it half-loaded
+    for name, why in failed.items():
+        warnings.warn(
+            f"xsparse.backends: the plug-in backend {name!r} failed to load ({why}). The other backends work; fix or "
+            f"uninstall the package that provides the entry point to use {name!r}.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+
+def _load_entry_point(ep: Any) -> Backend:
+    backend = ep.load()
+    if callable(backend) and not isinstance(backend, Backend):
+        backend = backend()
+    if not isinstance(backend, Backend):
+        raise TypeError(
+            f"xsparse.backends entry point '{ep.name}' loaded {type(backend).__name__}, not an "
+            "xsparse.backends.Backend. Make the entry point name a Backend instance or a function returning one."
+        )
+    return backend
 
 
 def registered_backends() -> list[Backend]:
@@ -190,34 +263,71 @@ def registered_backends() -> list[Backend]:
 
 def get_backend(name: str | Backend) -> Backend:
     """The backend called ``name``; raises ValueError naming the known ones when there is none."""
+    return _find_backend("get_backend", name)
+
+
+def _find_backend(op: str, name: Any) -> Backend:
     if isinstance(name, Backend):
         return name
+    if not isinstance(name, str):
+        fix = f"Pass its name, {name.__name__!r}" if isinstance(name, types.ModuleType) else "Pass a name such as 'numpy'"
+        raise TypeError(
+            f"{op}: a backend is given by its name (a str) or as an xsparse.backends.Backend, got {type(name).__name__} "
+            f"(backend={name!r}). {fix}."
+        )
     if name in _BUILTIN:
         return _BUILTIN[name]
     _load_entry_points()
     if name in _EXTRA:
         return _EXTRA[name]
+    if name in _FAILED:
+        raise ImportError(
+            f"{op}: the plug-in backend {name!r} failed to load ({_FAILED[name]}). Fix or uninstall the package that "
+            "provides the entry point, or use another backend."
+        )
     namespace = _array_api_module(name)
     if namespace is not None:
         # any Array API library, by the name of its namespace module (jax.numpy): the generic backend
         return backend_of_array(namespace.asarray(0))
     known = ", ".join(repr(b.name) for b in registered_backends())
     raise ValueError(
-        f"get_backend: unknown backend (backend={name!r}). Known backends: {known}; any module that is an Array API "
-        "namespace (jax.numpy) works by its name too, and a third-party backend registers through the "
-        "'xsparse.backends' entry-point group."
+        f"{op}: unknown backend (backend={name!r}). Known backends: {known}; any module that is an Array API "
+        "namespace (jax.numpy) works by its name too (import it first, unless array-api-compat knows the "
+        "library), and a third-party backend registers through the 'xsparse.backends' entry-point group."
     )
+
+
+# The namespaces of the libraries array-api-compat knows, recognised by their module name alone.
+_KNOWN_NAMESPACES: tuple[Callable[[Any], bool], ...] = (
+    array_api_compat.is_numpy_namespace,
+    array_api_compat.is_torch_namespace,
+    array_api_compat.is_cupy_namespace,
+    array_api_compat.is_array_api_strict_namespace,
+    array_api_compat.is_jax_namespace,
+    array_api_compat.is_dask_namespace,
+    array_api_compat.is_ndonnx_namespace,
+    array_api_compat.is_pydata_sparse_namespace,
+)
 
 
 def _array_api_module(name: str) -> Any:
     """The module called ``name`` where it is an Array API namespace (it declares ``__array_api_version__``),
-    else None."""
+    else None.
+
+    A name is imported only where array-api-compat knows it as a namespace (``jax.numpy``); any other module
+    must have been imported already. Importing runs a module's code, and a backend name is no reason to run
+    the code of whatever module is called that (``this`` prints a poem, ``antigravity`` opens a browser).
+    """
     if not name or not all(part.isidentifier() for part in name.split(".")):
         return None
-    try:
-        module = importlib.import_module(name)
-    except ImportError:
-        return None
+    module = sys.modules.get(name)
+    if module is None:
+        if not any(is_it(types.ModuleType(name)) for is_it in _KNOWN_NAMESPACES):
+            return None
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            return None
     return module if hasattr(module, "__array_api_version__") and hasattr(module, "asarray") else None
 
 
@@ -249,8 +359,8 @@ def _require_int64(xp: Any, name: str) -> None:
     generic kernels compute positions and sort keys in int64, which would silently wrap around."""
     if not (hasattr(xp, "asarray") and hasattr(xp, "int64")):
         return  # no namespace to compute with: its first operation says so
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    # JAX warns that it gives int32 instead, which is what is asked here
+    with ignoring_warnings(Warning):
         got = xp.asarray(0, dtype=xp.int64).dtype
     if got != xp.int64:
         hint = " (JAX without 64-bit mode: call jax.config.update('jax_enable_x64', True) at start-up, or set JAX_ENABLE_X64=1)"
@@ -260,22 +370,61 @@ def _require_int64(xp: Any, name: str) -> None:
         )
 
 
-_default: contextvars.ContextVar[str] = contextvars.ContextVar("xsparse_default_backend", default="numpy")
+# The default backend of this context: the entries of the enclosing default_backend scopes, innermost
+# last, below them the one set_default_backend set (owned by no scope). The stack holds the Backend
+# objects themselves, so a lookup is no search of the registry.
+_default: contextvars.ContextVar[tuple[ScopeEntry, ...]] = contextvars.ContextVar("xsparse_default_backend", default=())
 
 
 def get_default_backend() -> Backend:
     """The backend that Python scalars and lists go to (NumPy unless changed in this context)."""
-    return get_backend(_default.get())
+    stack = _default.get()
+    backend: Backend = stack[-1].value if stack else _BUILTIN["numpy"]
+    return backend
+
+
+def _is_registered(backend: Backend) -> bool:
+    if _BUILTIN.get(backend.name) is backend:
+        return True
+    _load_entry_points()
+    return _EXTRA.get(backend.name) is backend
+
+
+def _registered(op: str, name: Any) -> Backend:
+    """The backend ``name`` gives, where it is a registered one: arrays and namespaces name their backend,
+    and the name of an unregistered Backend finds another backend, or none."""
+    backend = _find_backend(op, name)
+    if backend is name and not _is_registered(backend):
+        raise ValueError(
+            f"{op}: the backend is not registered: its name finds another backend, or none (backend={backend!r}). "
+            "Register it through the 'xsparse.backends' entry-point group (see docs/backends.md), or pass the name "
+            "of a registered backend."
+        )
+    return backend
 
 
 def set_default_backend(name: str | Backend) -> None:
-    """Set the default backend for the current thread / context (see :func:`default_backend`)."""
-    _default.set(get_backend(name).name)
+    """Set the default backend for the current thread / context (see :func:`default_backend`).
+
+    Inside a ``with default_backend(...)`` block, the setting lasts until the block ends.
+    """
+    backend = _registered("set_default_backend", name)
+    stack = _default.get()
+    if stack:
+        # a new entry (never one changed in place: a task or context copied from this one shares the entries)
+        top = stack[-1]
+        _default.set((*stack[:-1], ScopeEntry(top.owner, backend, top.token)))
+    else:
+        _default.set((ScopeEntry(None, backend),))
 
 
-@contextlib.contextmanager
-def default_backend(name: str | Backend) -> Iterator[Backend]:
-    """Context manager that makes ``name`` the default backend inside the ``with`` block.
+class default_backend(Scope):
+    """Context manager and decorator that makes ``name`` the default backend inside its scope.
+
+    ``name`` is the name of a backend (or a registered :class:`Backend`). The setting lives in a
+    :class:`contextvars.ContextVar`, like :class:`~xsparse.check_sparse_tensor_invariants`: it belongs to
+    the current thread (and asyncio task), nests, and each scope restores its own entry on exit. As a
+    decorator it applies while the function's body runs (for a generator function, during each resumption).
 
     Examples
     --------
@@ -286,12 +435,25 @@ def default_backend(name: str | Backend) -> Iterator[Backend]:
     >>> xs.get_default_backend().name
     'numpy'
     """
-    backend = get_backend(name)
-    token = _default.set(backend.name)
-    try:
-        yield backend
-    finally:
-        _default.reset(token)
+
+    _var = _default
+    _op = "default_backend"
+
+    def __init__(self, name: str | Backend) -> None:
+        self.backend = _registered("default_backend", name)
+
+    def __repr__(self) -> str:
+        return f"default_backend({self.backend.name!r})"
+
+    def _value(self) -> Backend:
+        return self.backend
+
+    def __enter__(self) -> Backend:
+        self._enter()
+        return self.backend
+
+    def __exit__(self, *exc: object) -> None:
+        self._leave()
 
 
 def release_cached_memory() -> int:

@@ -12,10 +12,10 @@ caller then falls back to other kernels.
 
 from __future__ import annotations
 
-import functools
 import importlib
 import math
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
@@ -79,15 +79,29 @@ _MERGE_OPS = {"add": 0, "subtract": 1, "multiply": 2}
 _PARALLEL_SCATTER_MIN_NNZ = 1 << 16
 
 
-@functools.cache
+_IMPORT_LOCK = threading.Lock()
+_IMPORTED: list[tuple[ModuleType | None, str | None]] = []
+
+
 def _import_native() -> tuple[ModuleType | None, str | None]:
+    """The extension module and ``None``, or ``None`` and why it could not be imported; imported once, under a
+    lock (the environment change below is the process's, and two imports at once would undo each other's)."""
+    if not _IMPORTED:
+        with _IMPORT_LOCK:
+            if not _IMPORTED:
+                _IMPORTED.append(_import_native_once())
+    return _IMPORTED[0]
+
+
+def _import_native_once() -> tuple[ModuleType | None, str | None]:
     # OpenMP runtimes read OMP_WAIT_POLICY once, when they load, which for the one the extension
     # links is normally while it is imported here. By default idle threads spin for a few
     # milliseconds; when another process keeps a CPU busy, that made the two-thread conversions
     # about 3 times slower than one thread (measured on 2 CPUs), while passive waiting cost at most
     # a few percent on an idle machine. So unless the user chose a policy, ask for a passive one, for
-    # the import only: the environment is restored, and other libraries and subprocesses do not
-    # see the change.
+    # the import only. The environment is the process's: while the import runs (a few milliseconds,
+    # once), other threads can read OMP_WAIT_POLICY=PASSIVE, and a subprocess or library they start
+    # then inherits it; after it, the variable is gone again.
     chosen = "OMP_WAIT_POLICY" in os.environ
     if not chosen:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
@@ -100,7 +114,8 @@ def _import_native() -> tuple[ModuleType | None, str | None]:
         )
     finally:
         if not chosen:
-            del os.environ["OMP_WAIT_POLICY"]
+            # pop: a thread of the user's may have removed it meanwhile
+            os.environ.pop("OMP_WAIT_POLICY", None)
     return native, None
 
 

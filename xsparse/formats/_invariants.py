@@ -11,11 +11,10 @@ that read index data (5.x, coo.5-coo.6) run when a constructor gets ``check_inva
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable
-from contextlib import ContextDecorator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from .._errors import InvariantError
+from .._scoped import Scope, ScopeEntry
 from ._base import SparseArray
 from ._ops import expand_compressed
 
@@ -34,19 +33,19 @@ VALUE_DTYPE_NAMES = (
     "complex64", "complex128",
 )  # fmt: skip
 
-# The stack of the enclosing switches' settings in this context (innermost last). A stack held in the
-# ContextVar itself, rather than reset tokens held by each switch instance, lets one instance be entered
-# in several threads or tasks at once and re-entered while active.
-_enabled: contextvars.ContextVar[tuple[bool, ...]] = contextvars.ContextVar("xsparse_check_invariants", default=())
-
-F = TypeVar("F", bound=Callable[..., Any])
+# The stack of the enclosing switches' entries in this context (innermost last). A stack held in the
+# ContextVar itself, rather than state held by each switch instance, lets one instance be entered in
+# several threads or tasks at once and re-entered while active; each exit removes its own entry.
+_enabled: contextvars.ContextVar[tuple[ScopeEntry, ...]] = contextvars.ContextVar("xsparse_check_invariants", default=())
 
 
-class check_sparse_tensor_invariants(ContextDecorator):
+class check_sparse_tensor_invariants(Scope):
     """Context manager and decorator that turns the full invariant checks on (or off) in its scope.
 
     The setting lives in a :class:`contextvars.ContextVar`, so it is scoped to the current thread (and
-    asyncio task), nests, and is restored on exit.
+    asyncio task), nests, and is restored on exit. As a decorator it applies while the function's body
+    runs: for a generator (or async generator) function, during each resumption only, so the caller does
+    not see it between items; for a coroutine function, until the coroutine returns.
 
     Parameters
     ----------
@@ -66,21 +65,36 @@ class check_sparse_tensor_invariants(ContextDecorator):
     False
     """
 
+    _var = _enabled
+    _op = "check_sparse_tensor_invariants"
+
     def __init__(self, enable: bool = True) -> None:
-        self.enable = enable
+        # bool() would read "false" or "no" as true; NumPy's bools are bools (as for every flag argument)
+        if not (isinstance(enable, bool) or (type(enable).__module__ == "numpy" and type(enable).__name__ in ("bool", "bool_"))):
+            raise TypeError(
+                f"check_sparse_tensor_invariants: enable must be True or False, got {type(enable).__name__} "
+                f"(enable={enable!r}). Pass a bool."
+            )
+        self.enable = bool(enable)
+
+    def __repr__(self) -> str:
+        return f"check_sparse_tensor_invariants({self.enable})"
+
+    def _value(self) -> bool:
+        return self.enable
 
     def __enter__(self) -> check_sparse_tensor_invariants:
-        _enabled.set((*_enabled.get(), bool(self.enable)))
+        self._enter()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _enabled.set(_enabled.get()[:-1])
+        self._leave()
 
     @staticmethod
     def is_enabled() -> bool:
         """Whether the full checks are on in the current context."""
         stack = _enabled.get()
-        return stack[-1] if stack else False
+        return bool(stack[-1].value) if stack else False
 
 
 def full_checks_enabled(check_invariants: bool | None) -> bool:

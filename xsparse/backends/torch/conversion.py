@@ -7,11 +7,11 @@ result's components. torch's gaps are declined with a reason, and the generic ke
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, TypeVar, cast
 
 import torch
 
+from ..._scoped import ignoring_warnings
 from ...dispatch import register
 from ...formats import INDEXED, COOArray, CompressedArray, Layout, SparseArray, sparse_coo, strided
 from ...formats._invariants import check_compressed, check_coo
@@ -46,9 +46,10 @@ def _spend_beta_warning() -> None:
     # torch warns, once per process, that its compressed layouts are in beta: the first compressed
     # tensor built anywhere triggers it, and no later one does. xsparse builds them on purpose, and the
     # warning would otherwise surface in users' code at an unrelated call. Spending it here, under a
-    # filter, spares every kernel a warnings filter of its own (10 us, a third of a small product).
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Sparse (CSR|CSC|BSR|BSC) tensor support is in beta")
+    # filter, spares every kernel a warnings filter of its own (10 us, a third of a small product). A
+    # filter of that message alone, removed afterwards: catch_warnings() would put back a copy of the
+    # process's filter list, dropping those another thread added meanwhile.
+    with ignoring_warnings(Warning, "Sparse (CSR|CSC|BSR|BSC) tensor support is in beta"):
         empty = torch.zeros(0, dtype=torch.int64)
         torch.sparse_compressed_tensor(torch.zeros(2, dtype=torch.int64), empty, empty, (1, 1), layout=torch.sparse_csr, check_invariants=False)
 

@@ -22,7 +22,6 @@ torch pads the dense operand to its kernels' minimum tile itself (``dense_min_ro
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 import torch
@@ -32,6 +31,7 @@ from torch.sparse import (
     SparseSemiStructuredTensorCUTLASS,
 )
 
+from ..._scoped import ignoring_warnings
 from ...dispatch import register
 from ...formats import COMPRESSED, CompressedArray, COOArray, sparse_coo, sparse_semi_structured, strided
 from ...formats._semi_structured import SemiStructuredArray
@@ -85,9 +85,9 @@ def _pack(dense: torch.Tensor) -> Any:
     """torch's packed encoding of a 2-D CUDA matrix whose pattern the reference encoding has checked."""
     cls, _ = _packer(dense.dtype, dense.device)
     # torch warns on the first SparseSemiStructuredTensor of a process that its API is a prototype:
-    # here it is an implementation detail of xsparse's layout, whose own API is not
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="The PyTorch API of SparseSemiStructuredTensor", category=UserWarning)
+    # here it is an implementation detail of xsparse's layout, whose own API is not (a filter of that
+    # message alone, removed afterwards: catch_warnings() would drop other threads' filters)
+    with ignoring_warnings(UserWarning, "The PyTorch API of SparseSemiStructuredTensor"):
         return cls.from_dense(dense.detach().contiguous())
 
 
