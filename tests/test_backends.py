@@ -591,8 +591,9 @@ def test_requested_backend_against_the_operands() -> None:
 def plugins(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
     """A fake installed plug-in module, and the backend registry reset to load entry points afresh."""
     module = types.ModuleType("xsparse_test_plugin")
-    module.strict2 = Backend("strict2", "array_api_strict", lambda: strict)  # type: ignore[attr-defined]
-    module.make_strict3 = lambda: Backend("strict3", "array_api_strict", lambda: strict)  # type: ignore[attr-defined]
+    # the library named is the plug-in module itself: a plug-in for a built-in backend's library is refused
+    module.strict2 = Backend("strict2", "xsparse_test_plugin", lambda: strict)  # type: ignore[attr-defined]
+    module.make_strict3 = lambda: Backend("strict3", "xsparse_test_plugin", lambda: strict)  # type: ignore[attr-defined]
     module.not_a_backend = 42  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, module.__name__, module)
     monkeypatch.setattr(xsparse.backends, "_EXTRA", {})
@@ -686,7 +687,7 @@ def test_a_plugin_asked_for_while_another_thread_loads_it(monkeypatch: pytest.Mo
     def slow() -> Backend:
         started.set()
         release.wait(30)  # a plug-in whose import takes a while
-        return Backend("slow", "array_api_strict", lambda: strict)
+        return Backend("slow", "xsparse_test_plugin", lambda: strict)
 
     plugins.slow = slow  # type: ignore[attr-defined]
     _use_entry_points(monkeypatch, ("slow", "slow"))
@@ -757,6 +758,51 @@ def test_backend_repr_and_availability() -> None:
     assert repr(b) == "Backend(name='numpy', library='numpy', kernels='xsparse.backends.numpy')"
     missing = Backend("nolib", "xsparse_no_such_library", lambda: None)
     assert not missing.is_available()
+
+
+def test_plugins_that_cannot_be_told_apart_are_refused(monkeypatch: pytest.MonkeyPatch, plugins: types.ModuleType) -> None:
+    """A plug-in named like another backend, or for a built-in backend's library (whose arrays always go to
+    the built-in backend: its sparse arrays could meet no dense array, and the conformance suite would test
+    the built-in backend in its name), is refused with a warning that says why; the others load."""
+    plugins.clash = Backend("numpy", "xsparse_test_plugin", lambda: strict)  # type: ignore[attr-defined]
+    plugins.second_strict = Backend("strict2", "xsparse_test_plugin", lambda: strict)  # type: ignore[attr-defined]
+    plugins.numpy_again = Backend("nptoy", "numpy", lambda: np)  # type: ignore[attr-defined]
+    _use_entry_points(monkeypatch, ("numpy", "clash"), ("strict2", "strict2"), ("strict2b", "second_strict"), ("nptoy", "numpy_again"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        names = [b.name for b in xs.registered_backends()]
+    assert names == ["numpy", "torch", "cupy", "array_api_strict", "strict2"]
+    messages = sorted(str(w.message) for w in caught if issubclass(w.category, RuntimeWarning))
+    assert len(messages) == 3, messages
+    assert any("the plug-in backend 'numpy' is refused (entry point 'numpy = xsparse_test_plugin:clash': the name 'numpy' is taken by another backend; give the plug-in a name of its own)" in m for m in messages)
+    assert any("the plug-in backend 'strict2' is refused (entry point 'strict2b = xsparse_test_plugin:second_strict': the name 'strict2' is taken" in m for m in messages)
+    assert xs.get_backend("numpy").library == "numpy" and xs.get_backend("strict2") is plugins.strict2
+    with pytest.raises(
+        ImportError,
+        match=r"^get_backend: the plug-in backend 'nptoy' is refused \(entry point 'nptoy = xsparse_test_plugin:numpy_again': its "
+        r"library 'numpy' is that of the built-in backend 'numpy', whose arrays always go to it; register the plug-in's kernels "
+        r"for that backend instead \(register\(\.\.\., backend='numpy'\)\)\)\. Fix or uninstall",
+    ):
+        xs.get_backend("nptoy")
+
+
+def test_a_backend_whose_library_is_missing_says_so(monkeypatch: pytest.MonkeyPatch, plugins: types.ModuleType) -> None:
+    def absent() -> Any:
+        import xsparse_no_such_library  # type: ignore[import-not-found]
+
+        return xsparse_no_such_library
+
+    plugins.ghost = Backend("ghost", "xsparse_no_such_library", absent)  # type: ignore[attr-defined]
+    _use_entry_points(monkeypatch, ("ghost", "ghost"))
+    message = r"backend 'ghost' is not installed: its library 'xsparse_no_such_library' cannot be imported"
+    with pytest.raises(ImportError, match=rf"^{message} \(No module named 'xsparse_no_such_library'\)\. Install xsparse_no_such_library, or use an installed backend \(numpy, "):
+        xs.to_backend(xs.to_sparse_csr(np.eye(2)), "ghost")
+    with pytest.raises(ImportError, match=rf"^{message}"):
+        xs.zeros((2,), backend="ghost")
+    for op, setting in [("set_default_backend", xs.set_default_backend), ("default_backend", xs.default_backend)]:
+        with pytest.raises(ImportError, match=rf"^{op}: {message} \(backend='ghost'\)\. Install xsparse_no_such_library, or pick an installed backend\.$"):
+            setting("ghost")
+    assert xs.get_default_backend().name == "numpy"
 
 
 # -- index primitives ---------------------------------------------------------------------------------

@@ -191,15 +191,17 @@ def _publish(monkeypatch: pytest.MonkeyPatch, *backends: Backend) -> None:
         setattr(module, f"backend{i}", backend)
     monkeypatch.setitem(sys.modules, module.__name__, module)
     monkeypatch.setattr(xsparse.backends, "_EXTRA", {})
+    monkeypatch.setattr(xsparse.backends, "_FAILED", {})
     monkeypatch.setattr(xsparse.backends, "_entry_points_loaded", False)
     eps = [importlib.metadata.EntryPoint(b.name, f"{module.__name__}:backend{i}", "xsparse.backends") for i, b in enumerate(backends)]
     monkeypatch.setattr(xsparse.backends, "entry_points", lambda *, group: eps if group == "xsparse.backends" else [])
 
 
-def test_entry_point_backend_is_picked_up(monkeypatch: pytest.MonkeyPatch) -> None:
-    import array_api_strict
-
-    _publish(monkeypatch, Backend("strict_plugin", "array_api_strict", lambda: array_api_strict))
+def test_entry_point_backend_is_picked_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a library of its own: a plug-in for a built-in backend's library is refused (its arrays would go to
+    # the built-in backend, which the suite would then test in the plug-in's name)
+    lib = _strict_copy(tmp_path, monkeypatch, "strictplugin")
+    _publish(monkeypatch, Backend("strict_plugin", "strictplugin", lambda: lib))
     outcomes = runner.run("strict_plugin", max_examples=2, ops=["abs", "matmul"])
     assert outcomes and all(o.status == "pass" for o in outcomes), runner.summary(outcomes)
     assert {o.op for o in outcomes} == {"abs", "matmul"}
@@ -348,7 +350,7 @@ def _broken_namespace() -> Any:
 def test_command_cannot_run_where_the_backend_does_not_load(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     import xsparse.__main__ as cli
 
-    _publish(monkeypatch, Backend("broken", "numpy", _broken_namespace), Backend("ghost", "xsparse_no_such_library", _broken_namespace))
+    _publish(monkeypatch, Backend("broken", "xsparse", _broken_namespace), Backend("ghost", "xsparse_no_such_library", _broken_namespace))
     assert cli.main(["conformance", "--backend", "broken"]) == 2
     assert re.search(
         r"conformance: backend 'broken' cannot be loaded \(TypeError: backend 'broken': no int64 here\. Enable it first\.\)\. Fix what",
@@ -400,14 +402,12 @@ def _frobnicate_coo_strict_plugin(xp, x):
 def test_command_takes_an_operation_that_a_plugin_registers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_registry: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import array_api_strict
-
     import xsparse.__main__ as cli
 
+    lib = _strict_copy(tmp_path, monkeypatch, "strictplugin")
     (tmp_path / "xsparse_plugin_kernels.py").write_text(PLUGIN_KERNELS)
-    monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "xsparse_plugin_kernels", raising=False)
-    _publish(monkeypatch, Backend("strict_plugin", "array_api_strict", lambda: array_api_strict, kernels="xsparse_plugin_kernels"))
+    _publish(monkeypatch, Backend("strict_plugin", "strictplugin", lambda: lib, kernels="xsparse_plugin_kernels"))
     try:
         assert "frobnicate" not in dispatch.operations()  # until the backend loads
         assert cli.main(["conformance", "--backend", "strict_plugin", "--ops", "frobnicate", "--max-examples", "1"]) == 0

@@ -120,8 +120,17 @@ class Backend:
         return self.library in sys.modules or importlib.util.find_spec(self.library) is not None
 
     def namespace(self) -> Any:
-        """The Array API namespace of the library (importing it)."""
-        return self.namespace_loader()
+        """The Array API namespace of the library (importing it); ImportError naming the backend where the
+        library is not installed."""
+        try:
+            return self.namespace_loader()
+        except ImportError as exc:
+            if self.is_available():
+                raise
+            raise ImportError(
+                f"backend {self.name!r} is not installed: its library {self.library!r} cannot be imported ({exc}). "
+                f"Install {self.library}, or use an installed backend ({', '.join(b.name for b in registered_backends() if b.is_available())})."
+            ) from exc
 
     def load(self) -> Any:
         """Import the backend's native kernels (once) and return its namespace.
@@ -226,9 +235,13 @@ def _load_entry_points() -> None:
                 try:
                     backend = _load_entry_point(ep)
                 except Exception as exc:  # any error of a plug-in's import is that plug-in's alone
-                    failed[ep.name] = f"entry point '{ep.name} = {ep.value}' raised {type(exc).__name__}: {str(exc).rstrip('.')}"
+                    failed[ep.name] = f"failed to load (entry point '{ep.name} = {ep.value}' raised {type(exc).__name__}: {str(exc).rstrip('.')})"
                     continue
-                _EXTRA.setdefault(backend.name, backend)
+                refused = _refusal(backend)
+                if refused:
+                    failed[backend.name if backend.name not in _BUILTIN else ep.name] = f"is refused (entry point '{ep.name} = {ep.value}': {refused})"
+                    continue
+                _EXTRA[backend.name] = backend
             _FAILED.update(failed)
             _entry_points_loaded = True
         finally:
@@ -236,11 +249,31 @@ def _load_entry_points() -> None:
     # warned after the registry is complete: a warning turned into an error must not leave it half-loaded
     for name, why in failed.items():
         warnings.warn(
-            f"xsparse.backends: the plug-in backend {name!r} failed to load ({why}). The other backends work; fix or "
+            f"xsparse.backends: the plug-in backend {name!r} {why}. The other backends work; fix or "
             f"uninstall the package that provides the entry point to use {name!r}.",
             RuntimeWarning,
             stacklevel=2,
         )
+
+
+def _refusal(backend: Backend) -> str | None:
+    """Why a plug-in ``backend`` cannot be registered, or None.
+
+    Arrays go to a backend by their library, and those of the built-in backends' libraries always to the
+    built-in ones: a plug-in for one of them would own sparse arrays that no dense array of its library could
+    meet (every mixed call a BackendMismatchError), and the conformance suite, which builds its inputs from
+    that library's arrays, would test the built-in backend in its name. Its kernels belong to the built-in
+    backend instead (``register(..., backend="numpy")``).
+    """
+    if backend.name in _BUILTIN or backend.name in _EXTRA:
+        return f"the name {backend.name!r} is taken by another backend; give the plug-in a name of its own"
+    builtin = next((b.name for b in _BUILTIN.values() if b.library == backend.library), None)
+    if builtin is not None:
+        return (
+            f"its library {backend.library!r} is that of the built-in backend {builtin!r}, whose arrays always go to it; "
+            f"register the plug-in's kernels for that backend instead (register(..., backend={builtin!r}))"
+        )
+    return None
 
 
 def _load_entry_point(ep: Any) -> Backend:
@@ -282,7 +315,7 @@ def _find_backend(op: str, name: Any) -> Backend:
         return _EXTRA[name]
     if name in _FAILED:
         raise ImportError(
-            f"{op}: the plug-in backend {name!r} failed to load ({_FAILED[name]}). Fix or uninstall the package that "
+            f"{op}: the plug-in backend {name!r} {_FAILED[name]}. Fix or uninstall the package that "
             "provides the entry point, or use another backend."
         )
     namespace = _array_api_module(name)
@@ -394,6 +427,11 @@ def _registered(op: str, name: Any) -> Backend:
     """The backend ``name`` gives, where it is a registered one: arrays and namespaces name their backend,
     and the name of an unregistered Backend finds another backend, or none."""
     backend = _find_backend(op, name)
+    if not backend.is_available():
+        raise ImportError(
+            f"{op}: backend {backend.name!r} is not installed: its library {backend.library!r} cannot be imported "
+            f"(backend={backend.name!r}). Install {backend.library}, or pick an installed backend."
+        )
     if backend is name and not _is_registered(backend):
         raise ValueError(
             f"{op}: the backend is not registered: its name finds another backend, or none (backend={backend!r}). "
