@@ -233,6 +233,9 @@ def _supports_coo_coo_mul(xp: Any, x: COOArray, y: COOArray) -> str | None:
     if x.sparse_dim() == 0:
         # a 0-d product with an operand without entries reads uninitialised memory (torch 2.13)
         return "torch's mul of COO tensors without sparse dimensions can give garbage where one has no entry"
+    if x.dense_dim() and (x.dtype.is_floating_point or y.dtype.is_floating_point):
+        # 0.0 * -2.0 is -0.0, and torch's dense product says so, but its hybrid COO mul gives +0.0
+        return "torch's mul of COO tensors with dense dimensions gives +0.0 for the products that are -0.0"
     return _product_reason(x, y)
 
 
