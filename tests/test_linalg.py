@@ -751,6 +751,22 @@ def test_spsolve_public(backend: str) -> None:
 
 
 @pytest.mark.parametrize("backend", ["numpy", "torch", "array_api_strict"])
+def test_solve_errors_name_solve(backend: str) -> None:
+    # sizes that disagree raised NumPy's gufunc error (naming "solve1") after densifying x1; the sparse
+    # system's errors named spsolve, the function solve runs
+    xp = namespace(backend)
+    a = xs.to_sparse_csr(xp.asarray(np.array([[1.0, 0.0], [0.0, 0.0]])))
+    sizes = r"^solve: x1 must hold square matrices and x2 a right-hand side of as many rows, of shape \(\.\.\., M\) or \(\.\.\., M, K\) "
+    with pytest.raises(ValueError, match=sizes + r"\(x1\.shape=\(2, 2\), x2\.shape=\(3,\)\)\. Pass a system whose sizes agree\.$"):
+        xs.linalg.solve(a, xp.ones(3, dtype=xp.float64))
+    with pytest.raises(ValueError, match=sizes + r"\(x1\.shape=\(2, 2, 3\), x2\.shape=\(2, 2\)\)"):
+        xs.linalg.solve(xs.to_sparse_coo(xp.ones((2, 2, 3), dtype=xp.float64)), xp.ones((2, 2), dtype=xp.float64))
+    # SuperLU finds the matrix singular; array_api_strict's GMRES does not converge on it
+    with pytest.raises(ValueError, match=r"^solve: the (matrix is singular|iterative solver did not converge) \("):
+        xs.linalg.solve(a, xp.ones(2, dtype=xp.float64))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "array_api_strict"])
 def test_spsolve_of_a_matrix_with_a_nan(backend: str) -> None:
     # SuperLU read the NaN pivot as a singular factor, GMRES failed in LAPACK: the message says what it is
     a = xs.to_backend(xs.to_sparse_csr(np.array([[1.0, 0.0], [math.nan, 2.0]])), backend)

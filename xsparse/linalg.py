@@ -304,6 +304,14 @@ def solve(x1: Any, x2: Any, /) -> Any:
     backend, xp = _matrix(op, x1)
     array_operand(op, x2)
     backend_of(x1, x2, op=op)
+    m = x1.shape[-1]
+    rows = x2.shape[0] if x2.ndim == 1 else (x2.shape[-2] if x2.ndim else None)
+    if x1.shape[-2] != m or rows != m:
+        # checked before any densification, and named as this function (NumPy's gufunc error names solve1)
+        raise ValueError(
+            f"{op}: x1 must hold square matrices and x2 a right-hand side of as many rows, of shape (..., M) or (..., M, K) "
+            f"(x1.shape={tuple(x1.shape)}, x2.shape={tuple(x2.shape)}). Pass a system whose sizes agree."
+        )
     sparse_system = (
         isinstance(x1, SparseArray) and x1.ndim == 2 and x1.dense_dim() == 0 and x2.ndim in (1, 2) and x1.dtype == x2.dtype
         and xp.isdtype(x1.dtype, ("real floating", "complex floating")) and x1.shape[0] == x1.shape[1] == x2.shape[0]
@@ -311,7 +319,13 @@ def solve(x1: Any, x2: Any, /) -> Any:
     if sparse_system:
         from ._linalg import spsolve
 
-        return spsolve(x1, _dense(x2))
+        try:
+            return spsolve(x1, _dense(x2))
+        except ValueError as e:
+            # spsolve's messages name it; the user called solve
+            if type(e) is not ValueError or not str(e).startswith("spsolve: "):
+                raise
+            raise ValueError(f"{op}: {str(e)[len('spsolve: '):]}") from None
     return xp.linalg.solve(_dense(x1), _dense(x2))
 
 
