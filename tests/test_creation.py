@@ -256,10 +256,20 @@ def test_asarray_checks_what_it_is_asked(backend: str, xp: Any) -> None:
     with pytest.raises(ValueError, match=r"blocksize applies to sparse_bsr and sparse_bsc only"):
         xs.asarray(a, blocksize=(2, 2))
     assert xs.asarray(a, layout=xs.sparse_bsr, blocksize=(2, 2)).blocksize == (2, 2)
-    with pytest.raises(ValueError, match=r"^asarray: blocksize and fill_value describe a sparse result, and this one is strided"):
+    sparse_only = r"^asarray: blocksize, fill_value, sparse_dim and dense_dim describe a sparse result, and this one is strided"
+    with pytest.raises(ValueError, match=sparse_only):
         xs.asarray(xp.ones((2,)), fill_value=1.0)
-    with pytest.raises(ValueError, match=r"^asarray: blocksize and fill_value describe a sparse result"):
+    with pytest.raises(ValueError, match=sparse_only):
         xs.asarray(a, layout=xs.strided, blocksize=(1, 1))
+    with pytest.raises(ValueError, match=sparse_only + r" \(layout=None, blocksize=None, fill_value=None, dense_dim=0\)"):
+        xs.asarray(xp.ones((2,)), dense_dim=0)
+    # torch's to_sparse(dense_dim=...), and the error of an impossible split names asarray
+    h = xs.asarray(xp.ones((2, 2, 3)), layout=xs.sparse_csr, dense_dim=1)
+    assert (h.layout, h.dense_dim(), tuple(h.values().shape)) == (xs.sparse_csr, 1, (4, 3))
+    c = xs.asarray(xp.asarray([[1.0, 0.0], [0.0, 0.0]]), layout=xs.sparse_coo, sparse_dim=1)
+    assert (c.sparse_dim(), c.dense_dim(), c.nnz) == (1, 1, 1)
+    with pytest.raises(ValueError, match=r"^asarray: the array cannot be given layout=sparse_csr: a sparse_csr array needs 2 sparse dimensions"):
+        xs.asarray(xp.ones((2, 2)), layout=xs.sparse_csr, dense_dim=1)
     # the standard: copy=False raises where a copy is needed, and a change of layout is one
     for obj, layout, what in [
         (a, xs.strided, "a sparse_csr array converted to strided is a copy"),

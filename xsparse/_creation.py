@@ -756,26 +756,31 @@ def empty_like(x: Any, /, *, dtype: Any = None, device: Any = None, layout: Layo
 # -- the Array API's other creation functions ----------------------------------------------------------
 
 
-def _to_layout(op: str, x: Any, layout: Layout | None, blocksize: Any, fill_value: Any = None) -> Any:
-    """``x`` (strided or sparse) in ``layout`` (None: as it is), with ``blocksize`` and ``fill_value`` checked or
-    applied by :func:`xsparse.to_sparse`."""
+def _to_layout(op: str, x: Any, layout: Layout | None, blocksize: Any, fill_value: Any = None, **dims: int | None) -> Any:
+    """``x`` (strided or sparse) in ``layout`` (None: as it is), with ``blocksize``, ``fill_value`` and the
+    ``sparse_dim``/``dense_dim`` split in ``dims`` checked or applied by :func:`xsparse.to_sparse`."""
+    dims = {k: v for k, v in dims.items() if v is not None}
     if layout is None or layout is strided:
-        if blocksize is not None or fill_value is not None:
+        if blocksize is not None or fill_value is not None or dims:
+            given = "".join(f", {k}={v}" for k, v in dims.items())
             raise ValueError(
-                f"{op}: blocksize and fill_value describe a sparse result, and this one is strided (layout={layout}, "
-                f"blocksize={blocksize}, fill_value={fill_value}). Leave them out, or pass a sparse layout."
+                f"{op}: blocksize, fill_value, sparse_dim and dense_dim describe a sparse result, and this one is strided "
+                f"(layout={layout}, blocksize={blocksize}, fill_value={fill_value}{given}). Leave them out, or pass a sparse layout."
             )
         return x if layout is None or not isinstance(x, SparseArray) else _dense(x)
     if not isinstance(layout, Layout):
         raise LayoutError(f"{op}: layout must be an xsparse layout (layout={layout!r}). Pass e.g. xsparse.sparse_coo or xsparse.strided.")
     from ._conversion import to_sparse
 
-    kwargs: dict[str, Any] = {"layout": layout}
+    from ._elementwise import converting_for
+
+    kwargs: dict[str, Any] = {"layout": layout, **dims}
     if blocksize is not None:
         kwargs["blocksize"] = blocksize
     if fill_value is not None:
         kwargs["fill_value"] = fill_value
-    return to_sparse(x, **kwargs)
+    with converting_for(op, layout, "the array"):
+        return to_sparse(x, **kwargs)
 
 
 def _dense(x: SparseArray) -> Any:
@@ -795,6 +800,8 @@ def asarray(
     backend: str | Backend | None = None,
     blocksize: tuple[int, int] | None = None,
     fill_value: Any = None,
+    sparse_dim: int | None = None,
+    dense_dim: int | None = None,
 ) -> Any:
     """An array from ``obj``: an array (strided or sparse), a Python scalar, a nested sequence, or an
     object with the buffer or DLPack protocol.
@@ -817,6 +824,10 @@ def asarray(
         against a sparse one (a conversion keeps the fill value; a blocked layout takes this block shape).
         They describe a sparse result: a strided one raises ``ValueError``. ``copy=False`` raises when
         the layout changes, since a conversion between layouts copies.
+    sparse_dim, dense_dim
+        How the dimensions of a sparse result split into sparse and dense ones, as in
+        :func:`xsparse.to_sparse` (``dense_dim=1`` keeps the last dimension dense); they too describe a
+        sparse result.
 
     Examples
     --------
@@ -851,15 +862,16 @@ def asarray(
 
             result = astype(obj, resolve_dtype(xp, dtype) if dtype is not None else obj.dtype, copy=bool(copy) or needs_cast, device=device)
         target = obj.layout if layout is None else layout
-        if blocksize is None and fill_value is None:
+        if blocksize is None and fill_value is None and sparse_dim is None and dense_dim is None:
             if target is obj.layout:
                 return result
             from ._elementwise import convert_result
 
             return convert_result(result, layout, op)
-        return _to_layout(op, result, target, blocksize, fill_value)
+        return _to_layout(op, result, target, blocksize, fill_value, sparse_dim=sparse_dim, dense_dim=dense_dim)
     if isinstance(obj, (list, tuple)) and any(isinstance(leaf, SparseArray) for leaf in _leaves(obj)):
-        return _to_layout(op, _nested_with_arrays(op, obj, dtype, device, copy, backend), layout, blocksize, fill_value)
+        nested = _nested_with_arrays(op, obj, dtype, device, copy, backend)
+        return _to_layout(op, nested, layout, blocksize, fill_value, sparse_dim=sparse_dim, dense_dim=dense_dim)
     b = backend_of(obj, op=op, backend=backend)
     xp = b.load()
     dt = resolve_dtype(xp, dtype)
@@ -872,7 +884,7 @@ def asarray(
         kwargs["copy"] = copy
     if copy is False and layout is not None and layout is not strided:
         raise ValueError(f"{op}: copy=False but a {layout} array made from strided data is a copy (layout={layout}). Pass copy=None to allow a copy.")
-    return _to_layout(op, xp.asarray(obj, **kwargs), layout, blocksize, fill_value)
+    return _to_layout(op, xp.asarray(obj, **kwargs), layout, blocksize, fill_value, sparse_dim=sparse_dim, dense_dim=dense_dim)
 
 
 def _leaves(obj: Any) -> Any:
