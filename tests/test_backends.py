@@ -554,6 +554,84 @@ def test_to_backend_rejects_non_arrays() -> None:
         xs.to_backend([1, 2], "torch")
 
 
+def test_to_backend_of_a_flipped_numpy_array_does_not_abort() -> None:
+    # torch's DLPack import aborts the interpreter on a negative stride, so the old behaviour runs in a
+    # process of its own: it must exit cleanly with the flipped values
+    code = (
+        "import numpy as np, xsparse as xs\n"
+        "a = np.arange(12.0).reshape(3, 4)\n"
+        "for v in (xs.flip(a, axis=0), a[::-1], a[:, ::-2], np.flip(a)):\n"
+        "    assert xs.to_backend(v, 'torch').tolist() == v.tolist()\n"
+        "    assert np.from_dlpack(xs.to_backend(v, 'array_api_strict')).tolist() == v.tolist()\n"
+        "print('done')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "done" in proc.stdout, proc.stderr[-2000:]
+
+
+def test_to_backend_copies_a_read_only_source_for_a_writable_target() -> None:
+    # torch's DLPack import drops the read-only flag: the source must not change through the result
+    r = np.asarray([[0.0, 1.5], [2.0, 0.0]])
+    r.flags.writeable = False
+    t = xs.to_backend(r, "torch")
+    t += 1
+    assert r.tolist() == [[0.0, 1.5], [2.0, 0.0]]
+    s = xs.to_sparse_csr(r)
+    for c in s._components().values():
+        c.flags.writeable = False
+    st = xs.to_backend(s, "torch")
+    st.values().mul_(0)
+    assert s.values().tolist() == [1.5, 2.0]
+    # NumPy and array-api-strict keep the flag, so the memory is still shared there
+    n = xs.to_backend(r, "array_api_strict")
+    assert np.shares_memory(np.from_dlpack(n), r)
+    # a writable source is still shared with torch
+    w = np.arange(3.0)
+    assert xs.to_backend(w, "torch").data_ptr() == w.ctypes.data
+
+
+def test_from_dlpack_copy_true_copies_a_moved_sparse_array() -> None:
+    a = xs.to_sparse_csr(np.asarray([[0.0, 1.5], [2.0, 0.0]]))
+    k = xs.from_dlpack(a, copy=True, backend="torch")
+    assert k.backend == "torch"
+    for c in k._components().values():
+        c.zero_()
+    assert xs.to_dense(a).tolist() == [[0.0, 1.5], [2.0, 0.0]]
+    assert a.crow_indices().tolist() == [0, 1, 2]
+
+
+@pytest.mark.parametrize("dst", ["torch", "array_api_strict"])
+def test_to_backend_of_non_native_byte_order(dst: str) -> None:
+    be = np.asarray([[0, 1.5], [2, 0]], dtype=">f8")
+    t = xs.to_backend(be, dst)
+    assert t.dtype == _ns(dst).float64
+    np.testing.assert_array_equal(_host(t), be)
+    s = xs.to_backend(xs.to_sparse_csr(be), dst)
+    np.testing.assert_array_equal(_host(xs.to_dense(s)), be)
+
+
+def test_to_backend_of_a_numpy_scalar() -> None:
+    t = xs.to_backend(np.int64(3), "torch")
+    assert t.shape == () and t.dtype == torch.int64 and int(t) == 3
+    f = xs.to_backend(np.float64(2.5), "array_api_strict")
+    assert f.shape == () and f.dtype == strict.float64 and float(f) == 2.5
+
+
+def test_to_backend_of_a_meta_tensor() -> None:
+    with pytest.raises(ValueError, match=r"to_backend: a tensor on the meta device has no data to move \(device=meta\)\. Materialize"):
+        xs.to_backend(torch.empty(2, device="meta"), "numpy")
+
+
+def test_backend_mismatch_names_clip_and_stack() -> None:
+    a = xs.to_sparse_csr(np.asarray([[0.0, 1.5], [2.0, 0.0]]))
+    with pytest.raises(xs.BackendMismatchError, match=r"^clip: the operands live on different backends \('numpy', 'torch'\)"):
+        xs.clip(a, torch.zeros(2, 2, dtype=torch.float64), None)
+    with pytest.raises(xs.BackendMismatchError, match=r"^clip: the operands live on different backends"):
+        xs.clip(a, None, torch.zeros(2, 2, dtype=torch.float64))
+    with pytest.raises(xs.BackendMismatchError, match=r"^stack: the operands live on different backends \('numpy', 'torch'\)"):
+        xs.stack([a, xs.to_backend(a, "torch")])
+
+
 # -- mixing backends ------------------------------------------------------------------------------
 
 

@@ -77,3 +77,27 @@ def test_jax_without_64_bit_mode_is_refused() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
     assert "backend 'jax.numpy': xsparse computes indices in int64, and this library gives int32" in out
     assert "jax.config.update('jax_enable_x64', True)" in out
+
+
+def test_to_backend_copies_jax_arrays_for_torch() -> None:
+    # JAX arrays are immutable; torch's DLPack import would hand out a writable tensor over their memory
+    torch = pytest.importorskip("torch")
+    j = jnp.asarray([[0.0, 1.5], [2.0, 0.0]])
+    t = xs.to_backend(j, "torch")
+    t.mul_(0)
+    assert j.tolist() == [[0.0, 1.5], [2.0, 0.0]]
+    s = xs.to_backend(xs.to_sparse_csr(np.asarray([[0.0, 1.5], [2.0, 0.0]])), "jax.numpy")
+    st = xs.to_backend(s, "torch")
+    for c in st._components().values():
+        assert isinstance(c, torch.Tensor)
+        c.zero_()
+    assert s.values().tolist() == [1.5, 2.0] and s.crow_indices().tolist() == [0, 1, 2]
+
+
+def test_to_backend_of_a_strided_bfloat16_tensor_to_jax() -> None:
+    # JAX refuses a strided DLPack tensor, and the host fallback through NumPy has no bfloat16
+    torch = pytest.importorskip("torch")
+    x = torch.arange(8, dtype=torch.bfloat16).reshape(2, 4)[:, ::2]
+    y = xs.to_backend(x, "jax.numpy")
+    assert y.dtype == jnp.bfloat16
+    assert y.astype(jnp.float32).tolist() == x.float().tolist()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any, cast
 
 import array_api_compat
@@ -372,6 +373,56 @@ def matrix_transpose(x: Any, /) -> Any:
     )
 
 
+_DLPACK_ERRORS = (TypeError, ValueError, RuntimeError, BufferError, AttributeError)
+
+
+def _exportable(source: Backend, a: Any) -> Any:
+    """``a`` in a form DLPack can export and every importer can take, copied only where it is not.
+
+    DLPack carries neither a byte order nor torch's autograd history and lazy conjugation / negation bits,
+    and a negative stride (a NumPy flip) makes torch's importer abort the interpreter rather than raise.
+    """
+    if array_api_compat.is_torch_array(a):
+        if a.device.type == "meta":
+            raise ValueError(
+                f"to_backend: a tensor on the meta device has no data to move (device={a.device}). Materialize it "
+                "first, e.g. with torch.empty_like(x, device='cpu')."
+            )
+        return a.detach().resolve_conj().resolve_neg()
+    host = getattr(a, "_array", a)  # array-api-strict wraps a NumPy array
+    dtype = getattr(host, "dtype", None)
+    if dtype is not None and getattr(dtype, "isnative", True) is False:
+        import numpy as np
+
+        native = np.asarray(host).astype(dtype.newbyteorder("="))
+        return native if host is a else source.load().asarray(native)
+    strides = getattr(host, "strides", None)
+    if isinstance(strides, tuple) and any(st < 0 for st in strides):
+        import numpy as np
+
+        if isinstance(a, np.ndarray):
+            return np.ascontiguousarray(a)
+        xp = source.load()
+        return xp.reshape(xp.reshape(xp.astype(a, a.dtype, copy=True), (-1,)), tuple(a.shape))
+    return a
+
+
+def _read_only(a: Any) -> bool:
+    """Whether ``a`` may not be written to: a read-only NumPy (or array-api-strict) array, any JAX array."""
+    if array_api_compat.is_jax_array(a):
+        return True
+    flags = getattr(getattr(a, "_array", a), "flags", None)
+    return getattr(flags, "writeable", True) is False
+
+
+def _writable(a: Any) -> bool:
+    """Whether ``a`` can be written to in place (torch and CuPy arrays always can; JAX arrays never)."""
+    if array_api_compat.is_torch_array(a) or array_api_compat.is_cupy_array(a):
+        return True
+    flags = getattr(getattr(a, "_array", a), "flags", None)
+    return getattr(flags, "writeable", False) is True
+
+
 def to_backend(x: Any, backend: str | Backend, /, *, device: Any = None) -> Any:
     """Move an array (strided or sparse) to another backend, zero-copy through DLPack where possible.
 
@@ -385,6 +436,10 @@ def to_backend(x: Any, backend: str | Backend, /, *, device: Any = None) -> Any:
     """
     target = get_backend(backend)
     xp = target.load()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(x, numpy.generic):
+        # a NumPy scalar (what indexing a NumPy array gives) has no __dlpack__: it moves as the 0-d array it stands for
+        x = numpy.asarray(x)
     if isinstance(x, SparseArray) or is_strided(x):
         name = dtype_name(x.dtype)
         if not hasattr(xp, name):
@@ -394,18 +449,27 @@ def to_backend(x: Any, backend: str | Backend, /, *, device: Any = None) -> Any:
             )
 
     def move(a: Any) -> Any:
-        if backend_of_array(a).name == target.name:
+        source = backend_of_array(a)
+        if source.name == target.name:
             moved = a
         else:
-            if array_api_compat.is_torch_array(a):
-                # DLPack exports neither autograd history nor torch's lazy conjugation / negation bits
-                a = a.detach().resolve_conj().resolve_neg()
+            a = _exportable(source, a)
             try:
                 moved = xp.from_dlpack(a)
-            except (TypeError, ValueError, RuntimeError, BufferError, AttributeError):
-                import numpy as np
+            except _DLPACK_ERRORS:
+                # some importers refuse strides they could not have made (JAX): a row-major copy made on the
+                # source's own backend first, as the host round trip below cannot hold every dtype (bfloat16)
+                a = contiguous(source, source.load(), a)
+                try:
+                    moved = xp.from_dlpack(a)
+                except _DLPACK_ERRORS:
+                    import numpy as np
 
-                moved = xp.asarray(np.from_dlpack(a))
+                    moved = xp.asarray(np.from_dlpack(a))
+            if _read_only(a) and _writable(moved):
+                # torch's DLPack import drops the read-only flag: writing into the result would change a
+                # read-only NumPy array or an immutable JAX array behind its owner's back
+                moved = xp.astype(moved, moved.dtype, copy=True)
         if device is not None:
             moved = xp.asarray(moved, device=device)
         return moved

@@ -1190,6 +1190,7 @@ def _sparse_from_dlpack(op: str, x: SparseArray, device: Any, copy: bool | None,
         result = to_backend(x, target, device=device)
     elif device is not None and device != x.device:
         result = x.to_device(device)
-    if copy and result is x:
-        result = clone(x)
+    if copy:
+        # a move shares memory where DLPack allows (numpy <-> torch on the CPU): only a clone is sure to copy
+        result = clone(result)
     return result

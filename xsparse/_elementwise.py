@@ -426,6 +426,7 @@ def clip(x: Any, /, min: Any = None, max: Any = None, *, layout: Layout | None =
     check_dtypes("clip", x)
     # checked here, so that an error names this function, not the maximum or minimum it runs
     broadcast_shapes("clip", *(tuple(v.shape) for v in (x, min, max) if v is not None and not isinstance(v, _SCALARS)))
+    backend_of(x, min, max, op="clip")
     out = x if min is None else maximum(x, min)
     out = out if max is None else minimum(out, max)
     if out.dtype != x.dtype:

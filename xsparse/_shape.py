@@ -879,6 +879,8 @@ def stack(arrays: Sequence[Any], /, *, axis: int = 0, layout: Layout | None = No
     """
     op = "stack"
     items = _arrays(op, arrays)
+    # checked here, so that a mismatch names this function, not the concat it runs
+    backend_of(*items, op=op)
     shapes = {tuple(a.shape) for a in items}
     if len(shapes) > 1:
         raise ValueError(f"{op}: the arrays must have one shape (shapes={[tuple(a.shape) for a in items]}). Make the shapes equal.")
