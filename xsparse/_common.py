@@ -31,22 +31,58 @@ def _is_builtin(backend: Backend) -> bool:
     return _BUILTIN.get(backend.name) is backend
 
 
+# torch's sparse tensors share the type torch.Tensor with its strided ones, which is in the memo: a memo
+# hit for torch reads the tensor's layout too (one attribute read). Set when torch's type enters the memo.
+_TORCH = _BUILTIN["torch"]
+_torch_strided: Any = None
+
+
+def _refuse_foreign(x: Any) -> None:
+    """Raise the TypeError for another library's sparse array (a torch sparse tensor, a pydata/sparse
+    array), which passes the Array API's array test but is no strided array; nothing for anything else."""
+    from ._foreign import foreign_sparse_kind, refuse_foreign_sparse
+
+    kind = foreign_sparse_kind(x)
+    if kind is not None:
+        raise refuse_foreign_sparse(x, kind)
+
+
 def is_strided(x: Any) -> bool:
-    """Whether ``x`` is an array of some backend (not an xsparse array, not a Python scalar or list)."""
-    if type(x) in _STRIDED_BACKENDS:
+    """Whether ``x`` is an array of some backend (not an xsparse array, not a Python scalar or list).
+
+    Raises
+    ------
+    TypeError
+        Where ``x`` is a sparse array of another library (torch, pydata/sparse): every function that
+        classifies its operands here refuses it, saying to convert it with :func:`xsparse.asarray`.
+    """
+    found = _STRIDED_BACKENDS.get(type(x))
+    if found is not None:
+        if found is _TORCH and x.layout is not _torch_strided:
+            _refuse_foreign(x)
         return True
-    return not isinstance(x, (SparseArray, bool, int, float, complex, list, tuple)) and array_api_compat.is_array_api_obj(x)
+    if isinstance(x, (SparseArray, bool, int, float, complex, list, tuple)) or not array_api_compat.is_array_api_obj(x):
+        return False
+    _refuse_foreign(x)
+    return True
 
 
 def strided_backend(x: Any) -> Backend | None:
     """The backend that owns the strided array ``x``, or ``None`` when ``x`` is not a strided array."""
+    global _torch_strided
     found = _STRIDED_BACKENDS.get(type(x))
     if found is not None:
+        if found is _TORCH and x.layout is not _torch_strided:
+            _refuse_foreign(x)
         return found
     if x is None or not is_strided(x):
         return None
     found = backend_of_array(x)
     if _is_builtin(found):
+        if found is _TORCH and _torch_strided is None:
+            import torch
+
+            _torch_strided = torch.strided
         _STRIDED_BACKENDS[type(x)] = found
     return found
 
@@ -60,6 +96,8 @@ def known_backend(x: Any) -> Backend | None:
     if found is None and isinstance(x, SparseArray):
         sparse_backend: Backend = x._backend
         return sparse_backend
+    if found is _TORCH and x.layout is not _torch_strided:
+        return None  # a torch sparse tensor: the full checks refuse it
     return found
 
 

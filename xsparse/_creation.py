@@ -809,8 +809,12 @@ def asarray(
     Parameters
     ----------
     obj
-        What to convert. A sparse array stays sparse (cast or moved as asked); anything else becomes a
-        strided array of the backend (the one of ``obj``, else ``backend``, else the default backend).
+        What to convert. A sparse array stays sparse (cast or moved as asked); so does a sparse array of
+        another library (a torch sparse tensor, a SciPy sparse matrix or array, a pydata/sparse ``COO`` or
+        ``GCXS``, a JAX ``BCOO``), made from its components without densifying, on the backend of its
+        components (torch, NumPy, jax.numpy) or ``backend``. Anything else becomes a strided array of the
+        backend (the one of ``obj``, else ``backend``, else the default backend); a buffer object
+        (``array.array``) is read with its own format, as NumPy reads it, on every backend.
     dtype, device, copy
         As in the Array API. ``copy=False`` with a sparse ``obj`` that needs a cast raises (as it does
         for strided arrays in the standard).
@@ -841,6 +845,20 @@ def asarray(
     [3, 0]
     """
     op = "asarray"
+    if not isinstance(obj, (SparseArray, list, tuple, bool, int, float, complex, str)):
+        from ._foreign import from_foreign_sparse
+
+        converted = from_foreign_sparse(op, obj, backend)
+        if converted is not None:
+            # another library's sparse array, made an xsparse array from its components (on ``backend``
+            # already); dtype=, layout= and copy= apply to it below as to any sparse array
+            obj, copied = converted
+            if copy is False and copied:
+                raise ValueError(
+                    f"{op}: copy=False but the sparse array cannot be converted without a copy (copy={copy!r}): its indices "
+                    "are sorted, converted or moved to another backend. Pass copy=None to allow a copy."
+                )
+            backend = None
     if isinstance(obj, SparseArray):
         b = backend_of(obj, op=op, backend=backend)
         xp = b.load()
@@ -884,7 +902,28 @@ def asarray(
         kwargs["copy"] = copy
     if copy is False and layout is not None and layout is not strided:
         raise ValueError(f"{op}: copy=False but a {layout} array made from strided data is a copy (layout={layout}). Pass copy=None to allow a copy.")
+    obj = _read_buffer(obj)
     return _to_layout(op, xp.asarray(obj, **kwargs), layout, blocksize, fill_value, sparse_dim=sparse_dim, dense_dim=dense_dim)
+
+
+def _read_buffer(obj: Any) -> Any:
+    """An object with the buffer protocol (``array.array``, ``bytearray``, a ``memoryview``) as a NumPy array
+    of the buffer's own format; anything else unchanged.
+
+    The backends read a buffer differently: NumPy by its format, torch as raw bytes of its default dtype
+    (``array.array("d", [1, 2, 3])`` became six float32 numbers). Read by NumPy first, every backend gets
+    the same elements. Arrays of a backend (``is_strided``), DLPack objects, scalars, sequences, ``str``
+    and ``bytes`` (a scalar to NumPy) are left to the backend's ``asarray``.
+    """
+    if isinstance(obj, (bool, int, float, complex, str, bytes, list, tuple)) or obj is None or hasattr(obj, "__dlpack__") or is_strided(obj):
+        return obj
+    try:
+        view = memoryview(obj)
+    except TypeError:
+        return obj  # no buffer protocol
+    import numpy as np
+
+    return np.asarray(view)
 
 
 def _leaves(obj: Any) -> Any:

@@ -320,6 +320,7 @@ def _find_backend(op: str, name: Any) -> Backend:
         )
     namespace = _array_api_module(name)
     if namespace is not None:
+        _refuse_namespace(op, namespace, name)
         # any Array API library, by the name of its namespace module (jax.numpy): the generic backend
         return backend_of_array(namespace.asarray(0))
     known = ", ".join(repr(b.name) for b in registered_backends())
@@ -339,8 +340,19 @@ _KNOWN_NAMESPACES: tuple[Callable[[Any], bool], ...] = (
     array_api_compat.is_jax_namespace,
     array_api_compat.is_dask_namespace,
     array_api_compat.is_ndonnx_namespace,
-    array_api_compat.is_pydata_sparse_namespace,
 )
+# pydata/sparse is an Array API namespace whose arrays are sparse arrays of another library: as a backend
+# its arrays would become the components of xsparse arrays (a sparse array as the values of one). It is
+# refused as a backend; xsparse.asarray converts its arrays instead.
+_REFUSED_NAMESPACES: tuple[Callable[[Any], bool], ...] = (array_api_compat.is_pydata_sparse_namespace,)
+
+
+def _refuse_namespace(op: str, xp: Any, name: Any) -> None:
+    if any(is_it(xp) for is_it in _REFUSED_NAMESPACES):
+        raise TypeError(
+            f"{op}: {xp.__name__!r} is a library of sparse arrays, not a backend of strided arrays (backend={name!r}). "
+            "Use a backend such as 'numpy', and convert its arrays with xsparse.asarray(s), which keeps them sparse."
+        )
 
 
 def _array_api_module(name: str) -> Any:
@@ -374,6 +386,7 @@ def backend_of_array(x: Any) -> Backend:
     for is_it, name in _DETECT:
         if is_it(xp):
             return _BUILTIN[name]
+    _refuse_namespace("backend_of_array", xp, xp.__name__)
     # a plug-in backend for this library wins over the generic one made up below
     _load_entry_points()
     for backend in _EXTRA.values():

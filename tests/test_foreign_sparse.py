@@ -1,0 +1,189 @@
+"""Sparse arrays of other libraries (torch, SciPy, pydata/sparse, JAX BCOO) and buffer objects: refused as
+operands, converted by asarray from their components without densifying."""
+
+from __future__ import annotations
+
+import array
+import warnings
+
+import numpy as np
+import pytest
+
+import xsparse as xs
+import xsparse.backends
+
+torch = pytest.importorskip("torch")
+
+D = np.array([[0, 1.5, 0, 2], [3, 0, 0, 0]])
+TORCH_SPARSE = "torch sparse tensor .*Convert it with xsparse.asarray"
+
+
+@pytest.fixture(autouse=True)
+def _quiet() -> object:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # torch's "sparse CSR support is in beta"
+        yield
+
+
+def _dense(x: object) -> np.ndarray:
+    return np.asarray(xs.to_backend(xs.to_dense(x), "numpy"))
+
+
+# -- torch sparse tensors ---------------------------------------------------------------------------------
+
+
+def test_torch_sparse_is_refused_as_operand() -> None:
+    tc = torch.tensor(D).to_sparse()
+    xs.layout_of(torch.tensor(D))  # a strided tensor puts torch.Tensor in the memo: the fast path must check too
+    for call in (
+        lambda: xs.layout_of(tc),
+        lambda: xs.to_dense(tc),
+        lambda: xs.to_sparse_csr(tc),
+        lambda: xs.to_backend(tc, "numpy"),
+        lambda: xs.sum(tc),
+        lambda: xs.add(tc, 1.0),
+        lambda: xs.matmul(xs.to_sparse_csr(torch.tensor(D)), tc.T),
+    ):
+        with pytest.raises(TypeError, match=TORCH_SPARSE):
+            call()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda d: d.to_sparse(),
+        lambda d: d.to_sparse_csr(),
+        lambda d: d.to_sparse_csc(),
+        lambda d: d.to_sparse_bsr((1, 2)),
+        lambda d: d.to_sparse_bsc((2, 1)),
+    ],
+    ids=["coo", "csr", "csc", "bsr", "bsc"],
+)
+def test_asarray_torch_sparse_each_layout(make: object) -> None:
+    t = make(torch.tensor(D))  # type: ignore[operator]
+    a = xs.asarray(t)
+    assert a.backend == "torch"
+    assert a.layout.name == str(t.layout).removeprefix("torch.")
+    np.testing.assert_array_equal(_dense(a), t.to_dense().numpy())
+    b = xs.asarray(t, dtype="float32")
+    assert str(b.dtype).split(".")[-1] == "float32"
+    np.testing.assert_array_equal(_dense(b), D.astype(np.float32))
+    c = xs.asarray(t, layout=xs.sparse_coo)
+    assert c.layout is xs.sparse_coo
+    np.testing.assert_array_equal(_dense(c), D)
+
+
+def test_asarray_torch_uncoalesced_hybrid_batched_empty() -> None:
+    u = torch.sparse_coo_tensor([[0, 0, 1], [1, 1, 0]], [1.0, 2.0, 3.0], (2, 2))
+    a = xs.asarray(u)
+    assert a.nnz == 3 and not a.is_coalesced()
+    np.testing.assert_array_equal(_dense(a), u.to_dense().numpy())
+    h = torch.zeros(2, 3, 2, dtype=torch.float64)
+    h[0, 1] = torch.tensor([1.0, 2.0])
+    ht = h.to_sparse(2)
+    np.testing.assert_array_equal(_dense(xs.asarray(ht)), h.numpy())
+    bt = torch.stack([torch.tensor(D), 2 * torch.tensor(D)]).to_sparse_csr()
+    np.testing.assert_array_equal(_dense(xs.asarray(bt)), bt.to_dense().numpy())
+    z = torch.zeros(2, 3).to_sparse_csr()
+    az = xs.asarray(z)
+    assert az.nnz == 0
+    np.testing.assert_array_equal(_dense(az), np.zeros((2, 3), np.float32))
+
+
+def test_asarray_torch_sparse_keeps_autograd() -> None:
+    d = torch.tensor(D, requires_grad=True)
+    for t in (d.to_sparse(), d.to_sparse_csr()):
+        a = xs.asarray(t)
+        xs.sum(a).backward()
+        assert d.grad is not None
+        np.testing.assert_array_equal(d.grad.numpy(), (D != 0).astype(float))
+        d.grad = None
+
+
+# -- SciPy ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "bsr", "dia", "lil", "dok"])
+@pytest.mark.parametrize("kind", ["array", "matrix"])
+def test_asarray_scipy_each_format(fmt: str, kind: str) -> None:
+    sp = pytest.importorskip("scipy.sparse")
+    m = getattr(sp, f"{fmt}_{kind}")(D)
+    a = xs.asarray(m)
+    expected = {"csr": xs.sparse_csr, "csc": xs.sparse_csc, "coo": xs.sparse_coo, "bsr": xs.sparse_bsr}.get(fmt, xs.sparse_csr)
+    assert a.layout is expected and a.backend == "numpy"
+    np.testing.assert_array_equal(_dense(a), m.toarray())
+    t = xs.asarray(m, backend="torch", dtype="float32", layout=xs.sparse_coo)
+    assert t.backend == "torch" and t.layout is xs.sparse_coo and str(t.dtype).split(".")[-1] == "float32"
+    np.testing.assert_array_equal(_dense(t), m.toarray().astype(np.float32))
+
+
+def test_asarray_scipy_unsorted_and_uncoalesced() -> None:
+    sp = pytest.importorskip("scipy.sparse")
+    m = sp.csr_array((np.array([2.0, 1.0]), np.array([3, 1]), np.array([0, 2, 2])), shape=(2, 4))
+    assert not m.has_sorted_indices
+    a = xs.asarray(m)
+    assert a.col_indices().tolist() == [1, 3]
+    assert m.indices.tolist() == [3, 1]  # the user's matrix is not sorted in place
+    with pytest.raises(ValueError, match="copy=False but the sparse array cannot be converted without a copy"):
+        xs.asarray(m, copy=False)
+    c = sp.coo_array((np.array([1.0, 2.0]), (np.array([0, 0]), np.array([1, 1]))), shape=(2, 2))
+    ac = xs.asarray(c)
+    assert not ac.is_coalesced() and ac.nnz == 2
+    np.testing.assert_array_equal(_dense(ac), c.toarray())
+
+
+# -- pydata/sparse and JAX BCOO ---------------------------------------------------------------------------
+
+
+def test_pydata_sparse_refused_and_converted() -> None:
+    sparse = pytest.importorskip("sparse")
+    s = sparse.COO.from_numpy(D)
+    for call in (lambda: xs.to_dense(s), lambda: xs.to_backend(s, "numpy"), lambda: xs.layout_of(s)):
+        with pytest.raises(TypeError, match="pydata/sparse array .*Convert it with xsparse.asarray"):
+            call()
+    with pytest.raises(TypeError, match="'sparse' is a library of sparse arrays, not a backend"):
+        xs.to_backend(xs.to_sparse_csr(D), "sparse")
+    a = xs.asarray(s)
+    assert a.layout is xs.sparse_coo
+    np.testing.assert_array_equal(_dense(a), D)
+    np.testing.assert_array_equal(_dense(xs.asarray(sparse.GCXS.from_numpy(D), layout=xs.sparse_csr)), D)
+    f = sparse.COO.from_numpy(np.array([[5.0, 1.0], [5.0, 5.0]]), fill_value=5.0)
+    af = xs.asarray(f)
+    assert af.fill_value == 5.0
+    np.testing.assert_array_equal(_dense(af), f.todense())
+
+
+def test_asarray_jax_bcoo(monkeypatch: pytest.MonkeyPatch) -> None:
+    jax = pytest.importorskip("jax")
+    jsp = pytest.importorskip("jax.experimental.sparse")
+    # the generic backend registered for jax.numpy, and JAX's 64-bit mode, are undone afterwards: other
+    # tests list the registered backends
+    monkeypatch.setattr(xsparse.backends, "_EXTRA", dict(xsparse.backends._EXTRA))
+    x64 = bool(jax.config.jax_enable_x64)
+    jax.config.update("jax_enable_x64", True)
+    try:
+        import jax.numpy as jnp
+
+        b = jsp.BCOO.fromdense(jnp.asarray(D))
+        a = xs.asarray(b)
+        assert a.layout is xs.sparse_coo and a.backend == "jax.numpy"
+        np.testing.assert_array_equal(_dense(a), D)
+        with pytest.raises(ValueError, match="asarray: a JAX BCOO array with batch or dense dimensions cannot be converted"):
+            xs.asarray(jsp.BCOO.fromdense(jnp.asarray(D), n_batch=1))
+    finally:
+        jax.config.update("jax_enable_x64", x64)
+
+
+# -- buffer objects ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "array_api_strict"])
+def test_asarray_buffer_reads_the_buffer_format(backend: str) -> None:
+    if backend == "array_api_strict":
+        pytest.importorskip("array_api_strict")
+    x = xs.asarray(array.array("d", [1, 2, 3]), backend=backend)
+    assert x.shape == (3,) and str(x.dtype).split(".")[-1] == "float64"
+    assert np.asarray(xs.to_backend(x, "numpy")).tolist() == [1.0, 2.0, 3.0]
+    i = xs.asarray(array.array("i", [4, 5]), backend=backend)
+    assert str(i.dtype).split(".")[-1] == "int32"
+    assert np.asarray(xs.to_backend(i, "numpy")).tolist() == [4, 5]

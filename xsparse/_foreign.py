@@ -1,0 +1,172 @@
+"""The sparse arrays of other libraries: recognised, refused as operands, and converted by ``asarray``.
+
+torch's sparse tensors and pydata/sparse's arrays pass the Array API's array test (``is_array_api_obj``),
+so that without a check they would be taken for strided arrays of their backend: a torch sparse tensor
+returned unchanged by ``to_dense``, a pydata/sparse array as the components of an xsparse array. SciPy's
+sparse matrices and JAX's ``BCOO`` are no Array API arrays, so that a backend's ``asarray`` made a 0-d or
+object array of them. Each is converted from its components here, without densifying.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+__all__ = ["foreign_sparse_kind", "refuse_foreign_sparse", "from_foreign_sparse"]
+
+
+def _is_scipy_sparse(x: Any) -> bool:
+    # SciPy is never imported here: an object of it exists only once the program has imported it
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and bool(sparse.issparse(x))
+
+
+def _is_jax_bcoo(x: Any) -> bool:
+    module = sys.modules.get("jax.experimental.sparse")
+    bcoo = getattr(module, "BCOO", None)
+    return bcoo is not None and isinstance(x, bcoo)
+
+
+def _is_pydata_sparse(x: Any) -> bool:
+    module = sys.modules.get("sparse")
+    array_type = getattr(module, "SparseArray", None)
+    return isinstance(array_type, type) and isinstance(x, array_type)
+
+
+def _is_torch_sparse(x: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor) and x.layout is not torch.strided
+
+
+def foreign_sparse_kind(x: Any) -> str | None:
+    """What kind of other library's sparse array ``x`` is (``"a torch sparse tensor"``), or None."""
+    if _is_torch_sparse(x):
+        return f"a torch sparse tensor (layout={x.layout})"
+    if _is_pydata_sparse(x):
+        return f"a pydata/sparse array ({type(x).__name__})"
+    if _is_scipy_sparse(x):
+        return f"a SciPy sparse {'array' if type(x).__name__.endswith('_array') else 'matrix'} ({type(x).__name__})"
+    if _is_jax_bcoo(x):
+        return "a JAX BCOO array"
+    return None
+
+
+def refuse_foreign_sparse(x: Any, kind: str, op: str | None = None) -> TypeError:
+    """The error for another library's sparse array ``x`` given where an xsparse or strided array is expected."""
+    prefix = f"{op}: " if op else "xsparse: "
+    return TypeError(
+        f"{prefix}the operand is {kind}, a sparse array of another library, not a strided array (type={type(x).__module__}."
+        f"{type(x).__name__}). Convert it with xsparse.asarray(x) first, which keeps it sparse."
+    )
+
+
+def from_foreign_sparse(op: str, x: Any, backend: Any) -> tuple[Any, bool] | None:
+    """``x`` as an xsparse array where it is another library's sparse array, else None.
+
+    Returns the array and whether making it copied data (sorted indices, a format conversion), which
+    ``copy=False`` refuses. ``backend`` moves the result with :func:`xsparse.to_backend`; without it, the
+    result is on the backend of the components (NumPy for SciPy and pydata/sparse, jax.numpy for JAX).
+    """
+    if _is_torch_sparse(x):
+        result, copied = _from_torch(x), False
+    elif _is_scipy_sparse(x):
+        result, copied = _from_scipy(op, x)
+    elif _is_pydata_sparse(x):
+        result, copied = _from_pydata(op, x)
+    elif _is_jax_bcoo(x):
+        result, copied = _from_bcoo(op, x), False
+    else:
+        return None
+    if backend is not None:
+        from ._conversion import to_backend
+        from .backends import get_backend
+
+        if get_backend(backend) is not result._backend:
+            result, copied = to_backend(result, backend), True
+    return result, copied
+
+
+def _from_torch(t: Any) -> Any:
+    import torch
+
+    from ._creation import sparse_compressed_array, sparse_coo_array
+
+    shape = tuple(t.shape)
+    if t.layout is torch.sparse_coo:
+        if t.requires_grad and not t.is_coalesced():
+            # torch gives the values with their autograd history only for a coalesced tensor (``values()``;
+            # ``_values()`` is detached): the history wins over keeping the duplicates
+            t = t.coalesce()
+        coalesced = bool(t.is_coalesced())
+        values = t.values() if coalesced else t._values()
+        return sparse_coo_array(t._indices(), values, shape, is_coalesced=coalesced)
+    from .formats import sparse_bsc, sparse_bsr, sparse_csc, sparse_csr
+
+    layout = {torch.sparse_csr: sparse_csr, torch.sparse_csc: sparse_csc, torch.sparse_bsr: sparse_bsr, torch.sparse_bsc: sparse_bsc}[t.layout]
+    if t.layout in (torch.sparse_csr, torch.sparse_bsr):
+        compressed, plain = t.crow_indices(), t.col_indices()
+    else:
+        compressed, plain = t.ccol_indices(), t.row_indices()
+    values = t.values()
+    blocksize = None
+    if t.layout in (torch.sparse_bsr, torch.sparse_bsc):
+        n_batch = compressed.ndim - 1
+        # values are (*batch, nnz, rows, columns, *dense): the block shape follows the nnz dimension
+        blocksize = (int(values.shape[n_batch + 1]), int(values.shape[n_batch + 2]))
+    return sparse_compressed_array(compressed, plain, values, shape, layout=layout, blocksize=blocksize, dense_dim=int(t.dense_dim()))
+
+
+def _from_scipy(op: str, m: Any) -> tuple[Any, bool]:
+    from ._creation import sparse_compressed_array, sparse_coo_array
+    from .formats import sparse_bsr, sparse_csc, sparse_csr
+
+    import numpy as np
+
+    fmt = m.format
+    copied = False
+    if fmt not in ("csr", "csc", "coo", "bsr"):
+        m, fmt, copied = m.tocsr(), "csr", True  # dia, lil, dok: SciPy's own conversion
+    shape = tuple(int(s) for s in m.shape)
+    if fmt == "coo":
+        coords = getattr(m, "coords", None)
+        if coords is None:  # SciPy before 1.13 names them row and col
+            coords = (m.row, m.col)
+        indices = np.stack([np.asarray(c, dtype=np.int64) for c in coords]) if len(coords) else np.zeros((0, m.nnz), np.int64)
+        copied = True  # the coordinate rows are stacked into one array
+        return sparse_coo_array(indices, m.data, shape, is_coalesced=bool(m.has_canonical_format)), copied
+    if not m.has_sorted_indices:
+        # sorted on a copy: SciPy's sort_indices works in place, on the user's matrix
+        m, copied = m.copy(), True
+        m.sort_indices()
+    layout = {"csr": sparse_csr, "csc": sparse_csc, "bsr": sparse_bsr}[fmt]
+    blocksize = (int(m.blocksize[0]), int(m.blocksize[1])) if fmt == "bsr" else None
+    # SciPy may hold int32 or int64 indices (both are valid components); an index of another integer dtype
+    # (SciPy picks the smallest that fits only on request) is widened
+    indptr, indices = (a if a.dtype in (np.int32, np.int64) else a.astype(np.int64) for a in (m.indptr, m.indices))
+    return sparse_compressed_array(indptr, indices, m.data, shape, layout=layout, blocksize=blocksize, backend="numpy"), copied
+
+
+def _from_pydata(op: str, s: Any) -> tuple[Any, bool]:
+    from ._creation import sparse_coo_array
+
+    copied = False
+    if type(s).__name__ != "COO":
+        s, copied = s.tocoo(), True  # GCXS, DOK: pydata/sparse's own conversion
+    fill = s.fill_value.item() if hasattr(s.fill_value, "item") else s.fill_value
+    coalesced = bool(getattr(s, "sorted", False)) and not bool(getattr(s, "has_duplicates", True))
+    return sparse_coo_array(s.coords, s.data, tuple(int(d) for d in s.shape), is_coalesced=coalesced, fill_value=fill, backend="numpy"), copied
+
+
+def _from_bcoo(op: str, b: Any) -> Any:
+    from ._creation import sparse_coo_array
+
+    if b.n_batch != 0 or b.n_dense != 0:
+        raise ValueError(
+            f"{op}: a JAX BCOO array with batch or dense dimensions cannot be converted (n_batch={b.n_batch}, "
+            f"n_dense={b.n_dense}). Convert it to n_batch=0 and n_dense=0 first, e.g. with "
+            "jax.experimental.sparse.bcoo_update_layout(x, n_batch=0, n_dense=0)."
+        )
+    # BCOO's indices are (nnz, ndim); xsparse's, as torch's, (ndim, nnz). BCOO marks coalesced arrays
+    # with unique_indices and sorted ones with indices_sorted: both together are xsparse's coalesced
+    coalesced = bool(b.unique_indices) and bool(b.indices_sorted)
+    return sparse_coo_array(b.indices.T, b.data, tuple(int(d) for d in b.shape), is_coalesced=coalesced)
