@@ -189,7 +189,8 @@ def to_layout(
     index_dtype: str = "int64",
     duplicates: bool = True,
 ) -> Any:
-    """The host array on the backend in ``layout``; a COO array is uncoalesced about a third of the time."""
+    """The host array on the backend in ``layout``; a COO array that holds an element is uncoalesced (with
+    duplicates) half the time."""
     x = xp.asarray(host)
     if layout is xs.strided:
         return x
@@ -204,7 +205,7 @@ def to_layout(
     if layout.is_blocked:
         kw["blocksize"] = blocksize
     out = xs.to_sparse(x, **kw)
-    if layout is xs.sparse_coo and duplicates and out.nnz and draw(st.integers(0, 2)) == 0:
+    if layout is xs.sparse_coo and duplicates and out.nnz and draw(st.booleans()):
         out = S.uncoalesced_like(xp, _seed(draw), out, index_dtype)
     return out
 
@@ -317,13 +318,72 @@ def _elementwise_case(draw: Draw, ctx: Context, dtype: str, fill: bool | None = 
     return draw(S.dense_cases(ctx.xp, dtype=dtype, fill=fill, max_batch_dims=1, max_dense_dims=1))  # type: ignore[no-any-return]
 
 
+# torch's extra unary functions by NumPy's names: the reference, computed on the host, where neither the
+# namespace nor the backend's library has the function (NumPy's sign of a complex number is torch's sgn)
+_HOST_UNARY: dict[str, Callable[..., Any]] = {
+    "sgn": np.sign, "conj_physical": np.conj, "deg2rad": np.deg2rad, "rad2deg": np.rad2deg, "angle": np.angle,
+    "isposinf": np.isposinf, "isneginf": np.isneginf, "signbit": np.signbit,
+}  # fmt: skip
+
+
+def _library(ctx: Context) -> Any:
+    """The top-level module of the backend's library (``torch`` for torch), if it is imported."""
+    import sys
+
+    try:
+        return sys.modules.get(xs.get_backend(ctx.backend).library)
+    except (ValueError, LookupError):
+        return None
+
+
+def _unary_reference(op: str, ctx: Context) -> Callable[..., Any]:
+    """The backend's own function ``op`` of a dense array: the namespace's, else that of the backend's
+    library (torch's ``deg2rad``), else NumPy's on the host. Never xsparse's strided kernel, which the
+    sparse kernels map their values through: a wrong one would agree with itself. A function that only
+    native kernels compute (``erf``) and that the backend lacks keeps xsparse's, whose NoKernelError the
+    runner reads as unsupported."""
+    if (ctx.backend, op) in GENERIC_SIGNS_WRONG:
+        # the backend's own function gets the sign of a zero wrong (torch's complex negative): NumPy's
+        # on the host, which follows IEEE 754 as the standard asks
+        host = getattr(np, op)
+        return lambda d, **kw: ctx.xp.asarray(np.asarray(host(to_numpy(d), **kw)))
+    for source in (ctx.xp, _library(ctx)):
+        fn = getattr(source, op, None) if source is not None else None
+        if callable(fn):
+            return fn  # type: ignore[no-any-return]
+    if op in _HOST_UNARY:
+        host = _HOST_UNARY[op]
+        return lambda d, **kw: ctx.xp.asarray(np.asarray(host(to_numpy(d), **kw)))
+    return getattr(xs, op)  # type: ignore[no-any-return]
+
+
+def _documented_rule(op: str, xp: Any, d: Any, result: Any) -> Any:
+    """``result``, the backend's ``op`` of the real ``d``, with xsparse's documented rule for single
+    elements where a backend differs (docs/decisions.md, "Where xsparse and torch differ on single
+    elements"): the angle of a real zero is 0, -0.0 included, as in torch (NumPy gives pi); the sign of
+    NaN is NaN, as the Array API says (torch's sgn gives 0)."""
+    if not xp.isdtype(d.dtype, "real floating"):
+        return result
+    if op == "angle":
+        return xp.where(d == 0, xp.zeros_like(result), result)
+    if op in ("sign", "sgn"):
+        return xp.where(xp.isnan(d), d, result)
+    return result
+
+
 @case(*sorted({*_elementwise.UNARY, *_elementwise.NATIVE_ONLY_UNARY, "clip"}), skip=_no_semi)
 def _unary(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
+    xp = ctx.xp
     c = _elementwise_case(draw, ctx, draw(st.sampled_from(_dtypes_for(UNARY_DTYPES, op, ctx))))
-    x = from_case(draw, ctx.xp, c, sig[0])
+    x = from_case(draw, xp, c, sig[0])
     kw = {"min": -1, "max": 2} if op == "clip" else {}
-    fn = getattr(xs, op)
-    return Trial(lambda: fn(x, **kw), lambda: fn(dense(x), **kw), layout=sig[0], signed_zeros=not maps_duplicates(op, x))
+    fn, ref = getattr(xs, op), _unary_reference(op, ctx)
+
+    def expected() -> Any:
+        d = dense(x)
+        return _documented_rule(op, xp, d, ref(d, **kw))
+
+    return Trial(lambda: fn(x, **kw), expected, layout=sig[0], signed_zeros=not maps_duplicates(op, x))
 
 
 def _scalar_of(rng: np.random.Generator, dtype: str, non_negative: bool) -> Any:
@@ -341,10 +401,14 @@ def _binary(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
     allowed = _dtypes_for(BINARY_DTYPES, op, ctx)
     dt1 = draw(st.sampled_from(allowed))
     kind = next(k for k in (BOOL, INTS, FLOATS, COMPLEX) if dt1 in k)
-    dt2 = draw(st.sampled_from([d for d in allowed if d in kind]))
-    c = _elementwise_case(draw, ctx, dt1)
+    # half the examples are two plain matrices of one dtype and fill value 0, the commonest operands
+    # (and the only ones some native kernels take, torch's CSR add and multiply)
+    plain = draw(st.booleans())
+    dt2 = dt1 if plain else draw(st.sampled_from([d for d in allowed if d in kind]))
+    c = draw(S.dense_cases(ctx.xp, dtype=dt1, fill=False, max_batch_dims=0, max_dense_dims=0)) if plain else _elementwise_case(draw, ctx, dt1)
     rng = _seed(draw)
-    fill2 = draw(st.sampled_from([np.zeros((), dtype=np.dtype(dt2)).item(), draw(S.fill_values(dt2))]))
+    zero2 = np.zeros((), dtype=np.dtype(dt2)).item()
+    fill2 = zero2 if plain else draw(st.sampled_from([zero2, draw(S.fill_values(dt2))]))
     non_negative = op in _NON_NEGATIVE_SECOND
     fill2 = abs(fill2) if non_negative else fill2
     hosts, fills = [c.host, companion(rng, c, dt2, fill2, non_negative=non_negative)], [c.fill_value, fill2]
@@ -517,6 +581,10 @@ def _convert(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
         return Trial(_convert_call(x, dst, None), lambda: ctx.xp.asarray(host), layout=dst)
     c = draw(S.dense_cases(ctx.xp, fill=None))
     x = from_case(draw, ctx.xp, c, src)
+    if src is dst and draw(st.sampled_from([True, False, True])):
+        # to its own layout with the same parameters, x itself comes back and no kernel runs: the
+        # other index dtype makes the kernel convert
+        c = S.DenseCase(**{**c.__dict__, "index_dtype": "int64" if c.index_dtype == "int32" else "int32"})
     return Trial(_convert_call(x, dst, c), lambda: c.array, layout=dst)
 
 
@@ -606,6 +674,11 @@ def _concat(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
     return Trial(lambda: xs.concat([x, y], axis=axis), lambda: xp.concat([dense(x), dense(y)], axis=axis))
 
 
+def _slice(draw: Draw, size: int) -> slice:
+    start = draw(st.integers(0, size))
+    return slice(start, draw(st.integers(start, size)))
+
+
 def _key(draw: Draw, shape: tuple[int, ...]) -> tuple[Any, ...]:
     key: list[Any] = []
     for size in shape[: draw(st.integers(0, len(shape)))]:
@@ -613,8 +686,7 @@ def _key(draw: Draw, shape: tuple[int, ...]) -> tuple[Any, ...]:
         if choice == "int":
             key.append(draw(st.integers(-size, size - 1)))
         elif choice == "slice":
-            start = draw(st.integers(0, size))
-            key.append(slice(start, draw(st.integers(start, size))))
+            key.append(_slice(draw, size))
         else:
             key.append(slice(None))
     return tuple(key)
@@ -622,6 +694,12 @@ def _key(draw: Draw, shape: tuple[int, ...]) -> tuple[Any, ...]:
 
 @case("getitem", skip=_no_semi)
 def _getitem(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
+    if draw(st.sampled_from([False, True, False])):
+        # a matrix sliced along both dimensions, the commonest use (and SciPy's kernel's one)
+        c = draw(S.dense_cases(ctx.xp, max_batch_dims=0, max_dense_dims=0))
+        x = from_case(draw, ctx.xp, c, sig[0])
+        key: tuple[Any, ...] = tuple(_slice(draw, size) for size in c.shape)
+        return Trial(lambda: x[key], lambda: dense(x)[key], raises=_partial_blocks(c, sig[0], key))
     c, x = _shape_case(draw, ctx, sig)
     key = (*_key(draw, c.shape), ...)  # the Array API asks for the trailing ellipsis of a partial key
     return Trial(lambda: x[key], lambda: dense(x)[key], raises=_partial_blocks(c, sig[0], key))
@@ -1302,11 +1380,13 @@ def _diagonal(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
 _INF = math.inf
 
 
-def _norm_operand(draw: Draw, ctx: Context, sig: Signature, finite: bool = False) -> tuple[tuple[int, ...], str, Any]:
+def _norm_operand(
+    draw: Draw, ctx: Context, sig: Signature, finite: bool = False, dtypes: Sequence[str] = FLOATS + COMPLEX
+) -> tuple[tuple[int, ...], str, Any]:
     """``(shape, dtype, x)``; ``finite``: no NaN (a singular value decomposition of NaN fails)."""
     if sig[0] is xs.sparse_semi_structured:
         return (32, 32), "float32", _semi(draw, ctx.xp)[1]
-    dtype = draw(st.sampled_from(ctx.has(*FLOATS, *COMPLEX)))
+    dtype = draw(st.sampled_from(ctx.has(*dtypes) or ctx.has(*FLOATS, *COMPLEX)))
     c = draw(S.dense_cases(ctx.xp, dtype=dtype, fill=None, max_batch_dims=1, max_dense_dims=1))
     if not finite:
         return c.shape, dtype, from_case(draw, ctx.xp, c, sig[0])
@@ -1316,16 +1396,19 @@ def _norm_operand(draw: Draw, ctx: Context, sig: Signature, finite: bool = False
 @case("vector_norm")
 def _vector_norm(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
     xp = ctx.xp
-    shape, dtype, x = _norm_operand(draw, ctx, sig)
+    # half the examples are the commonest norm, the double-precision 2-norm of the whole array (the
+    # native kernels' one)
+    whole = draw(st.booleans())
+    shape, dtype, x = _norm_operand(draw, ctx, sig, dtypes=("float64", "complex128") if whole else FLOATS + COMPLEX)
     ndim = len(shape)
-    axis: Any = draw(st.sampled_from([None, "int", "tuple"]))
+    axis: Any = None if whole else draw(st.sampled_from([None, "int", "tuple"]))
     if axis == "int":
         axis = draw(st.integers(-ndim, ndim - 1))
     elif axis == "tuple":
         axis = tuple(draw(st.lists(st.integers(0, ndim - 1), min_size=1, max_size=ndim, unique=True)))
     axes = range(ndim) if axis is None else (axis,) if isinstance(axis, int) else axis
     keepdims = draw(st.booleans())
-    order = draw(st.sampled_from([2, 1, _INF, -_INF, 0, 3, -1, 0.5]))
+    order = 2 if whole else draw(st.sampled_from([2, 1, _INF, -_INF, 0, 3, -1, 0.5]))
     if order in (_INF, -_INF) or order < 0:
         # the largest or smallest of no element, and a negative power sum of none, are undefined
         assume(all(shape[a] for a in axes))

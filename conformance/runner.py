@@ -8,7 +8,8 @@ operation's case (:mod:`.cases`), calls the public function, and checks
 - every invariant of a sparse result and its elements against the same backend's dense computation
   (:func:`xsparse.testing.assert_sparse_equal`);
 - where the backend has a native kernel for the signature, the result against the same call made with
-  the generic kernels alone;
+  the generic kernels alone, and whether that native kernel ran on at least one example (a native kernel
+  that declines every drawn example leaves the generic kernel compared with itself: the table says so);
 - where the dense computation itself has no kernel on the backend (``NoKernelError``), that the public
   call fails the same clear way (``unsupported``).
 
@@ -19,6 +20,7 @@ that are known, with their reason, so that they read ``xfail`` (and ``XPASS``, a
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.machinery
 import importlib.util
 import itertools
@@ -27,8 +29,9 @@ import sys
 import time
 import traceback
 import warnings
-from collections.abc import Hashable, Iterator, Sequence
-from dataclasses import dataclass
+import zlib
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +55,12 @@ __all__ = [
     "signature_name",
     "has_native",
     "generic_only",
+    "NativeRecord",
+    "recording_native",
     "load_backend",
     "select_operations",
     "run_signature",
+    "signature_seed",
     "run",
     "format_table",
     "summary",
@@ -63,6 +69,8 @@ __all__ = [
 
 # (backend or None for every backend, operation, signature as printed) -> why it fails
 KNOWN_FAILURES: dict[tuple[str | None, str, str], str] = {}
+# the detail of a passing signature whose native kernel declined every example
+NATIVE_IDLE = "the native kernel declined every example: the generic kernel was compared with itself"
 
 
 @dataclass
@@ -71,6 +79,9 @@ class Outcome:
 
     ``status`` is ``"pass"``, ``"FAIL"``, ``"xfail"``, ``"XPASS"``, ``"unsupported"``, ``"skip"`` or
     ``"no case"``; ``detail`` says why (a skip reason, or the falsifying example and the error).
+    ``native`` says whether the backend has a native kernel for the signature, ``examples`` how many
+    drawn examples ran, and ``native_examples`` on how many of them a native kernel of the signature
+    accepted the call.
     """
 
     op: str
@@ -79,10 +90,18 @@ class Outcome:
     detail: str = ""
     native: bool = False
     seconds: float = 0.0
+    examples: int = 0
+    native_examples: int = 0
 
     @property
     def name(self) -> str:
         return signature_name(self.op, self.signature)
+
+    @property
+    def native_idle(self) -> bool:
+        """A native kernel is registered for the signature, yet it declined every example that ran: the
+        comparison with the generic kernels compared the generic kernel with itself."""
+        return self.native and self.examples > 0 and self.native_examples == 0
 
     @property
     def failed(self) -> bool:
@@ -123,6 +142,66 @@ def generic_only(backend: str) -> Iterator[None]:
     dispatch._REGISTRY = {op: [k for k in ks if k.backend != backend] for op, ks in saved.items()}
     try:
         yield
+    finally:
+        dispatch._REGISTRY = saved
+
+
+@dataclass
+class NativeRecord:
+    """The native kernels that ran inside :func:`recording_native` while ``listening`` was True."""
+
+    listening: bool = False
+    ran: set[dispatch.Kernel] = field(default_factory=set)
+    # kernel -> the reasons it gave for declining (the first few), over the whole block
+    declined: dict[dispatch.Kernel, list[str]] = field(default_factory=dict)
+
+    @contextlib.contextmanager
+    def listen(self) -> Iterator[set[dispatch.Kernel]]:
+        """Record the kernels that run inside the block; yields the set of those kernels (fresh)."""
+        self.ran = set()
+        self.listening = True
+        try:
+            yield self.ran
+        finally:
+            self.listening = False
+
+
+def _recorded(kernel: dispatch.Kernel, record: NativeRecord) -> dispatch.Kernel:
+    func, supports = kernel.func, kernel.supports
+
+    @functools.wraps(func)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if record.listening:
+            record.ran.add(kernel)
+        return func(*args, **kwargs)
+
+    if supports is None:
+        return replace(kernel, func=run)
+
+    def declines(*args: Any, **kwargs: Any) -> str | None:
+        reason = supports(*args, **kwargs)
+        if reason is not None and record.listening:
+            reasons = record.declined.setdefault(kernel, [])
+            if len(reasons) < 3 and reason not in reasons:
+                reasons.append(reason)
+        return reason
+
+    return replace(kernel, func=run, supports=declines)
+
+
+@contextlib.contextmanager
+def recording_native(backend: str) -> Iterator[NativeRecord]:
+    """Inside the block, every native kernel of ``backend`` that runs while the yielded record listens
+    (:meth:`NativeRecord.listen`) is added to it. The registry is swapped for one whose native kernels
+    are wrapped, as :func:`generic_only` swaps it, so that the dispatcher's path outside the runner
+    carries no hook at all."""
+    record = NativeRecord()
+    saved = dispatch._REGISTRY
+    dispatch._REGISTRY = {
+        op: [_recorded(k, record) if k.backend == backend and not k.rewrite else k for k in ks] for op, ks in saved.items()
+    }
+    try:
+        yield record
     finally:
         dispatch._REGISTRY = saved
 
@@ -172,7 +251,11 @@ def _expect_error(trial: Trial, raises: tuple[type[Exception], str]) -> None:
     raise AssertionError(f"the call should raise {kind.__name__} (documented: {pattern!r}) but returned {type(result).__name__}")
 
 
-def _execute(trial: Trial, op: str, backend: str, native: bool) -> None:
+def _execute(
+    trial: Trial, op: str, backend: str, native: bool, accepted: Callable[[set[dispatch.Kernel]], None] | None = None,
+    record: NativeRecord | None = None,
+) -> None:
+    """Run one trial; with ``record``, ``accepted`` receives the native kernels that the public call ran."""
     if trial.raises is not None:
         _expect_error(trial, trial.raises)
         return
@@ -185,7 +268,12 @@ def _execute(trial: Trial, op: str, backend: str, native: bool) -> None:
             except xs.NoKernelError:
                 raise Unsupported(str(exc).split(". ")[0]) from None
             raise AssertionError(f"the dense reference has no kernel ({exc}), but the sparse call ran") from None
-        actual = trial.call()
+        listening: contextlib.AbstractContextManager[set[dispatch.Kernel]]
+        listening = record.listen() if record is not None else contextlib.nullcontext(set())
+        with listening as ran:
+            actual = trial.call()
+        if accepted is not None:
+            accepted(ran)
     signed_zeros = trial.signed_zeros and op not in SIGNS_NOT_TRACKED
     _compare(trial, actual, expected, signed_zeros)
     if trial.check is not None:
@@ -202,10 +290,25 @@ def _execute(trial: Trial, op: str, backend: str, native: bool) -> None:
             raise AssertionError(f"the native kernel's result differs from the generic kernel's: {exc}") from None
 
 
+def signature_seed(backend: str, op: str, sig: Signature, seed_value: int | None = None, round: int = 0) -> int:
+    """The Hypothesis seed of one signature's run (and of its ``round``-th further round): fixed by the
+    backend, the signature and ``seed_value``, and different from signature to signature, so that each
+    draws examples of its own (one seed for all would draw the same choices for every signature of an
+    operation)."""
+    return zlib.crc32(f"{backend}|{signature_name(op, sig)}|{seed_value}|{round}".encode())
+
+
 def run_signature(
-    op: str, sig: Signature, ctx: Context, *, max_examples: int, seed_value: int | None = None, shrink: bool = True
+    op: str, sig: Signature, ctx: Context, *, max_examples: int, seed_value: int | None = None, shrink: bool = True,
+    native_rounds: int = 3,
 ) -> Outcome:
-    """Run the case of ``op`` on ``sig`` for ``max_examples`` Hypothesis examples; return the outcome."""
+    """Run the case of ``op`` on ``sig`` for ``max_examples`` Hypothesis examples; return the outcome.
+
+    Where the backend has a native kernel for the signature and it declined every example, up to
+    ``native_rounds`` further rounds of ``max_examples`` examples each are drawn (other seeds), until
+    one accepts; if none does, the outcome says so (:attr:`Outcome.native_idle`). The examples are
+    reproducible: each round's seed is :func:`signature_seed` (of ``seed_value``, if given).
+    """
     start = time.perf_counter()
     c = CASES.get(op)
     if c is None:
@@ -218,36 +321,50 @@ def run_signature(
         (None, op, signature_name(op, sig))
     )
     unsupported: list[str] = []
+    # the native kernels of this signature, and on how many examples one of them accepted the call
+    own = {k for k in dispatch.kernels(op) if k.backend == ctx.backend and not k.rewrite and k.matches(sig)}
+    counts = {"examples": 0, "native": 0}
+
+    def accepted(ran: set[dispatch.Kernel]) -> None:
+        counts["examples"] += 1
+        counts["native"] += bool(ran & own)
 
     phases = [Phase.explicit, Phase.generate] + ([Phase.shrink] if shrink and known is None else [])
 
     @settings(
         max_examples=max_examples, deadline=None, database=None, phases=phases, suppress_health_check=list(HealthCheck),
-        derandomize=seed_value is None, print_blob=False,
+        derandomize=False, print_blob=False,
     )  # fmt: skip
     @given(data=st.data())
     def check(data: st.DataObject) -> None:
         trial = c.build(data.draw, ctx, sig)
         try:
-            _execute(trial, op, ctx.backend, native)
+            _execute(trial, op, ctx.backend, native, accepted, record)
         except Unsupported as exc:
             unsupported.append(str(exc))
 
-    if seed_value is not None:
-        check = seed(seed_value)(check)
     report: list[str] = []
+
+    def outcome(status: str, detail: str = "") -> Outcome:
+        return Outcome(op, sig, status, detail, native, time.perf_counter() - start, counts["examples"], counts["native"])
+
     try:
-        with with_reporter(lambda message: report.append(str(message))):
-            check()
+        with with_reporter(lambda message: report.append(str(message))), recording_native(ctx.backend) as record:
+            for round in range(1 + (native_rounds if native else 0)):
+                seed(signature_seed(ctx.backend, op, sig, seed_value, round))(check)()
+                if counts["native"] or unsupported:
+                    break
     except Exception as exc:
         detail = "\n".join([*report, "".join(traceback.format_exception_only(type(exc), exc)).strip()])
-        status = "xfail" if known is not None else "FAIL"
-        return Outcome(op, sig, status, f"{known}\n{detail}" if known else detail, native, time.perf_counter() - start)
+        return outcome("xfail", f"{known}\n{detail}") if known is not None else outcome("FAIL", detail)
     if known is not None:
-        return Outcome(op, sig, "XPASS", f"listed as a known failure ({known}) but passed", native, time.perf_counter() - start)
+        return outcome("XPASS", f"listed as a known failure ({known}) but passed")
     if unsupported:
-        return Outcome(op, sig, "unsupported", unsupported[0], native, time.perf_counter() - start)
-    return Outcome(op, sig, "pass", "", native, time.perf_counter() - start)
+        return outcome("unsupported", unsupported[0])
+    if native and counts["examples"] and not counts["native"]:
+        reasons = sorted(f"{k.name}: {r}" for k, rs in record.declined.items() if k in own for r in rs)
+        return outcome("pass", "; ".join([NATIVE_IDLE, *reasons]))
+    return outcome("pass")
 
 
 class BackendNotInstalled(ImportError):
@@ -337,9 +454,10 @@ def run(
     progress: Any = None,
     shrink: bool = True,
     device: str | None = None,
+    native_rounds: int = 3,
 ) -> list[Outcome]:
     """Run the suite on ``backend`` (its inputs on ``device``, if given); ``progress`` (a callable)
-    receives each outcome as it comes.
+    receives each outcome as it comes. ``native_rounds`` is :func:`run_signature`'s.
 
     ``ops`` selects operations (each runs once); an empty selection or an unknown name raises
     ValueError, as does ``max_examples`` below 1.
@@ -353,7 +471,9 @@ def run(
         if op not in CASES:
             sigs = sigs[:1] if sigs else [()]
         for sig in sigs:
-            out = run_signature(op, sig, ctx, max_examples=max_examples, seed_value=seed_value, shrink=shrink)
+            out = run_signature(
+                op, sig, ctx, max_examples=max_examples, seed_value=seed_value, shrink=shrink, native_rounds=native_rounds
+            )
             outcomes.append(out)
             if progress is not None:
                 progress(out)
@@ -361,19 +481,27 @@ def run(
 
 
 def _cell(o: Outcome) -> str:
-    if o.status in ("skip", "unsupported"):
+    if o.status in ("skip", "unsupported") or (o.status == "pass" and o.detail):
         return f"{o.status}({o.detail.splitlines()[0] if o.detail else ''})"
     return o.status
 
 
+def _kernel(o: Outcome) -> str:
+    if not o.native:
+        return "-"
+    return "idle" if o.native_idle else "native"
+
+
 def format_table(outcomes: Sequence[Outcome], backend: str) -> list[str]:
-    """One row per (operation, layout signature): its outcome, and whether a native kernel was compared."""
+    """One row per (operation, layout signature): its outcome, and whether a native kernel was compared
+    (``native``), or is registered but declined every example (``idle``)."""
     label = "operation / layout signature"
     width = max([len(label), *(len(o.name) for o in outcomes)])
-    lines = [f"Conformance of backend '{backend}' (native: compared with the generic kernels too):",
+    lines = [f"Conformance of backend '{backend}' (native: compared with the generic kernels too; idle: the "
+             "native kernel declined every example):",
              f"  {label:<{width}}  {'kernel':<7}  outcome", "  " + "-" * (width + 18)]  # fmt: skip
     for o in outcomes:
-        lines.append(f"  {o.name:<{width}}  {'native' if o.native else '-':<7}  {_cell(o)}")
+        lines.append(f"  {o.name:<{width}}  {_kernel(o):<7}  {_cell(o)}")
     return lines
 
 
@@ -383,7 +511,9 @@ def summary(outcomes: Sequence[Outcome]) -> str:
     for o in outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1
     order = ["pass", "FAIL", "XPASS", "xfail", "unsupported", "skip", "no case"]
-    return ", ".join(f"{counts[s]} {s}" for s in order if s in counts)
+    text = ", ".join(f"{counts[s]} {s}" for s in order if s in counts)
+    idle = sum(o.native_idle for o in outcomes)
+    return f"{text} ({idle} with an idle native kernel)" if idle else text
 
 
 def failures_report(outcomes: Sequence[Outcome]) -> list[str]:

@@ -241,18 +241,31 @@ class DenseCase:
 
 
 def sizes(top: int, zero_one_in: int = 8) -> st.SearchStrategy[int]:
-    """A size in ``0..top`` that is 0 about once in ``zero_one_in`` draws (and shrinks to 0), so that
-    zero-size dimensions are covered without making most examples empty."""
-    return st.integers(0, zero_one_in * top - 1).map(lambda i: 0 if i == 0 else 1 + i % top)
+    """A size in ``0..top``, 0 once in ``zero_one_in`` draws by the odds, that shrinks to 1.
+
+    Zero-size dimensions are covered without making most examples empty: Hypothesis draws the simplest
+    value of a draw far more often than its share (the first value of ``sampled_from``, the lower bound
+    of ``integers``, a third of the time after a large draw), so the simplest size is 1 and 0 is the
+    last value.
+    """
+    return st.sampled_from(range(zero_one_in * top)).map(lambda i: 0 if i >= (zero_one_in - 1) * top else 1 + i % top)
+
+
+# A dense case draws about five sizes (batch, grid and dense dimensions), each 0 once in this many
+# draws (by the odds; Hypothesis's bias towards the simplest value, a size of 1, makes it rarer).
+_ZERO_SIZE_ONE_IN = 48
+# The share of a batch's blocks that are specified: one block (the simplest), some, all of them, or
+# none (nnz = 0, once in thirteen draws by the odds), the last value for the reason sizes() gives.
+_SHARES = (*(0.01, 0.3, 0.5, 1.0) * 3, 0.0)
 
 
 def _draw_shape_parts(
     draw: Any, max_batch_dims: int, max_dense_dims: int, max_grid: int
 ) -> tuple[tuple[int, ...], tuple[int, int], tuple[int, int], tuple[int, ...]]:
-    batch_shape = tuple(draw(st.lists(sizes(5), max_size=max_batch_dims)))
+    grid = (draw(sizes(max_grid, _ZERO_SIZE_ONE_IN)), draw(sizes(max_grid, _ZERO_SIZE_ONE_IN)))
     blocksize = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
-    grid = (draw(sizes(max_grid)), draw(sizes(max_grid)))
-    dense_shape = tuple(draw(st.lists(sizes(5), max_size=max_dense_dims)))
+    batch_shape = tuple(draw(st.lists(sizes(5, _ZERO_SIZE_ONE_IN), max_size=max_batch_dims)))
+    dense_shape = tuple(draw(st.lists(sizes(5, _ZERO_SIZE_ONE_IN), max_size=max_dense_dims)))
     numel = math.prod(batch_shape) * grid[0] * grid[1] * math.prod(blocksize) * math.prod(dense_shape)
     if numel > _MAX_NUMEL:
         # keep every zero-size and structural choice, but shrink the leading and trailing sizes
@@ -300,12 +313,12 @@ def dense_cases(
     idt = index_dtype if index_dtype is not None else draw(index_dtypes())
     use_fill = draw(st.booleans()) if fill is None else fill
     fill_value = draw(fill_values(dt)) if use_fill else np.zeros((), dtype=np.dtype(dt)).item()
+    # the number of specified blocks per batch, from none to all, then how full each block is
+    share = draw(st.sampled_from(_SHARES))
+    per_block = draw(st.sampled_from(["one", "some", "full"]))
     batch_shape, (bm, bn), (gm, gn), dense_shape = _draw_shape_parts(draw, max_batch_dims, max_dense_dims, max_grid)
     n_cells = gm * gn
-    # the number of specified blocks per batch, from none to all, then how full each block is
-    share = draw(st.sampled_from([0.0, 0.01, 0.3, 0.5, 1.0]))
     n_blocks = min(n_cells, math.ceil(share * n_cells))
-    per_block = draw(st.sampled_from(["one", "some", "full"]))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     cap = bm * bn
     if per_block == "one":
@@ -430,19 +443,25 @@ def _split_values(rng: np.random.Generator, values: np.ndarray) -> tuple[np.ndar
 
 
 def uncoalesced_like(xp: Any, rng: np.random.Generator, coo: Any, index_dtype: str) -> Any:
-    """An uncoalesced COO array equal to the coalesced COO ``coo``: some entries split into duplicates
-    whose values sum to the original (exactly: the values are small integers), all in random order."""
+    """An uncoalesced COO array equal to the coalesced COO ``coo``: some entries (one at least, where
+    one can be) split into duplicates whose values sum to the original (exactly: the values are small
+    integers), all in random order."""
     idx = to_numpy(coo._indices())
     vals = to_numpy(coo._values())
     nse = idx.shape[1]
     split: np.ndarray = np.asarray(rng.random(nse) < 0.6)
     finite: np.ndarray = np.isfinite(vals).reshape(nse, math.prod(vals.shape[1:])).all(axis=1) if vals.dtype.kind in "fc" else np.ones(nse, dtype=bool)
     split &= finite
+    can_split = finite.copy()
     if vals.dtype.kind in "fc":
         # a -0.0 is no sum of two numbers that add to it exactly in every order (x + -x is +0.0): keep it whole
         parts = (vals.real, vals.imag) if vals.dtype.kind == "c" else (vals,)
         negative_zero = np.any([np.signbit(p) & (p == 0) for p in parts], axis=0).reshape(nse, math.prod(vals.shape[1:])).any(axis=1)
         split &= ~negative_zero
+        can_split &= ~negative_zero
+    if not split.any() and can_split.any():
+        # at least one duplicate: an "uncoalesced" array that holds none tests nothing of coalescing
+        split[rng.choice(np.flatnonzero(can_split))] = True
     a, b = _split_values(rng, vals[split])
     new_idx = np.concatenate([idx[:, ~split], idx[:, split], idx[:, split]], axis=1)
     new_vals = np.concatenate([vals[~split], a, b], axis=0)
@@ -466,16 +485,18 @@ def uncoalesced_coo(
     """``(coo, expected)``: a COO array with duplicate indices in random order, and its dense value
     (duplicates summed, logical or for bool; unspecified elements the fill value) as a NumPy array.
 
-    The entries are drawn with replacement from a small pool of positions, so duplicates are common;
-    ``nse`` ranges from 0 upwards, and some values are explicit zeros, which stay specified.
+    The entries are drawn with replacement from a pool of half as many positions, so every example of
+    two entries or more has duplicates; ``nse`` is 2 to 12, or 1 or 0 (once in thirteen draws each, by
+    the odds: the last values, see :func:`sizes`), and some values are explicit zeros, which stay
+    specified.
     """
     dt = draw(dtypes(xp))
     idt = draw(index_dtypes())
     use_fill = draw(st.booleans()) if fill is None else fill
     fill_value = draw(fill_values(dt)) if use_fill else 0
+    nse = draw(st.sampled_from((*range(2, 13), 1, 0)))
     sparse_shape = tuple(draw(st.lists(st.integers(1, 5), min_size=min_sparse_dims, max_size=max_sparse_dims)))
     dense_shape = tuple(draw(st.lists(sizes(3), max_size=max_dense_dims)))
-    nse = draw(st.integers(0, 12))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     pool = rng.integers(0, np.asarray(sparse_shape)[:, None], (len(sparse_shape), max(1, nse // 2)))
     indices = pool[:, rng.integers(0, pool.shape[1], nse)]

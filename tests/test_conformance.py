@@ -9,6 +9,7 @@ from __future__ import annotations
 import doctest
 import importlib
 import importlib.metadata
+import math
 import os
 import re
 import shutil
@@ -18,22 +19,74 @@ import types
 from pathlib import Path
 from typing import Any
 
+import hypothesis
+import numpy as np
 import pytest
 from conftest import backend_params
 
 import xsparse as xs
 import xsparse.backends
+import xsparse.testing
 from xsparse import dispatch
 from xsparse.backends import Backend
 from xsparse.conformance import cases, runner
 from xsparse.conformance import strategies as conformance_strategies
 
 BACKENDS = ["numpy", "torch", "array_api_strict"]
-# Enough to reach every layout signature; the suite's own default is 10.
-MAX_EXAMPLES = 2
+# Examples per layout signature (the suite's own default is 10): Hypothesis's simplest one (empty
+# arrays) and three drawn from the signature's own seed; a signature whose native kernel declines all
+# of them draws up to three more rounds (runner.run_signature).
+MAX_EXAMPLES = 4
 # Operations registered whose cases are still to be added to conformance/cases.py (each reads "no case"
 # in the table until then); remove a name with its case. Every built-in operation has one today.
 CASES_PENDING: frozenset[str] = frozenset()
+
+_BLOCKED = ("sparse_bsr", "sparse_bsc")
+_NUMPY_REDUCTIONS = ("all", "any", "count_nonzero", "max", "min", "prod", "sum")
+_SEMI = "torch's semi-structured kernels (cuSPARSELt, CUTLASS) need CUDA tensors"
+# The signatures with a native kernel that declines every example the suite draws here, by design, and
+# why: on these the suite compares the generic kernel with itself. Any other signature whose native
+# kernel accepts no example fails the test (its kernel went untested: draw examples it takes), and so
+# does one of these that accepts an example (remove it from the list).
+IDLE_NATIVE: dict[str, dict[str, str]] = {
+    "numpy": {
+        **{f"{op}({layout})": "NumPy's reduction kernels take CSR and CSC, not blocks" for op in _NUMPY_REDUCTIONS for layout in _BLOCKED},
+        **{f"convert(sparse_coo, {b})": "blocked targets are assembled by the generic kernel" for b in _BLOCKED},
+        **{f"convert({b}, sparse_coo)": "blocks are expanded by the generic kernel" for b in _BLOCKED},
+        **{f"convert({a}, {b})": "a change of block shape is converted by the generic kernel"
+           for a, b in [(p, q) for p in ("sparse_csr", "sparse_csc") for q in _BLOCKED] + [(q, p) for p in ("sparse_csr", "sparse_csc") for q in _BLOCKED]},
+    },
+    "torch": {
+        **{f"convert({a}, sparse_semi_structured)": _SEMI for a in ("strided", "sparse_coo", "sparse_csr", "sparse_csc", *_BLOCKED)},
+        **{name: f"{_SEMI}; a CPU operand carries no packed encoding" for name in (
+            "matmul(strided, sparse_semi_structured)", "matmul(sparse_semi_structured, strided)",
+            "addmm(strided, strided, sparse_semi_structured)", "addmm(strided, sparse_semi_structured, strided)",
+        )},
+        **{f"convert({a}, {b})": "torch converts BSR/BSC only to strided, COO, BSR and BSC"
+           for a in _BLOCKED for b in ("sparse_csr", "sparse_csc")},
+        "matmul(strided, sparse_bsr)": "torch has no CPU kernel for strided @ BSR",
+        "matmul(sparse_bsc, strided)": "torch has no CPU kernel for BSC @ strided",
+        "addmm(strided, sparse_bsc, strided)": "torch has no CPU kernel for BSC @ strided",
+    },
+    "array_api_strict": {},
+}  # fmt: skip
+# The signatures the cases leave out, by operation, and why (the table prints the reason).
+_SKIPPED = {
+    "where": "mixed sparse layouts of x1 and x2 are covered through those of the condition",
+    **{op: "semi-structured operands are drawn only by the convert, matmul, addmm and detach cases" for op in ("lobpcg", "pca_lowrank", "svd_lowrank")},
+}
+SKIPPED: dict[str, dict[str, str]] = {
+    "numpy": _SKIPPED,
+    "torch": _SKIPPED,
+    "array_api_strict": {
+        **_SKIPPED,
+        "isin": "the namespace's isin takes integers (as the standard's does), and semi-structured operands are floating",
+    },
+}
+# The operations whose dense reference the backend cannot compute (the sparse call must say so too).
+UNSUPPORTED: dict[str, frozenset[str]] = {
+    "numpy": frozenset(), "torch": frozenset(), "array_api_strict": frozenset({"erf", "erfinv"}),
+}  # fmt: skip
 
 
 def _load_installed_backends() -> None:
@@ -55,8 +108,16 @@ def test_suite_passes_on_every_operation_and_signature(backend: str) -> None:
             assert (op, sig) in seen
     assert {o.status for o in outcomes} <= {"pass", "xfail", "unsupported", "skip", "no case"}
     assert {o.op for o in outcomes if o.status == "no case"} <= CASES_PENDING
-    passed = sum(o.status == "pass" for o in outcomes)
-    assert passed > 0.8 * len(outcomes), runner.summary(outcomes)
+    # every skip is one the cases declare, and every declared one happens
+    skipped = {(o.op, o.detail) for o in outcomes if o.status == "skip"}
+    assert skipped == set(SKIPPED[backend].items()), runner.summary(outcomes)
+    assert {o.op for o in outcomes if o.status == "unsupported"} == UNSUPPORTED[backend]
+    # every native kernel ran on an example of its signature, except those that decline them by design
+    idle = {o.name: o.detail for o in outcomes if o.native_idle}
+    unexpected = [f"{name}: {detail}" for name, detail in idle.items() if name not in IDLE_NATIVE[backend]]
+    assert not unexpected, "native kernels that accepted no example:\n" + "\n".join(unexpected)
+    assert not set(IDLE_NATIVE[backend]) - set(idle), "native kernels that accept examples now: remove them from IDLE_NATIVE"
+    assert all(o.native_examples for o in outcomes if o.native and o.status == "pass" and o.name not in IDLE_NATIVE[backend])
 
 
 def test_every_builtin_operation_has_a_case() -> None:
@@ -100,6 +161,124 @@ def test_a_wrong_native_kernel_fails_with_its_example(private_registry: None) ->
     table = "\n".join(runner.format_table(outcomes, "numpy"))
     assert "negative(sparse_csr)" in table and "FAIL" in table
     assert "1 FAIL" in runner.summary(outcomes)
+
+
+def test_a_native_kernel_that_declines_every_example_reads_idle(private_registry: None) -> None:
+    dispatch._REGISTRY["negative"] = [k for k in dispatch._REGISTRY["negative"] if k.backend != "numpy"]
+    dispatch.register("negative", (xs.sparse_csr,), backend="numpy", supports=lambda xp, x: "it takes no example")(_wrong_negative)
+    outcomes = runner.run("numpy", max_examples=3, ops=["negative"], native_rounds=2, shrink=False)
+    by_name = {o.name: o for o in outcomes}
+    idle = by_name["negative(sparse_csr)"]
+    # the broken kernel never ran, so nothing failed: the outcome says that its kernel went untested
+    assert idle.status == "pass" and idle.native and idle.native_idle and not idle.failed
+    assert (idle.examples, idle.native_examples) == (9, 0)  # the first round and two more
+    assert idle.detail == f"{runner.NATIVE_IDLE}; _wrong_negative: it takes no example"
+    assert [o.name for o in outcomes if o.native] == ["negative(sparse_csr)"]
+    table = "\n".join(runner.format_table(outcomes, "numpy"))
+    assert re.search(r"negative\(sparse_csr\) +idle +pass\(the native kernel declined every example", table)
+    assert runner.summary(outcomes) == f"{len(outcomes)} pass (1 with an idle native kernel)"
+
+
+def test_a_native_kernel_that_accepts_an_example_is_counted(private_registry: None) -> None:
+    generic = next(k for k in dispatch.resolve("negative", (xs.sparse_csr,), "numpy") if k.kind == "generic")
+    dispatch._REGISTRY["negative"] = [k for k in dispatch._REGISTRY["negative"] if k.backend != "numpy"]
+    matrices = lambda xp, x: None if x.ndim == 2 and x.nnz else "it takes matrices only"  # noqa: E731
+    dispatch.register("negative", (xs.sparse_csr,), backend="numpy", supports=matrices)(generic.func)
+    (outcome,) = [o for o in runner.run("numpy", max_examples=6, ops=["negative"]) if o.name == "negative(sparse_csr)"]
+    assert outcome.status == "pass" and not outcome.native_idle and outcome.detail == ""
+    assert 0 < outcome.native_examples < outcome.examples == 6
+
+
+@pytest.mark.parametrize("backend", backend_params(BACKENDS))
+def test_the_oracle_runs_no_native_kernel(backend: str) -> None:
+    # the dense value of an operand or result is the generic kernels' alone: a native coalesce on the way
+    # would make a wrong one agree with itself (the actual result and the reference both through it)
+    ctx = runner.load_backend(backend)
+
+    @hypothesis.settings(max_examples=25, database=None, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.seed(0)
+    @hypothesis.given(data=hypothesis.strategies.data())
+    def check(data: Any) -> None:
+        coo, _ = data.draw(conformance_strategies.uncoalesced_coo(ctx.xp, fill=None))
+        c = data.draw(conformance_strategies.dense_cases(ctx.xp, fill=None))
+        arrays = [coo, *(cases.from_case(data.draw, ctx.xp, c, layout) for layout in cases.SPARSE_LAYOUTS)]
+        with runner.recording_native(backend) as record, record.listen() as ran:
+            for a in arrays:
+                xs.testing.assert_sparse_equal(a, xs.testing.generic_to_dense(a))
+                xs.testing.maps_duplicates("negative", a)
+        assert not ran, sorted(k.name for k in ran)
+
+    check()
+
+
+def _coalesce_keeping_the_first_duplicate(xp: Any, a: Any) -> Any:
+    """A broken native coalesce: of duplicate entries it keeps the first instead of their sum."""
+    from xsparse.backends.array_api.conversion import _coalesce_coo
+    from xsparse.formats import COOArray
+
+    idx = xs.testing.to_numpy(a._idx)
+    _, first = np.unique(idx.T, axis=0, return_index=True)
+    keep = xp.asarray(np.sort(first))
+    unique = COOArray(xp.take(a._idx, keep, axis=1), xp.take(a._vals, keep, axis=0), a.shape, backend=a._backend, xp=xp, coalesced=False, fill_value=a.fill_value)
+    return _coalesce_coo(xp, unique)
+
+
+def test_a_wrong_native_coalesce_is_caught_where_the_reference_coalesces_too(private_registry: None) -> None:
+    # abs of an uncoalesced COO operand coalesces it; its reference densifies the operand, which once
+    # coalesced through the dispatcher too, so that the broken kernel made both sides agree
+    dispatch.register("coalesce", (xs.sparse_coo,), backend="numpy", priority=10)(_coalesce_keeping_the_first_duplicate)
+    by_name = {o.name: o for o in runner.run("numpy", max_examples=10, ops=["abs"], shrink=False)}
+    assert by_name["abs(sparse_coo)"].status == "FAIL", by_name["abs(sparse_coo)"].detail
+    assert by_name["abs(sparse_csr)"].status == "pass"
+
+
+def _deg2rad_by_pi_over_90(xp: Any, x: Any) -> Any:
+    """A broken native strided kernel: twice the angle in radians."""
+    return x * (math.pi / 90.0)
+
+
+def test_a_wrong_strided_kernel_fails_its_sparse_signatures_too(private_registry: None) -> None:
+    # the sparse kernels map their values through the strided kernel: the reference is the namespace's
+    # own function, not xsparse's strided kernel, which would agree with them
+    dispatch.register("deg2rad", (xs.strided,), backend="numpy", priority=10)(_deg2rad_by_pi_over_90)
+    outcomes = runner.run("numpy", max_examples=4, ops=["deg2rad"], shrink=False)
+    assert {o.name: o.status for o in outcomes} == {runner.signature_name("deg2rad", sig): "FAIL" for sig in runner.signatures("deg2rad", "numpy")}
+
+
+@pytest.mark.parametrize("op", ["deg2rad", "rad2deg", "sgn", "angle", "conj_physical", "isposinf", "signbit"])
+def test_the_unary_reference_is_the_backend_s_own_function(op: str) -> None:
+    _load_installed_backends()
+    import array_api_strict
+
+    ctx = runner.load_backend("array_api_strict")
+    reference = cases._unary_reference(op, ctx)
+    assert reference is not getattr(xs, op)
+    x = array_api_strict.asarray([-1.5, -0.0, 0.0, 2.0, float("nan")])
+    expected = getattr(np, {"sgn": "sign", "conj_physical": "conj"}.get(op, op))(xs.testing.to_numpy(x))
+    np.testing.assert_array_equal(xs.testing.to_numpy(reference(x)), expected)
+
+
+def test_strategies_draw_few_empty_examples() -> None:
+    counts = {"empty": 0, "dense": 0, "no_entry": 0, "duplicates": 0}
+
+    @hypothesis.settings(max_examples=300, database=None, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.seed(0)
+    @hypothesis.given(data=hypothesis.strategies.data())
+    def check(data: Any) -> None:
+        c = data.draw(conformance_strategies.dense_cases(np, fill=None))
+        counts["dense"] += 1
+        counts["empty"] += c.nse == 0 or math.prod(c.shape) == 0
+        coo, _ = data.draw(conformance_strategies.uncoalesced_coo(np, fill=None))
+        idx = xs.testing.to_numpy(coo._indices())
+        counts["no_entry"] += coo.nnz == 0
+        counts["duplicates"] += np.unique(idx.T, axis=0).shape[0] < idx.shape[1]
+
+    check()
+    n = counts["dense"]
+    # nnz = 0 and zero sizes are drawn, as edges, but not as the bulk of the examples
+    assert 0.01 * n <= counts["empty"] <= 0.2 * n, counts
+    assert 0.01 * n <= counts["no_entry"] <= 0.2 * n, counts
+    assert counts["duplicates"] >= 0.7 * n, counts
 
 
 def _negative_on_the_default_device(xp: Any, x: Any, *args: Any, **kwargs: Any) -> Any:

@@ -209,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     conf.add_argument("--backend", required=True, help="the backend's registry name (numpy, torch, array_api_strict, a plug-in's) or an Array API namespace module (jax.numpy)")
     conf.add_argument("--max-examples", type=int, default=10, help="Hypothesis examples per layout signature, 1 or more (default 10)")
     conf.add_argument("--ops", default=None, help="comma-separated operations to run (default: all registered)")
-    conf.add_argument("--seed", type=int, default=None, help="a Hypothesis seed (default: derandomized, the same every run)")
+    conf.add_argument("--seed", type=int, default=None, help="a Hypothesis seed (default: a fixed seed per signature, the same every run)")
     conf.add_argument(
         "--device", default=None,
         help="create every input on this device of the backend (cuda, cuda:1 for torch; device1 for array_api_strict); "

@@ -564,7 +564,11 @@ def _convert_strided_compressed(xp: Any, x: Any, target: Target) -> CompressedAr
 @register("convert", (COMPRESSED, strided))
 def _convert_compressed_strided(xp: Any, a: CompressedArray, target: Target | None) -> Any:
     """to_dense(compressed): block COO, gathered into the block grid, then un-blocked; O(numel log nnz)."""
-    c = coalesce_coo(xp, compressed_to_block_coo(xp, a))
+    return block_coo_to_strided(xp, a, coalesce_coo(xp, compressed_to_block_coo(xp, a)))
+
+
+def block_coo_to_strided(xp: Any, a: CompressedArray, c: COOArray) -> Any:
+    """The dense array of the compressed ``a`` from ``c``, its block COO coalesced."""
     dense = coo_to_dense(xp, c)
     if not a.layout.is_blocked:
         return dense
