@@ -402,8 +402,8 @@ def _exportable(source: Backend, a: Any) -> Any:
 
         if isinstance(a, np.ndarray):
             return np.ascontiguousarray(a)
-        xp = source.load()
-        return xp.reshape(xp.reshape(xp.astype(a, a.dtype, copy=True), (-1,)), tuple(a.shape))
+        # a copying astype lays the copy out with positive strides
+        return source.load().astype(a, a.dtype, copy=True)
     return a
 
 
