@@ -176,6 +176,29 @@ def expected_getitem_layout(x: xs.SparseArray, items: tuple[Any, ...]) -> tuple[
 # -- getitem --------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("layout", [xs.sparse_csr, xs.sparse_csc], ids=str)
+@SOME
+@given(data=st.data())
+def test_getitem_one_element_every_kernel(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
+    """x[i, j] of one CSR/CSC matrix (the NumPy backend's binary search of a slice among the kernels): specified
+    and unspecified elements, empty slices, negative indices, int32 and int64 indices, any fill value."""
+    case = data.draw(S.dense_cases(xp, fill=None, max_batch_dims=0, max_dense_dims=0), label="case")
+    x = case.sparse(layout)
+    m, n = x.shape
+    if not m * n:
+        return
+    key = (data.draw(st.integers(-m, m - 1), label="i"), data.draw(st.integers(-n, n - 1), label="j"))
+    expected = dense_getitem(xp, host_array(xp, case.host), case.host, key)
+    results = run_kernels("getitem", (layout,), backend, xp, x, parse_key("getitem", (m, n), key))
+    if backend == "numpy":
+        assert any(k.name == "_getitem_element_numpy" for k, _ in results)
+    check_all(results, expected)
+    r = x[key]
+    assert_sparse_equal(r, expected, check_layout=xs.sparse_coo)
+    # the element is specified in the result exactly where it is stored in x, in every kernel's result
+    assert r.shape == () and {r.nnz} == {int(k_r.nnz) for _, k_r in results}
+
+
 @pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)
 @SOME
 @given(data=st.data())

@@ -11,6 +11,7 @@ import array_api_compat
 from ._errors import BackendMismatchError
 from .backends import _BUILTIN, Backend, backend_of_array, get_backend, get_default_backend
 from .formats import SparseArray
+from .formats._invariants import dtype_name  # the Array API name of a dtype (``float64``), whatever library spells it
 
 __all__ = ["backend_of", "strided_backend", "known_backend", "namespace_of", "resolve_dtype", "scalar_for", "is_strided", "dtype_name"]
 
@@ -145,13 +146,6 @@ def backend_of(*objs: Any, op: str, backend: str | Backend | None = None) -> Bac
     if found:
         return next(iter(found.values()))
     return get_default_backend()
-
-
-def dtype_name(dtype: Any) -> str:
-    """The Array API name of a dtype (``float64``), whatever library spells it."""
-    from .formats._invariants import dtype_name as _name
-
-    return _name(dtype)
 
 
 _PYTHON_KINDS = {bool: "bool", int: "int64", float: "float64", complex: "complex128"}

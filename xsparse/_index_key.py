@@ -136,6 +136,15 @@ def _slice(op: str, s: slice, size: int, dim: int) -> Slice:
 
 def parse_key(op: str, shape: tuple[int, ...], key: Any) -> tuple[Item, ...]:
     """Resolve ``key`` against ``shape`` into the items of :mod:`xsparse._index_key` (see the module docstring)."""
+    if type(key) is tuple and len(key) == len(shape):
+        # one element (A[i, j]), the most frequent small call: what the general path below makes of it
+        found: list[Item] = []
+        for d, p in enumerate(key):
+            if type(p) is not int or not -shape[d] <= p < shape[d]:
+                break
+            found.append(Int(d, p + shape[d] if p < 0 else p))
+        else:
+            return tuple(found)
     parts = key if isinstance(key, tuple) else (key,)
     if any(isinstance(p, list) for p in parts):
         raise TypeError(

@@ -380,7 +380,9 @@ def points_on_pointers(
     keep = xp.astype(xp.nonzero(found)[0], xp.int64)
     idt = wide_enough(xp, a.index_dtype, *shape)
     # the points in row-major order of the result: sorted as ``keep`` is
-    if prod(shape):
+    if len(shape) == 1:
+        idx = xp.reshape(xp.astype(keep, idt), (1, -1))  # the points themselves (A[rows, cols] with 1-D arrays)
+    elif prod(shape):
         idx = xp.stack(_unravel(xp, keep, shape, idt))
     else:
         idx = xp.zeros((len(shape), 0), dtype=idt, device=a.device)

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from ..._index_key import Item, Slice
+from ..._index_key import Int, Item, Slice
 from ...dispatch import register
 from ...formats import COOArray, CompressedArray, sparse_coo, sparse_csc, sparse_csr
 from .. import _cpu
@@ -76,6 +76,26 @@ def _getitem_unblocked_numpy(xp: Any, a: CompressedArray, items: Sequence[Item])
         np.ascontiguousarray(r.indptr, dtype=idt), np.ascontiguousarray(r.indices, dtype=idt),
         np.ascontiguousarray(r.data, dtype=a.dtype), tuple(int(s) for s in r.shape), layout=a.layout,
         backend=a._backend, xp=xp, fill_value=a.fill_value, check=False,
+    )  # fmt: skip
+
+
+def _supports_element(xp: Any, a: CompressedArray, items: Sequence[Item]) -> str | None:
+    if a.batch_dim() or a.dense_dim() or len(items) != 2 or not all(isinstance(it, Int) for it in items):
+        return "it reads one element of one CSR or CSC matrix; the general kernels index the rest"
+    return None
+
+
+@register("getitem", (_UNBLOCKED,), backend="numpy", supports=_supports_element, priority=1)
+def _getitem_element_numpy(xp: Any, a: CompressedArray, items: Sequence[Item]) -> COOArray:
+    """x[i, j] of a 2-D CSR/CSC -> 0-d COO: a binary search of one slice (its plain indices are sorted); O(log of the slice)."""
+    major, minor = (it.index for it in cast("Sequence[Int]", items)[:: 1 - 2 * a.layout.compressed_dim])
+    ptr, plain = a._compressed, a._plain
+    lo, hi = int(ptr[major]), int(ptr[major + 1])
+    at = lo + int(plain[lo:hi].searchsorted(minor))
+    nse = int(at < hi and int(plain[at]) == minor)
+    return COOArray(
+        np.zeros((0, nse), dtype=plain.dtype), a._vals[at : at + nse], (), backend=a._backend, xp=xp, coalesced=True,
+        fill_value=a.fill_value,
     )  # fmt: skip
 
 
