@@ -48,6 +48,38 @@ def test_torch_sparse_is_refused_as_operand() -> None:
             call()
 
 
+def test_torch_sparse_refusal_names_the_function() -> None:
+    """The refusal starts with the name of the function that was called, as every error of the namespace does."""
+    tc = torch.tensor(D).to_sparse()
+    a = xs.to_sparse_csr(torch.tensor(D))
+    calls = {
+        "add": lambda: xs.add(a, tc), "sin": lambda: xs.sin(tc), "matmul": lambda: xs.matmul(a, tc.T), "sum": lambda: xs.sum(tc),
+        "sort": lambda: xs.sort(tc), "argmax": lambda: xs.argmax(tc), "unique_values": lambda: xs.unique_values(tc),
+        "take": lambda: xs.take(a, tc, axis=0), "take_along_axis": lambda: xs.take_along_axis(a, tc, axis=0),
+        "getitem": lambda: a[tc], "nonzero": lambda: xs.nonzero(tc), "sparse_mask": lambda: xs.sparse_mask(tc, a),
+        "reshape": lambda: xs.reshape(tc, (8,)), "concat": lambda: xs.concat([a, tc]), "stack": lambda: xs.stack([tc]),
+        "repeat": lambda: xs.repeat(a, tc), "tril": lambda: xs.tril(tc), "zeros_like": lambda: xs.zeros_like(tc),
+        "astype": lambda: xs.astype(tc, "float32"), "result_type": lambda: xs.result_type(tc, a),
+        "can_cast": lambda: xs.can_cast(tc, "float32"), "to_dense": lambda: xs.to_dense(tc),
+        "to_backend": lambda: xs.to_backend(tc, "numpy"), "from_dlpack": lambda: xs.from_dlpack(tc),
+        "meshgrid": lambda: xs.meshgrid(tc), "vecdot": lambda: xs.vecdot(a, tc), "clip": lambda: xs.clip(tc, 0, 1),
+        "matrix_norm": lambda: xs.linalg.matrix_norm(tc), "to_sparse_semi_structured": lambda: xs.to_sparse_semi_structured(tc),
+    }  # fmt: skip
+    for name, call in calls.items():
+        with pytest.raises(TypeError, match=f"^{name}: the operand is a torch sparse tensor .*Convert it with xsparse.asarray"):
+            call()
+
+
+def test_from_dlpack_refuses_what_has_no_dlpack() -> None:
+    pytest.importorskip("scipy")
+    import scipy.sparse as sp
+
+    with pytest.raises(TypeError, match=r"^from_dlpack: the operand is a SciPy sparse matrix \(csr_matrix\).*xsparse.asarray"):
+        xs.from_dlpack(sp.csr_matrix(D))
+    with pytest.raises(TypeError, match=r"^from_dlpack: x must implement the DLPack protocol \(__dlpack__\), got list\. "):
+        xs.from_dlpack([1, 2])
+
+
 @pytest.mark.parametrize(
     "make",
     [

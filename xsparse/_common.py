@@ -38,45 +38,46 @@ _TORCH = _BUILTIN["torch"]
 _torch_strided: Any = None
 
 
-def _refuse_foreign(x: Any) -> None:
+def _refuse_foreign(x: Any, op: str | None = None) -> None:
     """Raise the TypeError for another library's sparse array (a torch sparse tensor, a pydata/sparse
     array), which passes the Array API's array test but is no strided array; nothing for anything else."""
     from ._foreign import foreign_sparse_kind, refuse_foreign_sparse
 
     kind = foreign_sparse_kind(x)
     if kind is not None:
-        raise refuse_foreign_sparse(x, kind)
+        raise refuse_foreign_sparse(x, kind, op)
 
 
-def is_strided(x: Any) -> bool:
+def is_strided(x: Any, op: str | None = None) -> bool:
     """Whether ``x`` is an array of some backend (not an xsparse array, not a Python scalar or list).
 
     Raises
     ------
     TypeError
         Where ``x`` is a sparse array of another library (torch, pydata/sparse): every function that
-        classifies its operands here refuses it, saying to convert it with :func:`xsparse.asarray`.
+        classifies its operands here refuses it, saying to convert it with :func:`xsparse.asarray`. The
+        message starts with ``op``, the calling function's name, where given.
     """
     found = _STRIDED_BACKENDS.get(type(x))
     if found is not None:
         if found is _TORCH and x.layout is not _torch_strided:
-            _refuse_foreign(x)
+            _refuse_foreign(x, op)
         return True
     if isinstance(x, (SparseArray, bool, int, float, complex, list, tuple)) or not array_api_compat.is_array_api_obj(x):
         return False
-    _refuse_foreign(x)
+    _refuse_foreign(x, op)
     return True
 
 
-def strided_backend(x: Any) -> Backend | None:
+def strided_backend(x: Any, op: str | None = None) -> Backend | None:
     """The backend that owns the strided array ``x``, or ``None`` when ``x`` is not a strided array."""
     global _torch_strided
     found = _STRIDED_BACKENDS.get(type(x))
     if found is not None:
         if found is _TORCH and x.layout is not _torch_strided:
-            _refuse_foreign(x)
+            _refuse_foreign(x, op)
         return found
-    if x is None or not is_strided(x):
+    if x is None or not is_strided(x, op):
         return None
     found = backend_of_array(x)
     if _is_builtin(found):
@@ -123,7 +124,7 @@ def backend_of(*objs: Any, op: str, backend: str | Backend | None = None) -> Bac
         if isinstance(obj, SparseArray):
             b = obj._backend
         else:
-            found_b = strided_backend(obj)
+            found_b = strided_backend(obj, op)
             if found_b is None:
                 continue
             b = found_b
@@ -203,13 +204,19 @@ def fill_argument(xp: Any, dtype: Any, value: Any) -> Any:
     return fill
 
 
-def integer_argument(op: str, name: str, value: Any) -> int:
-    """``value`` as an int, by ``operator.index``: a float, a string or NaN is not one (``int()`` would take
-    ``2.5`` for 2 and ``"2"`` for 2); NumPy and torch integers are."""
+def integer_argument(op: str, name: str, value: Any, hint: str = "Pass an integer.") -> int:
+    """``value`` as an int, by ``operator.index``: NumPy and torch integers are one; a float, a string or NaN
+    is not (``int()`` would take ``2.5`` for 2 and ``"2"`` for 2), nor a bool of any library, which is never
+    meant as a count, a size or an axis (``q=True`` would run a rank-1 decomposition). ``hint`` ends the
+    message."""
+    if isinstance(value, bool) or (hasattr(value, "dtype") and dtype_name(value.dtype) == "bool"):
+        raise TypeError(f"{op}: {name} must be an integer, not a bool ({name}={value!r}). {hint}")
     try:
+        if len(tuple(getattr(value, "shape", ()))):
+            raise TypeError  # a one-element torch tensor converts with __index__ too: only a 0-d array is an integer
         return operator.index(value)
     except TypeError:
-        raise TypeError(f"{op}: {name} must be an integer, got {type(value).__name__} ({name}={value!r}). Pass an integer.") from None
+        raise TypeError(f"{op}: {name} must be an integer, got {type(value).__name__} ({name}={value!r}). {hint}") from None
 
 
 def shape_argument(op: str, shape: Any) -> tuple[int, ...]:

@@ -54,7 +54,7 @@ def layout_of(x: Any) -> Layout:
 
 
 def _check_array(op: str, x: Any) -> None:
-    if not isinstance(x, SparseArray) and not is_strided(x):
+    if not isinstance(x, SparseArray) and not is_strided(x, op):
         raise TypeError(
             f"{op}: expected an xsparse array or a backend array, got {type(x).__name__}. Create one first, e.g. "
             "with xsparse.sparse_coo_array(...) or the backend's asarray."
@@ -440,7 +440,7 @@ def to_backend(x: Any, backend: str | Backend, /, *, device: Any = None) -> Any:
     if numpy is not None and isinstance(x, numpy.generic):
         # a NumPy scalar (what indexing a NumPy array gives) has no __dlpack__: it moves as the 0-d array it stands for
         x = numpy.asarray(x)
-    if isinstance(x, SparseArray) or is_strided(x):
+    if isinstance(x, SparseArray) or is_strided(x, "to_backend"):
         name = dtype_name(x.dtype)
         if not hasattr(xp, name):
             raise TypeError(

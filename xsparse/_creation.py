@@ -67,7 +67,7 @@ def _not_sparse(op: str, invariant: str, name: str, obj: Any) -> None:
 def _index_array(op: str, name: str, xp: Any, obj: Any, device: Any, invariant: str) -> Any:
     """An index component on the backend: arrays keep their dtype (int32 or int64), lists become int64."""
     _not_sparse(op, invariant, name, obj)
-    if is_strided(obj):
+    if is_strided(obj, op):
         arr = xp.asarray(obj, device=device) if device is not None else obj
     else:
         try:
@@ -93,7 +93,7 @@ def _index_array(op: str, name: str, xp: Any, obj: Any, device: Any, invariant: 
 
 def _value_array(op: str, xp: Any, obj: Any, dtype: Any, device: Any) -> Any:
     _not_sparse(op, "2.3", "values", obj)
-    if is_strided(obj):
+    if is_strided(obj, op):
         arr = obj
         if dtype is not None and dtype_name(arr.dtype) != dtype_name(dtype):
             arr = xp.astype(arr, dtype)
@@ -680,7 +680,7 @@ def spdiags(
 
 
 def _like(op: str, x: Any, fill_value: Any, dtype: Any, device: Any, layout: Layout | None, blocksize: Any, empty: bool) -> Any:
-    if not isinstance(x, SparseArray) and not is_strided(x):
+    if not isinstance(x, SparseArray) and not is_strided(x, op):
         raise TypeError(f"{op}: x must be an xsparse array or a backend array, got {type(x).__name__}. Pass an array.")
     b = backend_of(x, op=op)
     xp = b.load()
@@ -948,7 +948,7 @@ def _nested_with_arrays(op: str, obj: list[Any] | tuple[Any, ...], dtype: Any, d
     from ._dtypes import result_type
 
     leaves = list(_leaves(obj))
-    arrays = [leaf for leaf in leaves if isinstance(leaf, SparseArray) or is_strided(leaf)]
+    arrays = [leaf for leaf in leaves if isinstance(leaf, SparseArray) or is_strided(leaf, op)]
     b = backend_of(*arrays, op=op, backend=backend)
     xp = b.load()
     if copy is False:
@@ -1103,7 +1103,7 @@ def meshgrid(*arrays: Any, indexing: str = "xy") -> list[Any]:
     if indexing not in ("xy", "ij"):
         raise ValueError(f"{op}: indexing must be 'xy' or 'ij' (indexing={indexing!r}). Pass one of them.")
     for i, a in enumerate(arrays):
-        if not isinstance(a, SparseArray) and not is_strided(a):
+        if not isinstance(a, SparseArray) and not is_strided(a, "meshgrid"):
             raise TypeError(f"{op}: arrays[{i}] is not an array ({type(a).__name__}). Pass 1-D arrays.")
         if a.ndim != 1:
             raise ValueError(f"{op}: every array must be 1-D (arrays[{i}].shape={tuple(a.shape)}). Flatten it first.")
@@ -1129,7 +1129,7 @@ def meshgrid(*arrays: Any, indexing: str = "xy") -> list[Any]:
 
 
 def _triangle(op: str, x: Any, k: int, layout: Layout | None) -> Any:
-    if not isinstance(x, SparseArray) and not is_strided(x):
+    if not isinstance(x, SparseArray) and not is_strided(x, op):
         raise TypeError(f"{op}: x must be an xsparse array or a backend array, got {type(x).__name__}. Pass an array.")
     if x.ndim < 2:
         raise ValueError(f"{op}: x must have at least 2 dimensions (x.shape={tuple(x.shape)}). Pass a matrix or a stack of them.")
@@ -1202,6 +1202,16 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None, back
     op = "from_dlpack"
     if isinstance(x, SparseArray):
         return _sparse_from_dlpack(op, x, device, copy, backend)
+    from ._foreign import foreign_sparse_kind, refuse_foreign_sparse
+
+    kind = foreign_sparse_kind(x)
+    if kind is not None:
+        raise refuse_foreign_sparse(x, kind, op)  # DLPack carries strided arrays only
+    if not hasattr(x, "__dlpack__") and type(x).__name__ != "PyCapsule":  # torch still reads a bare capsule
+        raise TypeError(
+            f"{op}: x must implement the DLPack protocol (__dlpack__), got {type(x).__name__}. Pass an array of a "
+            "library that exports DLPack, or convert other objects with xsparse.asarray."
+        )
     b = backend_of(op=op, backend=backend)
     xp = b.load()
     kwargs: dict[str, Any] = {}

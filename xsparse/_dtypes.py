@@ -83,14 +83,14 @@ def dtype_backend(dtype: Any) -> Backend:
     return get_default_backend()
 
 
-def _is_array(obj: Any) -> bool:
+def _is_array(obj: Any, op: str | None = None) -> bool:
     # numpy.float64 (a dtype of NumPy's namespace) is a class with __array_namespace__, not an array
-    return isinstance(obj, SparseArray) or (not isinstance(obj, type) and is_strided(obj))
+    return isinstance(obj, SparseArray) or (not isinstance(obj, type) and is_strided(obj, op))
 
 
 def _backend_of_operands(op: str, *objs: Any) -> Backend:
     """The backend of the arrays among ``objs``, else of their dtype objects, else the default one."""
-    arrays = [o for o in objs if _is_array(o)]
+    arrays = [o for o in objs if _is_array(o, op)]
     if arrays:
         return backend_of(*arrays, op=op)
     dtypes = [o for o in objs if not isinstance(o, (bool, int, float, complex, str)) and o not in (bool, int, float, complex) and o is not None]
@@ -99,7 +99,7 @@ def _backend_of_operands(op: str, *objs: Any) -> Backend:
 
 def _as_dtype(op: str, xp: Any, obj: Any, name: str) -> Any:
     """``obj`` (an array's dtype, a dtype of any backend, a name or a Python type) as ``xp``'s dtype."""
-    if _is_array(obj):
+    if _is_array(obj, op):
         return obj.dtype
     try:
         return resolve_dtype(xp, obj)
@@ -310,7 +310,7 @@ def isdtype(dtype: Any, kind: str | Any | tuple[Any, ...]) -> bool:
     True
     """
     op = "isdtype"
-    if _is_array(dtype):
+    if _is_array(dtype, op):
         raise TypeError(f"{op}: the first argument must be a dtype, got an array ({type(dtype).__name__}). Pass x.dtype.")
     xp = dtype_backend(dtype).namespace()
     dt = _as_dtype(op, xp, dtype, "dtype")

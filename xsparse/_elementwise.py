@@ -154,7 +154,7 @@ def operand(op: str, x: Any) -> tuple[Any, Layout]:
     """The backend and layout of an array operand of ``op``; a TypeError naming the fix for anything else."""
     if isinstance(x, SparseArray):
         return x._backend, x.layout
-    if is_strided(x):
+    if is_strided(x, op):
         return backend_of_array(x), strided
     raise TypeError(
         f"{op}: expected an xsparse array or a backend array, got {type(x).__name__} (x={x!r}). Wrap Python "
@@ -303,7 +303,7 @@ def operand_kind(op: str, x: Any, name: str = "operand") -> Any:
     """The layout of an operand of ``op`` that may also be a Python scalar (the kind ``"scalar"``)."""
     if isinstance(x, SparseArray):
         return x.layout
-    if is_strided(x):
+    if is_strided(x, op):
         return strided
     if isinstance(x, _SCALARS):
         return "scalar"
@@ -323,8 +323,33 @@ def apply_binary(name: str, x1: Any, x2: Any, layout: Layout | None) -> Any:
         )
     backend = backend_of(x1, x2, op=name)
     check_dtypes(name, x1, x2)
+    if backend.name == "torch" and (type(x1) is not type(x2)):
+        x1, x2 = _torch_half_complex(name, x1, x2)
     xp = backend.load()
     return convert_result(dispatch.call(name, kinds, backend.name, xp, x1, x2), layout, name)
+
+
+def _torch_half_complex(name: str, x1: Any, x2: Any) -> tuple[Any, Any]:
+    """torch promotes float16 with a complex Python scalar to complex32, a dtype that sparse arrays do not
+    hold (nor most of torch's functions take): a sparse float16 operand is taken as complex64 there, NumPy's
+    promotion and torch's own for bfloat16, so both backends give one answer. A complex32 tensor beside a
+    sparse operand is refused."""
+    pair = (x1, x2)
+    if not any(isinstance(v, SparseArray) for v in pair):
+        return pair  # strided operands only: torch's own result stands
+    out = []
+    for v, other in (pair, pair[::-1]):
+        if isinstance(v, SparseArray) and isinstance(other, complex) and dtype_name(v.dtype) == "float16":
+            from ._indexing import astype
+
+            v = astype(v, v._xp.complex64)
+        elif not isinstance(v, SparseArray) and dtype_name(getattr(v, "dtype", None)) == "complex32":
+            raise TypeError(
+                f"{name}: sparse arrays do not hold torch's complex32, the dtype of an operand (dtype=complex32). Cast "
+                "it to complex64 first, e.g. with xsparse.astype(x, 'complex64')."
+            )
+        out.append(v)
+    return out[0], out[1]
 
 
 def in_place(name: str, target: Any, other: SparseArray) -> Any:

@@ -17,7 +17,7 @@ from typing import Any, cast
 import array_api_compat
 
 from . import dispatch
-from ._common import backend_of, dtype_name, is_strided, resolve_dtype
+from ._common import backend_of, dtype_name, integer_argument, is_strided, resolve_dtype
 from ._conversion import layout_of, to_dense
 from ._elementwise import convert_result, operand_kind
 from ._errors import DensificationError, LayoutError
@@ -50,7 +50,7 @@ _SCALARS = (bool, int, float, complex)
 
 def _array(op: str, x: Any, name: str = "x") -> Any:
     """The backend and namespace of an array argument; a TypeError naming the fix for anything else."""
-    if not isinstance(x, SparseArray) and not is_strided(x):
+    if not isinstance(x, SparseArray) and not is_strided(x, op):
         raise TypeError(
             f"{op}: {name} must be an xsparse array or a backend array, got {type(x).__name__}. Create one first, e.g. "
             "with the backend's asarray or xsparse.sparse_coo_array(...)."
@@ -59,18 +59,8 @@ def _array(op: str, x: Any, name: str = "x") -> Any:
     return backend, backend.load()
 
 
-def _integer(op: str, name: str, value: Any, hint: str) -> int:
-    """``value`` as an int, by ``operator.index``: a float or a bool is not one (``int()`` would truncate 1.9)."""
-    if isinstance(value, bool):
-        raise TypeError(f"{op}: {name} must be an integer, not a bool ({name}={value!r}). {hint}")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{op}: {name} must be an integer ({name}={value!r}). {hint}") from None
-
-
 def _axis(op: str, axis: Any, ndim: int, name: str = "axis") -> int:
-    a = _integer(op, name, axis, f"Pass an integer in [{-ndim}, {ndim}).")
+    a = integer_argument(op, name, axis, f"Pass an integer in [{-ndim}, {ndim}).")
     if not -ndim <= a < ndim:
         raise IndexError(
             f"{op}: {name} {a} is out of range for an array of {ndim} dimensions ({name}={a}, ndim={ndim}). "
@@ -340,7 +330,7 @@ def narrow(x: Any, dim: int, start: int, length: int, /, *, layout: Layout | Non
     _array(op, x)
     d = _axis(op, dim, x.ndim, "dim")
     size = x.shape[d]
-    start, length = (_integer(op, name, v, "Pass an integer, as torch does.") for name, v in (("start", start), ("length", length)))
+    start, length = (integer_argument(op, name, v, "Pass an integer, as torch does.") for name, v in (("start", start), ("length", length)))
     s = start + size if start < 0 else start
     if not 0 <= s <= size or length < 0 or s + length > size:
         raise IndexError(
@@ -430,7 +420,7 @@ def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1, layout: Layout |
     backend, xp = _array(op, x)
     if isinstance(indices, SparseArray):
         indices = _positions(op, x, indices)
-    if not is_strided(indices):
+    if not is_strided(indices, op):
         raise TypeError(f"{op}: indices must be a backend integer array, got {type(indices).__name__}. Create it with the backend's asarray.")
     backend = backend_of(x, indices, op=op)
     if x.ndim == 0 or indices.ndim != x.ndim or not xp.isdtype(indices.dtype, "integral"):

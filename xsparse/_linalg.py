@@ -18,7 +18,7 @@ from typing import Any, cast
 import numpy as np
 
 from . import dispatch
-from ._common import _STRIDED_BACKENDS, backend_of, flag_argument, is_strided, known_backend, namespace_of
+from ._common import _STRIDED_BACKENDS, backend_of, flag_argument, integer_argument, is_strided, known_backend, namespace_of
 from ._conversion import layout_of, matrix_transpose
 from ._elementwise import convert_result
 from .backends import Backend
@@ -51,7 +51,7 @@ REDUCTIONS = ("sum", "mean", "amax", "amin")
 
 
 def _check_operand(op: str, name: str, x: Any) -> None:
-    if not isinstance(x, SparseArray) and not is_strided(x):
+    if not isinstance(x, SparseArray) and not is_strided(x, op):
         raise TypeError(
             f"{op}: {name} must be an xsparse array or a backend array, got {type(x).__name__}. Wrap Python "
             "scalars and lists with the backend's asarray first."
@@ -628,14 +628,6 @@ def _convert_all(results: tuple[Any, ...], layout: Layout | None, op: str) -> tu
     return tuple(convert_result(r, layout, op) for r in results)
 
 
-def _check_int(op: str, name: str, value: Any) -> int:
-    # bool is an int to Python (and torch.svd_lowrank's q=True runs a rank-1 decomposition), but it is
-    # never meant as a count; NumPy integers are accepted as numpy does
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{op}: {name} must be an int, got {type(value).__name__} ({name}={value!r}). Pass an integer.")
-    return int(value)
-
-
 def _check_seed(op: str, seed: Any) -> Any:
     """``seed`` as the kernels take it: None, a NumPy generator or seed sequence, or what seeds one."""
     if seed is None or isinstance(seed, (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)):
@@ -718,7 +710,7 @@ def svd_lowrank(
     """
     op = "svd_lowrank"
     backend, xp = _matrix_operand(op, A)
-    q = 6 if q is None else _check_int(op, "q", q)
+    q = 6 if q is None else integer_argument(op, "q", q)
     if not 1 <= q <= min(A.shape):
         raise ValueError(f"{op}: q must lie in [1, min(A.shape)] (q={q}, A.shape={_shape(A)}). Ask for a smaller rank.")
     niter = _lowrank_niter(op, niter)
@@ -738,7 +730,7 @@ def svd_lowrank(
 
 
 def _lowrank_niter(op: str, niter: Any) -> int:
-    count = _check_int(op, "niter", niter)
+    count = integer_argument(op, "niter", niter)
     if count < 0:
         raise ValueError(f"{op}: niter must be at least 0 (niter={count}). Pass the number of subspace iterations, 0 for none.")
     return count
@@ -772,7 +764,7 @@ def pca_lowrank(
     """
     op = "pca_lowrank"
     backend, xp = _matrix_operand(op, A)
-    q = min(6, *A.shape) if q is None else _check_int(op, "q", q)
+    q = min(6, *A.shape) if q is None else integer_argument(op, "q", q)
     niter = _lowrank_niter(op, niter)
     seed = _check_seed(op, seed)
     if not 1 <= q <= min(A.shape):
@@ -890,8 +882,8 @@ def lobpcg(
             )
         X = _as_dtype(X, dtype, xp)
     A, B, iK = (_as_dtype(m, dtype, xp) for m in (A, B, iK))
-    k = (X.shape[1] if X is not None else 1) if k is None else _check_int(op, "k", k)
-    n = (X.shape[1] if X is not None else k) if n is None else _check_int(op, "n", n)
+    k = (X.shape[1] if X is not None else 1) if k is None else integer_argument(op, "k", k)
+    n = (X.shape[1] if X is not None else k) if n is None else integer_argument(op, "n", n)
     if not 1 <= k <= n:
         raise ValueError(f"{op}: k must lie in [1, n] (k={k}, n={n}). Ask for at most n eigenpairs.")
     if size < 3 * n:
@@ -901,7 +893,7 @@ def lobpcg(
         )
     # torch.lobpcg counts iterations down and stops at exactly 0, so any niter <= 0 (-1 is the documented
     # spelling) iterates until convergence; the generic kernel does the same
-    niter = 1000 if niter is None else _check_int(op, "niter", niter)
+    niter = 1000 if niter is None else integer_argument(op, "niter", niter)
     if tol is None:
         tol = float(xp.finfo(A.dtype).eps) ** 0.5
     elif isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating)):

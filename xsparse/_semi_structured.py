@@ -21,7 +21,7 @@ __all__ = ["to_sparse_semi_structured", "linear", "detach"]
 
 
 def _check_array(op: str, name: str, x: Any) -> None:
-    if not isinstance(x, SparseArray) and not is_strided(x):
+    if not isinstance(x, SparseArray) and not is_strided(x, op):
         raise TypeError(
             f"{op}: {name} must be an xsparse array or a backend array, got {type(x).__name__}. Create one with the "
             "backend's asarray (or an xsparse constructor) first."

@@ -22,12 +22,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import dispatch
-from ._common import backend_of, dtype_name, is_strided, scalar_for
+from ._common import backend_of, dtype_name, integer_argument, is_strided, scalar_for
 from ._conversion import layout_of, to_dense, to_sparse
 from ._dtypes import result_type
 from ._elementwise import convert_result, converting_for, operand, subtract
 from ._errors import DensificationError, LayoutError, SparseEfficiencyWarning
-from ._index_key import is_array_index
 from ._indexing import getitem
 from .backends import Backend
 from .backends.array_api import shape as _generic_shape  # noqa: F401  (registers the kernels)
@@ -69,10 +68,7 @@ def _operand(op: str, x: Any) -> tuple[Backend, Layout, Any]:
 
 def _axis(op: str, axis: Any, ndim: int, *, name: str = "axis", new: bool = False) -> int:
     """``axis`` as an index in ``[0, ndim)``, or in ``[0, ndim]`` for the position of a ``new`` dimension."""
-    # an array of one element converts with __index__ too: only a 0-d integer array is an integer here
-    if isinstance(axis, bool) or not hasattr(axis, "__index__") or is_array_index(axis):
-        raise TypeError(f"{op}: {name} must be an integer, got {type(axis).__name__} ({name}={axis!r}). Pass an int.")
-    i = operator.index(axis)
+    i = integer_argument(op, name, axis)
     n = ndim + 1 if new else ndim
     if not -n <= i < n:
         raise IndexError(
@@ -419,12 +415,6 @@ def broadcast_arrays(*arrays: Any, layout: Layout | None = None) -> list[Any]:
     return [broadcast_to(a, shape, layout=layout) for a in arrays]
 
 
-def _int(op: str, value: Any, name: str) -> int:
-    if isinstance(value, bool) or not hasattr(value, "__index__") or is_array_index(value):
-        raise TypeError(f"{op}: {name} must be an integer ({name}={value!r}). Pass an int.")
-    return operator.index(value)
-
-
 def roll(
     x: Any, /, shift: int | Sequence[int], *, axis: int | Sequence[int] | None = None, layout: Layout | None = None
 ) -> Any:
@@ -469,7 +459,7 @@ def roll(
         if isinstance(shift, (tuple, list)):
             raise TypeError(f"{op}: shift must be one int when axis is None (shift={shift!r}). Pass an int, or name the axes.")
         size = math.prod(shape)
-        return _dispatch(op, x, (_int(op, shift, "shift") % size if size else 0,), None, layout=layout)
+        return _dispatch(op, x, (integer_argument(op, "shift", shift) % size if size else 0,), None, layout=layout)
     axes = (axis,) if not isinstance(axis, (tuple, list)) else tuple(axis)
     norm = [_axis(op, a, x.ndim) for a in axes]
     if isinstance(shift, (tuple, list)):
@@ -478,9 +468,9 @@ def roll(
                 f"{op}: shift and axis must have one entry per axis (shift={tuple(shift)}, axis={tuple(axes)}). Pass as many "
                 "shifts as axes, or one int."
             )
-        shifts = [_int(op, s, "shift") for s in shift]
+        shifts = [integer_argument(op, "shift", s) for s in shift]
     else:
-        shifts = [_int(op, shift, "shift")] * len(norm)
+        shifts = [integer_argument(op, "shift", shift)] * len(norm)
     total: dict[int, int] = {}
     for d, s in zip(norm, shifts):
         total[d] = total.get(d, 0) + s
@@ -516,7 +506,7 @@ def tile(x: Any, repetitions: Sequence[int], /, *, layout: Layout | None = None)
     _operand(op, x)
     if not isinstance(repetitions, (tuple, list)):
         raise TypeError(f"{op}: repetitions must be a tuple of integers (repetitions={repetitions!r}). Pass e.g. (2, 1).")
-    reps = tuple(_int(op, r, "repetitions") for r in repetitions)
+    reps = tuple(integer_argument(op, "repetitions", r) for r in repetitions)
     if any(r < 0 for r in reps):
         raise ValueError(f"{op}: repetitions must be non-negative (repetitions={reps}). Pass counts >= 0.")
     for _ in range(len(reps) - x.ndim):
@@ -529,7 +519,7 @@ def _repeats(op: str, xp: Any, x: Any, repeats: Any, size: int) -> Any:
     if isinstance(repeats, SparseArray) and repeats.ndim:
         # counts are consumed whole, as index arrays are: reading them densely is not densifying an operand
         repeats = to_dense(repeats)
-    if is_strided(repeats):
+    if is_strided(repeats, op):
         if repeats.ndim != 1 or not xp.isdtype(repeats.dtype, "integral"):
             raise TypeError(
                 f"{op}: repeats must be an int or a 1-D integer array (shape={tuple(repeats.shape)}, "
@@ -543,7 +533,7 @@ def _repeats(op: str, xp: Any, x: Any, repeats: Any, size: int) -> Any:
         if repeats.shape[0] and int(xp.min(repeats)) < 0:
             raise ValueError(f"{op}: repeats must be non-negative (min={int(xp.min(repeats))}). Pass counts >= 0.")
         return int(repeats[0]) if repeats.shape[0] == 1 else xp.astype(repeats, xp.int64)
-    count = _int(op, repeats, "repeats")
+    count = integer_argument(op, "repeats", repeats)
     if count < 0:
         raise ValueError(f"{op}: repeats must be non-negative (repeats={count}). Pass a count >= 0.")
     return count
@@ -588,7 +578,7 @@ def repeat(x: Any, repeats: Any, /, *, axis: int | None = None, layout: Layout |
     """
     op = "repeat"
     backend, _, xp = _operand(op, x)
-    if is_strided(repeats) or isinstance(repeats, SparseArray):
+    if is_strided(repeats, "repeat") or isinstance(repeats, SparseArray):
         backend_of(x, repeats, op=op)
     ax = None if axis is None else _axis(op, axis, x.ndim)
     size = math.prod(tuple(x.shape)) if ax is None else x.shape[ax]
@@ -666,7 +656,7 @@ def diff(
             f"{op}: the array must have a numeric dtype (dtype={dtype_name(x.dtype)}). Compare neighbours with "
             "xsparse.not_equal on slices, or cast with xsparse.astype first."
         )
-    times = _int(op, n, "n")
+    times = integer_argument(op, "n", n)
     if times < 0:
         raise ValueError(f"{op}: n must be non-negative (n={times}). Pass the number of differences, 0 or more.")
     ax = _axis(op, axis, x.ndim)
@@ -687,7 +677,7 @@ def diff(
 
 
 def _arrays(op: str, arrays: Any) -> list[Any]:
-    if isinstance(arrays, SparseArray) or is_strided(arrays) or not isinstance(arrays, (list, tuple)):
+    if isinstance(arrays, SparseArray) or is_strided(arrays, op) or not isinstance(arrays, (list, tuple)):
         raise TypeError(f"{op}: expected a list or tuple of arrays, got {type(arrays).__name__}. Pass [a, b, ...].")
     if not arrays:
         raise ValueError(f"{op}: needs at least one array (arrays=[]). Pass a non-empty list of arrays.")

@@ -27,7 +27,7 @@ def array_operand(op: str, x: Any) -> tuple[Backend, Any]:
     """The backend of an xsparse or backend array ``x`` and its (loaded) namespace; TypeError otherwise."""
     if isinstance(x, SparseArray):
         return x._backend, x._backend.load()
-    if is_strided(x):
+    if is_strided(x, op):
         backend = backend_of_array(x)
         return backend, backend.load()
     raise TypeError(
