@@ -165,9 +165,10 @@ def _getitem_arrays(op: str, xp: Any, x: Any, parts: tuple[Any, ...]) -> Any:
     if any(isinstance(p, slice) or p is None or p is Ellipsis for p in parts):
         return _getitem_array_among_slices(op, xp, x, parts)
     columns: list[Any] = []
+    is_array = [is_array_index(p) for p in parts]
     for d, p in enumerate(parts):
         size = x.shape[d]
-        if not is_array_index(p):
+        if not is_array[d]:
             columns.append(xp.asarray(normalize_index(op, p, size, d), dtype=xp.int64, device=_device_of(x)))
             continue
         ind = _positions(op, x, p)
@@ -177,8 +178,9 @@ def _getitem_arrays(op: str, xp: Any, x: Any, parts: tuple[Any, ...]) -> Any:
                 "Cast it with xsparse.astype(index, 'int64')."
             )
         columns.append(_int64_indices(op, xp, ind, x.shape[d], d))
+    shapes = {tuple(c.shape) for c in columns}
     try:
-        shape = broadcast_shapes(op, *(tuple(c.shape) for c in columns))
+        shape = shapes.pop() if len(shapes) == 1 else broadcast_shapes(op, *(tuple(c.shape) for c in columns))
     except ValueError:
         raise IndexError(
             f"{op}: the index arrays do not broadcast together (shapes={[tuple(c.shape) for c in columns]}). Pass arrays "
@@ -186,7 +188,7 @@ def _getitem_arrays(op: str, xp: Any, x: Any, parts: tuple[Any, ...]) -> Any:
         ) from None
     if math.prod(shape):
         # as NumPy, arrays whose broadcast is empty gather nothing and are not bounds-checked
-        columns = [_in_bounds(op, xp, c, x.shape[d], d) if is_array_index(p) else c for d, (c, p) in enumerate(zip(columns, parts))]
+        columns = [_in_bounds(op, xp, c, x.shape[d], d) if is_array[d] else c for d, c in enumerate(columns)]
     flat = [c if tuple(c.shape) == shape and len(shape) == 1 else xp.reshape(xp.broadcast_to(c, shape), (-1,)) for c in columns]
     return _gather_points(x, flat, shape)
 
