@@ -7,6 +7,7 @@ A sparse ``full`` is the natural one: no specified element, and the fill value i
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -192,7 +193,7 @@ def test_spdiags_examples_and_errors(xp: Any) -> None:
         xs.spdiags(d, xp.asarray([0, 1, 2]), (3,))
     with pytest.raises(xs.InvariantError, match=r"spdiags: diagonals must be a strided array of the backend, got COOArray"):
         xs.spdiags(xs.to_sparse(d), xp.asarray([0, 1, 2]), (3, 3))
-    with pytest.raises(ValueError, match=r"to_sparse\(layout=sparse_bsr\): converting to sparse_bsr needs a block shape"):
+    with pytest.raises(ValueError, match=r"^spdiags: the result cannot be given layout=sparse_bsr: converting to sparse_bsr needs a block shape"):
         xs.spdiags(d, xp.asarray([0, 1, 2]), (3, 3), xs.sparse_bsr)
 
 
@@ -279,3 +280,254 @@ def test_asarray_checks_what_it_is_asked(backend: str, xp: Any) -> None:
         with pytest.raises(ValueError, match=rf"^asarray: copy=False but {what} \(layout={layout}\)\. Pass copy=None"):
             xs.asarray(obj, layout=layout, copy=False)
     assert xs.asarray(a, copy=False) is a
+
+
+# -- review A: creation functions (each test failed before its fix) -------------------------------------
+
+
+@pytest.mark.parametrize("make", [xs.zeros_like, xs.ones_like, xs.empty_like, lambda x, **kw: xs.full_like(x, 2.5, **kw)], ids=["zeros", "ones", "empty", "full"])
+@pytest.mark.parametrize("target", [xs.sparse_csr, xs.sparse_csc, xs.sparse_coo, xs.sparse_bsc, xs.strided], ids=str)
+def test_like_of_a_blocked_array_in_another_layout(xp: Any, make: Any, target: xs.Layout) -> None:
+    """F1: x's blocksize is inherited only by a blocked result; a CSR/CSC one of a BSR x needs none."""
+    d = xp.reshape(xp.arange(16.0), (4, 4))
+    for x in (xs.to_sparse_bsr(d, blocksize=(2, 2)), xs.to_sparse_bsc(d, blocksize=(2, 2))):
+        r = make(x, layout=target)
+        assert xs.layout_of(r) is target and tuple(r.shape) == (4, 4)
+        fill = {xs.zeros_like: 0.0, xs.ones_like: 1.0, xs.empty_like: 0.0}.get(make, 2.5)
+        if make is not xs.empty_like or target is not xs.strided:  # a strided empty_like holds anything
+            assert_sparse_equal(r, xp.full((4, 4), fill, dtype=x.dtype), check_layout=target)
+        if target.is_blocked:
+            assert r.blocksize == (2, 2)
+        elif target.is_compressed:
+            # the oracle: the same empty array made by zeros, which needs no blocksize either
+            oracle = xs.zeros((4, 4), layout=target, dtype=x.dtype, backend=x._backend)
+            assert r.blocksize == oracle.blocksize == (1, 1) and r.nnz == oracle.nnz == 0
+
+
+@pytest.mark.parametrize("fn", ["tril", "triu"])
+def test_triangle_takes_any_integer_k_and_clamps_it(backend: str, xp: Any, fn: str) -> None:
+    """F2, F3: k is read by operator.index (NumPy and 0-d integers, as eye and np.tril take it), and clamped
+    into [-rows, cols] before the backend sees it: a k at the int64 edge gives the dense oracle's answer."""
+    d = xp.reshape(xp.arange(1.0, 7.0), (2, 3))
+    ours = getattr(xs, fn)
+    i, j = np.indices((2, 3))
+    for k in (np.int64(1), np.asarray(-1), 2**63 - 1, -(2**63), 2**62, -(2**70), 3, -2):
+        # the oracle: NumPy's definition (tril keeps j - i <= k), as a comparison, which takes any Python int
+        # (np.tril itself overflows below -2**63 + 3)
+        expected = np.where((j - i <= int(k)) if fn == "tril" else (j - i >= int(k)), to_numpy(d), 0.0)
+        if abs(int(k)) < 2**62:
+            np.testing.assert_array_equal(expected, getattr(np, fn)(to_numpy(d), k=int(k)))
+        for operand in (d, xs.to_sparse_csr(d), xs.to_sparse_coo(d)):
+            np.testing.assert_array_equal(to_numpy(xs.to_dense(ours(operand, k=k))), expected)
+    with pytest.raises(TypeError, match=rf"^{fn}: k must be an integer, not a bool \(k=True\)\. Pass the diagonal's offset as an integer\.$"):
+        ours(d, k=True)
+    with pytest.raises(TypeError, match=rf"^{fn}: k must be an integer, got str \(k='1'\)\. Pass the diagonal's offset"):
+        ours(xs.to_sparse_csr(d), k="1")
+
+
+def test_dtype_names_are_the_standards(backend: str, xp: Any) -> None:
+    """F4: a string dtype is one of the standard's names (float16/bfloat16 where the backend has them), the
+    same dtype on every backend; a backend's aliases and other attributes are refused, naming the function."""
+    for name in ("bool", "int8", "uint16", "int64", "float32", "float64", "complex64"):
+        assert xs.zeros((2,), dtype=name, backend=backend).dtype == getattr(xp, name)
+        assert xs.zeros((2, 2), dtype=name, backend=backend, layout=xs.sparse_csr).dtype == getattr(xp, name)
+    # the oracle for the Python type float: float64, on every backend
+    assert xs.zeros((2,), dtype=float, backend=backend).dtype == xp.float64
+    for alias in ("float", "int", "double", "half", "long", "cfloat", "short", "e", "pi", "sin", "asarray"):
+        with pytest.raises(TypeError, match=rf"^zeros: '{alias}' is not a dtype name of the Array API standard \(dtype='{alias}'\)\. Pass one of 'bool', 'int8'"):
+            xs.zeros((2,), dtype=alias, backend=backend)
+        with pytest.raises(TypeError, match=rf"^zeros: '{alias}' is not a dtype name"):
+            xs.zeros((2, 2), dtype=alias, backend=backend, layout=xs.sparse_csr)
+    with pytest.raises(TypeError, match=r"^asarray: 'float' is not a dtype name"):
+        xs.asarray([1.0], dtype="float", backend=backend)
+    with pytest.raises(TypeError, match=r"^sparse_compressed_array\(layout=sparse_csr\): 'long' is not a dtype name"):
+        xs.sparse_csr_array([0, 1], [0], [1.0], dtype="long", backend=backend)
+    if hasattr(xp, "float16"):
+        assert xs.zeros((2,), dtype="float16", backend=backend).dtype == xp.float16
+    else:
+        with pytest.raises(TypeError, match=rf"^eye: the backend \S+ has no dtype 'float16' \(dtype='float16'\)\. Pass one of the backend's dtypes\.$"):
+            xs.eye(2, dtype="float16", backend=backend)
+    # a dtype object of another library is translated by its name, as before
+    assert xs.zeros((2,), dtype=np.dtype("int32"), backend=backend).dtype == xp.int32
+
+
+def test_structure_arguments_that_do_not_apply_are_refused(xp: Any, backend: str) -> None:
+    """F5, F6: blocksize, sparse_dim and dense_dim are checked as to_sparse checks them, never ignored."""
+    strided_only = r"blocksize, sparse_dim and dense_dim describe a sparse result, and this one is strided"
+    for make in (xs.zeros, xs.ones, xs.empty, lambda s, **kw: xs.full(s, 1.0, **kw)):
+        for kw in ({"blocksize": (2, 2)}, {"dense_dim": 0}, {"sparse_dim": 2}, {"blocksize": (0, 2), "dense_dim": -1}):
+            with pytest.raises(ValueError, match=rf"^(zeros|ones|empty|full): {strided_only} \(layout=strided"):
+                make((4, 4), backend=backend, **kw)
+        with pytest.raises(ValueError, match=r"^(zeros|ones|empty|full): a sparse_csr array has exactly 2 sparse dimensions \(sparse_dim=1\)\. Leave sparse_dim out"):
+            make((2, 3, 4), layout=xs.sparse_csr, sparse_dim=1, backend=backend)
+        with pytest.raises(ValueError, match=r"^(zeros|ones|empty|full): blocksize applies to sparse_bsr and sparse_bsc only, not to sparse_coo \(blocksize=\(2, 2, 2\)\)\. Leave it out"):
+            make((4, 4), layout=xs.sparse_coo, blocksize=(2, 2, 2), backend=backend)
+        with pytest.raises(ValueError, match=r"^(zeros|ones|empty|full): sparse_dim \+ dense_dim must equal the number of dimensions of shape \(2, 3, 4\) \(sparse_dim=1, dense_dim=1\)\. Give only one"):
+            make((2, 3, 4), layout=xs.sparse_coo, sparse_dim=1, dense_dim=1, backend=backend)
+        for name in ("dense_dim", "sparse_dim"):
+            with pytest.raises(TypeError, match=rf"^(zeros|ones|empty|full): {name} must be an integer, got float \({name}=1\.0\)\. Pass an integer\.$"):
+                make((2, 3, 4), layout=xs.sparse_coo, backend=backend, **{name: 1.0})
+        with pytest.raises(TypeError, match=r"^(zeros|ones|empty|full): dense_dim must be an integer, got float"):
+            make((2, 3, 4), layout=xs.sparse_csr, dense_dim=1.0, backend=backend)
+    # what does apply still works, against to_sparse of the dense array (the oracle)
+    z = xs.zeros((2, 3, 4), layout=xs.sparse_csr, sparse_dim=2, dense_dim=1, backend=backend)
+    oracle = xs.to_sparse_csr(xp.zeros((2, 3, 4)), dense_dim=1)
+    assert (z.sparse_dim(), z.dense_dim(), z.batch_dim()) == (oracle.sparse_dim(), oracle.dense_dim(), oracle.batch_dim())
+    c = xs.zeros((2, 3, 4), layout=xs.sparse_coo, sparse_dim=1, dense_dim=2, backend=backend)
+    assert (c.sparse_dim(), c.dense_dim()) == (1, 2)
+    assert xs.zeros((2, 2), layout=xs.sparse_csr, blocksize=(1, 1), backend=backend).blocksize == (1, 1)
+    # eye and spdiags: a blocksize that a non-blocked result would ignore
+    for layout in (None, xs.strided, xs.sparse_coo):
+        with pytest.raises(ValueError, match=rf"^eye: blocksize applies to sparse_bsr and sparse_bsc only, not to {layout or xs.strided} \(blocksize=\(2, 2\)\)\. Leave it out"):
+            xs.eye(3, layout=layout, blocksize=(2, 2), backend=backend)
+    with pytest.raises(ValueError, match=r"^spdiags: blocksize applies to sparse_bsr and sparse_bsc only, not to sparse_coo \(blocksize=\(2, 2\)\)\. Leave it out"):
+        xs.spdiags([[1.0]], [0], (1, 1), xs.sparse_coo, blocksize=(2, 2), backend=backend)
+    with pytest.raises(ValueError, match=r"^spdiags: blocksize applies to sparse_bsr and sparse_bsc only, not to sparse_coo"):
+        xs.spdiags([[1.0]], [0], (1, 1), blocksize=(2, 2), backend=backend)
+    with pytest.raises(ValueError, match=r"^eye: the result cannot be given layout=sparse_csr: blocksize applies to sparse_bsr and sparse_bsc only"):
+        xs.eye(4, layout=xs.sparse_csr, blocksize=(2, 2), backend=backend)
+    assert_sparse_equal(xs.eye(2, layout=xs.sparse_csr, blocksize=(1, 1), dtype="float64", backend=backend), xp.eye(2, dtype=xp.float64))
+
+
+def test_sparse_compressed_array_checks_dense_dim_against_the_values(xp: Any, backend: str) -> None:
+    """F5: a dense_dim given with the components must be the values' number of dense dimensions."""
+    values = xp.asarray([[1.0, 2.0], [3.0, 4.0]], dtype=xp.float64)
+    h = xs.sparse_csr_array([0, 1, 2], [0, 1], values, (2, 3, 2), dense_dim=1, backend=backend)
+    assert h.dense_dim() == 1
+    assert_sparse_equal(h, xp.asarray([[[1.0, 2.0], [0.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [3.0, 4.0], [0.0, 0.0]]], dtype=xp.float64))
+    with pytest.raises(ValueError, match=r"^sparse_compressed_array\(layout=sparse_csr\): dense_dim=0 differs from the number of dense dimensions of the values \(1, values\.shape=\(2, 2\)\)\. Leave dense_dim out"):
+        xs.sparse_csr_array([0, 1, 2], [0, 1], values, (2, 3, 2), dense_dim=0, backend=backend)
+    with pytest.raises(ValueError, match=r"^sparse_compressed_array\(layout=sparse_csr\): dense_dim=1 differs from the number of dense dimensions of the values \(0, values\.shape=\(2,\)\)"):
+        xs.sparse_csr_array([0, 1, 2], [0, 1], [1.0, 2.0], (2, 3), dense_dim=1, backend=backend)
+    blocks = xp.ones((1, 2, 2, 3), dtype=xp.float64)
+    assert xs.sparse_bsr_array([0, 1], [0], blocks, (2, 2, 3), dense_dim=1, backend=backend).dense_dim() == 1
+    with pytest.raises(ValueError, match=r"^sparse_compressed_array\(layout=sparse_bsr\): dense_dim=0 differs"):
+        xs.sparse_bsr_array([0, 1], [0], blocks, (2, 2, 3), dense_dim=0, backend=backend)
+    with pytest.raises(TypeError, match=r"^sparse_compressed_array\(layout=sparse_csr\): dense_dim must be an integer, got float \(dense_dim=1\.0\)"):
+        xs.sparse_csr_array([0, 1, 2], [0, 1], values, dense_dim=1.0, backend=backend)
+
+
+def test_negative_sizes_give_one_message(backend: str) -> None:
+    """F7: zeros & co. refuse a negative size with one message, whatever the layout (the backends' differ)."""
+    for layout in (xs.strided, xs.sparse_coo, xs.sparse_csr):
+        for make in (xs.zeros, xs.ones, xs.empty):
+            with pytest.raises(ValueError, match=r"^(zeros|ones|empty): the sizes of shape must be non-negative \(shape=\(-1, 3\)\)\. Pass sizes >= 0\.$"):
+                make((-1, 3), layout=layout, backend=backend)
+        with pytest.raises(ValueError, match=r"^full: the sizes of shape must be non-negative \(shape=\(-2,\)\)"):
+            xs.full(-2, 1.0, layout=layout if layout is not xs.sparse_csr else xs.sparse_coo, backend=backend)
+
+
+def test_eye_and_spdiags_name_themselves_in_conversion_errors(xp: Any, backend: str) -> None:
+    """F8: eye and spdiags convert their result to the layout asked; the errors name them, not to_sparse."""
+    with pytest.raises(ValueError, match=r"^eye: the result cannot be given layout=sparse_bsr: blocksize \(2, 2\) must divide the sparse dimensions \(3, 3\)"):
+        xs.eye(3, layout=xs.sparse_bsr, blocksize=(2, 2), backend=backend)
+    with pytest.raises(ValueError, match=r"^eye: the result cannot be given layout=sparse_bsr: converting to sparse_bsr needs a block shape \(blocksize=None\)\. Pass blocksize"):
+        xs.eye(4, layout=xs.sparse_bsr, backend=backend)
+    with pytest.raises(xs.LayoutError, match=r"^spdiags: layout must be strided or one of sparse_coo, sparse_csr, sparse_csc, sparse_bsr, sparse_bsc \(layout='csr'\)\. Pass one of them\.$"):
+        xs.spdiags([[1.0, 2.0]], [0], (2, 2), "csr", backend=backend)  # type: ignore[arg-type]
+    e = xs.eye(4, layout=xs.sparse_bsr, blocksize=(2, 2), dtype="float64", backend=backend)
+    assert e.blocksize == (2, 2)
+    assert_sparse_equal(e, xp.eye(4, dtype=xp.float64))
+
+
+def test_device_of_another_backend_is_refused_by_name(backend: str, xp: Any) -> None:
+    """F9: a device the backend does not have gives one named error on the strided and the sparse path."""
+    devices = xs.__array_namespace_info__(backend=backend).devices()
+    foreign = "gpu" if backend != "numpy" else xs.__array_namespace_info__(backend="array_api_strict").devices()[0]
+    coo = xs.asarray(xp.asarray([[1.0, 0.0]]), layout=xs.sparse_coo)
+    calls = {
+        "zeros": lambda: xs.zeros((2, 2), device=foreign, backend=backend),
+        "ones": lambda: xs.ones((2, 2), device=foreign, layout=xs.sparse_csr, backend=backend),
+        "full": lambda: xs.full((2, 2), 1.0, device=foreign, layout=xs.sparse_coo, backend=backend),
+        "eye": lambda: xs.eye(2, device=foreign, layout=xs.sparse_csr, backend=backend),
+        "arange": lambda: xs.arange(3, device=foreign, backend=backend),
+        "linspace": lambda: xs.linspace(0.0, 1.0, 3, device=foreign, backend=backend),
+        "asarray": lambda: xs.asarray(coo, device=foreign),
+        "from_dlpack": lambda: xs.from_dlpack(coo, device=foreign),
+        "sparse_coo_array": lambda: xs.sparse_coo_array([[0]], [1.0], device=foreign, backend=backend),
+    }
+    for op, call in calls.items():
+        with pytest.raises(ValueError, match=rf"^{op}: device={re.escape(repr(foreign))} is not a device of backend '{backend}' \(devices=.*\)\. Pass one of xsparse\.__array_namespace_info__\(backend='{backend}'\)\.devices\(\)\.$"):
+            call()
+    # the backend's own devices still work, and so does what it accepts besides (torch's "cpu")
+    for d in devices[:2]:  # array_api_strict's later ones hold no int64 indices
+        assert xs.zeros((2, 2), device=d, layout=xs.sparse_csr, backend=backend).device == d
+        assert xs.eye(2, device=d, backend=backend).device == d
+    if backend == "torch":
+        assert xs.zeros((2,), device="cpu", backend=backend).device == devices[0]
+
+
+def test_layout_none_is_strided_everywhere(backend: str, xp: Any) -> None:
+    """F11: layout=None (bound_namespace's spelling of strided) is taken by every creation function."""
+    assert_sparse_equal(xs.zeros((2, 2), layout=None, backend=backend), xp.zeros((2, 2)), check_layout=xs.strided)
+    assert_sparse_equal(xs.ones((2,), layout=None, backend=backend), xp.ones((2,)), check_layout=xs.strided)
+    assert_sparse_equal(xs.full((2,), 3, layout=None, backend=backend), xp.full((2,), 3), check_layout=xs.strided)
+    assert tuple(xs.empty((2, 3), layout=None, backend=backend).shape) == (2, 3)
+    assert_sparse_equal(xs.eye(2, 3, k=1, layout=None, backend=backend), xp.eye(2, 3, k=1), check_layout=xs.strided)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint32", "uint64"])
+def test_unsigned_arange_out_of_range_raises_everywhere(backend: str, xp: Any, dtype: str) -> None:
+    """F12: one answer on every backend. In range: the NumPy oracle's values; a value the dtype cannot hold:
+    an OverflowError that says which (NumPy itself raises for a start below 0, wraps past a stop below 0)."""
+    for args in [(0, 5), (5, 0, -1), (2, 9, 3), (3,), (0, 0)]:
+        r = xs.arange(*args, dtype=dtype, backend=backend)
+        np.testing.assert_array_equal(to_numpy(r), np.arange(*args, dtype=dtype))
+        assert r.dtype == getattr(xp, dtype)
+    for args, value in [((-3, 5), -3), ((5, -3, -1), -2), ((2**64, 2**64 + 2), 2**64)]:
+        with pytest.raises(OverflowError, match=rf"^arange: the values from -?\d+ to -?\d+ do not fit in {dtype} \(value={value}, dtype={dtype}\)\. Pass bounds whose values lie in \[0, 2\*\*\d+\)"):
+            xs.arange(*args, dtype=dtype, backend=backend)
+    with pytest.raises(ValueError, match=r"^arange: step must not be zero \(step=0\)\. Pass a positive or negative step\.$"):
+        xs.arange(0, 5, 0, dtype=dtype, backend=backend)
+    with pytest.raises(ValueError, match=r"^arange: step must not be zero \(step=0\.0\)"):
+        xs.arange(0.0, 5.0, 0.0, backend=backend)
+
+
+def test_nested_sequences_of_arrays_give_named_errors(backend: str, xp: Any) -> None:
+    """F13: ragged nesting, a None leaf and a promotion the backend refuses name asarray."""
+    v = xs.asarray(xp.asarray([1.0, 0.0]), layout=xs.sparse_coo)
+    with pytest.raises(ValueError, match=r"^asarray: the nested sequence is ragged: obj\[0\] has shape \(2,\) and obj\[1\] has shape \(1,\) \(len\(obj\)=2\)\. Give the elements"):
+        xs.asarray([v, [2.5]])
+    with pytest.raises(ValueError, match=r"^asarray: the nested sequence is ragged: obj\[1\]\[0\] has shape \(\) and obj\[1\]\[1\] has shape \(2,\)"):
+        xs.asarray([[v, v], [1.0, v]])
+    with pytest.raises(TypeError, match=r"^asarray: a nested sequence that holds arrays may hold only arrays and Python numbers besides, got NoneType \(element=None\)\. Replace it"):
+        xs.asarray([v, None])
+    # the oracle: the dense nesting of the same elements
+    np.testing.assert_array_equal(to_numpy(xs.asarray([v, [2.5, 0.0]])), np.asarray([[1.0, 0.0], [2.5, 0.0]]))
+    i = xs.asarray(xp.asarray([1, 0], dtype=xp.int32), layout=xs.sparse_coo)
+    if backend == "array_api_strict":
+        with pytest.raises(TypeError, match=r"^asarray: the arrays and the Python numbers of the nested sequence have no common dtype \(dtypes=\['int32'\], numbers=\['float'\]\)\. Pass dtype="):
+            xs.asarray([i, [2.5, 0.5]])
+    assert xs.asarray([i, [2.5, 0.5]], dtype="float64").dtype == xp.float64
+
+
+def test_from_dlpack_takes_the_namespace_layout_as_asarray_does(backend: str, xp: Any) -> None:
+    """F14: in a namespace with a default layout, from_dlpack of a sparse array gives asarray's layout."""
+    d = xp.asarray([[1.0, 0.0], [0.0, 2.0]])
+    x = xs.to_sparse_csr(d)
+    for layout, blocks in ((xs.sparse_coo, None), (xs.sparse_csc, None), (xs.sparse_bsr, (1, 1)), (xs.sparse_csr, None)):
+        ns = xs.bound_namespace(backend, layout=layout, blocksize=blocks)
+        a, f = ns.asarray(x), ns.from_dlpack(x)
+        assert a.layout is f.layout is layout
+        assert_sparse_equal(f, d, check_layout=layout)
+        assert ns.from_dlpack(d).layout is layout
+    ns = xs.bound_namespace(backend, layout=xs.sparse_coo)
+    assert ns.from_dlpack(xs.to_sparse_coo(d), copy=False).layout is xs.sparse_coo
+    with pytest.raises(ValueError, match=r"^from_dlpack: copy=False but a sparse_csr array converted to sparse_coo, this namespace's layout, is a copy \(layout=sparse_coo\)\. Pass copy=None"):
+        ns.from_dlpack(x, copy=False)
+    # 1-d in a compressed namespace: COO, as asarray gives it
+    v = xs.to_sparse_coo(xp.asarray([1.0, 0.0]))
+    assert xs.bound_namespace(backend, layout=xs.sparse_csr).from_dlpack(v).layout is xs.bound_namespace(backend, layout=xs.sparse_csr).asarray(v).layout
+
+
+def test_index_lists_with_integers_past_int64_are_refused(backend: str) -> None:
+    """F15: a Python int that int64 cannot hold is named, not wrapped to a negative index (or read as float)."""
+    for bad in ([[2**63]], [[0, 2**63]], [[2**64 - 1]], [[-(2**63) - 1]]):
+        value = [v for v in bad[0] if not -(2**63) <= v < 2**63][0]
+        with pytest.raises(ValueError, match=rf"^sparse_coo_array: indices hold an integer that int64 cannot represent \(index={value}\)\. Pass indices in \[0, 2\*\*63\)"):
+            xs.sparse_coo_array(bad, [1.0] * len(bad[0]), (4,), backend=backend)
+    with pytest.raises(ValueError, match=r"^sparse_compressed_array\(layout=sparse_csr\): col_indices hold an integer that int64 cannot represent \(index=18446744073709551615\)"):
+        xs.sparse_csr_array([0, 1], [2**64 - 1], [1.0], (1, 4), backend=backend)
+    # an index int64 holds is read exactly (the oracle: NumPy's int64 of the same Python int)
+    a = xs.sparse_coo_array([[2**62 + 1]], [1.0], (2**62 + 2,), backend=backend)
+    assert int(a.indices()[0, 0]) == int(np.int64(2**62 + 1))

@@ -871,7 +871,7 @@ def test_astype_strided_and_errors(xp: Any) -> None:
     n = xs.to_sparse(xp.asarray([1.0, 0.0], dtype=xp.float64), fill_value=math.nan)
     with pytest.raises(ValueError, match=r"astype: the fill value has no integer representation \(fill_value=nan, target=int32\)\. Convert with to_dense\(\)"):
         n.astype("int32")
-    with pytest.raises(TypeError, match=r"dtype: the backend .* has no dtype 'float7'"):
+    with pytest.raises(TypeError, match=r"^astype: 'float7' is not a dtype name of the Array API standard \(dtype='float7'\)"):
         xs.astype(d, "float7")
     moved = xs.astype(xs.to_sparse(d), "float32", device=xs.to_sparse(d).device)
     assert_sparse_equal(moved, xp.astype(d, xp.float32))

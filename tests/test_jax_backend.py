@@ -101,3 +101,24 @@ def test_to_backend_of_a_strided_bfloat16_tensor_to_jax() -> None:
     y = xs.to_backend(x, "jax.numpy")
     assert y.dtype == jnp.bfloat16
     assert y.astype(jnp.float32).tolist() == x.float().tolist()
+
+
+def test_jax_creation_edges_agree_with_the_other_backends() -> None:
+    """Review A on JAX: tril/triu with k at the int64 edge (F3: JAX overflowed and kept the wrong triangle),
+    a device JAX cannot read (F9: a raw AttributeError), and an unsigned arange past the dtype's range
+    (F12: JAX wrapped -3 to 65533)."""
+    d = jnp.asarray([[1.0, 2.0], [3.0, 4.0]])
+    i, j = np.indices((2, 2))
+    for k in (2**63 - 1, -(2**63), 2**62, 1, -1):
+        for fn, keep in (("tril", j - i <= k), ("triu", j - i >= k)):
+            expected = np.where(keep, np.asarray(d), 0.0)  # NumPy's definition of the triangle
+            np.testing.assert_array_equal(np.asarray(getattr(xs, fn)(d, k=k)), expected)
+            np.testing.assert_array_equal(np.asarray(xs.to_dense(getattr(xs, fn)(xs.to_sparse_csr(d), k=k))), expected)
+    for layout in (xs.strided, xs.sparse_csr):
+        with pytest.raises(ValueError, match=r"^zeros: device='cpu' is not a device of backend 'jax\.numpy' \(devices=\[CpuDevice\(id=0\)\]\)\. Pass one of xsparse\.__array_namespace_info__\(backend='jax\.numpy'\)\.devices\(\)\.$"):
+            xs.zeros((2, 2), device="cpu", backend="jax.numpy", layout=layout)
+    cpu = jax.devices("cpu")[0]
+    assert xs.zeros((2, 2), device=cpu, backend="jax.numpy", layout=xs.sparse_csr).device == cpu
+    with pytest.raises(OverflowError, match=r"^arange: the values from -3 to 4 do not fit in uint16 \(value=-3, dtype=uint16\)"):
+        xs.arange(-3, 5, dtype="uint16", backend="jax.numpy")
+    np.testing.assert_array_equal(np.asarray(xs.arange(5, 0, -2, dtype="uint16", backend="jax.numpy")), np.arange(5, 0, -2, dtype=np.uint16))

@@ -532,5 +532,5 @@ def test_strided_arrays_of_stored_only_dtypes(dtype: str) -> None:
 
 def test_uint64_arange_refuses_values_outside_its_range() -> None:
     # torch makes no uint64 range of its own (array-api-compat's goes through int64)
-    with pytest.raises(OverflowError, match=r"^arange: .* \(value=18446744073709551617, dtype=uint64\)\. Pass integers in \[0, 2\*\*64\)"):
+    with pytest.raises(OverflowError, match=r"^arange: .* \(value=18446744073709551617, dtype=uint64\)\. Pass bounds whose values lie in \[0, 2\*\*64\)"):
         xs.arange(2**64 - 2, 2**64 + 2, dtype=torch.uint64, backend="torch")

@@ -13,7 +13,7 @@ from .backends import _BUILTIN, Backend, backend_of_array, get_backend, get_defa
 from .formats import SparseArray
 from .formats._invariants import dtype_name  # the Array API name of a dtype (``float64``), whatever library spells it
 
-__all__ = ["backend_of", "strided_backend", "known_backend", "namespace_of", "resolve_dtype", "scalar_for", "is_strided", "dtype_name"]
+__all__ = ["backend_of", "strided_backend", "known_backend", "namespace_of", "resolve_dtype", "device_argument", "scalar_for", "is_strided", "dtype_name"]
 
 # Which built-in backend owns a strided array depends on nothing but the array's type (array-api-compat
 # decides from the type too, and keeps its own per-type cache), while asking it costs microseconds: more
@@ -151,21 +151,77 @@ def backend_of(*objs: Any, op: str, backend: str | Backend | None = None) -> Bac
 
 _PYTHON_KINDS = {bool: "bool", int: "int64", float: "float64", complex: "complex128"}
 
+#: The dtype names a string ``dtype=`` may give: the Array API standard's, and the two half-precision
+#: dtypes the backends that have them share. A backend's own aliases (torch's ``"float"`` for float32,
+#: ``"long"``, ``"half"``) and its other attributes (``"e"``, ``"sin"``) are refused: the same program would
+#: mean another dtype, or raise a raw error, on another backend.
+DTYPE_NAME_STRINGS = (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float32", "float64", "complex64", "complex128", "float16", "bfloat16",
+)  # fmt: skip
 
-def resolve_dtype(xp: Any, dtype: Any) -> Any:
-    """The backend's dtype object for ``dtype``: a backend dtype, a name, a NumPy dtype, or a Python type."""
+
+def resolve_dtype(xp: Any, dtype: Any, op: str | None = None) -> Any:
+    """The backend's dtype object for ``dtype``: a backend dtype, a name, a NumPy dtype, or a Python type.
+
+    A name must be one of :data:`DTYPE_NAME_STRINGS`; a dtype object of another backend is translated by
+    its name. ``op``, the calling function, starts the error message where given (else ``dtype``).
+    """
     if dtype is None:
         return None
+    where = op or "dtype"
     if isinstance(dtype, type) and dtype in _PYTHON_KINDS:
         name = _PYTHON_KINDS[dtype]
     elif isinstance(dtype, str):
         name = dtype
+        if name not in DTYPE_NAME_STRINGS:
+            raise TypeError(
+                f"{where}: {name!r} is not a dtype name of the Array API standard (dtype={dtype!r}). Pass one of "
+                f"{', '.join(repr(n) for n in DTYPE_NAME_STRINGS)} (float16 and bfloat16 where the backend has them), a Python type such as float, or a dtype "
+                "of the backend."
+            )
     else:
         name = dtype_name(dtype)
     found = getattr(xp, name, None)
-    if found is None:
-        raise TypeError(f"dtype: the backend {xp.__name__} has no dtype {name!r}. Pass one of the backend's dtypes.")
+    # a dtype object's name found on the backend must name a dtype there too: NumPy's namespace has
+    # ``e`` and ``sin``, and an object whose ``name`` is one of those is no dtype
+    if found is None or (name not in DTYPE_NAME_STRINGS and dtype_name(found) != name):
+        if found is None and (isinstance(dtype, str) or name.isidentifier()):
+            raise TypeError(f"{where}: the backend {xp.__name__} has no dtype {name!r} (dtype={dtype!r}). Pass one of the backend's dtypes.")
+        raise TypeError(
+            f"{where}: dtype must be a dtype of a backend, a dtype name or a Python type, got {type(dtype).__name__} "
+            f"(dtype={dtype!r}). Pass e.g. xsparse.float64 or 'float64'."
+        )
     return found
+
+
+def device_argument(op: str, backend: Backend, device: Any) -> Any:
+    """A ``device=`` given by the user for an array of ``backend``: one of the backend's devices, or anything
+    else its own functions accept (torch's ``"cpu"`` or ``"cuda:0"``); ``None`` stays ``None``.
+
+    A device of another library (a torch device for NumPy, ``"cpu"`` for JAX, which wants its ``Device``)
+    would fail inside the backend with a message of its own, different on every backend and path: it
+    is refused here, naming the devices to pass. Unlike dtypes, devices are not translated: a device is
+    a place, and which of another library's places one means is not the backend's to guess.
+    """
+    if device is None:
+        return None
+    devices = backend.devices()
+    for d in devices:
+        try:
+            if d is device or (d is not None and type(d) is type(device) and bool(d == device)):
+                return device
+        except Exception:  # a device type whose == raises on a stranger: not this one
+            continue
+    xp = namespace_of(backend)
+    try:
+        xp.empty((0,), device=device)  # what the backend accepts besides its listed devices
+    except Exception as exc:  # every backend raises its own kind (ValueError, TypeError, AttributeError, RuntimeError)
+        raise ValueError(
+            f"{op}: device={device!r} is not a device of backend {backend.name!r} (devices={[d for d in devices if d is not None]}). Pass one of "
+            f"xsparse.__array_namespace_info__(backend={backend.name!r}).devices()."
+        ) from exc
+    return device
 
 
 def scalar_for(xp: Any, dtype: Any, value: Any) -> Any:

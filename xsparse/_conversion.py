@@ -94,7 +94,7 @@ def _target(
         fill = fill_argument(xp, x.dtype, 0 if fill_value is None else fill_value)
     # index dtype: requested, else the source's, else int64
     if index_dtype is not None:
-        idt = resolve_dtype(xp, index_dtype)
+        idt = resolve_dtype(xp, index_dtype, op)
         if dtype_name(idt) not in ("int32", "int64"):
             raise TypeError(f"{op}: index_dtype must be int32 or int64, got {dtype_name(idt)}. Pass index_dtype='int32' or 'int64'.")
     elif isinstance(x, (COOArray, CompressedArray)):

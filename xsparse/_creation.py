@@ -10,7 +10,10 @@ import array_api_compat
 from . import dispatch
 from .backends.array_api import creation as _generic_creation  # noqa: F401  (registers the generic kernels)
 from .backends.array_api.conversion import is_plus_zero, signed_twin, through_signed
-from ._common import backend_of, blocksize_argument, dtype_name, fill_argument, integer_argument, is_strided, resolve_dtype, scalar_for, shape_argument
+from ._common import (
+    backend_of, blocksize_argument, device_argument, dtype_name, fill_argument, integer_argument, is_strided, resolve_dtype,
+    scalar_for, shape_argument,
+)  # fmt: skip
 from ._errors import InvariantError, LayoutError
 from .backends import Backend
 from .formats._ops import contiguous
@@ -76,10 +79,13 @@ def _index_array(op: str, name: str, xp: Any, obj: Any, device: Any, invariant: 
             if not xp.isdtype(arr.dtype, ("bool", "numeric")):  # NumPy's object or str arrays
                 raise TypeError(f"the list holds {dtype_name(arr.dtype)} elements")
         except (TypeError, ValueError, OverflowError) as exc:
+            _refuse_wide_integers(op, name, obj)
             raise TypeError(
                 f"{op}: {name} must be an integer array or a nested list of integers ({exc}). Pass a rectangular "
                 "nested list of Python ints, or an int32 or int64 array."
             ) from None
+        if not xp.isdtype(arr.dtype, "signed integer"):
+            _refuse_wide_integers(op, name, obj)  # only such a list makes uint64 or float64 of Python ints
         if 0 in tuple(arr.shape) or xp.isdtype(arr.dtype, "integral"):
             arr = xp.astype(arr, xp.int64)
     if dtype_name(arr.dtype) not in ("int32", "int64"):
@@ -89,6 +95,24 @@ def _index_array(op: str, name: str, xp: Any, obj: Any, device: Any, invariant: 
             f"xp.astype({name}, xp.int64).",
         )
     return arr
+
+
+def _refuse_wide_integers(op: str, name: str, obj: Any) -> None:
+    """Refuse a Python int of a nested list of indices that int64 cannot hold (O(n) in Python: run only on a
+    list that the backend did not read as signed integers).
+
+    NumPy reads such a list as uint64 (or float64, beside negative ints), which the cast to int64 wraps:
+    2**64 - 1 became the index -1, which a check then reports as a negative size or as a float dtype,
+    and which array_api_strict dropped without a word.
+    """
+    if not isinstance(obj, (list, tuple)):
+        return
+    for leaf in _leaves(obj):
+        if isinstance(leaf, int) and not isinstance(leaf, bool) and not -(2**63) <= leaf < 2**63:
+            raise ValueError(
+                f"{op}: {name} hold an integer that int64 cannot represent (index={leaf}). Pass indices in "
+                "[0, 2**63), the range of an int64 index."
+            )
 
 
 def _value_array(op: str, xp: Any, obj: Any, dtype: Any, device: Any) -> Any:
@@ -181,7 +205,8 @@ def sparse_coo_array(
     op = "sparse_coo_array"
     b = backend_of(indices, values, op=op, backend=backend)
     xp = b.load()
-    dt = resolve_dtype(xp, dtype)
+    dt = resolve_dtype(xp, dtype, op)
+    device = device_argument(op, b, device)
     shp = _shape_arg(op, shape)
     if indices is None and values is None:
         if shp is None:
@@ -228,7 +253,7 @@ def sparse_compressed_array(
     check_invariants: bool | None = None,
     fill_value: Any = 0,
     blocksize: tuple[int, int] | None = None,
-    dense_dim: int = 0,
+    dense_dim: int | None = None,
 ) -> CompressedArray:
     """A CSR, CSC, BSR or BSC array from its compressed indices, plain indices and values.
 
@@ -246,6 +271,9 @@ def sparse_compressed_array(
         array of this shape (``blocksize`` and ``dense_dim`` then say how to read it).
     layout
         ``sparse_csr``, ``sparse_csc``, ``sparse_bsr`` or ``sparse_bsc``.
+    blocksize, dense_dim
+        The block shape and the number of trailing dense dimensions. With the components, they are
+        checked against the values (which give both), and a contradiction raises ``ValueError``.
     dtype, device, backend, check_invariants, fill_value
         As for :func:`sparse_coo_array`.
 
@@ -266,12 +294,14 @@ def sparse_compressed_array(
         )
     b = backend_of(compressed_indices, plain_indices, values, op=op, backend=backend)
     xp = b.load()
-    dt = resolve_dtype(xp, dtype)
+    dt = resolve_dtype(xp, dtype, op)
+    device = device_argument(op, b, device)
     shp = _shape_arg(op, shape)
+    dd = None if dense_dim is None else integer_argument(op, "dense_dim", dense_dim)
     if compressed_indices is None and plain_indices is None and values is None:
         if shp is None:
             raise ValueError(f"{op}: no components or shape were given. Give the components, or a shape for an empty array.")
-        return _empty_compressed(op, b, xp, shp, layout, dt, device, blocksize, dense_dim, fill_value, check_invariants)
+        return _empty_compressed(op, b, xp, shp, layout, dt, device, blocksize, dd or 0, fill_value, check_invariants)
     if compressed_indices is None or plain_indices is None or values is None:
         given = sum(c is not None for c in (compressed_indices, plain_indices, values))
         raise ValueError(
@@ -286,6 +316,8 @@ def sparse_compressed_array(
     vals = _contiguous(b, xp, vals)
     if blocksize is not None:
         _check_blocksize_of_components(op, layout, blocksize, ci, vals)
+    if dd is not None:
+        _check_dense_dim_of_components(op, layout, dd, ci, vals)
     if shp is None:
         shp = _infer_compressed_shape(op, xp, ci, pi, vals, layout)
     return CompressedArray(
@@ -310,6 +342,18 @@ def _check_blocksize_of_components(op: str, layout: Layout, blocksize: Any, ci: 
             if layout.is_blocked
             else f"{op}: blocksize applies to sparse_bsr and sparse_bsc only, not to {layout} (blocksize={tuple(blocksize)}). "
             "Leave it out, or use a blocked layout."
+        )
+
+
+def _check_dense_dim_of_components(op: str, layout: Layout, dense_dim: int, ci: Any, vals: Any) -> None:
+    """A ``dense_dim`` given with the components must be the number of dense dimensions of the values."""
+    if ci.ndim < 1:
+        return  # the validator reports the compressed indices' dimensions (3.2)
+    found = vals.ndim - ci.ndim - (2 if layout.is_blocked else 0)  # after (*batch, nse[, *block])
+    if found >= 0 and found != dense_dim:
+        raise ValueError(
+            f"{op}: dense_dim={dense_dim} differs from the number of dense dimensions of the values ({found}, values.shape="
+            f"{tuple(vals.shape)}). Leave dense_dim out (the values give it), or reshape the values."
         )
 
 
@@ -367,12 +411,12 @@ def _empty_compressed(
         )
     if layout.is_blocked and blocksize is None:
         raise ValueError(f"{op}: an empty {layout} array needs a blocksize (blocksize=None). Pass blocksize=(rows, columns).")
-    if not layout.is_blocked and blocksize is not None and tuple(blocksize) != (1, 1):
+    bs = (1, 1) if blocksize is None else blocksize_argument(op, blocksize)
+    if not layout.is_blocked and bs != (1, 1):
         raise ValueError(
-            f"{op}: blocksize applies to sparse_bsr and sparse_bsc only, not to {layout} (blocksize={tuple(blocksize)}). "
+            f"{op}: blocksize applies to sparse_bsr and sparse_bsc only, not to {layout} (blocksize={bs}). "
             "Leave it out, or use a blocked layout."
         )
-    bs = blocksize_argument(op, blocksize) if layout.is_blocked and blocksize is not None else (1, 1)
     batch = shape[:n_batch]
     grid = (shape[n_batch] // bs[0], shape[n_batch + 1] // bs[1])
     vdt = dtype if dtype is not None else _default_float(xp, device)
@@ -413,21 +457,44 @@ def sparse_bsc_array(ccol_indices: Any = None, row_indices: Any = None, values: 
 
 
 def _creation(
-    op: str, shape: Any, dtype: Any, layout: Layout, device: Any, backend: Any, blocksize: Any, dense_dim: Any,
+    op: str, shape: Any, dtype: Any, layout: Layout | None, device: Any, backend: Any, blocksize: Any, dense_dim: Any,
     sparse_dim: Any, fill_value: Any, empty: bool, index_dtype: Any = None,
 ) -> Any:  # fmt: skip
     b = backend_of(op=op, backend=backend)
     xp = b.load()
-    dt = resolve_dtype(xp, dtype)
+    dt = resolve_dtype(xp, dtype, op)
     shp = _shape_arg(op, (shape,) if hasattr(shape, "__index__") else shape)
     if shp is None:
         raise TypeError(f"{op}: shape is required (shape=None). Pass a shape such as (2, 3).")
-    if layout is strided:
+    if any(s < 0 for s in shp):
+        # one message for the strided and the sparse result (the backends' own differ, and the sparse
+        # validator's names no function)
+        raise ValueError(f"{op}: the sizes of shape must be non-negative (shape={shp}). Pass sizes >= 0.")
+    device = device_argument(op, b, device)
+    dense_dim = None if dense_dim is None else integer_argument(op, "dense_dim", dense_dim)
+    sparse_dim = None if sparse_dim is None else integer_argument(op, "sparse_dim", sparse_dim)
+    if layout is None or layout is strided:
+        # as in asarray: the arguments that shape a sparse result contradict a strided one
+        if blocksize is not None or dense_dim is not None or sparse_dim is not None:
+            raise ValueError(
+                f"{op}: blocksize, sparse_dim and dense_dim describe a sparse result, and this one is strided (layout={layout}, "
+                f"blocksize={blocksize}, sparse_dim={sparse_dim}, dense_dim={dense_dim}). Leave them out, or pass a sparse layout."
+            )
         if not _plus_zero(fill_value):
             return xp.full(shp, fill_value, dtype=dt if dt is not None else _default_float(xp, device), device=device)
         make = xp.empty if empty else xp.zeros
         return make(shp, dtype=dt, device=device)
     if layout is sparse_coo:
+        if blocksize is not None:
+            raise ValueError(
+                f"{op}: blocksize applies to sparse_bsr and sparse_bsc only, not to {layout} (blocksize={blocksize}). Leave it "
+                "out, or use a blocked layout."
+            )
+        if sparse_dim is not None and dense_dim is not None and sparse_dim + dense_dim != len(shp):
+            raise ValueError(
+                f"{op}: sparse_dim + dense_dim must equal the number of dimensions of shape {shp} (sparse_dim={sparse_dim}, "
+                f"dense_dim={dense_dim}). Give only one of the two."
+            )
         sd = len(shp) - (dense_dim or 0) if sparse_dim is None else sparse_dim
         if not 0 <= sd <= len(shp):
             raise ValueError(
@@ -439,6 +506,11 @@ def _creation(
         vals = xp.zeros((0, *shp[sd:]), dtype=vdt, device=device)
         return COOArray(idx, vals, shp, backend=b, xp=xp, coalesced=True, fill_value=_fill(xp, vdt, fill_value))
     if isinstance(layout, Layout) and layout.is_compressed:
+        if sparse_dim is not None and sparse_dim != 2:
+            raise ValueError(
+                f"{op}: a {layout} array has exactly 2 sparse dimensions (sparse_dim={sparse_dim}). Leave sparse_dim out (the "
+                "dimensions before the last two sparse ones are batch dimensions), or use layout=sparse_coo."
+            )
         return _empty_compressed(op, b, xp, shp, layout, dt, device, blocksize, dense_dim or 0, fill_value, None, index_dtype)
     raise LayoutError(
         f"{op}: layout must be strided or a sparse layout such as sparse_csr, got {layout!r}. Pass one of xsparse.strided, "
@@ -451,7 +523,7 @@ def zeros(
     *,
     dtype: Any = None,
     device: Any = None,
-    layout: Layout = strided,
+    layout: Layout | None = strided,
     backend: str | Backend | None = None,
     blocksize: tuple[int, int] | None = None,
     dense_dim: int | None = None,
@@ -474,7 +546,7 @@ def empty(
     *,
     dtype: Any = None,
     device: Any = None,
-    layout: Layout = strided,
+    layout: Layout | None = strided,
     backend: str | Backend | None = None,
     blocksize: tuple[int, int] | None = None,
     dense_dim: int | None = None,
@@ -508,7 +580,7 @@ def full(
     *,
     dtype: Any = None,
     device: Any = None,
-    layout: Layout = strided,
+    layout: Layout | None = strided,
     backend: str | Backend | None = None,
     blocksize: tuple[int, int] | None = None,
     dense_dim: int | None = None,
@@ -539,7 +611,8 @@ def full(
     """
     b = backend_of(op="full", backend=backend)
     xp = b.load()
-    dt = resolve_dtype(xp, dtype) if dtype is not None else _default_dtype_for(xp, fill_value, device)
+    device = device_argument("full", b, device)
+    dt = resolve_dtype(xp, dtype, "full") if dtype is not None else _default_dtype_for(xp, fill_value, device)
     return _creation("full", shape, dt, layout, device, b, blocksize, dense_dim, sparse_dim, fill_value, False)
 
 
@@ -548,7 +621,7 @@ def ones(
     *,
     dtype: Any = None,
     device: Any = None,
-    layout: Layout = strided,
+    layout: Layout | None = strided,
     backend: str | Backend | None = None,
     blocksize: tuple[int, int] | None = None,
     dense_dim: int | None = None,
@@ -574,7 +647,7 @@ def eye(
     k: int = 0,
     dtype: Any = None,
     device: Any = None,
-    layout: Layout = strided,
+    layout: Layout | None = strided,
     backend: str | Backend | None = None,
     blocksize: tuple[int, int] | None = None,
 ) -> Any:
@@ -591,23 +664,39 @@ def eye(
     op = "eye"
     b = backend_of(op=op, backend=backend)
     xp = b.load()
-    dt = resolve_dtype(xp, dtype)
+    dt = resolve_dtype(xp, dtype, op)
+    device = device_argument(op, b, device)
     rows = integer_argument(op, "n_rows", n_rows)
     cols = rows if n_cols is None else integer_argument(op, "n_cols", n_cols)
     if rows < 0 or cols < 0:
         raise ValueError(f"{op}: the number of rows and columns must be non-negative (n_rows={rows}, n_cols={cols}). Pass sizes >= 0.")
     # A diagonal past the last column or row is empty; clamping it keeps the offset inside int64.
     k = max(-rows, min(integer_argument(op, "k", k), cols))
+    layout = _diagonal_layout(op, layout, blocksize)
     if layout is strided:
         return xp.eye(rows, cols, k=k, dtype=dt, device=device)
-    if not isinstance(layout, Layout) or not (layout is sparse_coo or layout.is_compressed):
+    vdt = dt if dt is not None else _default_float(xp, device)
+    diagonal = xp.ones((1, cols), dtype=vdt, device=device)
+    return _spdiags(op, b, xp, diagonal, xp.asarray([k], dtype=xp.int64, device=device), (rows, cols), layout, blocksize)
+
+
+def _diagonal_layout(op: str, layout: Any, blocksize: Any) -> Layout:
+    """The result layout of ``eye`` or ``spdiags`` (``None`` is strided for ``eye``, COO for ``spdiags``, passed
+    resolved), refusing anything else and a ``blocksize`` that a non-blocked layout would ignore."""
+    if layout is None:
+        layout = strided
+    if not isinstance(layout, Layout) or not (layout is strided or layout is sparse_coo or layout.is_compressed):
         raise LayoutError(
             f"{op}: layout must be strided or one of sparse_coo, sparse_csr, sparse_csc, sparse_bsr, sparse_bsc "
             f"(layout={layout!r}). Pass one of them."
         )
-    vdt = dt if dt is not None else _default_float(xp, device)
-    diagonal = xp.ones((1, cols), dtype=vdt, device=device)
-    return spdiags(diagonal, xp.asarray([k], dtype=xp.int64, device=device), (rows, cols), layout, blocksize=blocksize)
+    if blocksize is not None and (layout is strided or layout is sparse_coo):
+        # CSR and CSC take blocksize=(1, 1), as to_sparse does; to_sparse refuses any other
+        raise ValueError(
+            f"{op}: blocksize applies to sparse_bsr and sparse_bsc only, not to {layout} (blocksize={blocksize}). Leave it "
+            "out, or use a blocked layout."
+        )
+    return layout
 
 
 def spdiags(
@@ -651,6 +740,13 @@ def spdiags(
     _not_sparse(op, "2.1", "offsets", offsets)
     b = backend_of(diagonals, offsets, op=op, backend=backend)
     xp = b.load()
+    # torch's default: COO
+    target = _diagonal_layout(op, sparse_coo if layout is None else layout, blocksize)
+    return _spdiags(op, b, xp, diagonals, offsets, shape, target, blocksize)
+
+
+def _spdiags(op: str, b: Backend, xp: Any, diagonals: Any, offsets: Any, shape: Any, layout: Layout, blocksize: Any) -> Any:
+    """:func:`spdiags` into ``layout`` (checked), with the errors of the conversion naming ``op``."""
     diag = diagonals if is_strided(diagonals) else xp.asarray(diagonals)
     off = offsets if is_strided(offsets) else xp.asarray(offsets, device=array_api_compat.device(diag))
     if diag.ndim == 1 and off.ndim == 0:
@@ -669,14 +765,16 @@ def spdiags(
         raise ValueError(
             f"{op}: offsets must be distinct (offsets={[int(o) for o in off]}). Sum the diagonals of equal offset first."
         )
-    result = dispatch.call(op, (strided, strided), b.name, xp, diag, off, shp, b)
-    if layout is None or layout is sparse_coo:
+    result = dispatch.call("spdiags", (strided, strided), b.name, xp, diag, off, shp, b)
+    if layout is sparse_coo:
         return result
     from ._conversion import to_dense, to_sparse
+    from ._elementwise import converting_for
 
     if layout is strided:
         return to_dense(result)
-    return to_sparse(result, layout=layout, blocksize=blocksize)
+    with converting_for(op, layout, "the result"):
+        return to_sparse(result, layout=layout, blocksize=blocksize)
 
 
 def _like(op: str, x: Any, fill_value: Any, dtype: Any, device: Any, layout: Layout | None, blocksize: Any, empty: bool) -> Any:
@@ -684,16 +782,20 @@ def _like(op: str, x: Any, fill_value: Any, dtype: Any, device: Any, layout: Lay
         raise TypeError(f"{op}: x must be an xsparse array or a backend array, got {type(x).__name__}. Pass an array.")
     b = backend_of(x, op=op)
     xp = b.load()
-    dt = resolve_dtype(xp, dtype) if dtype is not None else x.dtype
+    dt = resolve_dtype(xp, dtype, op) if dtype is not None else x.dtype
     dev = device if device is not None else array_api_compat.device(x._vals if isinstance(x, SparseArray) else x)
     target = layout if layout is not None else (x.layout if isinstance(x, SparseArray) else strided)
     sparse_dim = dense_dim = index_dtype = None
-    if isinstance(x, SparseArray):
+    if isinstance(x, SparseArray) and isinstance(target, Layout):
+        # x's structure, where the target layout has it: the sparse dimensions of a COO result, the dense
+        # ones of a compressed result, the block shape of a blocked one (a CSR result of a BSR x has none)
         index_dtype = getattr(x, "index_dtype", None)
-        dense_dim = x.dense_dim()
-        sparse_dim = x.ndim - dense_dim
-        if blocksize is None and x.layout.is_blocked:
-            blocksize = cast(CompressedArray, x).blocksize
+        if target is sparse_coo:
+            sparse_dim = x.ndim - x.dense_dim()
+        elif target.is_compressed:
+            dense_dim = x.dense_dim()
+            if blocksize is None and target.is_blocked and x.layout.is_blocked:
+                blocksize = cast(CompressedArray, x).blocksize
     return _creation(op, x.shape, dt, target, dev, b, blocksize, dense_dim, sparse_dim, fill_value, empty, index_dtype)
 
 
@@ -862,8 +964,9 @@ def asarray(
     if isinstance(obj, SparseArray):
         b = backend_of(obj, op=op, backend=backend)
         xp = b.load()
+        device = device_argument(op, b, device)
         result: Any = obj
-        needs_cast = dtype is not None and dtype_name(resolve_dtype(xp, dtype)) != dtype_name(obj.dtype)
+        needs_cast = dtype is not None and dtype_name(resolve_dtype(xp, dtype, op)) != dtype_name(obj.dtype)
         needs_move = device is not None and device != obj.device
         if copy is False and (needs_cast or needs_move):
             raise ValueError(
@@ -878,7 +981,7 @@ def asarray(
         if needs_cast or needs_move or copy:
             from ._indexing import astype
 
-            result = astype(obj, resolve_dtype(xp, dtype) if dtype is not None else obj.dtype, copy=bool(copy) or needs_cast, device=device)
+            result = astype(obj, resolve_dtype(xp, dtype, op) if dtype is not None else obj.dtype, copy=bool(copy) or needs_cast, device=device)
         target = obj.layout if layout is None else layout
         if blocksize is None and fill_value is None and sparse_dim is None and dense_dim is None:
             if target is obj.layout:
@@ -892,7 +995,8 @@ def asarray(
         return _to_layout(op, nested, layout, blocksize, fill_value, sparse_dim=sparse_dim, dense_dim=dense_dim)
     b = backend_of(obj, op=op, backend=backend)
     xp = b.load()
-    dt = resolve_dtype(xp, dtype)
+    dt = resolve_dtype(xp, dtype, op)
+    device = device_argument(op, b, device)
     kwargs: dict[str, Any] = {}
     if dt is not None:
         kwargs["dtype"] = dt
@@ -949,26 +1053,49 @@ def _nested_with_arrays(op: str, obj: list[Any] | tuple[Any, ...], dtype: Any, d
 
     leaves = list(_leaves(obj))
     arrays = [leaf for leaf in leaves if isinstance(leaf, SparseArray) or is_strided(leaf, op)]
+    for leaf in leaves:
+        if not isinstance(leaf, (SparseArray, bool, int, float, complex)) and not is_strided(leaf):
+            raise TypeError(
+                f"{op}: a nested sequence that holds arrays may hold only arrays and Python numbers besides, got "
+                f"{type(leaf).__name__} (element={leaf!r}). Replace it with a number or an array."
+            )
     b = backend_of(*arrays, op=op, backend=backend)
     xp = b.load()
+    device = device_argument(op, b, device)
     if copy is False:
         raise ValueError(
             f"{op}: copy=False but a sequence of arrays is always copied into a new array (len(obj)={len(obj)}). "
             "Pass copy=None or copy=True."
         )
     if dtype is not None:
-        dt = resolve_dtype(xp, dtype)
+        dt = resolve_dtype(xp, dtype, op)
     else:
         scalars = [leaf for leaf in leaves if isinstance(leaf, (bool, int, float, complex))]
-        dt = result_type(*(a.dtype for a in arrays), *scalars)
+        try:
+            dt = result_type(*(a.dtype for a in arrays), *scalars)
+        except (TypeError, ValueError) as exc:  # array_api_strict promotes no int32 array with a float
+            raise TypeError(
+                f"{op}: the arrays and the Python numbers of the nested sequence have no common dtype (dtypes="
+                f"{sorted({dtype_name(a.dtype) for a in arrays})}, numbers={sorted({type(v).__name__ for v in scalars})}). "
+                "Pass dtype=, or numbers of the arrays' kind."
+            ) from exc
     if device is None:
         device = arrays[0].device
 
-    def build(item: Any) -> Any:
+    def build(item: Any, where: str) -> Any:
         if isinstance(item, (list, tuple)):
             if not item:
                 return xp.asarray([], dtype=dt, device=device)
-            return xp.stack([build(i) for i in item])
+            parts = [build(i, f"{where}[{n}]") for n, i in enumerate(item)]
+            shapes = [tuple(p.shape) for p in parts]
+            if len(set(shapes)) > 1:
+                # the backends' stack raises its own error (NumPy's, torch's), naming no element
+                n = next(i for i, shp in enumerate(shapes) if shp != shapes[0])
+                raise ValueError(
+                    f"{op}: the nested sequence is ragged: obj{where}[0] has shape {shapes[0]} and obj{where}[{n}] has "
+                    f"shape {shapes[n]} (len(obj{where})={len(item)}). Give the elements of every level one shape."
+                )
+            return xp.stack(parts)
         if isinstance(item, SparseArray) or is_strided(item):
             dense = to_dense(item)
             if dense.dtype != dt:
@@ -976,7 +1103,7 @@ def _nested_with_arrays(op: str, obj: list[Any] | tuple[Any, ...], dtype: Any, d
             return dense if dense.device == device else array_api_compat.to_device(dense, device)
         return xp.asarray(item, dtype=dt, device=device)
 
-    return build(obj)
+    return build(obj, "")
 
 
 def arange(
@@ -1002,9 +1129,16 @@ def arange(
     >>> r.nnz, r.indices().tolist()
     (3, [[1, 2, 3]])
     """
-    b = backend_of(op="arange", backend=backend)
+    op = "arange"
+    b = backend_of(op=op, backend=backend)
     xp = b.load()
-    dt = resolve_dtype(xp, dtype)
+    dt = resolve_dtype(xp, dtype, op)
+    device = device_argument(op, b, device)
+    if not isinstance(step, bool) and isinstance(step, (int, float)) and step == 0:
+        # NumPy raises ZeroDivisionError, torch a RuntimeError, and xsparse's own unsigned arange range()'s ValueError
+        raise ValueError(f"{op}: step must not be zero (step={step!r}). Pass a positive or negative step.")
+    if dt is not None and xp.isdtype(dt, "unsigned integer"):
+        _unsigned_values(op, xp, dt, (0, start) if stop is None else (start, stop), step)
     kwargs: dict[str, Any] = {"step": step, "dtype": dt, "device": device}
     if stop is not None:
         kwargs["stop"] = stop
@@ -1015,6 +1149,30 @@ def arange(
             raise
         result = _unsigned_arange(xp, (0, start) if stop is None else (start, stop), step, dt, device)
     return _to_layout("arange", result, layout, None)
+
+
+def _unsigned_values(op: str, xp: Any, dtype: Any, bounds: tuple[Any, Any], step: Any) -> None:
+    """Refuse an integer ``arange`` of the unsigned ``dtype`` whose values are not all in the dtype's range.
+
+    The backends disagree there: torch and JAX wrap the values (-3 became 65533 in uint16), NumPy raises
+    for a start outside the range yet wraps the values past a stop below 0. Every backend raises NumPy's
+    OverflowError instead, for every value the dtype cannot hold. Bounds that are not integers go to the
+    backend as they are (NumPy floors them).
+    """
+    values = (*bounds, step)
+    if any(isinstance(v, bool) or not isinstance(v, int) for v in values):
+        return
+    made = range(*values)
+    if not made:
+        return
+    bits: int = xp.iinfo(dtype).bits
+    for v in (made[0], made[-1]):
+        if not 0 <= v < 2**bits:
+            raise OverflowError(
+                f"{op}: the values from {made[0]} to {made[-1]} do not fit in {dtype_name(dtype)} (value={v}, "
+                f"dtype={dtype_name(dtype)}). Pass bounds whose values lie in [0, 2**{bits}), or make the values in a "
+                "signed dtype and cast them with xsparse.astype."
+            )
 
 
 def _unsigned_bits(op: str, xp: Any, dtype: Any, *bounds: Any) -> int:
@@ -1068,7 +1226,8 @@ def linspace(
     """
     b = backend_of(op="linspace", backend=backend)
     xp = b.load()
-    dt = resolve_dtype(xp, dtype)
+    dt = resolve_dtype(xp, dtype, "linspace")
+    device = device_argument("linspace", b, device)
     try:
         result = xp.linspace(start, stop, num, dtype=dt, device=device, endpoint=bool(endpoint))
     except (NotImplementedError, RuntimeError):
@@ -1133,8 +1292,10 @@ def _triangle(op: str, x: Any, k: int, layout: Layout | None) -> Any:
         raise TypeError(f"{op}: x must be an xsparse array or a backend array, got {type(x).__name__}. Pass an array.")
     if x.ndim < 2:
         raise ValueError(f"{op}: x must have at least 2 dimensions (x.shape={tuple(x.shape)}). Pass a matrix or a stack of them.")
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise TypeError(f"{op}: k must be an int (k={k!r}). Pass the diagonal's offset as an integer.")
+    # a diagonal past the last column or row is empty, as in eye: clamped, k stays inside int64 for the
+    # backend (JAX overflowed on 2**63 - 1, NumPy raised on -2**63) and the sparse kernels alike
+    rows, cols = int(x.shape[-2]), int(x.shape[-1])
+    k = max(-rows, min(integer_argument(op, "k", k, "Pass the diagonal's offset as an integer."), cols))
     b = backend_of(x, op=op)
     xp = b.load()
     from ._elementwise import convert_result
@@ -1214,6 +1375,7 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None, back
         )
     b = backend_of(op=op, backend=backend)
     xp = b.load()
+    device = device_argument(op, b, device)
     kwargs: dict[str, Any] = {}
     if device is not None:
         kwargs["device"] = device
@@ -1228,6 +1390,7 @@ def _sparse_from_dlpack(op: str, x: SparseArray, device: Any, copy: bool | None,
     from .backends import get_backend
 
     target = x._backend if backend is None else get_backend(backend)
+    device = device_argument(op, target, device)
     moves = target.name != x._backend.name or (device is not None and device != x.device)
     if copy is False and moves:
         raise ValueError(

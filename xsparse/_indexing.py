@@ -669,7 +669,7 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None, layo
     backend, xp = _array(op, x)
     if dtype is None:
         raise TypeError(f"{op}: dtype is required (dtype=None). Pass the dtype to cast to, e.g. 'float32'.")
-    dt = resolve_dtype(xp, dtype)
+    dt = resolve_dtype(xp, dtype, op)
     src = x.dtype
     if xp.isdtype(src, "complex floating") and not xp.isdtype(dt, "complex floating"):
         # the Array API forbids it (complex to bool included), and NumPy warns

@@ -144,6 +144,10 @@ def _bound_function(obj: Any, backend: Backend, creation_layout: Any, blocks: di
     if "backend" in params:
         bound["backend"] = backend
     if creation_layout is not None:
+        from ._creation import from_dlpack
+
+        if obj is from_dlpack:
+            return _bind(obj, functools.partial(_from_dlpack, backend, obj, bound, creation_layout, blocks))
         if "layout" not in params:
             return _bind(obj, functools.partial(_to_layout, backend, obj, bound, creation_layout, blocks))
         if creation_layout.is_compressed:
@@ -196,6 +200,31 @@ def _to_layout(backend: Backend, func: Any, defaults: dict[str, Any], layout: An
 
     # ``meshgrid`` returns a list (or tuple) of arrays; everything else returns one array.
     return type(result)(convert(x) for x in result) if isinstance(result, (list, tuple)) else convert(result)
+
+
+def _from_dlpack(backend: Backend, func: Any, defaults: dict[str, Any], layout: Any, blocks: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+    """``from_dlpack`` in a namespace whose default is ``layout``: its result in the layout the namespace's
+    ``asarray`` gives the same array. A sparse array of another layout is converted too, as ``asarray``
+    converts it (``from_dlpack`` has no ``layout=`` to keep it); ``copy=False`` then raises, since a
+    conversion copies."""
+    from ._conversion import to_sparse
+    from .formats import SparseArray
+
+    result = _with_defaults(backend, func, defaults, *args, **kwargs)
+    if not isinstance(result, SparseArray):
+        return _convert(result, layout, blocks)
+
+    def make(target: Any, changed: bool) -> Any:
+        if target is result.layout and (changed or not blocks or getattr(result, "blocksize", None) == blocks["blocksize"]):
+            return result
+        if kwargs.get("copy") is False:
+            raise ValueError(
+                f"from_dlpack: copy=False but a {result.layout} array converted to {target}, this namespace's layout, is a "
+                f"copy (layout={target}). Pass copy=None to allow a copy."
+            )
+        return to_sparse(result, layout=target, **_without_blocks(blocks, changed))
+
+    return _made_in(layout, result.ndim, make)
 
 
 def _layout_for(layout: Any, ndim: int) -> Any:

@@ -119,7 +119,7 @@ def _half(x: Any) -> bool:
 def _accumulation_dtype(op: str, xp: Any, x: Any, dtype: Any) -> Any:
     """The result dtype of a sum, product or running sum: ``dtype``, else the backend's own rule."""
     if dtype is not None:
-        dt = resolve_dtype(xp, dtype)
+        dt = resolve_dtype(xp, dtype, op)
         _require(op, xp, dt, _NUMERIC, "a numeric result", "Pass an integer, floating-point or complex dtype=")
         return dt
     if xp.isdtype(x.dtype, "real floating"):
@@ -737,7 +737,7 @@ def std(x: Any, /, *, axis: int | tuple[int, ...] | None = None, correction: flo
 def _softmax(op: str, x: Any, axis: int, dtype: Any, layout: Layout | None) -> Any:
     backend, xp, source = _operand(op, x)
     if dtype is not None:
-        rdt = resolve_dtype(xp, dtype)
+        rdt = resolve_dtype(xp, dtype, op)
         _require(op, xp, rdt, "real floating", "a real floating-point result", "Pass dtype='float32' or 'float64'")
         _require(op, xp, x.dtype, _REAL, "a real-valued numeric", "Take the softmax of the real parts")
     else:

@@ -280,7 +280,7 @@ def _frequencies(
     n = count
     b = backend_of(op=op, backend=backend)
     xp = b.load()
-    dt = resolve_dtype(xp, dtype)
+    dt = resolve_dtype(xp, dtype, op)
     if dt is not None and not xp.isdtype(dt, "real floating"):
         raise TypeError(f"{op}: dtype must be a real floating-point dtype (dtype={dtype!r}). Pass e.g. 'float64'.")
     kwargs: dict[str, Any] = {"d": d}
