@@ -225,6 +225,19 @@ CASES: list[Any] = [  # (id, call, exception, match, shape xfail reason) tuples,
     ("formats-setitem-immutable", lambda: _csr().__setitem__((0, 0), 1.0), xs.LayoutError,
      r"^__setitem__: xsparse sparse arrays are immutable and cannot be assigned to \(layout=sparse_csr, shape=\(2, 2\)\)\. "
      r"Build the result as a new array instead, e\.g\. xsparse\.where\(mask, value, x\)", None),
+    # ---- sorting, searching and set functions ----------------------------------------------------------
+    ("searchsorted-complex", lambda: xs.searchsorted(np.asarray([0j, 1j]), np.asarray([1j])), TypeError,
+     r"^searchsorted: takes bool, integer or real floating operands, not complex floating ones \(x1\.dtype=complex128, x2\.dtype=complex128\)\. Complex numbers have no order", None),
+    ("searchsorted-sorter-list", lambda: xs.searchsorted(np.asarray([0, 1, 2]), np.asarray([1]), sorter=[0, 1, 2]), TypeError,
+     r"^searchsorted: sorter must be a strided integer array, got list \(sorter=\[0, 1, 2\]\)\. Pass xsparse\.argsort\(x1\)", None),
+    ("isin-complex", lambda: xs.isin(xs.to_sparse_coo(np.asarray([1j, 0j])), np.asarray([1j])), TypeError,
+     r"^isin: takes bool, integer or real floating operands, not complex floating ones \(x1\.dtype=complex128, x2\.dtype=complex128\)\. Compare with xsparse\.equal", None),
+    ("isin-invert-not-bool", lambda: xs.isin(np.asarray([0, 1]), np.asarray([1]), invert="False"), TypeError,
+     r"^isin: invert must be True or False, got str \(invert='False'\)\. Pass a bool", None),
+    ("unique-nan-fill", lambda: xs.unique_counts(xs.sparse_coo_array([[0]], [1.0], (2,), fill_value=math.nan)), xs.NoKernelError,
+     r"^unique_counts: the fill value is NaN and x has unspecified elements.* \(fill_value=nan\)\. Compute it on the dense array, xsparse\.unique_counts\(xsparse\.to_dense\(x\)\)", None),
+    ("sort-nan-fill", lambda: xs.sort(xs.sparse_coo_array([[0]], [1.0], (2,), fill_value=math.nan)), xs.NoKernelError,
+     r"^sort: the fill value is NaN, which compares with nothing.* \(fill_value=nan\)\. Sort the dense array, xsparse\.sort\(xsparse\.to_dense\(x\)\)", None),
 ]
 
 

@@ -122,3 +122,42 @@ def test_jax_creation_edges_agree_with_the_other_backends() -> None:
     with pytest.raises(OverflowError, match=r"^arange: the values from -3 to 4 do not fit in uint16 \(value=-3, dtype=uint16\)"):
         xs.arange(-3, 5, dtype="uint16", backend="jax.numpy")
     np.testing.assert_array_equal(np.asarray(xs.arange(5, 0, -2, dtype="uint16", backend="jax.numpy")), np.arange(5, 0, -2, dtype=np.uint16))
+
+
+def test_searchsorted_gives_the_default_index_dtype() -> None:
+    """The standard's searchsorted returns the default index dtype (int64 in 64-bit mode), where
+    jnp.searchsorted gives int32: every path, strided and sparse, NaN in x1 too."""
+    index = jnp.__array_namespace_info__().default_dtypes()["indexing"]
+    assert index == jnp.int64
+    edges = jnp.asarray([0.0, 1.0, 2.0, jnp.nan])
+    queries = jnp.asarray([0.5, 0.0, jnp.nan, 3.0])
+    want = np.searchsorted(np.asarray(edges), np.asarray(queries))
+    for x1, x2 in (
+        (edges, queries),
+        (edges, xs.to_sparse_coo(queries)),
+        (xs.to_sparse_coo(edges), queries),
+        (xs.to_sparse_coo(edges), xs.to_sparse_csr(queries[None, :])),
+    ):
+        got = xs.searchsorted(x1, x2)
+        assert got.dtype == index, (type(x1), type(x2), got.dtype)
+        assert np.asarray(xs.to_dense(got)).reshape(-1).tolist() == want.tolist()
+
+
+def test_uint64_fill_values_past_int64() -> None:
+    """A uint64 fill value of 2**63 or more is compared as a uint64 array: JAX reads a Python int as int64
+    and overflows (sort, the lane sorts and to_sparse compare values with the fill value)."""
+    top = 2**64 - 1
+    host = np.asarray([[1, top, 7, 2**63], [top, top, 0, 5]], dtype=np.uint64)
+    d = jnp.asarray(host)
+    for fill in (top, 2**63):
+        for layout in (xs.sparse_coo, xs.sparse_csr, xs.sparse_csc):
+            x = xs.to_sparse(d, layout=layout, fill_value=fill)
+            assert x.fill_value == fill and np.asarray(xs.to_dense(x)).tolist() == host.tolist()
+            for axis in (0, 1):
+                for descending in (False, True):
+                    s = xs.sort(x, axis=axis, descending=descending)
+                    want = np.sort(host, axis=axis)
+                    want = np.flip(want, axis=axis) if descending else want
+                    assert s.layout is layout and np.asarray(xs.to_dense(s)).tolist() == want.tolist()
+    a = xs.sparse_coo_array(jnp.asarray([[0, 2]]), jnp.asarray([1, 7], dtype=jnp.uint64), (4,), fill_value=top)
+    assert np.asarray(xs.to_dense(xs.sort(a))).tolist() == [1, 7, top, top]

@@ -518,9 +518,15 @@ def test_isin(backend: str, xp: Any, layout: xs.Layout, data: Any) -> None:
     invert = data.draw(st.booleans())
     s = case.sparse(layout)
     pool = xp.asarray([0, 1, 3, -2, 7], dtype=xp.int64)
-    assert_sparse_equal(xs.isin(s, pool, invert=invert), xp.isin(case.array, pool, invert=invert), check_layout=layout)
+
+    def isin(a: Any, b: Any) -> Any:
+        # the negation taken here: array-api-strict's isin takes invert and ignores it
+        found = xp.isin(a, b)
+        return xp.logical_not(found) if invert else found
+
+    assert_sparse_equal(xs.isin(s, pool, invert=invert), isin(case.array, pool), check_layout=layout)
     queries = xp.asarray([0, 1, 2, 3, -2, 5], dtype=xp.int64)
-    assert_sparse_equal(xs.isin(queries, s, invert=invert), xp.isin(queries, xp.reshape(case.array, (-1,)), invert=invert))
+    assert_sparse_equal(xs.isin(queries, s, invert=invert), isin(queries, xp.reshape(case.array, (-1,))))
     assert_sparse_equal(xs.isin(s, s), xp.isin(case.array, xp.reshape(case.array, (-1,))), check_layout=layout)
 
 
@@ -550,7 +556,7 @@ def test_unique_of_complex_values(backend: str, xp: Any, layout: xs.Layout, data
 
 def test_unique_nan_fill_raises(xp: Any) -> None:
     s = xs.to_sparse_coo(xp.asarray([math.nan, 1.0, math.nan], dtype=xp.float64), fill_value=math.nan)
-    with pytest.raises(xs.NoKernelError, match=r"unique: no kernel .* declined: the fill value is NaN and every NaN is a distinct value"):
+    with pytest.raises(xs.NoKernelError, match=r"^unique_values: the fill value is NaN and x has unspecified elements, each of which would be a distinct unique value"):
         xs.unique_values(s)
 
 

@@ -12,6 +12,7 @@ stability"): these tests are what says that it does not.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -216,7 +217,8 @@ def test_sort_declines() -> None:
     assert "dense dimensions" in str(native.supports(xp, xs.to_sparse_csr(xp.reshape(d, (2, 1, 2)), dense_dim=1), 2, False, True))
     batched = xs.to_sparse_csr(xp.reshape(xp.asarray([1.0, 0.0, 0.0, 2.0]), (2, 1, 2)))
     assert "batch dimension 0" in str(native.supports(xp, batched, 0, False, True))
-    with pytest.raises(xs.NoKernelError, match=r"sort: no kernel .* declined: the fill value is NaN"):
+    assert "the fill value is NaN" in str(kernels["_sort_compressed"].supports(xp, xs.to_sparse_csr(d, fill_value=math.nan), 1, False, True))
+    with pytest.raises(xs.NoKernelError, match=r"^sort: the fill value is NaN, which compares with nothing"):
         xs.sort(xs.to_sparse_csr(d, fill_value=math.nan))
 
 
@@ -332,8 +334,11 @@ def test_unique_nan_fill_of_uncoalesced_coo() -> None:
     them duplicates, has unspecified elements, which a NaN fill value would make distinct values."""
     xp = xs.get_backend("numpy").load()
     x = xs.sparse_coo_array(xp.asarray([[0, 0, 1]]), xp.asarray([1.0, 2.0, 3.0]), (3,), fill_value=math.nan)
-    with pytest.raises(xs.NoKernelError, match=r"unique: no kernel .* declined: the fill value is NaN and every NaN is a distinct value"):
+    with pytest.raises(xs.NoKernelError, match=r"^unique_values: the fill value is NaN and x has unspecified elements"):
         xs.unique_values(x)
+    kernel = next(k for k in dispatch.resolve("unique", (xs.sparse_coo,), "numpy") if k.backend is None)
+    assert kernel.supports is not None
+    assert "the fill value is NaN and every NaN is a distinct value" in str(kernel.supports(xp, x, "values"))
     full = xs.sparse_coo_array(xp.asarray([[0, 2, 1, 0]]), xp.asarray([1.0, 2.0, 3.0, 1.0]), (3,), fill_value=math.nan)
     v, c = xs.unique_counts(full)  # position 0 holds 1.0 + 1.0
     assert v.tolist() == [2.0, 3.0] and c.tolist() == [2, 1]
@@ -400,9 +405,10 @@ def test_native_unique_declines_complex_values() -> None:
 @pytest.mark.parametrize("layout", SORTABLE)
 def test_unique_all_nan_first_indices_in_row_major_order(layout: xs.Layout) -> None:
     """NaNs whose storage order (CSC: column-major; BSR: block by block) is not their row-major order:
-    the values keep the storage order's NaNs, the first indices are the NaNs' row-major positions in
-    ascending order, and the zeros' representative is the first zero in storage order; every kernel of
-    the layout, native or generic, gives the same bits."""
+    the values keep the storage order's NaNs, each NaN's first index is its own row-major position (so
+    the NaNs' first indices are their row-major positions in storage order), and the zeros'
+    representative is the first zero in storage order; every kernel of the layout, native or generic,
+    gives the same bits."""
     xp = xs.get_backend("numpy").load()
     nan, neg_nan, payload = NANS
     host = np.array([[0.0, payload, 3.0, -0.0], [neg_nan, -0.0, nan, 1.0], [2.0, 0.0, 0.0, neg_nan]])
@@ -416,7 +422,9 @@ def test_unique_all_nan_first_indices_in_row_major_order(layout: xs.Layout) -> N
     u = results[0]
     stored = _storage_values(x)
     assert _bits(u.values[-4:]) == _bits(stored[np.isnan(stored)])
-    assert to_numpy(u.indices)[-4:].tolist() == np.flatnonzero(np.isnan(host.reshape(-1))).tolist()
+    positions = np.flatnonzero(np.isnan(host.reshape(-1)))
+    assert sorted(to_numpy(u.indices)[-4:].tolist()) == positions.tolist()
+    assert _bits(host.reshape(-1)[to_numpy(u.indices)[-4:]]) == _bits(stored[np.isnan(stored)])
     zero = stored[stored == 0][0]
     assert _bits(u.values[:1]) == _bits(np.array([zero])) and int(u.indices[0]) == 0
 
@@ -579,3 +587,215 @@ def test_searchsorted_takes_a_sorter_of_any_integer_dtype(backend: str, xp: Any,
         assert to_numpy(got).tolist() == np.searchsorted(x1, x2, side=side, sorter=sorter).tolist()
         got = xs.searchsorted(xp.asarray(x1), xs.to_sparse_coo(xp.asarray(x2)), side=side, sorter=xp.asarray(sorter, dtype=getattr(xp, sorter_dtype)))
         assert to_numpy(xs.to_dense(got)).tolist() == np.searchsorted(x1, x2, side=side, sorter=sorter).tolist()
+
+
+# -- review fixes: searchsorted, isin, sort and unique edge cases --------------------------------------
+
+
+@SOME
+@given(data=st.data())
+def test_searchsorted_strided_x1_with_nan_and_a_sparse_x2(backend: str, xp: Any, data: st.DataObject) -> None:
+    """A strided x1 sorted NaN-last (as xsparse.sort sorts it) with a sparse x2: NumPy's answer on every
+    backend, with and without a sorter (torch's own search is undefined with NaN among the sorted values)."""
+    side = data.draw(st.sampled_from(["left", "right"]), label="side")
+    n = data.draw(st.integers(0, 8), label="n")
+    pool = [-1.0, 0.0, 1.5, 2.0, math.nan]
+    host1 = np.sort(np.asarray(data.draw(st.lists(st.sampled_from(pool), min_size=n, max_size=n), label="x1"), dtype=np.float64))
+    queries = np.asarray(data.draw(st.lists(st.sampled_from([*pool, -3.0, 5.0]), min_size=1, max_size=8), label="x2"))
+    fill = data.draw(st.sampled_from([0.0, 2.0, 5.0, math.nan]), label="fill")
+    layout = data.draw(st.sampled_from(SORTABLE), label="layout")
+    q = queries.reshape(1, -1)
+    kw: dict[str, Any] = {"blocksize": (1, 1)} if layout.is_blocked else {}
+    x2 = xs.to_sparse(xp.asarray(q), layout=layout, fill_value=fill, **kw)
+    want = np.searchsorted(host1, q, side=side)
+    got = xs.searchsorted(xp.asarray(host1), x2, side=side)
+    assert xs.layout_of(got) is layout
+    assert to_numpy(xs.to_dense(got)).tolist() == want.tolist()
+    assert to_numpy(xs.to_dense(xs.searchsorted(xs.sort(xp.asarray(host1)), x2, side=side))).tolist() == want.tolist()
+    # the same values shuffled, with the sorter that puts them in order (NaN last)
+    perm = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed")).permutation(n)
+    shuffled = host1[perm]
+    sorter = np.argsort(shuffled, kind="stable")
+    got = xs.searchsorted(xp.asarray(shuffled), x2, side=side, sorter=xp.asarray(sorter))
+    assert to_numpy(xs.to_dense(got)).tolist() == want.tolist()
+
+
+def test_searchsorted_in_a_coo_vector_without_sparse_dimensions(backend: str, xp: Any) -> None:
+    """A 1-D COO array with dense_dim=1 (sparse_dim 0) stores its elements as one row of values: every
+    element is specified, or none is, and duplicates add up."""
+    queries = np.asarray([-1.0, 1.0, 1.5, 2.5, 3.0, 9.0])
+    host = np.asarray([1.0, 2.0, 3.0])
+    hybrid = xs.to_sparse(xp.asarray(host), dense_dim=1)
+    assert hybrid.sparse_dim() == 0
+    empty = xs.sparse_coo_array(xp.zeros((0, 0), dtype=xp.int64), xp.zeros((0, 3), dtype=xp.float64), (3,), fill_value=2.0)
+    twice = xs.sparse_coo_array(xp.zeros((0, 2), dtype=xp.int64), xp.asarray([[0.5, 1.0, 1.5], [0.5, 1.0, 1.5]]), (3,))
+    for x1, dense in ((hybrid, host), (empty, np.full(3, 2.0)), (twice, host)):
+        for side in ("left", "right"):
+            got = xs.searchsorted(x1, xp.asarray(queries), side=side)
+            assert to_numpy(got).tolist() == np.searchsorted(dense, queries, side=side).tolist()
+            got = xs.searchsorted(x1, xs.to_sparse_coo(xp.asarray(queries)), side=side)
+            assert to_numpy(xs.to_dense(got)).tolist() == np.searchsorted(dense, queries, side=side).tolist()
+
+
+def test_searchsorted_and_isin_refuse_complex_operands(backend: str, xp: Any) -> None:
+    """One TypeError on every backend (NumPy and JAX would order complex values; torch and array-api-strict
+    raise their own errors)."""
+    c = xp.asarray([0j, 1j], dtype=xp.complex128)
+    sparse = xs.to_sparse_coo(xp.asarray([[1 + 1j, 0j], [0j, 2j]], dtype=xp.complex128))
+    real = xp.asarray([0.0, 1.0], dtype=xp.float64)
+    search = r"^searchsorted: takes bool, integer or real floating operands, not complex floating ones \(x1\.dtype=complex128, x2\.dtype=complex128\)\. Complex numbers have no order: search xsparse\.real\(x\)"
+    for x1, x2 in ((c, c), (c, sparse), (xs.to_sparse_coo(c), c)):
+        with pytest.raises(TypeError, match=search):
+            xs.searchsorted(x1, x2)
+    with pytest.raises(TypeError, match=r"^searchsorted: takes .* not complex floating ones \(x1\.dtype=float64, x2\.dtype=complex128\)"):
+        xs.searchsorted(real, c)
+    member = r"^isin: takes bool, integer or real floating operands, not complex floating ones \(x1\.dtype=complex128, x2\.dtype=complex128\)\. Compare with xsparse\.equal instead"
+    for x1, x2 in ((c, c), (sparse, c), (c, sparse), (sparse, sparse)):
+        with pytest.raises(TypeError, match=member):
+            xs.isin(x1, x2)
+    with pytest.raises(TypeError, match=r"^isin: takes .* not complex floating ones \(x1\.dtype=float64, x2\.dtype=complex128\)"):
+        xs.isin(real, c)
+
+
+@SOME
+@given(data=st.data())
+def test_isin_of_floating_and_bool_operands(backend: str, xp: Any, data: st.DataObject) -> None:
+    """NumPy's isin on every backend, floating (NaN in nothing, -0.0 equal to 0.0) and bool operands
+    included, which array-api-strict's isin refuses (and torch's for bool), and invert applied
+    (array-api-strict's isin ignores it)."""
+    dtype = data.draw(st.sampled_from(["float64", "float32", "bool"]), label="dtype")
+    pool = [False, True] if dtype == "bool" else [-0.0, 0.0, 1.5, -2.0, math.nan, math.inf]
+    n = data.draw(st.integers(1, 8), label="n")
+    host1 = np.asarray(data.draw(st.lists(st.sampled_from(pool), min_size=n, max_size=n), label="x1"), dtype=dtype).reshape(1, n)
+    m = data.draw(st.integers(0, 5), label="m")
+    host2 = np.asarray(data.draw(st.lists(st.sampled_from(pool), min_size=m, max_size=m), label="x2"), dtype=dtype)
+    invert = data.draw(st.booleans(), label="invert")
+    want = np.isin(host1, host2, invert=invert)
+    x1, x2 = xp.asarray(host1), xp.asarray(host2)
+    layout = data.draw(st.sampled_from(SORTABLE), label="layout")
+    kw: dict[str, Any] = {"blocksize": (1, 1)} if layout.is_blocked else {}
+    s1 = xs.to_sparse(x1, layout=layout, **kw)
+    assert to_numpy(xs.isin(x1, x2, invert=invert)).tolist() == want.tolist()
+    got = xs.isin(s1, x2, invert=invert)
+    assert xs.layout_of(got) is layout and to_numpy(xs.to_dense(got)).tolist() == want.tolist()
+    if m:
+        s2 = xs.to_sparse_coo(x2)  # its stored values and fill value are the elements of x2
+        assert to_numpy(xs.isin(x1, s2, invert=invert)).tolist() == want.tolist()
+        assert to_numpy(xs.to_dense(xs.isin(s1, s2, invert=invert))).tolist() == want.tolist()
+
+
+def test_isin_operands_without_a_common_dtype_on_array_api_strict() -> None:
+    if backend_skip_reason("array_api_strict"):
+        pytest.skip(str(backend_skip_reason("array_api_strict")))
+    import array_api_strict as strict
+
+    with pytest.raises(TypeError, match=r"^isin: the backend promotes no int64 with float64 \(x1\.dtype=int64, x2\.dtype=float64\)\. Cast one operand with xsparse\.astype first\.$"):
+        xs.isin(strict.asarray([1, 2]), strict.asarray([1.0]))
+
+
+@pytest.mark.parametrize("invert", ["False", None, 1, "no"])
+def test_isin_invert_must_be_a_bool(invert: Any) -> None:
+    x = np.asarray([0, 1, 2])
+    match = rf"^isin: invert must be True or False, got {type(invert).__name__} \(invert={invert!r}\)\. Pass a bool\.$"
+    with pytest.raises(TypeError, match=match):
+        xs.isin(xs.to_sparse_coo(x), np.asarray([1]), invert=invert)
+    with pytest.raises(TypeError, match=match):
+        xs.isin(x, np.asarray([1]), invert=invert)
+    assert xs.isin(x, np.asarray([1]), invert=np.bool_(True)).tolist() == [True, False, True]
+
+
+@pytest.mark.parametrize("sorter", [[0, 1, 2], (0, 1, 2), "012", 3])
+def test_searchsorted_sorter_must_be_an_array(sorter: Any) -> None:
+    """As x1 and x2 (and getitem's keys): a list is no array."""
+    match = rf"^searchsorted: sorter must be a strided integer array, got {type(sorter).__name__} \(sorter={re.escape(repr(sorter))}\)\. Pass xsparse\.argsort\(x1\), or wrap"
+    for x2 in (np.asarray([1]), xs.to_sparse_coo(np.asarray([1]))):
+        with pytest.raises(TypeError, match=match):
+            xs.searchsorted(np.asarray([0, 1, 2]), x2, sorter=sorter)
+
+
+def test_searchsorted_sorter_of_another_backend() -> None:
+    if backend_skip_reason("torch"):
+        pytest.skip(str(backend_skip_reason("torch")))
+    import torch
+
+    with pytest.raises(xs.BackendMismatchError, match=r"^searchsorted: the operands live on different backends \('numpy', 'torch'\)"):
+        xs.searchsorted(np.asarray([0, 1, 2]), np.asarray([1]), sorter=torch.tensor([0, 1, 2]))
+
+
+@pytest.mark.parametrize("blocksize", [(1, 2), (2, 1), (2, 2)])
+@pytest.mark.parametrize("layout", [xs.sparse_bsr, xs.sparse_bsc])
+def test_sort_of_blocks_may_store_more_blocks(layout: xs.Layout, blocksize: tuple[int, int]) -> None:
+    """The documented rule (docs/namespace.md): a block's elements can sort to different blocks, so a BSR or
+    BSC sort along a sparse dimension stores every block that a sorted element lands in; nnz never shrinks,
+    and every lane keeps its number of specified elements."""
+    rng = np.random.default_rng(7)
+    grew = False
+    for _ in range(20):
+        host = rng.integers(-2, 3, size=(4, 4)).astype(np.float64) * (rng.random((4, 4)) < 0.4)
+        x = xs.to_sparse(host, layout=layout, blocksize=blocksize)
+        for axis in (0, 1):
+            s = xs.sort(x, axis=axis)
+            assert s.layout is layout and s.blocksize == x.blocksize
+            assert to_numpy(xs.to_dense(s)).tolist() == np.sort(host, axis=axis).tolist()
+            assert s.nnz >= x.nnz
+            grew = grew or s.nnz > x.nnz
+            assert (_specified(s).sum(axis=axis) >= _specified(x).sum(axis=axis)).all()
+    assert grew
+    for layout2 in (xs.sparse_coo, xs.sparse_csr, xs.sparse_csc):
+        y = xs.to_sparse(host, layout=layout2)
+        assert xs.sort(y, axis=0).nnz == xs.sort(y, axis=1).nnz == y.nnz
+
+
+@SOME
+@given(data=st.data())
+def test_unique_all_indices_agree_with_the_inverse_for_nans(backend: str, xp: Any, data: st.DataObject) -> None:
+    """``x.flat[indices[inverse[i]]]`` is element ``i`` itself, NaNs included (each NaN is its own value,
+    told apart here by sign and payload), in every layout whatever its storage order (CSC: column-major),
+    for every kernel, as in NumPy."""
+    layout = data.draw(st.sampled_from(SORTABLE), label="layout")
+    shape = (data.draw(st.integers(1, 4), label="rows"), data.draw(st.integers(1, 4), label="cols"))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    pool = np.concatenate([np.array([0.0, 1.0, 2.0]), NANS])
+    host = pool[rng.integers(0, pool.shape[0], shape[0] * shape[1])].reshape(shape)
+    x = _sparse(xp, host, 0.0, layout, "int64")
+    flat = host.reshape(-1)
+    for kernel in dispatch.resolve("unique", (layout,), backend):
+        if kernel.rewrite or (kernel.supports is not None and kernel.supports(xp, x, "all") is not None):
+            continue
+        u = kernel.func(xp, x, "all")
+        inverse = to_numpy(xs.to_dense(u.inverse_indices)).reshape(-1)
+        first = to_numpy(u.indices)
+        assert _bits(flat[first[inverse]]) == _bits(flat), (kernel.name, first, inverse)
+        assert _bits(to_numpy(u.values)[inverse]) == _bits(flat), kernel.name
+    u = xs.unique_all(x)
+    assert _bits(flat[to_numpy(u.indices)[to_numpy(xs.to_dense(u.inverse_indices)).reshape(-1)]]) == _bits(flat)
+
+
+@pytest.mark.parametrize("name", ["unique_values", "unique_counts", "unique_inverse", "unique_all"])
+def test_unique_of_a_nan_fill_value_names_the_function(name: str) -> None:
+    x = xs.sparse_coo_array([[0, 0], [0, 1]], [1.0, 2.0], (2, 2), fill_value=math.nan)
+    match = (
+        rf"^{name}: the fill value is NaN and x has unspecified elements, each of which would be a distinct unique value "
+        rf"as every NaN is \(fill_value=nan\)\. Compute it on the dense array, xsparse\.{name}\(xsparse\.to_dense\(x\)\), "
+        r"or rebuild x with a fill value that is not NaN: xsparse\.to_sparse\(xsparse\.to_dense\(x\), fill_value=0\.0\)\.$"
+    )
+    for layout in SORTABLE:
+        kw: dict[str, Any] = {"blocksize": (1, 1)} if layout.is_blocked else {}
+        with pytest.raises(xs.NoKernelError, match=match):
+            getattr(xs, name)(xs.to_sparse(x, layout=layout, **kw) if layout is not xs.sparse_coo else x)
+    # what the message says helps
+    assert int(np.isnan(to_numpy(xs.unique_values(xs.to_dense(x)))).sum()) == 2
+
+
+def test_sort_of_a_nan_fill_value_names_the_function() -> None:
+    x = xs.sparse_coo_array([[0, 0], [0, 1]], [2.0, 1.0], (2, 2), fill_value=math.nan)
+    match = (
+        r"^sort: the fill value is NaN, which compares with nothing, so the unspecified elements have no place among the "
+        r"sorted values \(fill_value=nan\)\. Sort the dense array, xsparse\.sort\(xsparse\.to_dense\(x\)\), or rebuild x "
+        r"with a fill value that is not NaN: xsparse\.to_sparse\(xsparse\.to_dense\(x\), fill_value=0\.0\)\.$"
+    )
+    for layout in SORTABLE:
+        kw: dict[str, Any] = {"blocksize": (1, 1)} if layout.is_blocked else {}
+        with pytest.raises(xs.NoKernelError, match=match):
+            xs.sort(xs.to_sparse(x, layout=layout, **kw) if layout is not xs.sparse_coo else x)
+    assert to_numpy(xs.sort(xs.to_dense(x)))[0].tolist() == [1.0, 2.0]

@@ -214,6 +214,20 @@ _takes(
     "Cast the operands with xsparse.astype(x, 'float64') first (of a complex array, take xsparse.real(x) or xsparse.abs(x))",
 )
 _takes("imag", frozenset({"complex floating"}), "The imaginary part of a real array is 0: use xsparse.zeros_like(x)")
+# Not elementwise, but the same split: NumPy and JAX search and test complex values (in lexicographic
+# order), torch and array-api-strict raise their own errors, and the standard asks for real (searchsorted)
+# or integer (isin) operands.
+_takes(
+    "searchsorted",
+    frozenset({"bool", "integer", "real floating"}),
+    "Complex numbers have no order: search xsparse.real(x) or xsparse.abs(x) instead",
+)
+_takes(
+    "isin",
+    frozenset({"bool", "integer", "real floating"}),
+    "Compare with xsparse.equal instead: for a strided x1 and a 1-D x2, "
+    "xsparse.any(xsparse.expand_dims(x1, axis=-1) == x2, axis=-1)",
+)
 
 
 def _kind(x: Any) -> str:

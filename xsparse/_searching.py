@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from . import dispatch
-from ._common import backend_of
+from ._common import backend_of, is_strided
 from ._conversion import layout_of
-from ._elementwise import convert_result
+from ._elementwise import check_dtypes, convert_result
 from ._indexing import astype
 from ._sorting import array_operand
 from .backends.array_api import searching as _generic_searching  # noqa: F401  (registers the generic kernels)
@@ -31,22 +31,27 @@ def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None,
     ----------
     x1
         A 1-D strided array, or a sparse COO vector, in ascending order (or put in order by ``sorter``), of
-        a real or bool dtype (False sorts before True).
+        a real or bool dtype (False sorts before True; NaN last, as :func:`xsparse.sort` puts it). Complex
+        values, which have no order, raise TypeError on every backend.
     x2
         The values to place: a strided or sparse array, of a real or bool dtype.
     side
         ``"left"``: the first suitable index; ``"right"``: the last.
     sorter
-        Indices that sort a strided ``x1``. A sparse ``x1`` needs none: its result counts elements and so
-        does not depend on their order.
+        A strided integer array of indices that sort a strided ``x1`` (a list raises TypeError, as ``x1``
+        and ``x2`` do). A sparse ``x1`` needs none: its result counts elements and so does not depend on
+        their order.
     layout
         The result layout; by default ``x2``'s.
 
     Returns
     -------
     array
-        Integer indices of ``x2``'s shape. A sparse ``x2`` gives an array of its layout and structure
-        whose fill value is the index of ``x2``'s fill value.
+        Indices of ``x2``'s shape, of the default index dtype (int64). A sparse ``x2`` gives an array of its
+        layout and structure whose fill value is the index of ``x2``'s fill value. Where ``x1`` or ``x2``
+        is sparse the result is NumPy's on every backend, NaN included: a NaN query comes after every
+        element but the NaNs (``"left"``) or after all of them (``"right"``). Two strided operands go to
+        the backend's own ``searchsorted``.
 
     Examples
     --------
@@ -64,7 +69,14 @@ def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None,
     op = "searchsorted"
     array_operand(op, x1)
     array_operand(op, x2)
-    backend = backend_of(x1, x2, op=op)
+    check_dtypes(op, x1, x2)
+    if sorter is not None and not isinstance(sorter, SparseArray) and not is_strided(sorter, op):
+        # as for x1 and x2 (and getitem's keys): a list is no array; the standard's sorter is an array
+        raise TypeError(
+            f"{op}: sorter must be a strided integer array, got {type(sorter).__name__} (sorter={sorter!r}). Pass "
+            "xsparse.argsort(x1), or wrap the indices with the backend's asarray."
+        )
+    backend = backend_of(x1, x2, *(() if sorter is None else (sorter,)), op=op)
     xp = backend.load()
     if side not in ("left", "right"):
         raise ValueError(f"{op}: side must be 'left' or 'right' (side={side!r}). Pass one of them.")

@@ -6,7 +6,8 @@ one of the unique values and is counted once per unspecified element. The unique
 first indices are strided (distinct values, none repeated, leave nothing unspecified); the inverse
 indices keep the operand's layout and structure, the fill value's index being their fill value.
 Values come in ascending order with every NaN distinct. A NaN fill value of an array with unspecified
-elements would make each of them a distinct value: that raises :class:`~xsparse.NoKernelError`.
+elements would make each of them a distinct value: that raises :class:`~xsparse.NoKernelError`, which
+names the function and says to compute it on the dense array or with another fill value.
 
 Strided arrays go to the backend's ``unique_*`` functions, except ``unique_all``, which torch lacks,
 and complex arrays, which torch cannot sort on the CPU: their results come from xsparse's generic kernel
@@ -18,12 +19,13 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from . import dispatch
-from ._common import backend_of
+from ._common import backend_of, flag_argument
 from ._conversion import layout_of
-from ._elementwise import convert_result
+from ._elementwise import check_dtypes, convert_result
+from ._errors import NoKernelError
 from ._sorting import array_operand
 from .backends.array_api import set as _generic_set  # noqa: F401  (registers the generic kernels)
-from .backends.array_api.set import Unique, isin_values
+from .backends.array_api.set import Unique, isin_values, unspecified_nans
 from .formats import Layout, SparseArray, strided
 
 __all__ = ["unique_all", "unique_counts", "unique_inverse", "unique_values", "isin"]
@@ -57,6 +59,13 @@ def _unique(op: str, x: Any, positions: bool | str) -> Unique:
     """The ``unique`` kernel's result; ``positions`` is True for ``unique_all`` (first positions too), or
     the name of the outputs needed (``"counts"``, ``"inverse"``, ``"values"``), which spares the others."""
     backend, xp = array_operand(op, x)
+    if isinstance(x, SparseArray) and unspecified_nans(xp, x):
+        # every layout's kernel declines this array: the dispatcher's advice (another layout) cannot help
+        raise NoKernelError(
+            f"{op}: the fill value is NaN and x has unspecified elements, each of which would be a distinct unique "
+            f"value as every NaN is (fill_value={x.fill_value}). Compute it on the dense array, xsparse.{op}(xsparse.to_dense(x)), "
+            "or rebuild x with a fill value that is not NaN: xsparse.to_sparse(xsparse.to_dense(x), fill_value=0.0)."
+        )
     return dispatch.call("unique", (layout_of(x),), backend.name, xp, x, positions)  # type: ignore[no-any-return]
 
 
@@ -144,6 +153,12 @@ def isin(x1: Any, x2: Any, /, *, invert: bool = False, layout: Layout | None = N
     unspecified elements); a sparse ``x2`` stands for its stored values and, when it has unspecified
     elements, its fill value.
 
+    Elements are compared by value equality (NaN is in nothing; ``-0.0`` is ``0.0``). The standard asks
+    for integer operands; xsparse takes bool, integer and real floating ones on every backend with
+    NumPy's answer (where the backend's ``isin`` refuses them, as array-api-strict's and torch's do for
+    some, through a sort and a search of ``x2``), and refuses complex ones with a TypeError, as torch
+    and array-api-strict do. ``invert`` must be a bool.
+
     Examples
     --------
     >>> import numpy as np
@@ -158,9 +173,11 @@ def isin(x1: Any, x2: Any, /, *, invert: bool = False, layout: Layout | None = N
     op = "isin"
     array_operand(op, x1)
     array_operand(op, x2)
+    check_dtypes(op, x1, x2)
+    invert = flag_argument(op, "invert", invert)
     backend = backend_of(x1, x2, op=op)
     xp = backend.load()
     if not isinstance(x1, SparseArray) and not isinstance(x2, SparseArray):
-        return convert_result(isin_values(xp, x1, x2, bool(invert)), layout, op)
-    result = dispatch.call(op, (layout_of(x1), layout_of(x2)), backend.name, xp, x1, x2, bool(invert))
+        return convert_result(isin_values(xp, x1, x2, invert), layout, op)
+    result = dispatch.call(op, (layout_of(x1), layout_of(x2)), backend.name, xp, x1, x2, invert)
     return convert_result(result, layout, op)

@@ -15,6 +15,7 @@ from typing import Any
 from . import dispatch
 from ._common import flag_argument, is_strided
 from ._elementwise import convert_result
+from ._errors import NoKernelError
 from .backends import Backend, backend_of_array
 from .backends.array_api import sorting as _generic_sorting  # noqa: F401  (registers the generic kernels)
 from .backends.array_api.sorting import orderable
@@ -73,10 +74,13 @@ def sort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = 
     Returns
     -------
     array
-        A sparse ``x`` gives a sparse array of its layout with as many specified elements: along a
-        sparse dimension each lane's unspecified elements (the fill value) take their place in the order,
-        between the specified values that sort before the fill value and the others. Sorting along a
-        sparse dimension of a hybrid array, or with a NaN fill value, raises
+        A sparse ``x`` gives a sparse array of its layout whose every lane has as many specified elements:
+        along a sparse dimension each lane's unspecified elements (the fill value) take their place in the
+        order, between the specified values that sort before the fill value and the others. The nnz is
+        kept, except that a BSR or BSC array sorted along a sparse dimension stores every block that a
+        sorted element lands in, and a batched compressed array sorted along a batch dimension stores as
+        many elements in every batch as the fullest one needs: their nnz may grow. Sorting
+        along a sparse dimension of a hybrid array, or with a NaN fill value, raises
         :class:`~xsparse.NoKernelError` with the reason.
 
     Examples
@@ -94,6 +98,13 @@ def sort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = 
     """
     op = "sort"
     backend, xp, ax = _check(op, x, axis)
+    if isinstance(x, SparseArray) and isinstance(x.fill_value, float) and x.fill_value != x.fill_value:
+        # every layout's kernel declines this array: the dispatcher's advice (another layout) cannot help
+        raise NoKernelError(
+            f"{op}: the fill value is NaN, which compares with nothing, so the unspecified elements have no place "
+            f"among the sorted values (fill_value={x.fill_value}). Sort the dense array, xsparse.sort(xsparse.to_dense(x)), "
+            "or rebuild x with a fill value that is not NaN: xsparse.to_sparse(xsparse.to_dense(x), fill_value=0.0)."
+        )
     if not isinstance(x, SparseArray):
         s = xp.sort(orderable(xp, x), axis=ax, descending=flag_argument(op, "descending", descending), stable=flag_argument(op, "stable", stable))
         return convert_result(xp.astype(s, x.dtype) if xp.isdtype(x.dtype, "bool") else s, layout, op)

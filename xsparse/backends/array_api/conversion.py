@@ -40,6 +40,15 @@ def _fill_scalar(xp: Any, dtype: Any, fill: Any) -> Any:
     return scalar_for(xp, dtype, fill)
 
 
+def fill_operand(xp: Any, x: Any, fill: Any) -> Any:
+    """The fill value as the other operand of a comparison with ``x``: the Python scalar, except an integer
+    past int64's range (the upper half of uint64), which becomes a 0-d array of ``x``'s dtype: JAX reads a
+    Python int as int64 and raises OverflowError for it, where NumPy and torch compare it as it is."""
+    if isinstance(fill, int) and not isinstance(fill, bool) and fill > 2**63 - 1:
+        return xp.asarray(fill, dtype=x.dtype, device=_device(x))
+    return fill
+
+
 # Same-width signed dtypes of the unsigned ones that some backends only store: torch gathers, selects,
 # adds and multiplies no uint16/uint32/uint64 values ("not implemented for 'UInt32'"). Two's complement
 # integers of one width hold the same bits, and casts between them wrap, so a kernel that only moves
@@ -198,7 +207,7 @@ def _specified_mask(xp: Any, x: Any, fill: Any) -> Any:
     fill = _fill_scalar(xp, x.dtype, fill)
     if isinstance(fill, (float, complex)) and fill != fill:
         return ~xp.isnan(x)
-    return x != fill
+    return x != fill_operand(xp, x, fill)
 
 
 def specified_mask(xp: Any, x: Any, fill: Any) -> Any:
@@ -215,7 +224,7 @@ def specified_mask(xp: Any, x: Any, fill: Any) -> Any:
         return _part_differs(xp, xp.real(x), fill.real) | _part_differs(xp, xp.imag(x), fill.imag)
     if isinstance(fill, float) and fill != fill:
         return ~xp.isnan(x)
-    mask = x != fill
+    mask = x != fill_operand(xp, x, fill)
     if isinstance(fill, float) and fill == 0:
         mask = mask | _sign_differs(xp, x, fill)
     elif isinstance(fill, complex):

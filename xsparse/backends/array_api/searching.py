@@ -6,6 +6,12 @@ never densified: the insertion index of ``v`` is the number of elements before i
 specified elements before it (a search in their sorted values) plus, when the fill value sorts before
 ``v``, every unspecified element. That count does not depend on the order of ``x1``, so ``sorter`` is
 not needed.
+
+Both kernels give NumPy's answer where NaN is among the values: NaN sorts last (as ``xsparse.sort`` puts
+it), a NaN query comes after every value but the NaNs (``side="left"``) or after all of them (``"right"``).
+torch's search is undefined with NaN among the sorted values, so the values before the NaNs are searched
+and NaN queries are placed by rule (:func:`_search_nan_last`). The indices have the namespace's default
+index dtype, as the standard says (``jax.numpy.searchsorted`` gives int32 even in 64-bit mode).
 """
 
 from __future__ import annotations
@@ -49,16 +55,46 @@ def _comparable(xp: Any, *arrays: Any) -> tuple[Any, ...]:
     return tuple(to_ordered(xp, a) for a in arrays)
 
 
+def index_dtype(xp: Any, x: Any) -> Any:
+    """The namespace's default index dtype on ``x``'s device: the dtype of the standard's ``searchsorted``
+    (int64 for a namespace older than the standard's inspection API, as xsparse computes indices in it)."""
+    info = getattr(xp, "__array_namespace_info__", None)
+    if info is None:
+        return xp.int64
+    return info().default_dtypes(device=array_api_compat.device(x))["indexing"]
+
+
 def search_values(xp: Any, x1: Any, x2: Any, side: str, sorter: Any) -> Any:
     """``xp.searchsorted`` of strided arrays, of any real dtypes: the plain call, or on :func:`_comparable`
-    operands where the backend refuses their dtypes."""
+    operands where the backend refuses their dtypes; the indices in the default index dtype."""
     try:
-        return xp.searchsorted(x1, x2, side=side, sorter=sorter)
+        found = xp.searchsorted(x1, x2, side=side, sorter=sorter)
     except (NotImplementedError, RuntimeError):
         if x1.dtype == x2.dtype and signed_twin(xp, x1.dtype) is None:
             raise
-    s, v = _comparable(xp, x1, x2)
-    return xp.searchsorted(s, v, side=side, sorter=sorter)
+        s, v = _comparable(xp, x1, x2)
+        found = xp.searchsorted(s, v, side=side, sorter=sorter)
+    return xp.astype(found, index_dtype(xp, found), copy=False)
+
+
+def _nan_count(xp: Any, s: Any) -> int:
+    """How many NaNs the real ``s`` holds (0 for an integer or bool one)."""
+    return int(xp.count_nonzero(xp.isnan(s))) if xp.isdtype(s.dtype, "real floating") else 0
+
+
+def _search_nan_last(xp: Any, s: Any, nans: int, w: Any, side: str, sorter: Any = None) -> Any:
+    """:func:`search_values` of ``w`` in ``s`` (in order by ``sorter``) whose last ``nans`` elements in
+    that order are NaN, with NumPy's answer for NaN: the elements before the NaNs are searched, and a NaN
+    query comes after them (left) or after the NaNs too (right)."""
+    n = int(s.shape[0])
+    if nans:
+        s = s if sorter is None else xp.take(s, sorter)
+        s, sorter = s[: n - nans], None
+    found = search_values(xp, s, w, side, sorter)
+    if not xp.isdtype(w.dtype, "real floating"):
+        return found
+    at = xp.asarray(n - nans if side == "left" else n, dtype=found.dtype, device=array_api_compat.device(found))
+    return xp.where(xp.isnan(w), at, found)
 
 
 def _scalar(xp: Any, x: Any, value: Any) -> Any:
@@ -69,8 +105,10 @@ def _scalar(xp: Any, x: Any, value: Any) -> Any:
 def _searchsorted_strided_sparse(xp: Any, x1: Any, x2: SparseArray, side: str, sorter: Any) -> Any:
     """searchsorted(strided, sparse) -> x2's layout: search the stored values and the fill value; O(nnz log n)."""
 
+    nans = _nan_count(xp, x1)
+
     def search(v: Any) -> Any:
-        return search_values(xp, x1, v, side, sorter)
+        return _search_nan_last(xp, x1, nans, v, side, sorter)
 
     return map_values(xp, x2, search, lambda f: int(search(_scalar(xp, x2._vals, f))[0]))
 
@@ -80,24 +118,21 @@ def _searchsorted_strided_sparse(xp: Any, x1: Any, x2: SparseArray, side: str, s
 def _searchsorted_coo_any(xp: Any, x1: COOArray, x2: Any, side: str, sorter: Any) -> Any:
     """searchsorted(COO vector, any) -> x2's layout: count of the elements before each value; O((nnz + m) log nnz)."""
     c = coalesce_coo(xp, x1)
-    # only comparisons read the sorted values, so the default (non-stable, faster) sort serves
-    specified = xp.sort(c._vals, stable=False)
+    # only comparisons read the sorted values, so the default (non-stable, faster) sort serves; a vector
+    # with no sparse dimension (dense_dim=1) stores its elements as one row of values, which the reshape
+    # makes the same list of specified elements
+    specified = xp.sort(xp.reshape(c._vals, (-1,)), stable=False)
     n_unspecified = x1.shape[0] - int(specified.shape[0])
     fill = _scalar(xp, specified, x1.fill_value)
 
     def count(v: Any) -> Any:
         s, f, w = _comparable(xp, specified, fill, v)
+        found = _search_nan_last(xp, s, _nan_count(xp, s), w, side)
+        # NaN sorts last: a NaN fill value sorts before no query (left) or before a NaN one (right), and a
+        # fill value that is not NaN before every NaN query
         fill_before = (f < w) if side == "left" else (f <= w)
-        if not xp.isdtype(w.dtype, "real floating"):
-            found = xp.searchsorted(s, w, side=side)
-        else:
-            # NaN sorts last (NumPy's order; torch's search is undefined with NaN among the sorted values):
-            # the values before the NaNs are searched, and a NaN query comes after all of them (left) or
-            # after the NaNs too (right), and after a fill value that is not NaN (left) or any (right)
-            k = int(xp.sum(xp.astype(~xp.isnan(s), xp.int64)))
+        if xp.isdtype(w.dtype, "real floating"):
             nan_query = xp.isnan(w)
-            found = xp.searchsorted(s[:k], w, side=side)
-            found = xp.where(nan_query, xp.asarray(k if side == "left" else int(s.shape[0]), dtype=found.dtype, device=array_api_compat.device(found)), found)
             fill_before = fill_before | (nan_query & (~xp.isnan(f) if side == "left" else True))
         return found + xp.astype(fill_before, found.dtype) * n_unspecified
 

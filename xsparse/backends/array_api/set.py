@@ -34,7 +34,7 @@ from ...formats._ops import prod
 from .conversion import _linearize, coalesce_coo, compressed_to_coo, result_dtype, signed_twin, take_values
 from .sorting import ascending_order, sorted_values, stable_order
 
-__all__ = ["Unique", "unique", "outputs_of", "coo_positions", "sorted_unique", "isin_values"]
+__all__ = ["Unique", "unique", "outputs_of", "coo_positions", "sorted_unique", "isin_values", "unspecified_nans"]
 
 
 class Unique(NamedTuple):
@@ -104,15 +104,20 @@ def _unique_strided(xp: Any, x: Any, ravel_positions: bool | str) -> Unique:
     return Unique(values, first, None if inverse is None else xp.reshape(inverse, tuple(x.shape)), counts)
 
 
-def _supports_unique(xp: Any, a: SparseArray, ravel_positions: bool | str) -> str | None:
+def unspecified_nans(xp: Any, a: SparseArray) -> bool:
+    """Whether ``a`` has a NaN fill value and an unspecified element: each would be a distinct unique value."""
     f = a.fill_value
     if not (isinstance(f, (float, complex)) and f != f):
-        return None
-    reason = "the fill value is NaN and every NaN is a distinct value, so each unspecified element would be one"
+        return False
     if a.size > prod(tuple(a._vals.shape)):
-        return reason  # duplicates would only leave fewer elements specified
-    if isinstance(a, COOArray) and a.size > prod(tuple(coalesce_coo(xp, a)._vals.shape)):
-        return reason  # duplicates are one element: the distinct ones
+        return True  # duplicates would only leave fewer elements specified
+    # duplicates are one element: the distinct ones
+    return isinstance(a, COOArray) and a.size > prod(tuple(coalesce_coo(xp, a)._vals.shape))
+
+
+def _supports_unique(xp: Any, a: SparseArray, ravel_positions: bool | str) -> str | None:
+    if unspecified_nans(xp, a):
+        return "the fill value is NaN and every NaN is a distinct value, so each unspecified element would be one"
     return None
 
 
@@ -193,7 +198,35 @@ def unique_compressed(xp: Any, a: CompressedArray, outputs: str, core: Core = so
     # the element COO lists the same scalars in row-major order, so the same unique values in the same
     # order; the zeros' representative is the first zero of the storage order (own's), as before
     c = compressed_to_coo(xp, a)
-    return Unique(own.values, unique(xp, c, coo_positions(xp, c), "all", core).indices, own.inverse_indices, own.counts)
+    indices = unique(xp, c, coo_positions(xp, c), "all", core).indices
+    return Unique(own.values, _nan_indices(xp, a, own, indices), own.inverse_indices, own.counts)
+
+
+def _nan_indices(xp: Any, a: CompressedArray, own: Unique, indices: Any) -> Any:
+    """``indices`` with each NaN group's entry the row-major position of its own NaN.
+
+    Every NaN is a group of its own, and ``own`` (values and inverse) numbers them in storage order
+    (CSC: column-major), while the element COO's first indices list the NaNs in row-major order: so that
+    ``x.flat[indices[inverse[i]]]`` is element ``i`` itself, as in NumPy, each NaN group takes the position
+    of the NaN its inverse points at. O(nnz log nnz), only where two NaNs are stored."""
+    flat = xp.reshape(a._vals, (-1,))
+    if xp.isdtype(flat.dtype, ("bool", "integral")):
+        return indices
+    nan_at = xp.nonzero(xp.isnan(flat))[0]
+    if int(nan_at.shape[0]) < 2:
+        return indices
+    dev = array_api_compat.device(flat)
+    n = int(flat.shape[0])
+    # the row-major position of every stored scalar, in storage order: the element COO of a twin of ``a``
+    # whose values are their storage indices
+    twin = compressed_to_coo(xp, a._with_values(xp.reshape(xp.arange(n, dtype=xp.int64, device=dev), tuple(a._vals.shape)), -1))
+    by_storage = xp.take(coo_positions(xp, twin), xp.argsort(xp.reshape(twin._vals, (-1,)), stable=False))
+    groups = xp.take(xp.reshape(own.inverse_indices._vals, (-1,)), nan_at)
+    # each NaN group has one member: their positions in group order, then in place of the NaN groups' entries
+    positions = xp.take(xp.take(by_storage, nan_at), xp.argsort(groups, stable=False))
+    is_nan = xp.isnan(own.values)
+    rank = xp.maximum(xp.cumulative_sum(xp.astype(is_nan, xp.int64)) - 1, xp.zeros((), dtype=xp.int64, device=dev))
+    return xp.where(is_nan, xp.take(positions, rank), indices)
 
 
 @register("isin", (INDEXED, strided))
@@ -220,16 +253,48 @@ def _isin_strided_sparse(xp: Any, x1: Any, x2: SparseArray, invert: bool) -> Any
 
 
 def isin_values(xp: Any, x1: Any, x2: Any, invert: bool) -> Any:
-    """``xp.isin``; where the backend compares no elements of an unsigned dtype (torch's uint16/32/64), on
-    both operands promoted and cast to the signed twin, a bijection that keeps equality."""
+    """Whether each element of the strided ``x1`` is in the strided ``x2`` (is not, with ``invert``), NumPy's
+    answer for operands of every real or bool dtype on every backend: ``xp.isin``, bool operands as their
+    int8 twin (torch and array-api-strict test no bool), on the signed twin where the backend compares no
+    elements of an unsigned dtype (torch's uint16/32/64: both operands promoted, then cast, a bijection
+    that keeps equality), and by a search where the backend's ``isin`` refuses the dtypes (:func:`_isin_by_search`).
+    ``invert`` is applied here: array-api-strict's ``isin`` takes the argument and ignores it."""
+    x1, x2 = (xp.astype(v, xp.int8) if xp.isdtype(v.dtype, "bool") else v for v in (x1, x2))
     try:
-        return xp.isin(x1, x2, invert=invert)
+        found = xp.isin(x1, x2)
     except (NotImplementedError, RuntimeError):
         dtype = result_dtype(xp, x1.dtype, x2.dtype)
         twin = signed_twin(xp, dtype)
         if twin is None:
             raise
-    return xp.isin(xp.astype(xp.astype(x1, dtype), twin), xp.astype(xp.astype(x2, dtype), twin), invert=invert)
+        found = xp.isin(xp.astype(xp.astype(x1, dtype), twin), xp.astype(xp.astype(x2, dtype), twin))
+    except TypeError:
+        # array-api-strict takes integer operands only, as the standard asks ("should"); the others compute
+        # floating ones, and so does xsparse, for one answer on every backend
+        found = _isin_by_search(xp, x1, x2)
+    return xp.logical_not(found) if invert else found
+
+
+def _isin_by_search(xp: Any, x1: Any, x2: Any) -> Any:
+    """``isin`` of real operands from a sort of ``x2`` and a search in it: ``v`` is in ``x2`` where the first
+    element not below it equals it (never for NaN, which sorts last and equals nothing); O((n + m) log m)."""
+    from ..._common import dtype_name
+
+    try:
+        dtype = xp.result_type(x1.dtype, x2.dtype)
+    except TypeError:
+        raise TypeError(
+            f"isin: the backend promotes no {dtype_name(x1.dtype)} with {dtype_name(x2.dtype)} (x1.dtype={dtype_name(x1.dtype)}, "
+            f"x2.dtype={dtype_name(x2.dtype)}). Cast one operand with xsparse.astype first."
+        ) from None
+    dev = array_api_compat.device(x1)
+    values = xp.reshape(xp.astype(x1, dtype, copy=False), (-1,))
+    s = xp.sort(xp.reshape(xp.astype(x2, dtype, copy=False), (-1,)), stable=False)
+    m = int(s.shape[0])
+    if m == 0:
+        return xp.zeros(tuple(x1.shape), dtype=xp.bool, device=dev)
+    at = xp.minimum(xp.searchsorted(s, values), xp.asarray(m - 1, dtype=xp.int64, device=dev))
+    return xp.reshape(xp.take(s, at) == values, tuple(x1.shape))
 
 
 def _unique_values(xp: Any, x: SparseArray) -> Any:

@@ -4,7 +4,9 @@
 unspecified ones (all fill value) stay as they are. Along a *sparse* dimension every lane (the
 elements that differ only in that index) is sorted with its unspecified elements counted as the fill
 value: the lane's specified values that sort before the fill value move to its start, those that do
-not to its end, and the unspecified elements fill the gap, so the number of specified elements is kept.
+not to its end, and the unspecified elements fill the gap, so the number of specified elements is kept
+(a BSR or BSC result stores every block that holds one of them, and a batched compressed result as
+many in every batch as the fullest needs: there the nnz may grow; docs/namespace.md).
 A descending sort is the ascending one reversed (as NumPy and torch order NaN: last ascending, first
 descending).
 
@@ -34,7 +36,7 @@ import array_api_compat
 from ...dispatch import register
 from ...formats import ANY_SPARSE, COMPRESSED, COOArray, CompressedArray, SparseArray, sparse_coo
 from ...formats._ops import contiguous, lexsort_indices, prod
-from .conversion import _linearize, coalesce_coo, compressed_to_coo, take_values, through_ordered
+from .conversion import _linearize, coalesce_coo, compressed_to_coo, fill_operand, take_values, through_ordered
 from .shape import as_layout_of
 
 __all__ = [
@@ -213,7 +215,7 @@ def sort_by_lane(xp: Any, a: CompressedArray, axis: int, descending: bool, stabl
         offsets = xp.reshape(comp[:, :-1] + xp.arange(batches, dtype=xp.int64, device=dev)[:, None] * nse, (-1,))
         start, count = xp.take(offsets, lane), xp.take(counts, lane)
         rank = slots - start
-        position = xp.where(svals < fill, rank, n - count + rank)
+        position = xp.where(svals < fill_operand(xp, svals, fill), rank, n - count + rank)
         if descending:
             reverse = start + count - 1 - rank
             svals, position = xp.take(svals, reverse), (n - 1) - xp.take(position, reverse)
@@ -232,7 +234,7 @@ def sort_by_lane(xp: Any, a: CompressedArray, axis: int, descending: bool, stabl
     start = xp.take(lane_starts, lane_sorted)
     count = xp.take(bounds[1:] - lane_starts, lane_sorted)
     rank = slots - start
-    position = xp.where(svals < fill, rank, n - count + rank)
+    position = xp.where(svals < fill_operand(xp, svals, fill), rank, n - count + rank)
     if descending:
         position = (n - 1) - position
     # compress again: a stable sort by (batch, new compressed index) keeps each one's plain indices ascending
@@ -299,7 +301,7 @@ def _sort_coo_values(xp: Any, a: COOArray, axis: int, descending: bool) -> COOAr
     count = xp.astype(xp.take(counts, lane_id), xp.int64)
     rank = xp.arange(nse, dtype=xp.int64, device=dev) - start
     n = a.shape[axis]
-    before = sorted_v < a.fill_value
+    before = sorted_v < fill_operand(xp, sorted_v, a.fill_value)
     position = xp.where(before, rank, n - (count - rank))
     if descending:
         position = (n - 1) - position

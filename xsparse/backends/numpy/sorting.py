@@ -142,13 +142,9 @@ def _unique_compressed_numpy(xp: Any, a: CompressedArray, ravel_positions: bool 
         held[key[key <= nnz]] = True
         v = np.concatenate([flat, np.asarray([a.fill_value], dtype=flat.dtype)])
         key = np.concatenate([key, np.asarray([np.argmin(held)], dtype=np.int64)])
+    # every NaN is a group of its own, whose least key is its own row-major position: the first index
+    # that the NaN its inverse points at has, as in NumPy, whatever the storage order
     values, first, inverse, counts = _sorted_unique(xp, v, "all", key)
-    if flat.dtype.kind == "f":
-        # every NaN is a group of its own, last, in storage order; the generic kernel takes their first
-        # indices from the element COO, whose NaNs come in row-major order
-        nans = int(np.count_nonzero(np.isnan(values)))
-        if nans:
-            first[-nans:] = np.sort(key[np.isnan(v)])
     fill_group = 0
     if unspecified:
         fill_group = int(inverse[nnz])
