@@ -420,7 +420,7 @@ def _empty_compressed(
     batch = shape[:n_batch]
     grid = (shape[n_batch] // bs[0], shape[n_batch + 1] // bs[1])
     vdt = dtype if dtype is not None else _default_float(xp, device)
-    idt = xp.int64 if index_dtype is None else index_dtype
+    idt = _default_index_dtype(xp, device) if index_dtype is None else index_dtype
     ci = xp.zeros(batch + (grid[layout.compressed_dim] + 1,), dtype=idt, device=device)
     pi = xp.zeros(batch + (0,), dtype=idt, device=device)
     vals = xp.zeros(batch + (0,) + (bs if layout.is_blocked else ()) + shape[n_batch + 2 :], dtype=vdt, device=device)
@@ -454,6 +454,18 @@ def sparse_bsr_array(crow_indices: Any = None, col_indices: Any = None, values: 
 def sparse_bsc_array(ccol_indices: Any = None, row_indices: Any = None, values: Any = None, shape: Sequence[int] | None = None, **kwargs: Any) -> CompressedArray:
     """A BSC array; see :func:`sparse_compressed_array` (``layout=sparse_bsc``)."""
     return sparse_compressed_array(ccol_indices, row_indices, values, shape, layout=sparse_bsc, **kwargs)
+
+
+def _default_index_dtype(xp: Any, device: Any) -> Any:
+    """The index dtype of an empty array created on ``device``: int64, or int32 on a device without int64
+    (array-api-strict's ``Device('no_x64')``, a 32-bit JAX), which could not hold the array at all."""
+    if device is None:
+        return xp.int64
+    try:
+        held = xp.__array_namespace_info__().dtypes(device=device, kind="signed integer")
+    except Exception:  # a namespace without the inspection API, or one that does not know this device
+        return xp.int64
+    return xp.int64 if "int64" in held else xp.int32
 
 
 def _creation(
@@ -502,7 +514,7 @@ def _creation(
                 f"sparse_dim={sd} (sparse_dim={sparse_dim}, dense_dim={dense_dim}). Give sparse_dim or dense_dim in [0, {len(shp)}]."
             )
         vdt = dt if dt is not None else _default_float(xp, device)
-        idx = xp.zeros((sd, 0), dtype=xp.int64 if index_dtype is None else index_dtype, device=device)
+        idx = xp.zeros((sd, 0), dtype=_default_index_dtype(xp, device) if index_dtype is None else index_dtype, device=device)
         vals = xp.zeros((0, *shp[sd:]), dtype=vdt, device=device)
         return COOArray(idx, vals, shp, backend=b, xp=xp, coalesced=True, fill_value=_fill(xp, vdt, fill_value))
     if isinstance(layout, Layout) and layout.is_compressed:

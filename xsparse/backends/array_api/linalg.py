@@ -865,6 +865,8 @@ def _spsolve_indexed_strided(xp: Any, a: SparseArray, b: Any) -> Any:
                 "solve it on the NumPy backend (xsparse.to_backend(A, 'numpy')), whose kernel is SciPy's direct solver."
             )
         solutions.append(x)
+    if rhs.ndim == 2 and not solutions:
+        return xp.zeros((n, 0), dtype=dtype, device=_dev(rhs))  # no right-hand side: nothing to solve
     return solutions[0] if rhs.ndim == 1 else xp.stack(solutions, axis=1)
 
 
