@@ -389,3 +389,12 @@ def test_sparse_efficiency_warning() -> None:
         warnings.simplefilter("error", xs.SparseEfficiencyWarning)
         with pytest.raises(xs.SparseEfficiencyWarning):
             warnings.warn("fallback", xs.SparseEfficiencyWarning, stacklevel=1)
+
+
+def test_a_numpy_array_of_ml_dtypes_bfloat16_is_refused_clearly() -> None:
+    # NumPy's isdtype raised "dtype argument must be a NumPy dtype" from inside the conversion
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = np.eye(4).astype(ml_dtypes.bfloat16)
+    for convert in (xs.to_sparse_coo, xs.to_sparse_csr):
+        with pytest.raises(TypeError, match=r"^to_sparse\(layout=sparse_\w+\): backend 'numpy' has no such dtype among its Array API dtypes \(x.dtype=bfloat16\)\. Cast"):
+            convert(x)

@@ -161,3 +161,15 @@ def test_uint64_fill_values_past_int64() -> None:
                     assert s.layout is layout and np.asarray(xs.to_dense(s)).tolist() == want.tolist()
     a = xs.sparse_coo_array(jnp.asarray([[0, 2]]), jnp.asarray([1, 7], dtype=jnp.uint64), (4,), fill_value=top)
     assert np.asarray(xs.to_dense(xs.sort(a))).tolist() == [1, 7, top, top]
+
+
+def test_result_type_of_jax_scalar_types_is_jax_promotion() -> None:
+    # JAX's scalar types named the default backend (NumPy), whose int64 with float32 is float64; JAX's
+    # products give float32 (docs/namespace.md)
+    assert xs.result_type(jnp.int64, jnp.float32) == jnp.float32
+    a = xs.to_sparse_csr(jnp.ones((2, 2), dtype=jnp.int64))
+    product = a @ jnp.ones((2, 2), dtype=jnp.float32)
+    assert product.dtype == xs.result_type(jnp.int64, jnp.float32) == xs.result_type(a, jnp.ones(2, dtype=jnp.float32))
+    assert xs.result_type(jnp.float16, jnp.bfloat16) == jnp.result_type(jnp.float16, jnp.bfloat16)
+    # JAX's dtype objects are NumPy's: they answer as NumPy, as documented
+    assert xs.result_type(jnp.dtype("int64"), jnp.dtype("float32")) == np.float64

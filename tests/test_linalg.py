@@ -1402,3 +1402,52 @@ def test_generic_matmul_covers_every_indexed_layout() -> None:
     for la in INDEXED:
         for sig in ((la, xs.strided), (xs.strided, la), (la, la)):
             assert any(k.backend is None for k in dispatch.resolve("matmul", sig, "array_api_strict")), sig
+
+
+@pytest.mark.parametrize("backend", backend_params(BACKENDS))
+def test_integer_scalars_out_of_the_dtype_range_are_refused_on_every_layout(backend: str) -> None:
+    # torch's COO addmm raised its own RuntimeError, its CSR addmm and NumPy wrapped (alpha=1000 in int8)
+    xp = namespace(backend)
+    c = xp.ones((2, 2), dtype=xp.int8)
+    a = xp.asarray([[1, 0], [0, 2]], dtype=xp.int8)
+    for layout in [xs.strided, *SPARSE]:
+        m = a if layout is xs.strided else xs.to_sparse(a, layout=layout, blocksize=(1, 1) if layout.is_blocked else None)
+        for kwargs in ({"alpha": 1000}, {"beta": -129}, {"alpha": 2**70}):
+            name, value = next(iter(kwargs.items()))
+            with pytest.raises(OverflowError, match=rf"^addmm: {name} does not fit the operands' dtype int8, \[-128, 127\] \({name}={value}\)\. Pass a value"):
+                xs.addmm(c, m, c, **kwargs)
+    coo = xs.to_sparse_coo(a)
+    with pytest.raises(OverflowError, match=r"^sspaddmm: alpha does not fit the operands' dtype int8"):
+        xs.sspaddmm(xs.to_sparse_coo(c), coo, c, alpha=1000)
+    with pytest.raises(OverflowError, match=r"^sampled_addmm: beta does not fit the operands' dtype int8"):
+        xs.sampled_addmm(xs.to_sparse_csr(c), a, c, beta=128)
+    # the edges of the range are accepted, and the result is the dense one
+    got = xs.addmm(c, xs.to_sparse_csr(a), c, beta=-128, alpha=127)
+    np.testing.assert_array_equal(host(got), host(xs.addmm(c, a, c, beta=-128, alpha=127)))
+
+
+@pytest.mark.parametrize("backend", backend_params(BACKENDS))
+def test_sampled_addmm_of_integer_operands_with_the_default_scalars(backend: str) -> None:
+    # the defaults were beta=1.0, alpha=1.0, which integer operands refuse
+    xp = namespace(backend)
+    m = xp.asarray([[1, 0], [0, 1]], dtype=xp.int64)
+    a = xp.asarray([[1, 2], [3, 4]], dtype=xp.int64)
+    for layout in (xs.sparse_csr, xs.sparse_coo):
+        r = xs.sampled_addmm(xs.to_sparse(m, layout=layout), a, a)
+        assert r.dtype == xp.int64
+        np.testing.assert_array_equal(host(r), (host(m) + host(a) @ host(a)) * host(m))
+
+
+def test_kinds_that_array_api_strict_does_not_mix_are_refused_by_name() -> None:
+    xp = namespace("array_api_strict") if backend_skip_reason("array_api_strict") is None else pytest.skip("no array_api_strict")
+    i, f = xp.ones((2, 2), dtype=xp.int32), xp.ones((2, 2), dtype=xp.float32)
+    csr, coo = xs.to_sparse_csr(i), xs.to_sparse_coo(i)
+    calls = {
+        "matmul": lambda: csr @ f, "vecdot": lambda: xs.vecdot(csr, f), "tensordot": lambda: xs.tensordot(f, csr, axes=1),
+        "addmm": lambda: xs.addmm(f, csr, f), "sampled_addmm": lambda: xs.sampled_addmm(xs.to_sparse_csr(f), i, f),
+        "mm": lambda: xs.mm(coo, f), "smm": lambda: xs.smm(coo, f), "hspmm": lambda: xs.hspmm(coo, f),
+        "sspaddmm": lambda: xs.sspaddmm(coo, coo, f), "outer": lambda: xs.linalg.outer(xs.to_sparse_coo(i[0, :]), f[0, :]),
+    }  # fmt: skip
+    for name, call in calls.items():
+        with pytest.raises(TypeError, match=rf"^{name}: backend 'array_api_strict' does not promote these dtypes together \(.*(int32|float32).*(int32|float32).*\)\. Cast an operand"):
+            call()

@@ -10,7 +10,9 @@ elements against the dense reference). Inputs come from ``tests/strategies.py``.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -998,3 +1000,90 @@ def test_half_precision_reductions_accumulate_in_float32() -> None:
     # duplicates still add in the array's own dtype first, as to_dense adds them
     u = xs.sparse_coo_array(torch.tensor([[0, 0], [0, 0]]), torch.tensor([6e4, 6e4], dtype=torch.float16), (1, 2))
     assert math.isinf(float(xs.mean(u))) and math.isinf(float(xs.to_dense(u)[0, 0]))
+
+
+@pytest.fixture
+def any_namespace(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The namespace of the backend named by the test's ``backend`` parameter, jax.numpy included (in its
+    64-bit mode); the generic backend JAX makes leaves the registry with the test (as in test_jax_backend)."""
+    import xsparse.backends
+
+    backend = request.node.callspec.params["backend"]
+    if importlib.util.find_spec(backend.split(".")[0]) is None:
+        pytest.skip(f"{backend} is not installed")
+    if backend == "jax.numpy":
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+    saved = dict(xsparse.backends._EXTRA)
+    yield xs.get_backend(backend).namespace()
+    xsparse.backends._EXTRA.clear()
+    xsparse.backends._EXTRA.update(saved)
+
+
+PROD_LAYOUTS = {
+    "coo": xs.to_sparse_coo,
+    "uncoalesced coo": lambda x: xs.sparse_coo_array(
+        xs.concat([xs.to_sparse_coo(x).indices()] * 2, axis=1), xs.concat([xs.to_sparse_coo(x).values() * 0.5] * 2), tuple(x.shape)
+    ),
+    "hybrid coo": lambda x: xs.to_sparse_coo(x, sparse_dim=1),
+    "csr": xs.to_sparse_csr,
+    "csc": xs.to_sparse_csc,
+    "bsr": lambda x: xs.to_sparse_bsr(x, blocksize=(1, 2)),
+    "bsc": lambda x: xs.to_sparse_bsc(x, blocksize=(1, 2)),
+}
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # array_api_strict warns where NumPy does (docs/decisions.md)
+@pytest.mark.parametrize("layout", PROD_LAYOUTS)
+@pytest.mark.parametrize("backend", ["numpy", "torch", "array_api_strict", "jax.numpy"])
+def test_prod_of_overflowing_values_and_an_unspecified_zero_is_exact(backend: str, layout: str, any_namespace: Any) -> None:
+    # the stored values' product overflowed to inf, and inf * 0 ** k was NaN; the exact product is ±0, and
+    # NaN only where a stored value is NaN or infinite (0 * inf)
+    host = np.array(
+        [[0.0] + [100.0] * 19, [-100.0] * 20, [-1e20] * 5 + [0.0] * 15, [1.0] * 20, [0.0, np.inf] + [1e30] * 18, [np.nan, 0.0] + [2.0] * 18],
+        dtype=np.float32,
+    )
+    exact = np.array([0.0, np.inf, -0.0, 1.0, np.nan, np.nan], dtype=np.float32)
+    xp = any_namespace
+    a = PROD_LAYOUTS[layout](xp.asarray(host))
+    row = xs.prod(a, axis=1)
+    got = to_numpy(xs.to_dense(row) if isinstance(row, xs.SparseArray) else row)
+    np.testing.assert_array_equal(got, exact)
+    zero = exact == 0
+    np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(exact[zero]))
+    assert math.isnan(float(to_numpy(xs.prod(a))))
+    finite = PROD_LAYOUTS[layout](xp.asarray(host[:4]))
+    total = to_numpy(xs.prod(finite))
+    assert total == 0.0 and np.signbit(total)  # the signs: 20 of -100 and 5 of -1e20, so -0.0
+
+
+def test_prod_overflow_on_numpy_warns_nothing() -> None:
+    host = np.array([[0.0] + [100.0] * 19, [-1e20] * 5 + [0.0] * 15], dtype=np.float32)
+    for layout in PROD_LAYOUTS.values():
+        a = layout(host)
+        np.testing.assert_array_equal(to_numpy(xs.to_dense(xs.prod(a, axis=1))), [0.0, -0.0])  # filterwarnings = error
+
+
+# each library's cast warns that it drops the imaginary part, as it does for its dense arrays
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning", "ignore:Casting complex values:UserWarning")
+@pytest.mark.filterwarnings("ignore:Casting from complex to real:DeprecationWarning")
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax.numpy"])
+def test_cumulative_prod_of_complex_hybrid_coo_to_a_real_dtype_casts(backend: str, any_namespace: Any) -> None:
+    # the fill value (complex 0) was cast with asarray(..., dtype=float64), which Python refuses
+    xp = any_namespace
+    host = np.array([[1 + 1j, 0], [2, 3j]], dtype=np.complex64)
+    x = xp.asarray(host)
+    for dtype in ("float64", "int16"):
+        want = np.cumulative_prod(host, axis=1, dtype=dtype)  # NumPy's cast: the real part
+        for a in (xs.to_sparse_coo(x, sparse_dim=1), xs.to_sparse_coo(x)):
+            got = xs.cumulative_prod(a, axis=1, dtype=dtype)
+            np.testing.assert_array_equal(to_numpy(xs.to_dense(got) if isinstance(got, xs.SparseArray) else got), want)
+
+
+def test_complex_reduction_to_a_real_dtype_on_array_api_strict_names_the_function() -> None:
+    xp = pytest.importorskip("array_api_strict")
+    a = xs.to_sparse_coo(xp.asarray([[1 + 1j, 0], [2, 3j]], dtype=xp.complex64), sparse_dim=1)
+    for name, f in [("sum", lambda: xs.sum(a, dtype=xp.float64)), ("cumulative_prod", lambda: xs.cumulative_prod(a, axis=1, dtype=xp.float64))]:
+        with pytest.raises(TypeError, match=rf"^{name}: this backend casts no complex values to a real dtype \(x.dtype=complex64, dtype=float64\)\. Take xsparse.real"):
+            f()

@@ -220,6 +220,15 @@ def to_sparse(
     _check_array(op, x)
     backend = backend_of(x, op=op)
     xp = backend.load()
+    try:
+        xp.isdtype(x.dtype, ("bool", "numeric"))
+    except TypeError:
+        # a dtype outside the namespace's own (ml_dtypes' bfloat16 in a NumPy array), which its functions
+        # refuse somewhere inside
+        raise TypeError(
+            f"{op}: backend {backend.name!r} has no such dtype among its Array API dtypes (x.dtype={x.dtype}). Cast "
+            "the array to one of them first (numpy: x.astype(numpy.float32)), or hold bfloat16 in torch or jax.numpy."
+        ) from None
     target = _target(op, x, layout, backend, xp, sparse_dim, dense_dim, blocksize, index_dtype, fill_value)
     if layout is strided:
         raise ValueError(f"{op}: to_sparse makes sparse arrays, not strided ones (layout={layout}). Call xsparse.to_dense instead.")

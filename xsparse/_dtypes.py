@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._common import backend_of, dtype_name, is_strided, resolve_dtype
-from .backends import Backend, get_default_backend, registered_backends
+from .backends import Backend, get_backend, get_default_backend, registered_backends
 from .formats import SparseArray
 
 __all__ = [
@@ -76,10 +76,15 @@ def dtype_backend(dtype: Any) -> Backend:
     if isinstance(dtype, str) or dtype in (bool, int, float, complex):
         return get_default_backend()
     # NumPy's dtypes in its Array API namespace are the scalar types (numpy.float64), torch's are objects
-    library = (dtype if isinstance(dtype, type) else type(dtype)).__module__.split(".")[0]
+    module = (dtype if isinstance(dtype, type) else type(dtype)).__module__
+    library = module.split(".")[0]
     for backend in registered_backends():
         if backend.library == library and library in sys.modules:
             return backend
+    if library in sys.modules and module in sys.modules and hasattr(sys.modules[module], "__array_api_version__"):
+        # a type of an Array API namespace's own module (JAX's scalar types, jax.numpy.float32), whose
+        # promotion is that library's (int64 with float32 is float32 on JAX, float64 on NumPy)
+        return get_backend(module)
     return get_default_backend()
 
 

@@ -25,6 +25,7 @@ from .backends import Backend
 from .backends.array_api import linalg as _generic  # registers the generic kernels
 from .backends.array_api.linalg import LobpcgState
 from .formats import Layout, SparseArray, strided
+from .formats._invariants import dtype_name
 
 __all__ = [
     "matmul",
@@ -58,8 +59,9 @@ def _check_operand(op: str, name: str, x: Any) -> None:
         )
 
 
-def _prepare(op: str, **operands: Any) -> tuple[Backend, Any]:
-    """Check the operands (arrays of one backend, numeric) and return the backend and its namespace."""
+def _prepare(op: str, _promote: bool = True, **operands: Any) -> tuple[Backend, Any]:
+    """Check the operands (arrays of one backend, numeric, and with ``_promote`` of dtypes that promote
+    together) and return the backend and its namespace."""
     # The common case first, at a fraction of the cost (a small SpMV is a few microseconds): every
     # operand a sparse array or a strided array of a type already seen, all of one backend. Anything
     # else takes the full checks, which give the same answers and raise the errors.
@@ -82,7 +84,27 @@ def _prepare(op: str, **operands: Any) -> tuple[Backend, Any]:
                 f"{op}: {name} has a boolean dtype ({name}.dtype=bool); products are defined for numeric dtypes. "
                 "Convert it to an integer or floating dtype first."
             )
+    if _promote:
+        check_promotion(op, xp, backend, operands)
     return backend, xp
+
+
+def check_promotion(op: str, xp: Any, backend: Backend, operands: dict[str, Any]) -> None:
+    """Raise, naming ``op``, where the backend promotes no pair of the operands' dtypes (array_api_strict
+    mixes no kinds: int32 with float32); its own error would name neither the function nor the fix."""
+    dtypes = [x.dtype for x in operands.values()]
+    if all(d == dtypes[0] for d in dtypes):
+        return
+    try:
+        xp.result_type(*dtypes)
+    except RuntimeError:
+        return  # torch's refusal of uint16/32/64 with other integers, which the products promote themselves
+    except TypeError:
+        given = ", ".join(f"{name}.dtype={dtype_name(x.dtype)}" for name, x in operands.items())
+        raise TypeError(
+            f"{op}: backend {backend.name!r} does not promote these dtypes together ({given}). Cast an operand "
+            "first, e.g. with xsparse.astype(x, 'float64')."
+        ) from None
 
 
 def _prepare_pair(op: str, names: tuple[str, str], x1: Any, x2: Any) -> tuple[Backend, Any]:
@@ -90,7 +112,7 @@ def _prepare_pair(op: str, names: tuple[str, str], x1: Any, x2: Any) -> tuple[Ba
     backend = known_backend(x1)
     if backend is not None and known_backend(x2) is backend:
         xp = namespace_of(backend)
-        if x1.dtype != xp.bool and x2.dtype != xp.bool:
+        if x1.dtype == x2.dtype and x1.dtype != xp.bool:
             return backend, xp
     return _prepare(op, **{names[0]: x1, names[1]: x2})  # the full checks, and their errors
 
@@ -172,6 +194,14 @@ def _check_scalars(op: str, xp: Any, dtype: Any, **scalars: Any) -> None:
             )
         if isinstance(value, complex) and not xp.isdtype(dtype, "complex floating"):
             raise TypeError(f"{op}: {name} is complex but the operands are real ({name}={value!r}). Pass a real number.")
+        if isinstance(value, int) and xp.isdtype(dtype, "integral"):
+            # checked here, once for every layout: torch's COO kernels raise, its CSR kernels and NumPy wrap
+            info = xp.iinfo(dtype)
+            if not info.min <= value <= info.max:
+                raise OverflowError(
+                    f"{op}: {name} does not fit the operands' dtype {dtype_name(dtype)}, [{info.min}, {info.max}] "
+                    f"({name}={value}). Pass a value in that range, or operands of a wider dtype (xsparse.astype)."
+                )
 
 
 # -- products ----------------------------------------------------------------------------------------
@@ -351,7 +381,7 @@ def addmm(input: Any, mat1: Any, mat2: Any, /, *, beta: Any = 1, alpha: Any = 1,
 
 
 def sampled_addmm(
-    input: SparseArray, mat1: Any, mat2: Any, /, *, beta: Any = 1.0, alpha: Any = 1.0, layout: Layout | None = None
+    input: SparseArray, mat1: Any, mat2: Any, /, *, beta: Any = 1, alpha: Any = 1, layout: Layout | None = None
 ) -> Any:
     """``beta * input + alpha * (mat1 @ mat2)`` at the specified elements of the sparse ``input`` (SDDMM).
 
@@ -365,7 +395,7 @@ def sampled_addmm(
     mat1, mat2
         Strided ``(*B, M, K)`` and ``(*B, K, N)``; their batch dimensions broadcast to ``input``'s.
     beta, alpha
-        Python numbers.
+        Python numbers (default 1); integers for operands of an integer dtype, in its range.
 
     Examples
     --------
@@ -565,6 +595,11 @@ def spsolve(A: Any, B: Any, /, *, left: bool = True, layout: Layout | None = Non
     relative residual of 100 machine epsilons and raises if it does not get there. No kernel forms a
     dense copy of ``A``.
 
+    A float16 or bfloat16 system (both operands of half precision) is solved in float32, and the result
+    is float32, on every backend: SuperLU has no half-precision arithmetic (NumPy's and torch's kernels
+    widen), and 100 epsilons of float16 (0.1) or bfloat16 (0.8) would accept almost any vector as a
+    solution.
+
     Parameters
     ----------
     A
@@ -583,7 +618,8 @@ def spsolve(A: Any, B: Any, /, *, left: bool = True, layout: Layout | None = Non
     array([0.5, 2. ])
     """
     op = "spsolve"
-    backend, xp = _prepare(op, A=A, B=B)
+    # an integer B is refused below, with what to do
+    backend, xp = _prepare(op, False, A=A, B=B)
     if isinstance(B, SparseArray):
         raise TypeError(f"{op}: B must be strided (B layout={B.layout}). Pass xsparse.to_dense(B).")
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
@@ -603,6 +639,12 @@ def spsolve(A: Any, B: Any, /, *, left: bool = True, layout: Layout | None = Non
         raise ValueError(
             f"{op}: the matrix holds a NaN or an infinity (shape={tuple(A.shape)}, nnz={A.nnz}). Pass a matrix of finite values."
         )
+    if _half_precision(A.dtype) or _half_precision(B.dtype):
+        # solved in float32 (or the wider dtype of the other operand), to that dtype's tolerance: SciPy's
+        # SuperLU reads no bfloat16 ("Half precision" in docs/decisions.md)
+        work = xp.result_type(A.dtype, B.dtype)
+        work = xp.float32 if _half_precision(work) else work
+        A, B = _as_dtype(A, work, xp), _as_dtype(B, work, xp)
     if not flag_argument(op, "left", left):
         # X A = B  <=>  A.mT X.mT = B.mT
         at = matrix_transpose(A)
@@ -610,6 +652,10 @@ def spsolve(A: Any, B: Any, /, *, left: bool = True, layout: Layout | None = Non
         x = _call(op, (layout_of(at), strided), backend, xp, at, bt)
         return convert_result(x if B.ndim == 1 else xp.matrix_transpose(x), layout, op)
     return convert_result(_call(op, (layout_of(A), strided), backend, xp, A, B), layout, op)
+
+
+def _half_precision(dtype: Any) -> bool:
+    return dtype_name(dtype) in ("float16", "bfloat16")
 
 
 # -- decompositions through products with the operand -------------------------------------------------

@@ -29,13 +29,13 @@ import array_api_compat
 
 from . import dispatch
 from ._common import dtype_name, flag_argument, resolve_dtype
-from ._elementwise import convert_result, operand
+from ._elementwise import convert_result, isnan, operand
 from ._errors import NoKernelError
-from ._indexing import astype
+from ._indexing import astype, where
 from .backends import Backend
 from .backends.array_api.conversion import signed_twin
 from .backends.array_api.reduction import ReduceSpec
-from .formats import Layout, SparseArray, strided
+from .formats import Layout, SparseArray, sparse_coo, strided
 
 __all__ = [
     "sum",
@@ -121,6 +121,16 @@ def _accumulation_dtype(op: str, xp: Any, x: Any, dtype: Any) -> Any:
     if dtype is not None:
         dt = resolve_dtype(xp, dtype, op)
         _require(op, xp, dt, _NUMERIC, "a numeric result", "Pass an integer, floating-point or complex dtype=")
+        if xp.isdtype(x.dtype, "complex floating") and not xp.isdtype(dt, "complex floating"):
+            # NumPy and torch keep the real part; array_api_strict refuses the cast (the standard leaves it
+            # unspecified), in a message that would name neither this function nor the fix
+            try:
+                xp.astype(xp.zeros((), dtype=x.dtype, device=_device(x)), dt)
+            except TypeError:
+                raise TypeError(
+                    f"{op}: this backend casts no complex values to a real dtype (x.dtype={dtype_name(x.dtype)}, "
+                    f"dtype={dtype_name(dt)}). Take xsparse.real(x) first, or pass a complex dtype=."
+                ) from None
         return dt
     if xp.isdtype(x.dtype, "real floating"):
         # the common case first, with the cheapest test (see "Reductions over every axis on the torch
@@ -258,7 +268,9 @@ def prod(x: Any, /, *, axis: int | tuple[int, ...] | None = None, dtype: Any = N
     Returns
     -------
     array
-        As for :func:`sum`; a group with ``k`` unspecified elements is multiplied by ``fill ** k``.
+        As for :func:`sum`; a group with ``k`` unspecified elements is multiplied by ``fill ** k``. With
+        fill value 0 the product is exactly ±0 even where the stored values' product overflows, and NaN
+        where a stored value is NaN or infinite.
 
     Examples
     --------
@@ -275,7 +287,28 @@ def prod(x: Any, /, *, axis: int | tuple[int, ...] | None = None, dtype: Any = N
     if dtype is None and _half(x):
         return astype(prod(astype(x, xp.float32), axis=axis, keepdims=keepdims, layout=layout), x.dtype)
     spec = ReduceSpec(_axes("prod", axis, x.ndim), flag_argument("prod", "keepdims", keepdims), _accumulation_dtype("prod", xp, x, dtype))
-    return _run_modular("prod", x, spec, layout, backend, xp, source)
+    out = _run_modular("prod", x, spec, layout, backend, xp, source)
+    if isinstance(x, SparseArray) and x.fill_value == 0 and xp.isdtype(spec.dtype, ("real floating", "complex floating")) and _holds_nan(xp, out):
+        out = _exact_zero_products(x, spec, layout, backend, xp, source, out)
+    return out
+
+
+def _holds_nan(xp: Any, r: Any) -> bool:
+    return bool(xp.any(xp.isnan(r._vals if isinstance(r, SparseArray) else r)))
+
+
+def _exact_zero_products(x: SparseArray, spec: ReduceSpec, layout: Layout | None, backend: Backend, xp: Any, source: Layout, out: Any) -> Any:
+    """``out`` where its NaNs are products of finite values and a zero: exactly 0 (its sign the product of
+    the signs), where the kernels' stored values overflowed to inf before the fill's ``0 ** k`` met them.
+
+    A group's exact product with a zero in it is ``±0``, or NaN where a stored value is NaN or infinite:
+    what the product of each stored value times 0 (and the zero fill) gives, which cannot overflow."""
+    c = x.coalesce() if x.layout is sparse_coo else x  # duplicates add up first, as to_dense adds them
+    zeroed = c._with_values(c._vals * 0, x.fill_value)
+    exact = _run_modular("prod", zeroed, spec, layout, backend, xp, source)
+    if isinstance(out, SparseArray):
+        return where(isnan(out), exact, out)
+    return xp.where(xp.isnan(out), exact, out)
 
 
 def _cumulative(op: str, x: Any, axis: Any, dtype: Any, include_initial: bool, layout: Layout | None) -> Any:

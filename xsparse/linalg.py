@@ -28,11 +28,12 @@ from . import dispatch
 from ._common import backend_of, flag_argument
 from ._conversion import matrix_transpose
 from ._elementwise import convert_result
-from ._linalg import matmul, tensordot, vecdot
+from ._linalg import check_promotion, matmul, tensordot, vecdot
 from ._sorting import array_operand
 from .backends import Backend
 from .backends.array_api import linalg_ext as _generic_linalg_ext  # noqa: F401  (registers the generic kernels)
 from .formats import CompressedArray, Layout, SparseArray
+from .formats._invariants import dtype_name
 
 __all__ = [
     "cholesky",
@@ -61,6 +62,7 @@ __all__ = [
 ]
 
 _INF = float("inf")
+_FLOATING = ("real floating", "complex floating")
 
 
 def _matrix(op: str, x: Any) -> tuple[Backend, Any]:
@@ -284,10 +286,12 @@ def svdvals(x: Any, /) -> Any:
 def solve(x1: Any, x2: Any, /) -> Any:
     """Solve ``x1 @ X = x2``; the result is strided.
 
-    A 2-D sparse ``x1`` (with no dense dimension) and an ``x2`` of shape ``(M,)`` or ``(M, K)`` of the same
-    dtype are solved by :func:`xsparse.spsolve` (a sparse LU; a sparse ``x2`` is read as its dense
-    matrix, the size of the result). A batch of sparse matrices, a hybrid ``x1`` or mixed dtypes are
-    solved by the backend's dense ``solve`` on the dense matrices (the result is strided by definition).
+    A 2-D sparse ``x1`` (with no dense dimension) and an ``x2`` of shape ``(M,)`` or ``(M, K)``, both
+    floating or complex, are solved by :func:`xsparse.spsolve` (a sparse LU; a sparse ``x2`` is read as
+    its dense matrix, the size of the result; the dtypes promote). A batch of sparse matrices, a hybrid
+    or integer ``x1`` are solved by the backend's dense ``solve`` on the dense matrices (the result is
+    strided by definition). Half-precision systems are solved in float32 on every route, and the
+    result is float32 (as :func:`xsparse.spsolve` does).
 
     Examples
     --------
@@ -313,8 +317,8 @@ def solve(x1: Any, x2: Any, /) -> Any:
             f"(x1.shape={tuple(x1.shape)}, x2.shape={tuple(x2.shape)}). Pass a system whose sizes agree."
         )
     sparse_system = (
-        isinstance(x1, SparseArray) and x1.ndim == 2 and x1.dense_dim() == 0 and x2.ndim in (1, 2) and x1.dtype == x2.dtype
-        and xp.isdtype(x1.dtype, ("real floating", "complex floating")) and x1.shape[0] == x1.shape[1] == x2.shape[0]
+        isinstance(x1, SparseArray) and x1.ndim == 2 and x1.dense_dim() == 0 and x2.ndim in (1, 2)
+        and xp.isdtype(x1.dtype, _FLOATING) and xp.isdtype(x2.dtype, _FLOATING) and x1.shape[0] == x1.shape[1] == x2.shape[0]
     )  # fmt: skip
     if sparse_system:
         from ._linalg import spsolve
@@ -326,7 +330,11 @@ def solve(x1: Any, x2: Any, /) -> Any:
             if type(e) is not ValueError or not str(e).startswith("spsolve: "):
                 raise
             raise ValueError(f"{op}: {str(e)[len('spsolve: '):]}") from None
-    return xp.linalg.solve(_dense(x1), _dense(x2))
+    d1, d2 = _dense(x1), _dense(x2)
+    if dtype_name(xp.result_type(d1.dtype, d2.dtype)) in ("float16", "bfloat16"):
+        # as spsolve: NumPy's and torch's dense solvers have no half-precision kernel, JAX's would solve in it
+        d1, d2 = xp.astype(d1, xp.float32), xp.astype(d2, xp.float32)
+    return xp.linalg.solve(d1, d2)
 
 
 def matrix_power(x: Any, n: int, /) -> Any:
@@ -490,6 +498,7 @@ def outer(x1: Any, x2: Any, /) -> Any:
     array_operand(op, x2)
     backend = backend_of(x1, x2, op=op)
     xp = backend.load()
+    check_promotion(op, xp, backend, {"x1": x1, "x2": x2})
     if x1.ndim != 1 or x2.ndim != 1:
         raise ValueError(f"{op}: both operands must be 1-D (x1.shape={tuple(x1.shape)}, x2.shape={tuple(x2.shape)}). Flatten them first.")
     if not isinstance(x1, SparseArray) and not isinstance(x2, SparseArray):

@@ -33,6 +33,7 @@ import array_api_compat
 from ... import dispatch
 from ...dispatch import register
 from ...formats import ANY, INDEXED, COOArray, CompressedArray, Layout, SparseArray, sparse_coo, strided
+from ...formats._invariants import dtype_name
 from ...formats._ops import prod
 from ...formats._spec import Target
 from .conversion import (
@@ -222,15 +223,23 @@ def rows_to_dense(xp: Any, ukeys: Any, rows: Any, nrows: int) -> Any:
 # -- sparse @ strided ------------------------------------------------------------------------------
 
 
+def accumulation_dtype(xp: Any, dtype: Any) -> Any:
+    """The dtype a product of ``dtype`` adds in: float32 for float16 and bfloat16, whose running sums
+    stagnate (a float16 sum of ones stops at 2048) and overflow past 65504 on the way, where the dense
+    product adds in float32 and rounds once ("Half precision" in docs/decisions.md); ``dtype`` otherwise."""
+    return xp.float32 if dtype_name(dtype) in ("float16", "bfloat16") else dtype
+
+
 def row_products(xp: Any, c: COOArray, b: Any) -> tuple[Any, Any]:
     """``(key, products)`` sorted by key: for every entry (batch ``l``, row ``m``, column ``k``) of ``c``
-    ``(*B, M, K)``, the output row ``l * M + m`` and ``value * b[l, k, :]``; ``b`` is ``(*B, K, N)``."""
+    ``(*B, M, K)``, the output row ``l * M + m`` and ``value * b[l, k, :]``; ``b`` is ``(*B, K, N)``.
+    Half-precision products are float32 (:func:`accumulation_dtype`)."""
     nbd = c.ndim - 2
     batch = tuple(c.shape[:nbd])
     m, k = c.shape[nbd], c.shape[nbd + 1]
     n = b.shape[-1]
     nnz = c.nnz
-    dtype = result_dtype(xp, c.dtype, b.dtype)
+    dtype = accumulation_dtype(xp, result_dtype(xp, c.dtype, b.dtype))
     idx = c._idx
     bl = _linearize(xp, idx[:nbd, :], batch) if nbd else xp.zeros((nnz,), dtype=xp.int64, device=c.device)
     rows, cols = xp.astype(idx[nbd, :], xp.int64), xp.astype(idx[nbd + 1, :], xp.int64)
@@ -254,7 +263,7 @@ def spmm(xp: Any, c: COOArray, b: Any, reduce: str = "sum") -> Any:
         return xp.zeros(batch + (m, n), dtype=dtype, device=_dev(b))
     key, products = row_products(xp, c, b)
     ukeys, sums = reduce_segments(xp, key, products, reduce)
-    return xp.reshape(rows_to_dense(xp, ukeys, sums, prod(batch) * m), batch + (m, n))
+    return xp.reshape(xp.astype(rows_to_dense(xp, ukeys, sums, prod(batch) * m), dtype, copy=False), batch + (m, n))
 
 
 def _vector_as_row(xp: Any, c: COOArray) -> COOArray:
@@ -403,6 +412,10 @@ def spgemm(xp: Any, ca: COOArray, cb: COOArray, index_dtype: Any) -> COOArray:
     t = xp.arange(total, dtype=xp.int64, device=dev)
     owner = xp.searchsorted(offsets, t, side="right")
     bpos = xp.take(start, owner) + (t - (xp.take(offsets, owner) - xp.take(counts, owner)))
+    half = accumulation_dtype(xp, dtype) != dtype
+    if half:
+        # the products' sums (the coalescing) in float32, rounded once
+        va, vb = xp.astype(va, xp.float32), xp.astype(vb, xp.float32)
     values = take_values(xp, va, owner, axis=0) * take_values(xp, vb, bpos, axis=0)
     out_bl = xp.take(a_bl, owner)
     indices = xp.stack([
@@ -410,7 +423,10 @@ def spgemm(xp: Any, ca: COOArray, cb: COOArray, index_dtype: Any) -> COOArray:
         xp.astype(xp.take(a_m, owner), index_dtype),
         xp.astype(xp.take(b_n, bpos), index_dtype),
     ])  # fmt: skip
-    return coalesce_coo(xp, COOArray(indices, values, shape, backend=ca._backend, xp=xp, coalesced=False, fill_value=0))
+    c = coalesce_coo(xp, COOArray(indices, values, shape, backend=ca._backend, xp=xp, coalesced=False, fill_value=0))
+    if half:
+        c = COOArray(c._idx, xp.astype(c._vals, dtype), shape, backend=ca._backend, xp=xp, coalesced=True, fill_value=0)
+    return c
 
 
 def compress_union(xp: Any, c: COOArray, layout: Layout, blocksize: tuple[int, int], index_dtype: Any) -> CompressedArray:
@@ -639,6 +655,7 @@ def _hspmm(xp: Any, a: SparseArray, b: Any) -> COOArray:
     else:
         key, products = row_products(xp, c, bb)
         ukeys, rows = reduce_segments(xp, key, products)
+        rows = xp.astype(rows, dtype, copy=False)
     indices = xp.stack(_unravel(xp, ukeys, batch + (m,), idt))
     return COOArray(indices, rows, batch + (m, n), backend=c._backend, xp=xp, coalesced=True, fill_value=0)
 

@@ -232,6 +232,18 @@ def _same(xp: Any, f: Any, n: Any) -> Any:
     return f
 
 
+def _quietly(xp: Any, compute: Callable[[], Any]) -> Any:
+    """``compute()``, under ``numpy.errstate(all="ignore")`` on NumPy's namespace: a product that overflows
+    is inf, silently, as the NumPy backend's own kernels give it ("No floating-point warnings on NumPy"
+    in docs/decisions.md); array_api_strict's warnings come through, as documented there."""
+    if not array_api_compat.is_numpy_namespace(xp):
+        return compute()
+    import numpy as np
+
+    with np.errstate(all="ignore"):
+        return compute()
+
+
 def _same_fill(xp: Any, f: Any) -> Any:
     return f
 
@@ -258,8 +270,8 @@ MONOIDS: dict[str, Monoid] = {
         _scaled, _zero, linear=True,
     ),
     "prod": Monoid(
-        "prod", _cast_premap, lambda xp, v, ax: xp.prod(v, axis=ax, keepdims=True, dtype=v.dtype),
-        lambda xp, a, b: xp.multiply(a, b), _powered, _one,
+        "prod", _cast_premap, lambda xp, v, ax: _quietly(xp, lambda: xp.prod(v, axis=ax, keepdims=True, dtype=v.dtype)),
+        lambda xp, a, b: _quietly(xp, lambda: xp.multiply(a, b)), _powered, _one,
     ),
     "max": Monoid(
         "max", _cast_premap, lambda xp, v, ax: xp.max(v, axis=ax, keepdims=True), lambda xp, a, b: xp.maximum(a, b),
@@ -318,7 +330,12 @@ def with_fill(xp: Any, monoid: Monoid, g: Any, f: Any, unspecified: Any) -> Any:
     has = n > 0
     # a count of 1 where there is none keeps ``power`` free of 0 * inf and 0 ** 0 (masked out below)
     safe = xp.where(has, n, xp.ones_like(n))
-    return xp.where(has, monoid.combine(xp, g, monoid.power(xp, f, safe)), g)
+    p = monoid.power(xp, f, safe)
+    if monoid.name == "prod" and xp.isdtype(g.dtype, ("real floating", "complex floating")):
+        # inf * 0 is NaN; multiplied as NaN * 0, which NumPy does not warn about. xsparse.prod replaces
+        # such a NaN with the exact product where the inf was an overflow of finite values
+        g = xp.where(has & xp.isinf(g) & (p == 0), xp.full_like(g, float("nan")), g)
+    return xp.where(has, monoid.combine(xp, g, p), g)
 
 
 # -- grouping entries by their kept indices ------------------------------------------------------------
@@ -845,7 +862,9 @@ def _cumulative(op: str, xp: Any, a: SparseArray, spec: ReduceSpec, densify: Cal
     if d >= a.ndim - a.dense_dim() and fill is not None:
         # along a dense dimension an unspecified element's running results stay its fill: the structure is kept
         v = running(_astype(xp, a._vals, spec.dtype), axis=_dense_axes(a, (d,))[0], dtype=spec.dtype, include_initial=spec.include_initial)
-        return a._with_values(v, python_scalar(xp, xp.asarray(fill, dtype=spec.dtype, device=a.device)))
+        # cast as the values are (a complex fill to a real dtype= keeps its real part, NumPy's cast)
+        f = _astype(xp, xp.asarray(fill, dtype=a.dtype, device=a.device), spec.dtype)
+        return a._with_values(v, python_scalar(xp, f))
     dense = _astype(xp, densify(xp, a), spec.dtype)
     # dtype= keeps the result dtype: without it a backend widens small integers again (uint32 -> uint64)
     return xp.asarray(running(dense, axis=d, dtype=spec.dtype, include_initial=spec.include_initial))

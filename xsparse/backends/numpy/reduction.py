@@ -97,8 +97,10 @@ def _reduce_all(ufunc: Any, data: np.ndarray) -> np.ndarray:
     """``ufunc.reduce(data, axis=0, keepdims=True)``; a large 1-D sum in pieces on the idle CPUs."""
     n = data.shape[0]
     if ufunc is not np.add or data.ndim != 1 or n < _PARALLEL_SUM_MIN or _cpus() < 2:
-        # in the values' own dtype: NumPy would sum small integers in its default integer
-        with np.errstate(invalid="ignore"):
+        # in the values' own dtype: NumPy would sum small integers in its default integer. Overflow gives
+        # inf and NaN propagates silently, as torch has it ("No floating-point warnings on NumPy" in
+        # docs/decisions.md)
+        with np.errstate(all="ignore"):
             return np.asarray(ufunc.reduce(data, axis=0, keepdims=True, dtype=data.dtype))
 
     def run(lo: int, hi: int) -> Any:
@@ -149,7 +151,8 @@ def _plain_groups(ufunc: Any, a: CompressedArray, data: np.ndarray, start: np.nd
     present = np.flatnonzero(counts)
     if present.size:
         # reduceat reads an empty run as the value at its start, hence the empty slices are left out
-        start[present] = ufunc.reduceat(data, indptr[:-1][present], axis=0)
+        with np.errstate(all="ignore"):  # overflow gives inf, silently (see _reduce_all)
+            start[present] = ufunc.reduceat(data, indptr[:-1][present], axis=0)
     return start, counts
 
 
@@ -164,7 +167,8 @@ def _compressed_groups(ufunc: Any, a: CompressedArray, data: np.ndarray, start: 
         major = np.asarray(a._compressed)
         m = sparse.csr_array((data, indices, major), shape=(major.shape[0] - 1, n), copy=False)
         return np.reshape(np.ones((1, major.shape[0] - 1), dtype=data.dtype) @ m, (n,))
-    ufunc.at(start, indices, data)
+    with np.errstate(all="ignore"):  # overflow gives inf, silently (see _reduce_all)
+        ufunc.at(start, indices, data)
     return start
 
 
@@ -266,7 +270,7 @@ def _runs(ufunc: Any, keys: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.n
     """Reduce runs of equal ``keys`` (sorted): the distinct keys, their results and entry counts."""
     n = keys.shape[0]
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if n else np.zeros(0, dtype=np.intp)
-    with np.errstate(invalid="ignore"):  # a NaN compared by maximum: NaN is the answer, not a fault
+    with np.errstate(all="ignore"):  # a NaN compared by maximum, or an overflow: NaN or inf is the answer, not a fault
         g = ufunc.reduceat(v, starts, axis=0, dtype=v.dtype) if n else v[:0]
     return keys[starts], g, np.diff(np.r_[starts, n])
 
@@ -276,7 +280,7 @@ def _slots(ufunc: Any, keys: np.ndarray, n_slots: int, v: np.ndarray) -> tuple[n
     received entries, their results and entry counts."""
     counts = np.bincount(keys, minlength=n_slots)
     acc = _start(ufunc, (n_slots, *v.shape[1:]), v.dtype)
-    with np.errstate(invalid="ignore"):  # a NaN compared by maximum: NaN is the answer, not a fault
+    with np.errstate(all="ignore"):  # a NaN compared by maximum, or an overflow: NaN or inf is the answer, not a fault
         ufunc.at(acc, keys, v)
     present = np.flatnonzero(counts)
     return present, acc[present], counts[present]

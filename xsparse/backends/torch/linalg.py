@@ -52,6 +52,7 @@ __all__: list[str] = []
 
 _FLOATING = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 _REAL_FLOATING = (torch.float32, torch.float64)
+_HALF = (torch.float16, torch.bfloat16)
 _NO_KERNELS = (torch.bool, torch.uint16, torch.uint32, torch.uint64)
 _INT32_MAX = 2**31 - 1
 
@@ -115,6 +116,19 @@ def _scalar_reason(dtype: Any, **scalars: Any) -> str | None:
 
 
 # -- helpers -----------------------------------------------------------------------------------------
+
+
+def _widened(t: torch.Tensor) -> torch.Tensor:
+    """A half-precision tensor (sparse or strided) as float32, others as they are. torch's COO products
+    add in the values' dtype, one element after another: a float16 running sum of ones stops at 2048
+    (bfloat16's at 256), where its dense and CSR products add in float32. The COO kernels multiply
+    half-precision operands in float32 and round the result once, as those do."""
+    return t.to(torch.float32) if t.dtype in _HALF else t
+
+
+def _narrowed(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A product computed by :func:`_widened` operands, in the operands' ``dtype`` again."""
+    return t if t.dtype == dtype else t.to(dtype)
 
 
 def _tensor(compressed: torch.Tensor, plain: torch.Tensor, values: torch.Tensor, shape: tuple[int, ...], layout: Layout) -> torch.Tensor:
@@ -251,18 +265,19 @@ def _folded_coo(a: COOArray) -> torch.Tensor:
 def _matmul_coo_strided_torch(xp: Any, a: COOArray, b: torch.Tensor) -> torch.Tensor:
     """matmul(COO, strided) -> strided: torch.mv, torch.mm or torch.bmm (torch.sparse's SpMM), batches times one matrix folded or broadcast."""
     # torch's sparse bmm reads a conjugate (or negative) view's memory without its lazy bit
-    b = b.resolve_conj().resolve_neg()
+    b = _widened(b.resolve_conj().resolve_neg())
     if a.ndim == 3 and b.ndim == 2:
         # bmm reads b broadcast over the batch (a view of stride 0) as fast as one mm, with no fold to copy
+        # (3-D half-precision operands were declined: torch has no such bmm)
         return torch.bmm(to_torch(a), b.expand(a.shape[0], *b.shape))
     if a.ndim > 2 and b.ndim <= 2:
-        t = _folded_coo(a)
+        t = _widened(_folded_coo(a))
         out = torch.mv(t, b) if b.ndim == 1 else torch.mm(t, b)
-        return out.reshape(*a.shape[:-1], *b.shape[1:])
-    t = to_torch(a)
+        return _narrowed(out.reshape(*a.shape[:-1], *b.shape[1:]), a.dtype)
+    t = _widened(to_torch(a))
     if b.ndim == 1:
-        return torch.mv(t, b)
-    return torch.mm(t, b) if a.ndim == 2 else torch.bmm(t, b)
+        return _narrowed(torch.mv(t, b), a.dtype)
+    return _narrowed(torch.mm(t, b) if a.ndim == 2 else torch.bmm(t, b), a.dtype)
 
 
 def _supports_compressed_strided(xp: Any, a: CompressedArray, b: torch.Tensor) -> str | None:
@@ -308,10 +323,10 @@ def _supports_strided_coo(xp: Any, a: torch.Tensor, b: COOArray) -> str | None:
 @register("matmul", (strided, sparse_coo), backend="torch", supports=_supports_strided_coo)
 def _matmul_strided_coo_torch(xp: Any, a: torch.Tensor, b: COOArray) -> torch.Tensor:
     """matmul(strided, COO) -> strided: (b.T @ a.T).T through torch.mm, which lacks strided @ COO."""
-    t = to_torch(b).t()
+    t, w = _widened(to_torch(b).t()), _widened(a)
     if a.ndim == 1:
-        return torch.mv(t, a)
-    return torch.mm(t, a.mT).mT
+        return _narrowed(torch.mv(t, w), b.dtype)
+    return _narrowed(torch.mm(t, w.mT).mT, b.dtype)
 
 
 def _supports_strided_compressed(xp: Any, a: torch.Tensor, b: CompressedArray) -> str | None:
@@ -352,7 +367,7 @@ def _supports_sparse_sparse(xp: Any, a: SparseArray, b: SparseArray) -> str | No
 @register("matmul", (sparse_coo, sparse_coo), backend="torch", supports=_supports_sparse_sparse)
 def _matmul_coo_coo_torch(xp: Any, a: COOArray, b: COOArray) -> COOArray:
     """matmul(COO, COO) -> COO: torch.sparse.mm (SpGEMM)."""
-    r = torch.sparse.mm(to_torch(a), to_torch(b))
+    r = _narrowed(torch.sparse.mm(_widened(to_torch(a)), _widened(to_torch(b))), a.dtype)
     shape = (a.shape[0], b.shape[1])
     return cast(COOArray, from_torch(r, Target(sparse_coo, a._backend, xp, shape, 2, 0, (1, 1), a.index_dtype, 0)))
 
@@ -442,7 +457,8 @@ def _addmm_strided_indexed_strided_torch(xp: Any, input: torch.Tensor, a: Sparse
         # addmm with an empty COO operand adds it
         input = torch.nan_to_num(input, nan=0.0, posinf=0.0, neginf=0.0)
     # torch.addmm of a COO operand reads a strided operand's conjugate bit as unset
-    return torch.addmm(input, to_torch(a), b.resolve_conj(), beta=beta, alpha=alpha)
+    r = torch.addmm(_widened(input), _widened(to_torch(a)), _widened(b.resolve_conj()), beta=beta, alpha=alpha)
+    return _narrowed(r, a.dtype)
 
 
 def _supports_sampled(xp: Any, input: CompressedArray, a: torch.Tensor, b: torch.Tensor, beta: Any, alpha: Any) -> str | None:
@@ -511,7 +527,14 @@ def _supports_coo_product(xp: Any, a: COOArray, b: torch.Tensor, *rest: Any) -> 
 
 
 def _supports_smm(xp: Any, a: COOArray, b: torch.Tensor) -> str | None:
-    return _supports_coo_product(xp, a, b) or _sspaddmm_cuda_reason(a, b)
+    return _supports_coo_product(xp, a, b) or _sspaddmm_cuda_reason(a, b) or _sspmm_half_reason(a)
+
+
+def _sspmm_half_reason(a: SparseArray) -> str | None:
+    # "sspmm" is not implemented for 'Half' or 'BFloat16' (torch 2.13, CPU); the generic kernel adds in float32
+    if a.dtype in _HALF:
+        return f"torch's sspaddmm (and smm, which runs it) has no {a.dtype} kernel"
+    return None
 
 
 def _sspaddmm_cuda_reason(*operands: Any) -> str | None:
@@ -536,12 +559,12 @@ def _smm_coo_strided_torch(xp: Any, a: COOArray, b: torch.Tensor) -> COOArray:
 @register("hspmm", (sparse_coo, strided), backend="torch", supports=_supports_coo_product)
 def _hspmm_coo_strided_torch(xp: Any, a: COOArray, b: torch.Tensor) -> COOArray:
     """hspmm(COO, strided) -> hybrid COO: torch.hspmm."""
-    return _coo_result(torch.hspmm(to_torch(a), b), a, xp)
+    return _coo_result(_narrowed(torch.hspmm(_widened(to_torch(a)), _widened(b)), a.dtype), a, xp)
 
 
 def _supports_sspaddmm(xp: Any, input: COOArray, a: COOArray, b: torch.Tensor, beta: Any, alpha: Any) -> str | None:
     reason = _supports_coo_product(xp, a, b, input) or _sparse_reason(input) or _dtype_reason(input, a)
-    return reason or _sspaddmm_cuda_reason(input, a, b) or _scalar_reason(a.dtype, beta=beta, alpha=alpha)
+    return reason or _sspaddmm_cuda_reason(input, a, b) or _sspmm_half_reason(a) or _scalar_reason(a.dtype, beta=beta, alpha=alpha)
 
 
 @register("sspaddmm", (sparse_coo, sparse_coo, strided), backend="torch", supports=_supports_sspaddmm)
