@@ -531,6 +531,10 @@ def _reduction(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
             return xp.reshape(xp.asarray(r), (1,) * ndim if keepdims else ())
         if op in ("sum", "prod"):
             return xp.astype(getattr(xp, op)(d, axis=axis, keepdims=keepdims), _accumulation_dtype(xp, dtype))
+        if op in ("any", "all") and dtype.startswith("complex"):
+            # a complex element is true where it is not 0 (the standard); jax.numpy's any and all (0.10) read
+            # the real part only, all(-2j) is False there
+            return getattr(xp, op)(d != 0, axis=axis, keepdims=keepdims)
         return getattr(xp, op)(d, axis=axis, keepdims=keepdims)
 
     loose = op not in ("max", "min", "any", "all", "count_nonzero", "argmax", "argmin")

@@ -173,3 +173,19 @@ def test_result_type_of_jax_scalar_types_is_jax_promotion() -> None:
     assert xs.result_type(jnp.float16, jnp.bfloat16) == jnp.result_type(jnp.float16, jnp.bfloat16)
     # JAX's dtype objects are NumPy's: they answer as NumPy, as documented
     assert xs.result_type(jnp.dtype("int64"), jnp.dtype("float32")) == np.float64
+
+
+def test_any_and_all_of_complex_values_read_both_parts() -> None:
+    # jax.numpy's any and all (0.10) read a complex element's real part only (all(-2j) is False); xsparse
+    # gives the standard's answer, an element is true where it is not 0, and the conformance reference
+    # computes that (it took jnp.all's answer: all(strided) and all(sparse_bsr) failed on JAX)
+    host = np.asarray([[0 - 2j, 1 + 1j], [0 + 0j, 3j]], dtype=np.complex64)
+    d = jnp.asarray(host)
+    for x in (d, xs.to_sparse_coo(d), xs.to_sparse_bsr(d, blocksize=(1, 1)), xs.to_sparse_csr(d, fill_value=1j)):
+        for name in ("any", "all"):
+            for axis in (None, 0, 1):
+                got = getattr(xs, name)(x, axis=axis)
+                want = getattr(np, name)(np.asarray(xs.to_dense(x)) if not isinstance(x, jax.Array) else host, axis=axis)
+                np.testing.assert_array_equal(np.asarray(xs.to_dense(got) if isinstance(got, xs.SparseArray) else got), want)
+    outcomes = runner.run("jax.numpy", max_examples=3, ops=["all", "any"], shrink=False)
+    assert not [o.name for o in outcomes if o.failed]
