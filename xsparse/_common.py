@@ -13,7 +13,7 @@ from .backends import _BUILTIN, Backend, backend_of_array, get_backend, get_defa
 from .formats import SparseArray
 from .formats._invariants import dtype_name  # the Array API name of a dtype (``float64``), whatever library spells it
 
-__all__ = ["backend_of", "strided_backend", "known_backend", "namespace_of", "resolve_dtype", "device_argument", "scalar_for", "is_strided", "dtype_name"]
+__all__ = ["backend_of", "strided_backend", "known_backend", "namespace_of", "resolve_dtype", "device_argument", "scalar_for", "is_strided", "refuse_foreign", "dtype_name"]
 
 # Which built-in backend owns a strided array depends on nothing but the array's type (array-api-compat
 # decides from the type too, and keeps its own per-type cache), while asking it costs microseconds: more
@@ -38,7 +38,7 @@ _TORCH = _BUILTIN["torch"]
 _torch_strided: Any = None
 
 
-def _refuse_foreign(x: Any, op: str | None = None) -> None:
+def refuse_foreign(x: Any, op: str | None = None) -> None:
     """Raise the TypeError for another library's sparse array (a torch sparse tensor, a pydata/sparse
     array), which passes the Array API's array test but is no strided array; nothing for anything else."""
     from ._foreign import foreign_sparse_kind, refuse_foreign_sparse
@@ -61,11 +61,11 @@ def is_strided(x: Any, op: str | None = None) -> bool:
     found = _STRIDED_BACKENDS.get(type(x))
     if found is not None:
         if found is _TORCH and x.layout is not _torch_strided:
-            _refuse_foreign(x, op)
+            refuse_foreign(x, op)
         return True
     if isinstance(x, (SparseArray, bool, int, float, complex, list, tuple)) or not array_api_compat.is_array_api_obj(x):
         return False
-    _refuse_foreign(x, op)
+    refuse_foreign(x, op)
     return True
 
 
@@ -75,7 +75,7 @@ def strided_backend(x: Any, op: str | None = None) -> Backend | None:
     found = _STRIDED_BACKENDS.get(type(x))
     if found is not None:
         if found is _TORCH and x.layout is not _torch_strided:
-            _refuse_foreign(x, op)
+            refuse_foreign(x, op)
         return found
     if x is None or not is_strided(x, op):
         return None

@@ -11,8 +11,8 @@ from . import dispatch
 from .backends.array_api import creation as _generic_creation  # noqa: F401  (registers the generic kernels)
 from .backends.array_api.conversion import is_plus_zero, signed_twin, through_signed
 from ._common import (
-    backend_of, blocksize_argument, device_argument, dtype_name, fill_argument, integer_argument, is_strided, resolve_dtype,
-    scalar_for, shape_argument,
+    backend_of, blocksize_argument, device_argument, dtype_name, fill_argument, integer_argument, is_strided, refuse_foreign,
+    resolve_dtype, scalar_for, shape_argument,
 )  # fmt: skip
 from ._errors import InvariantError, LayoutError
 from .backends import Backend
@@ -1375,11 +1375,7 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None, back
     op = "from_dlpack"
     if isinstance(x, SparseArray):
         return _sparse_from_dlpack(op, x, device, copy, backend)
-    from ._foreign import foreign_sparse_kind, refuse_foreign_sparse
-
-    kind = foreign_sparse_kind(x)
-    if kind is not None:
-        raise refuse_foreign_sparse(x, kind, op)  # DLPack carries strided arrays only
+    refuse_foreign(x, op)  # another library's sparse array: DLPack carries strided arrays only
     if not hasattr(x, "__dlpack__") and type(x).__name__ != "PyCapsule":  # torch still reads a bare capsule
         raise TypeError(
             f"{op}: x must implement the DLPack protocol (__dlpack__), got {type(x).__name__}. Pass an array of a "

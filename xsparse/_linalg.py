@@ -25,7 +25,7 @@ from .backends import Backend
 from .backends.array_api import linalg as _generic  # registers the generic kernels
 from .backends.array_api.linalg import LobpcgState
 from .formats import Layout, SparseArray, strided
-from .formats._invariants import dtype_name
+from .formats._invariants import dtype_name, is_half_precision
 
 __all__ = [
     "matmul",
@@ -639,11 +639,11 @@ def spsolve(A: Any, B: Any, /, *, left: bool = True, layout: Layout | None = Non
         raise ValueError(
             f"{op}: the matrix holds a NaN or an infinity (shape={tuple(A.shape)}, nnz={A.nnz}). Pass a matrix of finite values."
         )
-    if _half_precision(A.dtype) or _half_precision(B.dtype):
+    if is_half_precision(A.dtype) or is_half_precision(B.dtype):
         # solved in float32 (or the wider dtype of the other operand), to that dtype's tolerance: SciPy's
         # SuperLU reads no bfloat16 ("Half precision" in docs/decisions.md)
         work = xp.result_type(A.dtype, B.dtype)
-        work = xp.float32 if _half_precision(work) else work
+        work = xp.float32 if is_half_precision(work) else work
         A, B = _as_dtype(A, work, xp), _as_dtype(B, work, xp)
     if not flag_argument(op, "left", left):
         # X A = B  <=>  A.mT X.mT = B.mT
@@ -652,10 +652,6 @@ def spsolve(A: Any, B: Any, /, *, left: bool = True, layout: Layout | None = Non
         x = _call(op, (layout_of(at), strided), backend, xp, at, bt)
         return convert_result(x if B.ndim == 1 else xp.matrix_transpose(x), layout, op)
     return convert_result(_call(op, (layout_of(A), strided), backend, xp, A, B), layout, op)
-
-
-def _half_precision(dtype: Any) -> bool:
-    return dtype_name(dtype) in ("float16", "bfloat16")
 
 
 # -- decompositions through products with the operand -------------------------------------------------

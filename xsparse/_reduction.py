@@ -36,6 +36,7 @@ from .backends import Backend
 from .backends.array_api.conversion import signed_twin
 from .backends.array_api.reduction import ReduceSpec
 from .formats import Layout, SparseArray, sparse_coo, strided
+from .formats._invariants import is_half_precision
 
 __all__ = [
     "sum",
@@ -113,7 +114,7 @@ def _half(x: Any) -> bool:
     float16 sum of two 60000s is inf; theirs, cast back at the end, is not). The sparse kernels add in
     the values' dtype, so these reductions widen the values first (after any duplicates are added in
     the array's own dtype, as ``to_dense`` adds them) and cast the result back."""
-    return isinstance(x, SparseArray) and dtype_name(x.dtype) in ("float16", "bfloat16")
+    return isinstance(x, SparseArray) and is_half_precision(x.dtype)
 
 
 def _accumulation_dtype(op: str, xp: Any, x: Any, dtype: Any) -> Any:

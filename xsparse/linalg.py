@@ -33,7 +33,7 @@ from ._sorting import array_operand
 from .backends import Backend
 from .backends.array_api import linalg_ext as _generic_linalg_ext  # noqa: F401  (registers the generic kernels)
 from .formats import CompressedArray, Layout, SparseArray
-from .formats._invariants import dtype_name
+from .formats._invariants import is_half_precision
 
 __all__ = [
     "cholesky",
@@ -331,7 +331,7 @@ def solve(x1: Any, x2: Any, /) -> Any:
                 raise
             raise ValueError(f"{op}: {str(e)[len('spsolve: '):]}") from None
     d1, d2 = _dense(x1), _dense(x2)
-    if dtype_name(xp.result_type(d1.dtype, d2.dtype)) in ("float16", "bfloat16"):
+    if is_half_precision(xp.result_type(d1.dtype, d2.dtype)):
         # as spsolve: NumPy's and torch's dense solvers have no half-precision kernel, JAX's would solve in it
         d1, d2 = xp.astype(d1, xp.float32), xp.astype(d2, xp.float32)
     return xp.linalg.solve(d1, d2)

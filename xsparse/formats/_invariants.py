@@ -126,6 +126,11 @@ def dtype_name(dtype: Any) -> str:
     return name
 
 
+def is_half_precision(dtype: Any) -> bool:
+    """Whether ``dtype`` (of any backend) is float16 or bfloat16, whose sums xsparse adds in float32."""
+    return dtype_name(dtype) in ("float16", "bfloat16")
+
+
 def _fail(invariant: str, message: str) -> InvariantError:
     return InvariantError(invariant, message if message.endswith(".") else message + ".")
 

@@ -33,7 +33,7 @@ import array_api_compat
 from ... import dispatch
 from ...dispatch import register
 from ...formats import ANY, INDEXED, COOArray, CompressedArray, Layout, SparseArray, sparse_coo, strided
-from ...formats._invariants import dtype_name
+from ...formats._invariants import dtype_name, is_half_precision
 from ...formats._ops import prod
 from ...formats._spec import Target
 from .conversion import (
@@ -227,7 +227,7 @@ def accumulation_dtype(xp: Any, dtype: Any) -> Any:
     """The dtype a product of ``dtype`` adds in: float32 for float16 and bfloat16, whose running sums
     stagnate (a float16 sum of ones stops at 2048) and overflow past 65504 on the way, where the dense
     product adds in float32 and rounds once ("Half precision" in docs/decisions.md); ``dtype`` otherwise."""
-    return xp.float32 if dtype_name(dtype) in ("float16", "bfloat16") else dtype
+    return xp.float32 if is_half_precision(dtype) else dtype
 
 
 def row_products(xp: Any, c: COOArray, b: Any) -> tuple[Any, Any]:
