@@ -1120,22 +1120,54 @@ def _unchecked_torch_arrays() -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("op", ["to_dense", "to_sparse_csc", "matmul", "add"])
+@pytest.mark.parametrize("op", ["to_dense", "to_sparse_csc", "matmul", "add", "spgemm", "sum", "take", "multiply"])
 def test_torch_kernels_check_the_indices_they_trust(op: str) -> None:
     # torch's kernels read the indices unchecked (as its own constructors leave them by default) and, given
-    # these, read out of bounds or crash the process; the first one to take an array checks it
+    # these, read out of bounds or crash the process; the first one to take an array checks it, and the
+    # message names the function the user called (the outermost: to_dense, not the dispatcher's "convert")
     torch = pytest.importorskip("torch")
-    calls = {
-        "to_dense": xs.to_dense,
-        "to_sparse_csc": xs.to_sparse_csc,
-        "matmul": lambda a: a @ torch.ones(2, 2),
-        "add": lambda a: a + a,
+    calls: dict[str, tuple[str, Callable[[Any], Any]]] = {
+        "to_dense": ("to_dense", xs.to_dense),
+        "to_sparse_csc": (re.escape("to_sparse(layout=sparse_csc)"), xs.to_sparse_csc),
+        "matmul": ("matmul", lambda a: a @ torch.ones(2, 2)),
+        "add": ("add", lambda a: a + a),
+        "spgemm": ("matmul", lambda a: a @ a),
+        "sum": ("sum", lambda a: xs.sum(a, axis=1)),
+        "take": ("take", lambda a: xs.take(a, torch.tensor([1, 0]), axis=1)),
+        "multiply": ("multiply", lambda a: xs.multiply(a, torch.full((2, 2), -0.0))),
     }
+    name, call = calls[op]
     for invariant, a in _unchecked_torch_arrays().items():
-        if op == "add" and invariant == "coo.5":
-            continue  # COO + COO concatenates the entries in the generic kernel, which reads no index
-        with pytest.raises(xs.InvariantError, match=rf"^invariant {re.escape(invariant)} violated"):
-            calls[op](a)
+        if op in ("add", "spgemm", "sum") and invariant == "coo.5":
+            continue  # COO + COO concatenates the entries in the generic kernel, which reads no index; and so on
+        with pytest.raises(xs.InvariantError, match=rf"^invariant {re.escape(invariant)} violated: {name}: "):
+            call(a)
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda: xs.sparse_coo_array([[0, 5]], [1.0, 2.0], (3,), check_invariants=True), r"^invariant coo\.5 violated: sparse_coo_array: indices\[0\]"),
+        (lambda: xs.sparse_coo_array([[0, 1]], [1.0, 2.0, 3.0], (3,)), r"^invariant coo\.3 violated: sparse_coo_array: values\.shape\[0\]"),
+        (lambda: xs.sparse_csr_array([0, 2, 1], [0, 1], [1.0, 2.0], (2, 2), check_invariants=True),
+         r"^invariant 5\.2 violated: sparse_compressed_array\(layout=sparse_csr\): crow_indices"),
+        (lambda: xs.sparse_bsc_array([0, 1], [0], [[[1.0, 2.0]]], (1, 3)), r"^invariant 3\.1 violated: sparse_compressed_array\(layout=sparse_bsc\): "),
+        (lambda: xs.zeros((2, 3), layout=xs.sparse_bsr, blocksize=(2, 2)), r"^invariant 3\.1 violated: zeros: "),
+    ],
+)
+def test_constructor_violations_name_the_constructor(make: Callable[[], Any], expected: str) -> None:
+    with pytest.raises(xs.InvariantError, match=expected):
+        make()
+
+
+def test_a_violation_is_named_once_for_good() -> None:
+    final = xs.InvariantError("5.2", "crow_indices end at 1.", "sparse_coo_array")
+    assert final.met_by("add") is final
+    assert final.operation == "sparse_coo_array" and final.detail == "crow_indices end at 1."
+    provisional = xs.InvariantError("5.2", "crow_indices end at 1.").met_by("convert", provisional=True)
+    assert str(provisional) == "invariant 5.2 violated: convert: crow_indices end at 1."
+    outer = provisional.met_by("to_dense")
+    assert str(outer) == "invariant 5.2 violated: to_dense: crow_indices end at 1." and outer.met_by("add") is outer
 
 
 def test_torch_checks_an_array_once() -> None:

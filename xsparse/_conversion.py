@@ -9,7 +9,7 @@ import array_api_compat
 
 from . import dispatch
 from ._common import backend_of, blocksize_argument, dtype_name, fill_argument, is_strided, resolve_dtype
-from ._errors import LayoutError
+from ._errors import InvariantError, LayoutError
 from .backends import Backend, backend_of_array, get_backend
 from .backends.array_api.conversion import coalesce_coo, same_fill
 from .formats import (
@@ -234,7 +234,8 @@ def to_sparse(
         raise ValueError(f"{op}: to_sparse makes sparse arrays, not strided ones (layout={layout}). Call xsparse.to_dense instead.")
     if isinstance(x, SparseArray) and _is_already(x, target):
         return x
-    return cast(SparseArray, dispatch.call("convert", (layout_of(x), layout), backend.name, xp, x, target))
+    with InvariantError.naming(op):
+        return cast(SparseArray, dispatch.call("convert", (layout_of(x), layout), backend.name, xp, x, target))
 
 
 def _is_already(x: Any, target: Target) -> bool:
@@ -314,7 +315,8 @@ def to_dense(x: Any, /) -> Any:
     backend = x._backend
     xp = backend.load()
     target = Target(strided, backend, xp, x.shape, x.ndim, 0, (1, 1), xp.int64, x.fill_value)
-    return dispatch.call("convert", (x.layout, strided), backend.name, xp, x, target)
+    with InvariantError.naming("to_dense"):
+        return dispatch.call("convert", (x.layout, strided), backend.name, xp, x, target)
 
 
 def coalesce(x: SparseArray, /) -> SparseArray:

@@ -62,8 +62,9 @@ def _not_sparse(op: str, invariant: str, name: str, obj: Any) -> None:
     if isinstance(obj, SparseArray):
         raise InvariantError(
             invariant,
-            f"{op}: {name} must be a strided array of the backend, got {type(obj).__name__} ({obj.layout}). "
+            f"{name} must be a strided array of the backend, got {type(obj).__name__} ({obj.layout}). "
             f"Pass its components, or xsparse.to_dense({name}) if a dense array is meant.",
+            op,
         )
 
 
@@ -91,8 +92,9 @@ def _index_array(op: str, name: str, xp: Any, obj: Any, device: Any, invariant: 
     if dtype_name(arr.dtype) not in ("int32", "int64"):
         raise InvariantError(
             "1.3",
-            f"{op}: {name} must have dtype int32 or int64, got {dtype_name(arr.dtype)}. Cast it, e.g. with "
+            f"{name} must have dtype int32 or int64, got {dtype_name(arr.dtype)}. Cast it, e.g. with "
             f"xp.astype({name}, xp.int64).",
+            op,
         )
     return arr
 
@@ -214,7 +216,7 @@ def sparse_coo_array(
         vdt = dt if dt is not None else _default_float(xp, device)
         idx = xp.zeros((len(shp), 0), dtype=xp.int64, device=device)
         vals = xp.zeros((0,), dtype=vdt, device=device)
-        return COOArray(idx, vals, shp, backend=b, xp=xp, coalesced=True, fill_value=_fill(xp, vdt, fill_value), check=check_invariants)
+        return COOArray(idx, vals, shp, backend=b, xp=xp, coalesced=True, fill_value=_fill(xp, vdt, fill_value), check=check_invariants, op=op)
     if indices is None or values is None:
         raise ValueError(
             f"{op}: only one of indices and values was given (indices={'None' if indices is None else '...'}, "
@@ -223,7 +225,7 @@ def sparse_coo_array(
     idx = _contiguous(b, xp, _index_array(op, "indices", xp, indices, device, "2.1"))
     vals = _value_array(op, xp, values, dt, device)
     if idx.ndim != 2:
-        raise InvariantError("coo.1", f"{op}: indices must be 2-D (sparse_dim, nse), got shape {tuple(idx.shape)}. A list of index tuples must be transposed first.")
+        raise InvariantError("coo.1", f"indices must be 2-D (sparse_dim, nse), got shape {tuple(idx.shape)}. A list of index tuples must be transposed first.", op)
     if vals.ndim == 0:
         vals = xp.broadcast_to(vals, (idx.shape[1],))
     vals = _contiguous(b, xp, vals)
@@ -236,7 +238,7 @@ def sparse_coo_array(
         shp = tuple(sizes) + tuple(vals.shape[1:])
     return COOArray(
         idx, vals, shp, backend=b, xp=xp, coalesced=bool(is_coalesced),
-        fill_value=_fill(xp, vals.dtype, fill_value), check=check_invariants,
+        fill_value=_fill(xp, vals.dtype, fill_value), check=check_invariants, op=op,
     )  # fmt: skip
 
 
@@ -322,7 +324,7 @@ def sparse_compressed_array(
         shp = _infer_compressed_shape(op, xp, ci, pi, vals, layout)
     return CompressedArray(
         ci, pi, vals, shp, layout=layout, backend=b, xp=xp,
-        fill_value=_fill(xp, vals.dtype, fill_value), check=check_invariants,
+        fill_value=_fill(xp, vals.dtype, fill_value), check=check_invariants, op=op,
     )  # fmt: skip
 
 
@@ -361,20 +363,22 @@ def _infer_compressed_shape(op: str, xp: Any, ci: Any, pi: Any, vals: Any, layou
     """The blog's shape estimate, in compressed/plain terms."""
     cname, pname = layout.index_names
     if ci.ndim < 1:
-        raise InvariantError("3.2", f"{op}: {cname} must have at least one dimension, got a 0-d array. Give it the shape (*batch, n_compressed + 1).")
+        raise InvariantError("3.2", f"{cname} must have at least one dimension, got a 0-d array. Give it the shape (*batch, n_compressed + 1).", op)
     if pi.ndim != ci.ndim:
         raise InvariantError(
             "3.3",
-            f"{op}: {cname} and {pname} must have the same number of dimensions, got {ci.ndim} and {pi.ndim}. Give both "
+            f"{cname} and {pname} must have the same number of dimensions, got {ci.ndim} and {pi.ndim}. Give both "
             "index arrays the same batch dimensions.",
+            op,
         )
     n_batch = ci.ndim - 1
     n_block = 2 if layout.is_blocked else 0
     if vals.ndim < n_batch + 1 + n_block:
         raise InvariantError(
             "3.4",
-            f"{op}: values.ndim must be at least {n_batch + 1 + n_block}, got {vals.ndim}. Give values the shape "
+            f"values.ndim must be at least {n_batch + 1 + n_block}, got {vals.ndim}. Give values the shape "
             f"(*batch, nse{', *block' if n_block else ''}, *dense).",
+            op,
         )
     blocksize = tuple(vals.shape[n_batch + 1 : n_batch + 1 + n_block]) if n_block else (1, 1)
     n_compressed = ci.shape[-1] - 1
@@ -424,7 +428,7 @@ def _empty_compressed(
     ci = xp.zeros(batch + (grid[layout.compressed_dim] + 1,), dtype=idt, device=device)
     pi = xp.zeros(batch + (0,), dtype=idt, device=device)
     vals = xp.zeros(batch + (0,) + (bs if layout.is_blocked else ()) + shape[n_batch + 2 :], dtype=vdt, device=device)
-    return CompressedArray(ci, pi, vals, shape, layout=layout, backend=b, xp=xp, fill_value=_fill(xp, vdt, fill_value), check=check)
+    return CompressedArray(ci, pi, vals, shape, layout=layout, backend=b, xp=xp, fill_value=_fill(xp, vdt, fill_value), check=check, op=op)
 
 
 def sparse_csr_array(crow_indices: Any = None, col_indices: Any = None, values: Any = None, shape: Sequence[int] | None = None, **kwargs: Any) -> CompressedArray:
@@ -516,7 +520,7 @@ def _creation(
         vdt = dt if dt is not None else _default_float(xp, device)
         idx = xp.zeros((sd, 0), dtype=_default_index_dtype(xp, device) if index_dtype is None else index_dtype, device=device)
         vals = xp.zeros((0, *shp[sd:]), dtype=vdt, device=device)
-        return COOArray(idx, vals, shp, backend=b, xp=xp, coalesced=True, fill_value=_fill(xp, vdt, fill_value))
+        return COOArray(idx, vals, shp, backend=b, xp=xp, coalesced=True, fill_value=_fill(xp, vdt, fill_value), op=op)
     if isinstance(layout, Layout) and layout.is_compressed:
         if sparse_dim is not None and sparse_dim != 2:
             raise ValueError(

@@ -139,10 +139,9 @@ def converting_for(op: str, layout: Layout, what: str) -> Iterator[None]:
     try:
         yield
     except InvariantError as e:
-        prefix = f"invariant {e.invariant} violated: to_sparse: "
-        if op == "to_sparse" or not str(e).startswith(prefix):
+        if op == "to_sparse" or e.operation != "to_sparse":
             raise
-        raise InvariantError(e.invariant, f"{op}: {what} cannot be given layout={layout}: {str(e)[len(prefix):]}") from None
+        raise InvariantError(e.invariant, f"{what} cannot be given layout={layout}: {e.detail}", op) from None
     except ValueError as e:
         prefix = f"to_sparse(layout={layout}): "
         if op == "to_sparse" or type(e) is not ValueError or not str(e).startswith(prefix):

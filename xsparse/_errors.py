@@ -5,6 +5,9 @@ Every message has the shape ``<operation>: <what is wrong> (<name>=<value>, ...)
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 __all__ = [
     "XSparseError",
     "LayoutError",
@@ -37,9 +40,37 @@ class InvariantError(XSparseError, ValueError):
 
     __module__ = "xsparse"
 
-    def __init__(self, invariant: str, message: str) -> None:
-        super().__init__(f"invariant {invariant} violated: {message}")
+    def __init__(self, invariant: str, message: str, op: str | None = None, *, provisional: bool = False) -> None:
+        super().__init__(f"invariant {invariant} violated: {message}" if op is None else f"invariant {invariant} violated: {op}: {message}")
         self.invariant = invariant
+        self.detail = message
+        #: The function the message names: the one that was handed the bad components, or None.
+        self.operation = op
+        self._provisional = provisional
+
+    def met_by(self, op: str, *, provisional: bool = False) -> InvariantError:
+        """This violation, its message naming ``op``, unless it already names a function for good.
+
+        A kernel that finds bad indices (of an array built without the index checks) does not know which
+        function the user called; each enclosing operation names itself provisionally, so the outermost one,
+        the user's call, is the name that reaches the user.
+        """
+        if self.operation is not None and not self._provisional:
+            return self
+        return InvariantError(self.invariant, self.detail, op, provisional=provisional)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def naming(op: str) -> Iterator[None]:
+        """Name ``op`` (provisionally) in a violation raised in the scope, as the dispatcher names its
+        operations: for a public function whose kernels run under another operation's name."""
+        try:
+            yield
+        except InvariantError as e:
+            named = e.met_by(op, provisional=True)
+            if named is e:
+                raise
+            raise named.with_traceback(e.__traceback__) from None
 
 
 class NoKernelError(XSparseError, NotImplementedError):

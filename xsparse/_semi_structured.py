@@ -89,8 +89,9 @@ def to_sparse_semi_structured(x: Any, /) -> SemiStructuredArray:
 
         raise _fail(
             "ss.4",
-            f"{op}: a semi-structured array is 2-D with no dense dimensions (shape={tuple(x.shape)}, dense_dim={dense_dim}). "
+            f"a semi-structured array is 2-D with no dense dimensions (shape={tuple(x.shape)}, dense_dim={dense_dim}). "
             "Convert one matrix at a time, e.g. x[0] of a batch",
+            op,
         )
     shape = (int(x.shape[0]), int(x.shape[1]))
     check_stored_shape(op, pattern, shape)

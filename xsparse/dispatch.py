@@ -29,7 +29,7 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._errors import NoKernelError, SparseEfficiencyWarning
+from ._errors import InvariantError, NoKernelError, SparseEfficiencyWarning
 
 __all__ = ["Kernel", "register", "call", "resolve", "kernels", "operations", "ambiguities"]
 
@@ -192,7 +192,13 @@ def call(op: str, layouts: Sequence[Hashable], backend: str, xp: Any, *args: Any
                 SparseEfficiencyWarning,
                 stacklevel=3,
             )
-        return kernel.func(xp, *args, **kwargs)
+        try:
+            return kernel.func(xp, *args, **kwargs)
+        except InvariantError as e:
+            named = e.met_by(op, provisional=True)
+            if named is e:
+                raise
+            raise named.with_traceback(e.__traceback__) from None
     registered = "; ".join(k.describe() for k in _REGISTRY.get(op, [])) or "none"
     why = "".join(f" {k.describe()} declined: {reason.rstrip('.')}." for k, reason in declined)
     # where a kernel for these layouts declined, its reason (a fill value, a dtype) is what to change first

@@ -13,7 +13,7 @@ from typing import Any
 
 from .._errors import LayoutError
 from ._base import SparseArray
-from ._invariants import check_compressed, full_checks_enabled
+from ._invariants import check_compressed, full_checks_enabled, validate
 from ._layout import Layout
 
 __all__ = ["CompressedArray"]
@@ -43,13 +43,14 @@ class CompressedArray(SparseArray):
         xp: Any,
         fill_value: Any = 0,
         check: bool | None = None,
+        op: str | None = None,
     ) -> None:
         super().__init__(backend=backend, xp=xp, shape=shape, layout=layout, fill_value=fill_value)
         self._compressed = compressed_indices
         self._plain = plain_indices
         self._vals = values
         full = full_checks_enabled(check)
-        check_compressed(self, full)
+        validate(check_compressed, self, full, op)
         self._bounds_checked = full
 
     @property

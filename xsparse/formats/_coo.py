@@ -6,7 +6,7 @@ from typing import Any
 
 from .._errors import InvariantError
 from ._base import SparseArray
-from ._invariants import check_coo, full_checks_enabled
+from ._invariants import check_coo, full_checks_enabled, validate
 from ._layout import sparse_coo
 
 __all__ = ["COOArray"]
@@ -35,6 +35,7 @@ class COOArray(SparseArray):
         coalesced: bool = False,
         fill_value: Any = 0,
         check: bool | None = None,
+        op: str | None = None,
     ) -> None:
         super().__init__(backend=backend, xp=xp, shape=shape, layout=sparse_coo, fill_value=fill_value)
         self._idx = indices
@@ -42,7 +43,7 @@ class COOArray(SparseArray):
         # An array with at most one specified element is coalesced whatever it was told.
         self._coalesced = bool(coalesced) or (getattr(indices, "ndim", 0) == 2 and indices.shape[1] <= 1)
         full = full_checks_enabled(check)
-        check_coo(self, full)
+        validate(check_coo, self, full, op)
         self._bounds_checked = full
 
     @property

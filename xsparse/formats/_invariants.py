@@ -11,6 +11,7 @@ that read index data (5.x, coo.5-coo.6) run when a constructor gets ``check_inva
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._errors import InvariantError
@@ -60,7 +61,7 @@ class check_sparse_tensor_invariants(Scope):
     ...     xs.sparse_csr_array([0, 2, 1], [0, 1], [1.0, 2.0])
     Traceback (most recent call last):
         ...
-    xsparse.InvariantError: invariant 5.2 violated: crow_indices[..., -1] must equal nse=2, got 1. End every batch's crow_indices at the number of specified elements.
+    xsparse.InvariantError: invariant 5.2 violated: sparse_compressed_array(layout=sparse_csr): crow_indices[..., -1] must equal nse=2, got 1. End every batch's crow_indices at the number of specified elements.
     >>> xs.check_sparse_tensor_invariants.is_enabled()
     False
     """
@@ -131,8 +132,19 @@ def is_half_precision(dtype: Any) -> bool:
     return dtype_name(dtype) in ("float16", "bfloat16")
 
 
-def _fail(invariant: str, message: str) -> InvariantError:
-    return InvariantError(invariant, message if message.endswith(".") else message + ".")
+def validate(check: Callable[[Any, bool], None], a: SparseArray, full: bool, op: str | None) -> None:
+    """Run ``check`` (one family's validator) on ``a``, a violation naming ``op``, the constructor the user
+    called with the bad components, where one is given."""
+    try:
+        check(a, full)
+    except InvariantError as e:
+        if op is None:
+            raise
+        raise e.met_by(op) from None
+
+
+def _fail(invariant: str, message: str, op: str | None = None) -> InvariantError:
+    return InvariantError(invariant, message if message.endswith(".") else message + ".", op)
 
 
 def _is_array(xp: Any, x: Any) -> bool:
@@ -308,9 +320,10 @@ def unequal_batches(layout: Any, batch: tuple[int, ...], fewest: int, most: int)
     """The error for a conversion whose batches would hold different numbers of specified elements."""
     return _fail(
         "3.9",
-        f"to_sparse: every batch of a {layout} array must hold the same number of specified elements, got between "
+        f"every batch of a {layout} array must hold the same number of specified elements, got between "
         f"{fewest} and {most} (batch shape {batch}). Convert to sparse_coo instead, or give every batch the same "
         "number of specified elements.",
+        "to_sparse",
     )
 
 

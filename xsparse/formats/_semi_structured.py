@@ -139,8 +139,9 @@ def pattern_for(op: str, dtype: Any) -> Pattern:
     if found is None:
         raise _fail(
             "ss.2",
-            f"{op}: dtype {name} has no semi-structured layout (dtype={name}). Cast the array to float16, bfloat16 or "
+            f"dtype {name} has no semi-structured layout (dtype={name}). Cast the array to float16, bfloat16 or "
             "int8 (2:4 sparsity) or float32 (1:2 sparsity) first, e.g. with xp.astype(x, xp.float16)",
+            op,
         )
     return found
 
@@ -156,9 +157,10 @@ def check_stored_shape(op: str, pattern: Pattern, shape: tuple[int, ...]) -> Non
         padded = (_round_up(rows, pattern.min_rows), _round_up(cols, pattern.min_cols))
         raise _fail(
             "ss.5",
-            f"{op}: a {pattern.dtype} semi-structured array needs rows that are a positive multiple of {pattern.min_rows} "
+            f"a {pattern.dtype} semi-structured array needs rows that are a positive multiple of {pattern.min_rows} "
             f"and columns that are a positive multiple of {pattern.min_cols} (shape={shape}). Pad it with zeros to "
             f"{padded}, or keep it in another layout such as sparse_csr",
+            op,
         )
 
 
@@ -167,10 +169,11 @@ def pattern_violation(op: str, pattern: Pattern, row: int, group: int, count: in
     first = group * pattern.group
     return _fail(
         "ss.11",
-        f"{op}: row {row}, group {group} (columns {first}..{first + pattern.group - 1}) holds {count} specified "
+        f"row {row}, group {group} (columns {first}..{first + pattern.group - 1}) holds {count} specified "
         f"elements, but a {pattern.dtype} array keeps at most {pattern.kept} of every {pattern.group} ({pattern.name} "
         f"sparsity; row={row}, group={group}, count={count}). Zero out (prune) the extra elements of every such group "
         "first, or keep the array in another layout such as sparse_csr",
+        op,
     )
 
 

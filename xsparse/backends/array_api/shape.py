@@ -716,8 +716,9 @@ def _flip_sparse(
 def _unequal(op: str, layout: Any, counts: Sequence[int], fix: str) -> InvariantError:
     return InvariantError(
         "3.9",
-        f"{op}: every batch of a {layout} array must hold the same number of specified elements, and the result would "
+        f"every batch of a {layout} array must hold the same number of specified elements, and the result would "
         f"hold between {min(counts)} and {max(counts)} (nnz={list(counts)}). {fix}",
+        op,
     )
 
 

@@ -47,7 +47,7 @@ from ...formats._spec import Target
 from ..array_api import elementwise as generic  # registers the generic kernels that the division kernels wrap
 from ..array_api.conversion import coalesce_coo, is_plus_zero
 from ..array_api.elementwise import python_scalar
-from .conversion import _holds_negative_zero, complex_grad_reason, from_torch, negative_zeros, to_torch
+from .conversion import _holds_negative_zero, complex_grad_reason, from_torch, negative_zeros, to_torch, verified
 
 __all__: list[str] = []
 
@@ -359,9 +359,9 @@ def _put_negative_zeros(out: torch.Tensor, a: SparseArray, stored: torch.Tensor,
     nz = torch.nonzero(stored)
     entry, within = nz[:, 0], nz[:, 1:].unbind(1)
     if isinstance(a, COOArray):
-        lead = tuple(a._idx[:, entry].long())
+        lead = tuple(verified(a)._idx[:, entry].long())  # these indices address out
     else:  # a 2-D CSR array (_plain_csr_reason)
-        c = cast(CompressedArray, a)
+        c = verified(cast(CompressedArray, a))
         rows = torch.repeat_interleave(torch.arange(a.shape[0], device=out.device), c._compressed.diff())
         lead = (rows[entry], c._plain[entry].long())
     positions = (*lead, *within)

@@ -424,7 +424,8 @@ def _matmul_compressed_compressed_compiled_torch(xp: Any, a: CompressedArray, b:
 
     m, n = a.shape[0], b.shape[1]
     left, right, n_cols = (a, b, n) if a.layout is sparse_csr else (b, a, m)
-    parts = [(s._compressed.numpy(), s._plain.numpy(), s._vals.resolve_conj().numpy()) for s in (left, right)]
+    # checked as torch's own kernels' operands are: the compiled kernel would only say that some index is bad
+    parts = [(verified(s)._compressed.numpy(), s._plain.numpy(), s._vals.resolve_conj().numpy()) for s in (left, right)]
     indptr, indices, data = compiled.csr_spgemm(parts[0], parts[1], n_cols)
     return CompressedArray(
         torch.from_numpy(indptr), torch.from_numpy(indices), torch.from_numpy(data), (m, n), layout=a.layout,

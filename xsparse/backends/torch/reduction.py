@@ -36,7 +36,7 @@ from ..array_api.reduction import (
     result_kind,
     with_fill,
 )
-from .conversion import complex_grad_reason, fold, from_torch, to_torch
+from .conversion import complex_grad_reason, fold, from_torch, to_torch, verified
 
 __all__: list[str] = []
 
@@ -95,7 +95,7 @@ def _axis_kernel(name: str) -> Any:
     def kernel(xp: Any, a: CompressedArray, spec: ReduceSpec) -> Any:
         (d,) = spec.axes
         data = monoid.premap(xp, a._vals, spec.dtype)
-        compressed, plain = a._compressed.to(torch.int64), a._plain.to(torch.int64)
+        compressed, plain = verified(a)._compressed.to(torch.int64), a._plain.to(torch.int64)
         if d != a.layout.compressed_dim:
             # reduce within each compressed slice
             n_groups = compressed.shape[0] - 1
