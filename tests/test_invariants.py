@@ -1183,3 +1183,36 @@ def test_torch_checks_an_array_once() -> None:
     assert xs.sin(r)._bounds_checked, "the same indices"
     assert verified(xs.to_sparse_coo(torch.eye(2)))._bounds_checked
     assert xs.sparse_coo_array(torch.tensor([[0], [1]]), torch.tensor([1.0]), (2, 2), check_invariants=True)._bounds_checked
+
+
+_NUMPY_CALLS: dict[str, tuple[str, Callable[[Any], Any], tuple[str, ...]]] = {
+    # the function the message names, the call, and the arrays (by invariant) whose bad indices it reads
+    "matmul": ("matmul", lambda a: a @ np.ones((2, 3)), ("5.5", "5.2")),
+    "matvec": ("matmul", lambda a: a @ np.ones(2), ("5.5", "5.2")),
+    "spgemm": ("matmul", lambda a: a @ a, ("5.5", "5.2")),
+    "add": ("add", lambda a: a + a, ("5.5", "5.2")),
+    "multiply": ("multiply", lambda a: a * a, ("5.5", "5.2")),
+    "sum": ("sum", lambda a: xs.sum(a, axis=0), ("5.2",)),
+    "to_dense": ("to_dense", xs.to_dense, ("5.5",)),
+    "to_sparse_csc": (re.escape("to_sparse(layout=sparse_csc)"), xs.to_sparse_csc, ("5.5", "5.2")),
+    "to_sparse_coo": (re.escape("to_sparse(layout=sparse_coo)"), xs.to_sparse_coo, ("5.2",)),
+    "sampled_addmm": ("sampled_addmm", lambda a: xs.sampled_addmm(a, np.ones((2, 2)), np.ones((2, 2))), ("5.5", "5.2")),
+}
+
+
+@pytest.mark.parametrize("op", sorted(_NUMPY_CALLS))
+def test_numpy_compiled_kernels_report_the_broken_invariant(op: str) -> None:
+    # the compiled kernels stay in bounds by checking what they read, but can only say that some index is bad;
+    # the validator, run after such a failure, names the invariant and value, and the dispatcher the operation
+    from xsparse.backends import _cpu
+
+    if _cpu.unavailable_reason() is not None:
+        pytest.skip(str(_cpu.unavailable_reason()))
+    arrays = {
+        "5.5": xs.sparse_csr_array(np.array([0, 1, 2]), np.array([0, 5]), np.array([1.0, 2.0]), (2, 2)),
+        "5.2": xs.sparse_csr_array(np.array([0, 2, 1]), np.array([0, 1]), np.array([1.0, 2.0]), (2, 2)),
+    }
+    name, call, reading = _NUMPY_CALLS[op]
+    for invariant in reading:
+        with pytest.raises(xs.InvariantError, match=rf"^invariant {re.escape(invariant)} violated: {name}: "):
+            call(arrays[invariant])

@@ -20,6 +20,12 @@ returns ``None`` (accepted) or a sentence saying why not; the dispatcher then mo
 kernels of one tier, a signature is more specific than another when each of its elements is a subset of
 the other's; two matching kernels of one tier where neither is more specific are an ambiguity, which
 :func:`ambiguities` reports (and the test suite asserts there are none).
+
+A :class:`~xsparse.InvariantError` that a kernel raises (bad indices of an array built without the index
+checks) is given the operation's name, provisionally, so that the outermost operation, the one the user
+called, is named. A kernel function may carry ``explain_failure(args)``, which the dispatcher calls when
+the kernel raises a ``ValueError``, to raise a clearer error in its place (compiled kernels that can say
+only that some index is bad are marked so, and their operands' validator then says which).
 """
 
 from __future__ import annotations
@@ -199,6 +205,16 @@ def call(op: str, layouts: Sequence[Hashable], backend: str, xp: Any, *args: Any
             if named is e:
                 raise
             raise named.with_traceback(e.__traceback__) from None
+        except ValueError:
+            # a kernel that can say only that some index is bad carries the means to say which invariant
+            explain = getattr(kernel.func, "explain_failure", None)
+            if explain is None:
+                raise
+            try:
+                explain(args)
+            except InvariantError as found:
+                raise found.met_by(op, provisional=True) from None
+            raise
     registered = "; ".join(k.describe() for k in _REGISTRY.get(op, [])) or "none"
     why = "".join(f" {k.describe()} declined: {reason.rstrip('.')}." for k, reason in declined)
     # where a kernel for these layouts declined, its reason (a fill value, a dtype) is what to change first

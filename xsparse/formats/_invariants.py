@@ -11,13 +11,14 @@ that read index data (5.x, coo.5-coo.6) run when a constructor gets ``check_inva
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._errors import InvariantError
 from .._scoped import Scope, ScopeEntry
 from ._base import SparseArray
 from ._ops import expand_compressed
+from ._layout import sparse_coo
 
 if TYPE_CHECKING:
     from ._coo import COOArray
@@ -141,6 +142,36 @@ def validate(check: Callable[[Any, bool], None], a: SparseArray, full: bool, op:
         if op is None:
             raise
         raise e.met_by(op) from None
+
+
+_Kernel = TypeVar("_Kernel", bound=Callable[..., Any])
+
+
+def explains_bad_indices(kernel: _Kernel) -> _Kernel:
+    """Mark ``kernel`` as one whose compiled code reports invalid indices of an operand built without the index
+    checks by a ``ValueError`` naming the compiled routine.
+
+    The compiled kernels check only what they must to stay in bounds, and cannot say which invariant broke.
+    When a marked kernel raises a ``ValueError``, the dispatcher calls its ``explain_failure`` with the
+    arguments: the validator runs on the unchecked operands (never on the fast path, and with no wrapper on
+    it) and raises the :class:`InvariantError` naming the invariant and the offending value.
+    """
+    setattr(kernel, "explain_failure", _explain_bad_indices)
+    return kernel
+
+
+def _explain_bad_indices(args: tuple[Any, ...]) -> None:
+    for a in _sparse_operands(args):
+        if not a._bounds_checked:
+            (check_coo if a.layout is sparse_coo else check_compressed)(a, True)
+
+
+def _sparse_operands(args: tuple[Any, ...]) -> Iterator[Any]:
+    for arg in args:
+        if isinstance(arg, (list, tuple)):
+            yield from (a for a in arg if isinstance(a, SparseArray) and hasattr(a, "_bounds_checked"))
+        elif isinstance(arg, SparseArray) and hasattr(arg, "_bounds_checked"):
+            yield arg
 
 
 def _fail(invariant: str, message: str, op: str | None = None) -> InvariantError:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...dispatch import register
 from ...formats import COMPRESSED, COOArray, CompressedArray, sparse_coo, sparse_csc, sparse_csr, strided
-from ...formats._invariants import unequal_batches
+from ...formats._invariants import explains_bad_indices, unequal_batches
 from ..._common import scalar_for
 from ...formats._spec import Target
 from .. import _cpu
@@ -109,6 +109,7 @@ def _supports_coo_compressed(xp: Any, a: COOArray, target: Target) -> str | None
 
 
 @register("convert", (sparse_coo, COMPRESSED), backend="numpy", supports=_supports_coo_compressed)
+@explains_bad_indices
 def _convert_coo_compressed_numpy(xp: Any, a: COOArray, target: Target) -> CompressedArray:
     """to_sparse_{csr,csc}(COO): counting scatter, per-slice sort and duplicate sum; O(nnz), 2 threads."""
     nb_dims = a.sparse_dim() - 2
@@ -136,6 +137,7 @@ def _supports_compressed_strided(xp: Any, a: CompressedArray, target: Target) ->
 
 
 @register("convert", (COMPRESSED, strided), backend="numpy", supports=_supports_compressed_strided)
+@explains_bad_indices
 def _convert_compressed_strided_numpy(xp: Any, a: CompressedArray, target: Target) -> Any:
     """to_dense(compressed): parallel scatter into zeros, then un-block; O(numel)."""
     nb_dims = a.batch_dim()
@@ -173,6 +175,7 @@ def _supports_coalesce(xp: Any, a: COOArray) -> str | None:
 
 
 @register("coalesce", (sparse_coo,), backend="numpy", supports=_supports_coalesce)
+@explains_bad_indices
 def _coalesce_coo_numpy(xp: Any, a: COOArray) -> COOArray:
     """coalesce(COO): first sparse dimension (ranked if far longer than nnz) as major, the others as one key; O(nnz + shape[0]), 2 threads."""
     # a first dimension much longer than the number of entries (a long vector) has its indices ranked
@@ -279,6 +282,7 @@ def _supports_compressed_coo(xp: Any, a: CompressedArray, target: Target) -> str
 
 
 @register("convert", (COMPRESSED, sparse_coo), backend="numpy", supports=_supports_compressed_coo)
+@explains_bad_indices
 def _convert_compressed_coo_numpy(xp: Any, a: CompressedArray, target: Target) -> COOArray:
     """to_sparse_coo(CSR or CSC): compiled parallel expansion of the compressed indices (a CSC transposed to row order first); O(nnz + n)."""
     from ..._conversion import coalesce
@@ -300,6 +304,7 @@ def _supports_compressed_compressed(xp: Any, a: CompressedArray, target: Target)
 
 
 @register("convert", (COMPRESSED, COMPRESSED), backend="numpy", supports=_supports_compressed_compressed)
+@explains_bad_indices
 def _convert_compressed_compressed_numpy(xp: Any, a: CompressedArray, target: Target) -> CompressedArray:
     """CSR <-> CSC, BSR <-> BSC (one block shape): compiled parallel counting sort by plain index; O(nnz + n)."""
     idt = np.dtype(target.index_dtype)

@@ -39,6 +39,7 @@ import numpy as np
 
 from ...dispatch import register
 from ...formats import COMPRESSED, INDEXED, COOArray, CompressedArray, SparseArray, sparse_coo, strided
+from ...formats._invariants import explains_bad_indices
 from .. import _cpu
 from ..array_api.reduction import (
     MONOIDS,
@@ -245,7 +246,7 @@ def _axis_kernel(name: str) -> Any:
 
 
 for _name in _UFUNCS:
-    register(_name, (COMPRESSED,), backend="numpy", supports=_supports_axis)(_axis_kernel(_name))
+    register(_name, (COMPRESSED,), backend="numpy", supports=_supports_axis)(explains_bad_indices(_axis_kernel(_name)))
 
 
 # -- COO over sparse dimensions ----------------------------------------------------------------------------
