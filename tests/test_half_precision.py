@@ -1,5 +1,6 @@
 """float16 and bfloat16: products add in float32 and round once on every backend and layout, as the dense
-product does; systems are solved in float32 ("Half precision" in docs/decisions.md)."""
+product does; systems, factorizations and decompositions compute in float32 ("Half precision" in
+docs/decisions.md)."""
 
 from __future__ import annotations
 
@@ -145,3 +146,53 @@ def test_half_precision_systems_are_solved_in_float32(backend: str, dtype: str, 
     x = xs.linalg.solve(LAYOUTS[layout](a), make(backend, host(b), "float64"))
     assert str(x.dtype).endswith("float64")
     np.testing.assert_allclose(host(x), exact, rtol=1e-10)
+
+
+SPD = np.asarray([[4.0, 1.0, 0.0, 0.0], [1.0, 3.0, 0.0, 0.5], [0.0, 0.0, 2.0, 0.0], [0.0, 0.5, 0.0, 1.0]])
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize(("backend", "dtype"), HALF_CASES)
+def test_half_precision_factorizations_compute_in_float32(backend: str, dtype: str, layout: str) -> None:
+    # no backend's dense factorizations take float16 or bfloat16: NumPy's, torch's and JAX's raised their own errors
+    a = make(backend, SPD, dtype)
+    s = LAYOUTS[layout](a)
+    exact = host(a)  # the oracle: NumPy's float64 routines on the half-precision values
+    tol = {"rtol": 1e-5, "atol": 1e-5}
+    cases = {
+        "det": (xs.linalg.det(s), np.linalg.det(exact)),
+        "inv": (xs.linalg.inv(s), np.linalg.inv(exact)),
+        "slogdet": (xs.linalg.slogdet(s).logabsdet, np.linalg.slogdet(exact).logabsdet),
+        "svdvals": (xs.linalg.svdvals(s), np.linalg.svd(exact, compute_uv=False)),
+        "eigvalsh": (xs.linalg.eigvalsh(s), np.linalg.eigvalsh(exact)),
+        "cholesky": (xs.linalg.cholesky(s), np.linalg.cholesky(exact)),
+        "pinv": (xs.linalg.pinv(s), np.linalg.pinv(exact)),
+        "matrix_power(-2)": (xs.linalg.matrix_power(s, -2), np.linalg.matrix_power(exact, -2)),
+    }
+    for name, (got, want) in cases.items():
+        assert str(got.dtype).endswith("float32"), name
+        np.testing.assert_allclose(host(got), want, err_msg=name, **tol)
+    assert int(host(xs.linalg.matrix_rank(s))) == 4
+    # a norm keeps the array's dtype, as the norms computed by sparse reductions do
+    for ord in (2, "nuc"):
+        norm = xs.linalg.matrix_norm(s, ord=ord)
+        assert str(norm.dtype).endswith(dtype)
+        np.testing.assert_allclose(host(norm), np.linalg.norm(exact, ord=ord), rtol=1e-2)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize(("backend", "dtype"), HALF_CASES)
+def test_half_precision_decompositions_compute_in_float32(backend: str, dtype: str, layout: str) -> None:
+    # torch's svd_lowrank of a float16 tensor raised "geqrf_cpu not implemented for 'Half'", NumPy's and JAX's QR theirs
+    low_rank = np.outer([1.0, 2.0, 0.0, -1.0, 0.5, 0.0], [2.0, 0.0, 1.0, 1.0]) + np.outer([0.0, 1.0, 1.0, 0.0, 0.0, 2.0], [0.0, 1.0, 0.0, -1.0])
+    a = make(backend, low_rank, dtype)
+    exact = host(a)
+    u, s, v = xs.svd_lowrank(LAYOUTS[layout](a), q=2, seed=0)
+    assert all(str(f.dtype).endswith("float32") for f in (u, s, v))
+    np.testing.assert_allclose(host(u) @ np.diag(host(s)) @ host(v).T, exact, atol=1e-4)
+    u, s, v = xs.pca_lowrank(LAYOUTS[layout](a), q=4, seed=0)
+    assert str(s.dtype).endswith("float32")
+    np.testing.assert_allclose(host(s), np.linalg.svd(exact - exact.mean(axis=0), compute_uv=False), rtol=1e-4, atol=1e-4)
+    e, x = xs.lobpcg(LAYOUTS[layout](make(backend, np.diag(np.arange(1.0, 10.0)), dtype)), k=1, seed=0)
+    assert str(e.dtype).endswith("float32") and str(x.dtype).endswith("float32")
+    np.testing.assert_allclose(host(e), [9.0], rtol=1e-4)

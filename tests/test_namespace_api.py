@@ -733,10 +733,100 @@ def test_linalg_errors(xp: Any) -> None:
         xs.linalg.outer(s, s)
     with pytest.raises(ValueError, match=r"diagonal: x must have at least 2 dimensions"):
         xs.linalg.diagonal(xs.to_sparse_coo(xp.asarray([1.0])))
-    with pytest.raises(TypeError, match=r"diagonal: offset must be an int \(offset='1'\)"):
+    with pytest.raises(TypeError, match=r"diagonal: offset must be an integer, got str \(offset='1'\)\. Pass an integer offset\."):
         xs.linalg.diagonal(s, offset="1")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"det: x must have at least 2 dimensions \(x.shape=\(2,\)\)"):
         xs.linalg.det(xs.to_sparse_coo(xp.asarray([1.0, 2.0])))
+
+
+def test_linalg_errors_name_the_function_on_every_backend(xp: Any) -> None:
+    # each of these raised the backend's own error (a torch RuntimeError, JAX's "add got incompatible shapes"
+    # for cholesky of a 2 x 3 matrix), an error named after another function, or took 0.5 for axis 0
+    s = xs.to_sparse_csr(xp.asarray([[4.0, 1.0], [1.0, 3.0]], dtype=xp.float64))
+    wide = xs.to_sparse_coo(xp.asarray([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]], dtype=xp.float64))
+    ints = xs.to_sparse_coo(xp.asarray([[2, 0], [0, 3]], dtype=xp.int64))
+    bools = xs.to_sparse_coo(xp.asarray([True, False, True]))
+    v3 = xp.asarray([1.0, 2.0, 3.0], dtype=xp.float64)
+    for name in ("cholesky", "det", "eigh", "eigvalsh", "inv", "slogdet"):
+        with pytest.raises(ValueError, match=rf"^{name}: the matrices must be square \(x.shape=\(2, 3\)\)\. Pass square matrices\.$"):
+            getattr(xs.linalg, name)(wide)
+    for name in ("cholesky", "det", "eigh", "eigvalsh", "inv", "matrix_rank", "pinv", "qr", "slogdet", "svd", "svdvals"):
+        with pytest.raises(TypeError, match=rf"^{name}: x must have a floating-point dtype \(x.dtype=.*int64\)\. Cast it first"):
+            getattr(xs.linalg, name)(ints)
+    with pytest.raises(TypeError, match=r"^matrix_power: x must have a floating-point dtype \(x.dtype=.*int64\)"):
+        xs.linalg.matrix_power(ints, -1)
+    with pytest.raises(TypeError, match=r"^matrix_power: x has a boolean dtype \(x.dtype=bool\); powers are products"):
+        xs.linalg.matrix_power(xs.to_sparse_coo(xp.asarray([[True, False], [False, True]])), 2)
+    with pytest.raises(TypeError, match=r"^matrix_power: n must be an integer, got float \(n=2\.0\)\. Pass an integer power\.$"):
+        xs.linalg.matrix_power(s, 2.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^qr: mode must be 'reduced' or 'complete' \(mode='bogus'\)\. Pick one of them\.$"):
+        xs.linalg.qr(s, mode="bogus")
+    with pytest.raises(TypeError, match=r"^svd: full_matrices must be True or False, got str \(full_matrices='no'\)\. Pass a bool\.$"):
+        xs.linalg.svd(s, full_matrices="no")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^cholesky: upper must be True or False, got str \(upper='no'\)\. Pass a bool\.$"):
+        xs.linalg.cholesky(s, upper="no")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^matrix_rank: rtol must be None, a real number or an array, got str \(rtol='x'\)\. Pass"):
+        xs.linalg.matrix_rank(s, rtol="x")
+    with pytest.raises(ValueError, match=r"^pinv: rtol must broadcast against the batch shape of x \(rtol.shape=\(2, 2\), x.shape=\(2, 2\)\)\. Pass"):
+        xs.linalg.pinv(s, rtol=s)
+    with pytest.raises(TypeError, match=r"^trace: offset must be an integer, got float \(offset=1\.0\)\. Pass an integer offset\.$"):
+        xs.linalg.trace(s, offset=1.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^outer: x1 has a boolean dtype \(x1.dtype=bool\); outer is defined for numeric dtypes\. Cast it first\.$"):
+        xs.linalg.outer(bools, bools)
+    with pytest.raises(TypeError, match=r"^cross: x1 has a boolean dtype \(x1.dtype=bool\); cross is defined for numeric dtypes\."):
+        xs.linalg.cross(bools, bools)
+    with pytest.raises(ValueError, match=r"^cross: the shapes do not broadcast \(\(2, 3\), \(4, 3\)\)\. Make each size equal, or 1\.$"):
+        xs.linalg.cross(xs.to_sparse_coo(xp.ones((2, 3), dtype=xp.float64)), xp.ones((4, 3), dtype=xp.float64))
+    with pytest.raises(TypeError, match=r"^cross: axis must be an integer, got float \(axis=-1\.0\)\."):
+        xs.linalg.cross(xs.to_sparse_coo(v3), v3, axis=-1.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^vecdot: axis must be an integer, got float \(axis=-1\.0\)\."):
+        xs.linalg.vecdot(s, s, axis=-1.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^tensordot: axes must be an integer, got float \(axes=0\.5\)\. Pass integer axes"):
+        xs.linalg.tensordot(s, s, axes=([0.5], [0]))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^tensordot: axes must be an integer, not a bool \(axes=True\)\."):
+        xs.linalg.tensordot(s, s, axes=True)
+    with pytest.raises(ValueError, match=r"^tensordot: axes must be an int or two sequences of equal length \(axes=\(0, 0\)\)\. Pass"):
+        xs.linalg.tensordot(s, s, axes=(0, 0))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^solve: x1 or x2 must have a floating-point dtype \(x1.dtype=int64, x2.dtype=int64\)\. Cast the system"):
+        xs.linalg.solve(ints, xp.asarray([1, 2], dtype=xp.int64))
+    with pytest.raises(TypeError, match=r"^solve: x1 has a boolean dtype \(x1.dtype=bool\); solve is defined for numeric dtypes\."):
+        xs.linalg.solve(xs.to_sparse_coo(xp.asarray([[True, False], [False, True]])), xp.asarray([1.0, 2.0], dtype=xp.float64))
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (2, 0), (0, 3), (2, 3, 0)])
+def test_matrix_norm_of_matrices_without_rows_or_columns(xp: Any, shape: tuple[int, ...]) -> None:
+    # the largest of no column (row) sums is 0, as NumPy and torch give; the max under ord=1 and inf raised
+    d = xp.zeros(shape, dtype=xp.float64)
+    s = xs.to_sparse_coo(d)
+    for ord in (1, xs.inf, "fro"):
+        for keepdims in (False, True):
+            assert_sparse_equal(xs.linalg.matrix_norm(s, ord=ord, keepdims=keepdims), _arr(xp, xp.linalg.matrix_norm(d, ord=ord, keepdims=keepdims)))
+    if shape[-1] == 0:
+        with pytest.raises(ValueError, match=r"^matrix_norm: ord=-1 is the smallest column sum, and the matrices have none \(x.shape=.*\)\. Pass"):
+            xs.linalg.matrix_norm(s, ord=-1)
+
+
+def test_linalg_arguments_of_every_library(xp: Any) -> None:
+    # NumPy integers are integers ("Errors" in docs/decisions.md), and a NumPy float64 a Python float:
+    # diagonal, matrix_power and tensordot refused np.int64, array_api_strict refused addmm's np.float64 beta
+    d = xp.asarray([[4.0, 1.0, 0.0], [1.0, 3.0, 0.0], [0.0, 0.0, 2.0]], dtype=xp.float64)
+    s = xs.to_sparse_csr(d)
+    assert_sparse_equal(xs.linalg.diagonal(s, offset=np.int64(1)), xp.linalg.diagonal(d, offset=1))
+    assert_sparse_equal(xs.linalg.trace(s, offset=np.int64(-1)), _arr(xp, xp.linalg.trace(d, offset=-1)))
+    assert_sparse_equal(xs.linalg.matrix_power(s, np.int64(2)), xp.linalg.matrix_power(d, 2), check_layout=xs.sparse_csr)
+    assert_sparse_equal(xs.linalg.tensordot(s, d, axes=np.int64(1)), xp.linalg.tensordot(d, d, axes=1), check_layout="strided")
+    assert_sparse_equal(xs.linalg.tensordot(s, d, axes=([np.int64(1)], [np.int64(0)])), xp.linalg.tensordot(d, d, axes=([1], [0])))
+    assert_sparse_equal(xs.linalg.vector_norm(s, ord=np.int64(1)), _arr(xp, xp.linalg.vector_norm(d, ord=1)))
+    assert_sparse_equal(xs.addmm(d, s, d, beta=np.float64(2.0)), 2.0 * d + d @ d)
+    # an integer operand of solve takes the other's dtype (array_api_strict promotes no integer with a
+    # float, torch's dense solve takes no integers)
+    ints = xp.asarray([[2, 0], [1, 4]], dtype=xp.int64)
+    rhs = xp.asarray([2.0, 9.0], dtype=xp.float32)
+    want = xp.linalg.solve(xp.astype(ints, xp.float32), rhs)
+    for a in (xs.to_sparse_csr(ints), xs.to_sparse_coo(xp.reshape(ints, (1, 2, 2)))):
+        got = xs.linalg.solve(a, rhs if a.ndim == 2 else xp.reshape(rhs, (1, 2, 1)))
+        assert got.dtype == xp.float32
+        assert_sparse_equal(xp.reshape(got, (2,)), want, rtol=1e-6, atol=1e-6)
 
 
 # -- fft -----------------------------------------------------------------------------------------------

@@ -183,7 +183,10 @@ def _check_ndim(op: str, **operands: Any) -> None:
             )
 
 
-def _check_scalars(op: str, xp: Any, dtype: Any, **scalars: Any) -> None:
+def _check_scalars(op: str, xp: Any, dtype: Any, **scalars: Any) -> tuple[Any, ...]:
+    """Check the Python numbers ``scalars`` against the operands' ``dtype``, and return them as Python's own
+    types: a NumPy float64 or complex128 is a float or complex too, which array_api_strict does not take
+    beside its arrays."""
     for name, value in scalars.items():
         if not isinstance(value, (int, float, complex)) or isinstance(value, bool):
             raise TypeError(f"{op}: {name} must be a Python number, got {type(value).__name__} ({name}={value!r}). Pass an int, float or complex.")
@@ -202,6 +205,7 @@ def _check_scalars(op: str, xp: Any, dtype: Any, **scalars: Any) -> None:
                     f"{op}: {name} does not fit the operands' dtype {dtype_name(dtype)}, [{info.min}, {info.max}] "
                     f"({name}={value}). Pass a value in that range, or operands of a wider dtype (xsparse.astype)."
                 )
+    return tuple((complex if isinstance(v, complex) else float if isinstance(v, float) else int)(v) for v in scalars.values())
 
 
 # -- products ----------------------------------------------------------------------------------------
@@ -375,7 +379,7 @@ def addmm(input: Any, mat1: Any, mat2: Any, /, *, beta: Any = 1, alpha: Any = 1,
     shape = _matmul_shape(op, _shape(mat1), _shape(mat2), ("mat1", "mat2"))
     if not _broadcasts_to(_shape(input), shape):
         raise ValueError(f"{op}: input (input.shape={_shape(input)}) must broadcast to the product's shape {shape}. Pass an input of that shape.")
-    _check_scalars(op, xp, xp.result_type(input.dtype, mat1.dtype, mat2.dtype), beta=beta, alpha=alpha)
+    beta, alpha = _check_scalars(op, xp, xp.result_type(input.dtype, mat1.dtype, mat2.dtype), beta=beta, alpha=alpha)
     layouts = (strided, layout_of(mat1), layout_of(mat2))
     return convert_result(_call(op, layouts, backend, xp, input, mat1, mat2, beta, alpha), layout, op)
 
@@ -424,7 +428,7 @@ def sampled_addmm(
             f"{op}: mat1 @ mat2 (shape {shape}) must broadcast to input's shape (input.shape={_shape(input)}). Give mat1 "
             "and mat2 the rows and columns of input."
         )
-    _check_scalars(op, xp, xp.result_type(input.dtype, mat1.dtype, mat2.dtype), beta=beta, alpha=alpha)
+    beta, alpha = _check_scalars(op, xp, xp.result_type(input.dtype, mat1.dtype, mat2.dtype), beta=beta, alpha=alpha)
     layouts = (input.layout, strided, strided)
     return convert_result(_call(op, layouts, backend, xp, input, mat1, mat2, beta, alpha), layout, op)
 
@@ -501,7 +505,7 @@ def sspaddmm(
     shape = (mat1.shape[0], mat2.shape[1])
     if _shape(input) != shape:
         raise ValueError(f"{op}: input must have the product's shape {shape} (input.shape={_shape(input)}). Pass an input of that shape.")
-    _check_scalars(op, xp, xp.result_type(input.dtype, mat1.dtype, mat2.dtype), beta=beta, alpha=alpha)
+    beta, alpha = _check_scalars(op, xp, xp.result_type(input.dtype, mat1.dtype, mat2.dtype), beta=beta, alpha=alpha)
     return convert_result(_call(op, (input.layout, mat1.layout, strided), backend, xp, input, mat1, mat2, beta, alpha), layout, op)
 
 
@@ -525,15 +529,18 @@ def tensordot(x1: Any, x2: Any, /, *, axes: int | tuple[Sequence[int], Sequence[
     op = "tensordot"
     backend, xp = _prepare(op, x1=x1, x2=x2)
     s1, s2 = _shape(x1), _shape(x2)
-    if isinstance(axes, int):
-        if not 0 <= axes <= min(len(s1), len(s2)):
-            raise ValueError(f"{op}: axes={axes} must lie in [0, {min(len(s1), len(s2))}] (x1.shape={s1}, x2.shape={s2}). Pass fewer axes.")
-        axes1, axes2 = tuple(range(len(s1) - axes, len(s1))), tuple(range(axes))
+    if not isinstance(axes, (tuple, list)):
+        count = integer_argument(op, "axes", axes, "Pass an int or two sequences of axes, e.g. axes=([1], [0]).")
+        if not 0 <= count <= min(len(s1), len(s2)):
+            raise ValueError(f"{op}: axes={count} must lie in [0, {min(len(s1), len(s2))}] (x1.shape={s1}, x2.shape={s2}). Pass fewer axes.")
+        axes1, axes2 = tuple(range(len(s1) - count, len(s1))), tuple(range(count))
     else:
-        if len(axes) != 2 or len(axes[0]) != len(axes[1]):
+        if len(axes) != 2 or _length(axes[0]) is None or _length(axes[0]) != _length(axes[1]):
             raise ValueError(f"{op}: axes must be an int or two sequences of equal length (axes={axes!r}). Pass e.g. axes=([1], [0]).")
-        axes1 = tuple(_axis(op, int(d), len(s1)) for d in axes[0])
-        axes2 = tuple(_axis(op, int(d), len(s2)) for d in axes[1])
+        # each axis by operator.index: int() would read 0.5 as axis 0
+        hint = "Pass integer axes, e.g. axes=([1], [0])."
+        axes1 = tuple(_axis(op, integer_argument(op, "axes", d, hint), len(s1)) for d in axes[0])
+        axes2 = tuple(_axis(op, integer_argument(op, "axes", d, hint), len(s2)) for d in axes[1])
         if len(set(axes1)) != len(axes1) or len(set(axes2)) != len(axes2):
             raise ValueError(f"{op}: an axis is repeated (axes={axes!r}). Name each axis once.")
     for d1, d2 in zip(axes1, axes2):
@@ -543,6 +550,16 @@ def tensordot(x1: Any, x2: Any, /, *, axes: int | tuple[Sequence[int], Sequence[
                 "dimensions of equal size."
             )
     return convert_result(_call(op, (layout_of(x1), layout_of(x2)), backend, xp, x1, x2, axes1, axes2), layout, op)
+
+
+def _length(axes: Any) -> int | None:
+    """The number of axes in ``axes``, None where it is no sequence (an int, a string, a 0-d array)."""
+    if isinstance(axes, str):
+        return None
+    try:
+        return len(axes)
+    except TypeError:
+        return None
 
 
 def _axis(op: str, axis: int, ndim: int) -> int:
@@ -568,6 +585,7 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, layout: Layout | None = None)
     op = "vecdot"
     backend, xp = _prepare(op, x1=x1, x2=x2)
     s1, s2 = _shape(x1), _shape(x2)
+    axis = integer_argument(op, "axis", axis, "Pass a negative axis such as -1.")
     if not s1 or not s2:
         raise ValueError(f"{op}: both operands need at least one dimension (x1.shape={s1}, x2.shape={s2}). Use xsparse.multiply for scalars.")
     full = _broadcast(op, "shapes", s1, s2)
@@ -642,8 +660,7 @@ def spsolve(A: Any, B: Any, /, *, left: bool = True, layout: Layout | None = Non
     if is_half_precision(A.dtype) or is_half_precision(B.dtype):
         # solved in float32 (or the wider dtype of the other operand), to that dtype's tolerance: SciPy's
         # SuperLU reads no bfloat16 ("Half precision" in docs/decisions.md)
-        work = xp.result_type(A.dtype, B.dtype)
-        work = xp.float32 if is_half_precision(work) else work
+        work = working_dtype(xp, xp.result_type(A.dtype, B.dtype))
         A, B = _as_dtype(A, work, xp), _as_dtype(B, work, xp)
     if not flag_argument(op, "left", left):
         # X A = B  <=>  A.mT X.mT = B.mT
@@ -652,6 +669,13 @@ def spsolve(A: Any, B: Any, /, *, left: bool = True, layout: Layout | None = Non
         x = _call(op, (layout_of(at), strided), backend, xp, at, bt)
         return convert_result(x if B.ndim == 1 else xp.matrix_transpose(x), layout, op)
     return convert_result(_call(op, (layout_of(A), strided), backend, xp, A, B), layout, op)
+
+
+def working_dtype(xp: Any, dtype: Any) -> Any:
+    """The dtype a solve or a decomposition of ``dtype`` computes in: float32 for float16 and bfloat16, which
+    no backend's factorizations take (NumPy's, torch's and JAX's dense routines, SciPy's SuperLU), and which
+    would leave an iterative method a tolerance of 0.1 or more; ``dtype`` otherwise."""
+    return xp.float32 if is_half_precision(dtype) else dtype
 
 
 # -- decompositions through products with the operand -------------------------------------------------
@@ -686,7 +710,8 @@ def _check_seed(op: str, seed: Any) -> Any:
 
 
 def _decomposition_dtype(op: str, xp: Any, A: Any, **others: Any) -> Any:
-    """The dtype the decomposition runs in: the promotion of the floating operands among ``A`` and ``others``.
+    """The dtype the decomposition runs in: the promotion of the floating operands among ``A`` and ``others``,
+    float32 for half precision (:func:`working_dtype`).
 
     Integer operands take that dtype rather than joining the promotion, so that the result does not depend
     on a backend's mixed-kind rules (NumPy widens float32 with int64, torch and the Array API do not)."""
@@ -698,7 +723,7 @@ def _decomposition_dtype(op: str, xp: Any, A: Any, **others: Any) -> Any:
             raise TypeError(f"{op}: {name} has a boolean dtype ({name}.dtype=bool). Convert it to a floating dtype first.")
         if xp.isdtype(x.dtype, ("real floating", "complex floating")):
             dtypes.append(x.dtype)
-    return xp.result_type(*dtypes)
+    return working_dtype(xp, xp.result_type(*dtypes))
 
 
 def _as_dtype(x: Any, dtype: Any, xp: Any) -> Any:
@@ -722,7 +747,8 @@ def svd_lowrank(
     Parameters
     ----------
     A
-        ``(M, N)``, sparse or strided, floating or complex.
+        ``(M, N)``, sparse or strided, floating or complex; float16 and bfloat16 are decomposed in
+        float32, and the factors are float32.
     q
         The rank of the approximation (default 6), at most ``min(M, N)``.
     niter
@@ -765,9 +791,10 @@ def svd_lowrank(
         if M.ndim > 2:
             raise ValueError(f"{op}: M must broadcast to A's shape without batch dimensions (M.shape={_shape(M)}, A.shape={_shape(A)}). Pass a 2-D M.")
         _broadcast(op, "shapes of A and M", _shape(A), _shape(M))
-        # one dtype for A and M, so that every backend computes (and returns) the same promotion
-        dtype = _decomposition_dtype(op, xp, A, M=M)
-        A, M = _as_dtype(A, dtype, xp), _as_dtype(M, dtype, xp)
+    # one dtype for A and M, so that every backend computes (and returns) the same promotion; float32 for
+    # half precision, which no backend's QR takes
+    dtype = _decomposition_dtype(op, xp, A, M=M)
+    A, M = _as_dtype(A, dtype, xp), _as_dtype(M, dtype, xp)
     return cast(tuple[Any, Any, Any], _convert_all(_call(op, (layout_of(A),), backend, xp, A, q, niter, M, seed), layout, op))
 
 
@@ -787,7 +814,8 @@ def pca_lowrank(
     Parameters
     ----------
     A
-        ``(M, N)``, sparse or strided.
+        ``(M, N)``, sparse or strided, floating or complex (half precision in float32, as for
+        :func:`svd_lowrank`).
     q
         The rank (default ``min(6, M, N)``).
     center
@@ -811,6 +839,7 @@ def pca_lowrank(
     seed = _check_seed(op, seed)
     if not 1 <= q <= min(A.shape):
         raise ValueError(f"{op}: q must lie in [1, min(A.shape)] (q={q}, A.shape={_shape(A)}). Ask for a smaller rank.")
+    A = _as_dtype(A, _decomposition_dtype(op, xp, A), xp)
     return cast(tuple[Any, Any, Any], _convert_all(_call(op, (layout_of(A),), backend, xp, A, q, flag_argument(op, "center", center), niter, seed), layout, op))
 
 
@@ -838,7 +867,7 @@ def lobpcg(
 
     ``A``, ``B`` and the preconditioner ``iK`` enter through products only, so they may be sparse in any
     layout. ``A``, ``B`` and ``iK`` are brought to one dtype (their floating dtypes promoted; an integer
-    operand takes the result) and ``X`` is cast to it.
+    operand takes the result; float16 and bfloat16 take float32) and ``X`` is cast to it.
 
     Parameters
     ----------

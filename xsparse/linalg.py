@@ -22,18 +22,19 @@ Strided arrays go to the backend's own ``linalg`` namespace. Sparse arrays:
 from __future__ import annotations
 
 import builtins
+import numbers
 from typing import Any, NamedTuple
 
 from . import dispatch
-from ._common import backend_of, flag_argument
+from ._common import backend_of, flag_argument, integer_argument, is_strided
 from ._conversion import matrix_transpose
 from ._elementwise import convert_result
-from ._linalg import check_promotion, matmul, tensordot, vecdot
+from ._linalg import _as_dtype, _broadcast, check_promotion, matmul, tensordot, vecdot, working_dtype
 from ._sorting import array_operand
 from .backends import Backend
 from .backends.array_api import linalg_ext as _generic_linalg_ext  # noqa: F401  (registers the generic kernels)
 from .formats import CompressedArray, Layout, SparseArray
-from .formats._invariants import is_half_precision
+from .formats._invariants import dtype_name, is_half_precision
 
 __all__ = [
     "cholesky",
@@ -122,11 +123,50 @@ class SVDResult(NamedTuple):
 _RESULTS: dict[str, type[tuple[Any, ...]]] = {"eigh": EighResult, "qr": QRResult, "slogdet": SlogdetResult, "svd": SVDResult}
 
 
+# the routines defined for square matrices only: the backends' own errors for others differ, and JAX's
+# cholesky and eigh of a 3 x 4 matrix fail on a broadcast inside
+_SQUARE = frozenset({"cholesky", "det", "eigh", "eigvalsh", "inv", "slogdet"})
+
+
+def _square(op: str, x: Any) -> None:
+    if x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"{op}: the matrices must be square (x.shape={tuple(x.shape)}). Pass square matrices.")
+
+
+def _widened(xp: Any, x: Any) -> Any:
+    """The dense ``x``, float16 and bfloat16 made float32: no backend's dense factorizations take them
+    ("Half precision" in docs/decisions.md)."""
+    d = _dense(x)
+    dtype = working_dtype(xp, d.dtype)
+    return d if dtype == d.dtype else xp.astype(d, dtype)
+
+
+def _rtol(op: str, x: Any, rtol: Any) -> Any:
+    """``rtol`` of pinv and matrix_rank: None, a real number, or an array that broadcasts against the
+    batch shape ``x.shape[:-2]`` (a sparse one is read densely, the size of the result)."""
+    if rtol is None:
+        return None
+    if isinstance(rtol, numbers.Real) and not isinstance(rtol, bool):
+        return float(rtol)
+    if not isinstance(rtol, SparseArray) and not is_strided(rtol, op):
+        raise TypeError(f"{op}: rtol must be None, a real number or an array, got {type(rtol).__name__} (rtol={rtol!r}). Pass e.g. rtol=1e-8.")
+    batch, shape = tuple(x.shape[:-2]), tuple(rtol.shape)
+    if len(shape) > len(batch) or not all(r in (1, b) for r, b in zip(shape[::-1], batch[::-1])):
+        raise ValueError(
+            f"{op}: rtol must broadcast against the batch shape of x (rtol.shape={shape}, x.shape={tuple(x.shape)}). "
+            "Pass one tolerance per matrix, or a scalar."
+        )
+    return _dense(rtol)
+
+
 def _factorization(op: str, x: Any, *args: Any, **kwargs: Any) -> Any:
     _, xp = _matrix(op, x)
-    # an array ``rtol`` (pinv, matrix_rank) broadcasts against the result: a sparse one is read densely too
-    kwargs = {k: _dense(v) for k, v in kwargs.items()}
-    result = _as_array(xp, getattr(xp.linalg, op)(_dense(x), *args, **kwargs))
+    _floating(op, xp, x)
+    if op in _SQUARE:
+        _square(op, x)
+    if "rtol" in kwargs:
+        kwargs["rtol"] = _rtol(op, x, kwargs["rtol"])
+    result = _as_array(xp, getattr(xp.linalg, op)(_widened(xp, x), *args, **kwargs))
     return _RESULTS[op](*result) if op in _RESULTS else result
 
 
@@ -145,7 +185,7 @@ def cholesky(x: Any, /, *, upper: bool = False) -> Any:
     >>> xs.linalg.cholesky(xs.asarray([[4.0, 0.0], [0.0, 9.0]], layout=xs.sparse_csr)).tolist()
     [[2.0, 0.0], [0.0, 3.0]]
     """
-    return _factorization("cholesky", x, upper=upper)
+    return _factorization("cholesky", x, upper=flag_argument("cholesky", "upper", upper))
 
 
 def det(x: Any, /) -> Any:
@@ -239,6 +279,8 @@ def qr(x: Any, /, *, mode: str = "reduced") -> Any:
     >>> abs(q).tolist(), abs(r).tolist()
     ([[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 1.0]])
     """
+    if mode not in ("reduced", "complete"):
+        raise ValueError(f"qr: mode must be 'reduced' or 'complete' (mode={mode!r}). Pick one of them.")
     return _factorization("qr", x, mode=mode)
 
 
@@ -267,7 +309,7 @@ def svd(x: Any, /, *, full_matrices: bool = True) -> Any:
     >>> xs.linalg.svd(np.asarray([[3.0, 0.0], [0.0, 4.0]])).S.tolist()
     [4.0, 3.0]
     """
-    return _factorization("svd", x, full_matrices=full_matrices)
+    return _factorization("svd", x, full_matrices=flag_argument("svd", "full_matrices", full_matrices))
 
 
 def svdvals(x: Any, /) -> Any:
@@ -286,12 +328,12 @@ def svdvals(x: Any, /) -> Any:
 def solve(x1: Any, x2: Any, /) -> Any:
     """Solve ``x1 @ X = x2``; the result is strided.
 
-    A 2-D sparse ``x1`` (with no dense dimension) and an ``x2`` of shape ``(M,)`` or ``(M, K)``, both
-    floating or complex, are solved by :func:`xsparse.spsolve` (a sparse LU; a sparse ``x2`` is read as
-    its dense matrix, the size of the result; the dtypes promote). A batch of sparse matrices, a hybrid
-    or integer ``x1`` are solved by the backend's dense ``solve`` on the dense matrices (the result is
-    strided by definition). Half-precision systems are solved in float32 on every route, and the
-    result is float32 (as :func:`xsparse.spsolve` does).
+    A 2-D sparse ``x1`` (with no dense dimension) and an ``x2`` of shape ``(M,)`` or ``(M, K)`` are
+    solved by :func:`xsparse.spsolve` (a sparse LU; a sparse ``x2`` is read as its dense matrix, the size
+    of the result; the dtypes promote). A batch of sparse matrices or a hybrid ``x1`` are solved by the
+    backend's dense ``solve`` on the dense matrices (the result is strided by definition). At least one
+    operand must be floating or complex; an integer one takes the other's dtype. Half-precision systems
+    are solved in float32 on every route, and the result is float32 (as :func:`xsparse.spsolve` does).
 
     Examples
     --------
@@ -316,10 +358,18 @@ def solve(x1: Any, x2: Any, /) -> Any:
             f"{op}: x1 must hold square matrices and x2 a right-hand side of as many rows, of shape (..., M) or (..., M, K) "
             f"(x1.shape={tuple(x1.shape)}, x2.shape={tuple(x2.shape)}). Pass a system whose sizes agree."
         )
-    sparse_system = (
-        isinstance(x1, SparseArray) and x1.ndim == 2 and x1.dense_dim() == 0 and x2.ndim in (1, 2)
-        and xp.isdtype(x1.dtype, _FLOATING) and xp.isdtype(x2.dtype, _FLOATING) and x1.shape[0] == x1.shape[1] == x2.shape[0]
-    )  # fmt: skip
+    _numeric(op, xp, x1, x2)
+    floating = [x.dtype for x in (x1, x2) if xp.isdtype(x.dtype, _FLOATING)]
+    if not floating:
+        raise TypeError(
+            f"{op}: x1 or x2 must have a floating-point dtype (x1.dtype={dtype_name(x1.dtype)}, x2.dtype={dtype_name(x2.dtype)}). "
+            "Cast the system first, e.g. xsparse.astype(x1, 'float64')."
+        )
+    if len(floating) == 1:
+        # the integer operand takes the other's dtype: the result does not depend on a backend's mixed-kind
+        # rules (array_api_strict promotes no integer with a float, torch's dense solve takes no integers)
+        x1, x2 = (_as_dtype(x, floating[0], xp) for x in (x1, x2))
+    sparse_system = isinstance(x1, SparseArray) and x1.ndim == 2 and x1.dense_dim() == 0 and x2.ndim in (1, 2)
     if sparse_system:
         from ._linalg import spsolve
 
@@ -342,7 +392,7 @@ def matrix_power(x: Any, n: int, /) -> Any:
 
     A sparse ``x`` with ``n >= 0`` stays sparse in its layout (products of sparse matrices need fill
     value 0); ``n < 0`` is a power of the inverse, a dense matrix: it is computed on the dense matrix and
-    is strided.
+    is strided, for a floating ``x`` (float16 and bfloat16 in float32, as :func:`inv`).
 
     Examples
     --------
@@ -353,14 +403,16 @@ def matrix_power(x: Any, n: int, /) -> Any:
     """
     op = "matrix_power"
     backend, xp = _matrix(op, x)
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"{op}: n must be an int (n={n!r}). Pass an integer power.")
-    if x.shape[-1] != x.shape[-2]:
-        raise ValueError(f"{op}: the matrices must be square (x.shape={tuple(x.shape)}). Pass square matrices.")
+    n = integer_argument(op, "n", n, "Pass an integer power.")
+    _square(op, x)
+    if n < 0:
+        # a power of the inverse: floating matrices only, and half precision in float32, as inv
+        _floating(op, xp, x)
+        return xp.linalg.matrix_power(_widened(xp, x), n)
     if not isinstance(x, SparseArray):
         return xp.linalg.matrix_power(x, n)
-    if n < 0:
-        return xp.linalg.matrix_power(_dense(x), n)
+    if x.dtype == xp.bool:
+        raise TypeError(f"{op}: x has a boolean dtype (x.dtype=bool); powers are products, defined for numeric dtypes. Cast it first.")
     if n == 0:
         from ._creation import eye
         from ._shape import broadcast_to
@@ -395,8 +447,7 @@ def diagonal(x: Any, /, *, offset: int = 0, layout: Layout | None = None) -> Any
     """
     op = "diagonal"
     backend, xp = _matrix(op, x)
-    if isinstance(offset, bool) or not isinstance(offset, int):
-        raise TypeError(f"{op}: offset must be an int (offset={offset!r}). Pass an integer offset.")
+    offset = integer_argument(op, "offset", offset, "Pass an integer offset.")
     if not isinstance(x, SparseArray):
         return convert_result(xp.linalg.diagonal(x, offset=offset), layout, op)
     return convert_result(dispatch.call(op, (x.layout,), backend.name, xp, x, offset), layout, op)
@@ -414,6 +465,7 @@ def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
     """
     op = "trace"
     _, xp = _matrix(op, x)
+    offset = integer_argument(op, "offset", offset, "Pass an integer offset.")
     if not isinstance(x, SparseArray):
         return _as_array(xp, xp.linalg.trace(x, offset=offset, dtype=dtype))
     from ._reduction import sum as _sum
@@ -442,8 +494,10 @@ def vector_norm(x: Any, /, *, axis: int | tuple[int, ...] | None = None, keepdim
     op = "vector_norm"
     backend, xp = array_operand(op, x)
     _floating(op, xp, x)
-    if isinstance(ord, bool) or not isinstance(ord, (int, float)):
+    if isinstance(ord, bool) or not isinstance(ord, numbers.Real):
         raise TypeError(f"{op}: ord must be a number (ord={ord!r}). Pass an int, a float, inf or -inf.")
+    # NumPy's and torch's scalars as Python's (the kernels compare ord with 1, 2, inf)
+    ord = int(ord) if isinstance(ord, numbers.Integral) else float(ord)
     if not isinstance(x, SparseArray):
         return _as_array(xp, xp.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord))
     from ._reduction import _axes
@@ -472,10 +526,18 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: int | float | str | N
         ord = "fro"
     if ord not in ("fro", "nuc", 1, -1, 2, -2, _INF, -_INF):
         raise ValueError(f"{op}: ord must be one of 'fro', 'nuc', 1, -1, 2, -2, inf, -inf (ord={ord!r}). Pass one of them.")
+    if ord in (-1, -_INF) and x.shape[-1 if ord == -1 else -2] == 0:
+        # the smallest of no column (row) sums is undefined: NumPy raises its own ValueError, torch an IndexError
+        raise ValueError(
+            f"{op}: ord={ord} is the smallest {'column' if ord == -1 else 'row'} sum, and the matrices have none "
+            f"(x.shape={tuple(x.shape)}). Pass matrices with {'columns' if ord == -1 else 'rows'}, or another ord."
+        )
     if not isinstance(x, SparseArray):
         return _as_array(xp, xp.linalg.matrix_norm(x, keepdims=keepdims, ord=ord))
     if ord in ("nuc", 2, -2):
-        return _as_array(xp, xp.linalg.matrix_norm(_dense(x), keepdims=keepdims, ord=ord))
+        norm = xp.linalg.matrix_norm(_widened(xp, x), keepdims=flag_argument(op, "keepdims", keepdims), ord=ord)
+        # half precision: singular values in float32, the norm cast back as the other orders' reductions are
+        return _as_array(xp, xp.astype(norm, x.dtype) if is_half_precision(x.dtype) else norm)
     return _as_array(xp, dispatch.call(op, (x.layout,), backend.name, xp, x, flag_argument(op, "keepdims", keepdims), ord))
 
 
@@ -503,6 +565,7 @@ def outer(x1: Any, x2: Any, /) -> Any:
         raise ValueError(f"{op}: both operands must be 1-D (x1.shape={tuple(x1.shape)}, x2.shape={tuple(x2.shape)}). Flatten them first.")
     if not isinstance(x1, SparseArray) and not isinstance(x2, SparseArray):
         return xp.linalg.outer(x1, x2)
+    _numeric(op, xp, x1, x2)
     from ._dtypes import result_type
     from ._indexing import astype
     from ._shape import reshape
@@ -511,6 +574,13 @@ def outer(x1: Any, x2: Any, /) -> Any:
     dt = result_type(x1, x2)
     x1, x2 = (x if x.dtype == dt else astype(x, dt) for x in (x1, x2))
     return matmul(reshape(x1, (x1.shape[0], 1)), reshape(x2, (1, x2.shape[0])))
+
+
+def _numeric(op: str, xp: Any, x1: Any, x2: Any) -> None:
+    """Refuse boolean operands by ``op``'s name (the sparse products that compute it would name themselves)."""
+    for name, x in (("x1", x1), ("x2", x2)):
+        if x.dtype == xp.bool:
+            raise TypeError(f"{op}: {name} has a boolean dtype ({name}.dtype=bool); {op} is defined for numeric dtypes. Cast it first.")
 
 
 def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
@@ -530,6 +600,7 @@ def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     array_operand(op, x2)
     backend = backend_of(x1, x2, op=op)
     xp = backend.load()
+    axis = integer_argument(op, "axis", axis, "Pass a negative axis such as -1.")
     ndim = builtins.max(x1.ndim, x2.ndim)
     if not -builtins.min(x1.ndim, x2.ndim) <= axis <= -1:
         raise ValueError(
@@ -540,6 +611,8 @@ def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
         raise ValueError(f"{op}: the vectors along axis {axis} must have 3 elements (x1.shape={tuple(x1.shape)}, x2.shape={tuple(x2.shape)}). Pass 3-vectors.")
     if not isinstance(x1, SparseArray) and not isinstance(x2, SparseArray):
         return xp.linalg.cross(x1, x2, axis=axis)
+    _numeric(op, xp, x1, x2)
+    _broadcast(op, "shapes", tuple(x1.shape), tuple(x2.shape))
     from ._elementwise import multiply, subtract
     from ._indexing import take
     from ._shape import concat

@@ -129,5 +129,9 @@ def _matrix_norm_sparse(xp: Any, a: SparseArray, keepdims: bool, ord: Any) -> An
     # 1: the largest column sum; inf: the largest row sum; negative: the smallest
     summed = -2 if ord in (1, -1) else -1
     sums = red.sum(mag, axis=summed, keepdims=keepdims)
+    axis = -2 if (keepdims and summed == -1) else -1
+    if ord in (1, float("inf")) and not sums.shape[axis]:
+        # the largest of no sums (no columns for 1, no rows for inf): 0, as NumPy's and torch's (max would raise)
+        return red.sum(sums, axis=axis, keepdims=keepdims)
     pick = red.max if ord in (1, float("inf")) else red.min
-    return pick(sums, axis=-2 if (keepdims and summed == -1) else -1, keepdims=keepdims)
+    return pick(sums, axis=axis, keepdims=keepdims)
