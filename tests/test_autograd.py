@@ -263,6 +263,28 @@ def test_dense_to_sparse_coo_gradient() -> None:
     assert_same_grads(lambda d: xs.to_dense(xs.to_sparse_coo(d)), lambda d: d.to_sparse().to_dense(), x)
 
 
+SHAPE_OPS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
+    "broadcast_to": (lambda x: xs.broadcast_to(x, (3, 4, 6)), lambda d: torch.broadcast_to(d, (3, 4, 6))),
+    "permute_dims": (lambda x: xs.permute_dims(x, (1, 0)), lambda d: d.permute(1, 0)),
+    "flip": (lambda x: xs.flip(x, axis=1), lambda d: d.flip(1)),
+    "roll": (lambda x: xs.roll(x, 1, axis=1), lambda d: d.roll(1, 1)),
+    "tile": (lambda x: xs.tile(x, (2, 1)), lambda d: d.tile(2, 1)),
+    "concat": (lambda x: xs.concat([x, x], axis=1), lambda d: torch.cat([d, d], 1)),
+    "stack": (lambda x: xs.stack([x, x]), lambda d: torch.stack([d, d])),
+}
+
+
+@pytest.mark.parametrize("layout", SPARSE, ids=str)
+@pytest.mark.parametrize("op", list(SHAPE_OPS))
+def test_shape_functions_gradient(layout: xs.Layout, op: str) -> None:
+    """The shape functions pass gradients to the values, without a warning (the suite turns warnings into
+    errors): broadcast_to of a compressed array copied its components with torch's asarray(copy=True),
+    which warns about the values' autograd flag."""
+    a = sparse(layout)
+    fn, dense_fn = SHAPE_OPS[op]
+    assert_same_grads(lambda v: xs.to_dense(fn(rebuild(a, v))), lambda v: dense_fn(torch_dense(a, v)), leaf(a))
+
+
 @pytest.mark.parametrize("layout", SPARSE, ids=str)
 @pytest.mark.parametrize("op", ["multiply", "add", "subtract"])
 def test_elementwise_sparse_sparse_gradient(layout: xs.Layout, op: str) -> None:

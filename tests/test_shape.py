@@ -492,6 +492,25 @@ def test_index_dtype_widens_when_int32_cannot_address(backend: str, xp: Any) -> 
     assert dtype_name(r.index_dtype) == "int64" and int(r._indices()[0, 0]) == 1
 
 
+@pytest.mark.parametrize("layout", [xs.sparse_csr, xs.sparse_csc], ids=str)
+def test_compressed_tile_and_repeat_widen_int32_indices(backend: str, xp: Any, layout: xs.Layout) -> None:
+    """tile and repeat along a sparse dimension recompress a larger array: int32 indices widen to int64 where
+    they cannot address it, as for every shape function (they raised invariant 1.3, naming no operation)."""
+    n = 2**30
+    coo = xs.sparse_coo_array(xp.asarray(np.asarray([[0, 1], [5, n - 1]], dtype=np.int32)), xp.asarray([1.0, 2.0]), (2, n))
+    axis = 1 if layout is xs.sparse_csr else 0
+    if axis == 0:
+        coo = xs.permute_dims(coo, (1, 0))
+    a = xs.to_sparse(coo, layout=layout, index_dtype="int32")
+    big = 4 * n
+    for r in (xs.tile(a, (1, 4) if axis else (4, 1)), xs.repeat(a, 4, axis=axis)):
+        assert r.layout is layout and r.shape[axis] == big and r.nnz == 8
+        assert dtype_name(r.index_dtype) == "int64"
+        check_invariants(r)
+    rows, cols = (r.crow_indices(), r.col_indices()) if axis else (r.ccol_indices(), r.row_indices())
+    assert to_numpy(rows).tolist() == [0, 4, 8] and to_numpy(cols).tolist() == [20, 21, 22, 23, big - 4, big - 3, big - 2, big - 1]
+
+
 # -- 4. rewrites through COO --------------------------------------------------------------------------
 
 
@@ -663,12 +682,41 @@ def test_concat_fill_values(backend: str, xp: Any) -> None:
     assert joined.fill_value != joined.fill_value and joined.nnz == 2
 
 
+def test_concat_of_the_two_signed_zero_fill_values(backend: str, xp: Any) -> None:
+    """+0.0 and -0.0 are two fill values: joining them was taken as one fill value, and the unspecified
+    -0.0 elements of the second operand came back as +0.0."""
+    plus = xs.to_sparse_coo(xp.asarray([1.0, 0.0], dtype=xp.float64))
+    minus = xs.to_sparse_coo(xp.asarray([2.0, -0.0], dtype=xp.float64), fill_value=-0.0)
+    with pytest.raises(xs.DensificationError, match=r"^concat: the sparse operands have different fill values \(fill_values=\[0\.0, -0\.0\]\)"):
+        xs.concat([plus, minus])
+    row = xs.to_sparse_csr(xp.asarray([[2.0, -0.0]], dtype=xp.float64), fill_value=-0.0)
+    with pytest.raises(xs.DensificationError, match=r"^concat: the sparse operands have different fill values \(fill_values=\[-0\.0, 0\.0\]\)"):
+        xs.stack([row, xs.to_sparse_csr(xp.asarray([[1.0, 0.0]], dtype=xp.float64))])
+    dense = xs.concat([plus, minus], layout=xs.strided)
+    assert_sparse_equal(dense, xp.asarray([1.0, 0.0, 2.0, -0.0], dtype=xp.float64))
+    both = xs.concat([row, row], axis=1)
+    assert math.copysign(1.0, both.fill_value) < 0
+    assert_sparse_equal(both, xp.asarray([[2.0, -0.0, 2.0, -0.0]], dtype=xp.float64))
+
+
 def test_concat_promotes_dtypes(backend: str, xp: Any) -> None:
     a = xs.to_sparse_coo(xp.asarray(np.asarray([0, 3], dtype=np.int32)), fill_value=0)
     b = xs.to_sparse_coo(xp.asarray(np.asarray([5, 0], dtype=np.int64)))
     r = xs.concat([a, b])
     assert dtype_name(r.dtype) == "int64" and type(r.fill_value) is int
     assert to_numpy(xs.to_dense(r)).tolist() == [0, 3, 5, 0]
+
+
+def test_concat_of_kinds_the_standard_does_not_promote(backend: str, xp: Any) -> None:
+    """A float and an integer operand: NumPy and torch promote them, as their dense concat does; on
+    array-api-strict the error is xsparse's (it was array-api-strict's own message)."""
+    a = xs.to_sparse_coo(xp.asarray([0.0, 1.0], dtype=xp.float32))
+    b = xp.asarray([2, 0], dtype=xp.int64)
+    if backend == "array_api_strict":
+        with pytest.raises(TypeError, match=r"^result_type: the Array API defines no promotion of float32 with int64 \(dtypes=\(float32, int64\)\)\. Cast one"):
+            xs.concat([a, b])
+        return
+    assert_sparse_equal(xs.concat([a, b]), xp.concat([xs.to_dense(a), b]))
 
 
 def test_concat_batches_must_match(backend: str, xp: Any) -> None:
@@ -1053,8 +1101,14 @@ ERRORS: list[tuple[str, Callable[[], Any], type[BaseException], str]] = [
     ("axis-twice", lambda: xs.flip(_coo(), axis=(0, -2)), ValueError, r"^flip: axis names a dimension twice \(axis=\(0, -2\), ndim=2\)\. Name each dimension once\.$"),
     ("permute-short", lambda: xs.permute_dims(_coo(), (0,)), ValueError,
      r"^permute_dims: axes must name each of the 2 dimensions once \(axes=\(0,\), ndim=2\)\. Pass a permutation of range\(ndim\)\.$"),
+    # an int for a 2-D array: the message read tuple(axes), a raw TypeError
+    ("permute-int", lambda: xs.permute_dims(_coo(), 0), ValueError,
+     r"^permute_dims: axes must name each of the 2 dimensions once \(axes=0, ndim=2\)\. Pass a permutation of range\(ndim\)\.$"),
     ("moveaxis-lengths", lambda: xs.moveaxis(_coo(), (0, 1), 0), ValueError,
      r"^moveaxis: source and destination must name as many dimensions \(source=\(0, 1\), destination=0\)\. Pass one destination per source\.$"),
+    # a strided array had array-api-compat's message, without the operation's name
+    ("matrix-transpose-strided-1d", lambda: xs.matrix_transpose(np.ones(3)), ValueError,
+     r"^matrix_transpose: the array must have at least 2 dimensions, got shape \(3,\)\. Add a dimension first"),
     ("transpose-range", lambda: _coo().transpose(0, 2), IndexError, r"^transpose: dim1 is out of range .*\(dim1=2, ndim=2\)"),
     ("reshape-two-unknown", lambda: xs.reshape(_coo(), (-1, -1)), ValueError,
      r"^reshape: shape may hold one -1 and otherwise non-negative sizes \(shape=\(-1, -1\)\)\. Fix the sizes\.$"),
@@ -1065,6 +1119,11 @@ ERRORS: list[tuple[str, Callable[[], Any], type[BaseException], str]] = [
      r"^reshape: cannot reshape an array of shape \(2, 3\) into shape \(4, -1\) \(size=6\)\. Keep the number of elements\.$"),
     ("reshape-size", lambda: xs.reshape(_coo(), (4, 2)), ValueError, r"^reshape: cannot reshape an array of shape \(2, 3\) into shape \(4, 2\)"),
     ("reshape-shape-type", lambda: xs.reshape(_coo(), (2.0, 3)), TypeError, r"^reshape: shape must be a tuple of integers \(shape=\(2\.0, 3\)\)\. Pass sizes as ints\.$"),
+    # a 1-D array has __index__, which raised NumPy's own TypeError
+    ("reshape-shape-array", lambda: xs.reshape(_coo(), np.asarray([6])), TypeError,
+     r"^reshape: shape must be a tuple of integers \(shape=array\(\[6\]\)\)\. Pass sizes as ints\.$"),
+    ("broadcast-shape-array", lambda: xs.broadcast_to(_csr(), np.asarray([2, 2])), TypeError,
+     r"^broadcast_to: shape must be a tuple of integers \(shape=array\(\[2, 2\]\)\)\. Pass sizes as ints\.$"),
     ("reshape-copy-type", lambda: xs.reshape(_coo(), (3, 2), copy="no"), TypeError, r"^reshape: copy must be True, False or None \(copy='no'\)\. Pass a bool or None\.$"),
     ("reshape-coo-no-view", lambda: xs.reshape(_coo(), (3, 2), copy=False), ValueError,
      r"^reshape: a reshape of the sparse dimensions of a sparse_coo array builds new indices, so it cannot return a view "
@@ -1103,6 +1162,14 @@ ERRORS: list[tuple[str, Callable[[], Any], type[BaseException], str]] = [
      r"\(3, 4\) \(shape=\(4, 3, 4\), dense_dim=0, blocksize=\(2, 1\)\)\. Pass layout=xsparse\.sparse_coo"),
     ("concat-align-overflow", lambda: xs.concat([xs.sparse_coo_array([[0], [0]], [[1.0]], (2**40, 2**40, 1))] * 2, axis=2), ValueError,
      r"^concat: the sparse dimensions \(1099511627776, 1099511627776\) have more positions than int64 can number"),
+    # the layout was read (layout.is_blocked) before convert_result checked it: a raw AttributeError
+    ("concat-layout-type", lambda: xs.concat([_csr(), _csr()], layout="csr"), TypeError,
+     r"^concat: layout must be an xsparse layout or None \(layout='csr'\)\. Pass e\.g\. xsparse\.sparse_csr"),
+    ("vstack-layout-type", lambda: xs.vstack([_coo(), _coo()], layout=1), TypeError, r"^concat: layout must be an xsparse layout or None \(layout=1\)"),
+    ("stack-layout-type", lambda: xs.stack([_coo(), _coo()], layout="coo"), TypeError, r"^stack: layout must be an xsparse layout or None \(layout='coo'\)"),
+    ("unstack-layout-type", lambda: xs.unstack(_coo(), layout="coo"), TypeError, r"^unstack: layout must be an xsparse layout or None \(layout='coo'\)"),
+    ("broadcast-arrays-layout-type", lambda: xs.broadcast_arrays(_coo(), layout="coo"), TypeError,
+     r"^broadcast_arrays: layout must be an xsparse layout or None \(layout='coo'\)"),
     ("stack-shapes", lambda: xs.stack([_coo(), _csr()]), ValueError,
      r"^stack: the arrays must have one shape \(shapes=\[\(2, 3\), \(2, 2\)\]\)\. Make the shapes equal\.$"),
     ("hstack-not-list", lambda: xs.hstack(_coo()), TypeError, r"^hstack: expected a list or tuple of arrays"),
@@ -1123,6 +1190,10 @@ ERRORS: list[tuple[str, Callable[[], Any], type[BaseException], str]] = [
     ("tile-negative", lambda: xs.tile(_coo(), (1, -1)), ValueError, r"^tile: repetitions must be non-negative \(repetitions=\(1, -1\)\)\. Pass counts >= 0\.$"),
     ("repeat-negative", lambda: xs.repeat(_coo(), -1, axis=0), ValueError, r"^repeat: repeats must be non-negative \(repeats=-1\)\. Pass a count >= 0\.$"),
     ("repeat-type", lambda: xs.repeat(_coo(), 1.0, axis=0), TypeError, r"^repeat: repeats must be an integer, got float \(repeats=1\.0\)\. Pass an integer\.$"),
+    ("repeat-0d-float", lambda: xs.repeat(_coo(), np.asarray(2.0), axis=0), TypeError,
+     r"^repeat: repeats must be an integer, got ndarray \(repeats=array\(2\.\)\)\. Pass an integer\.$"),
+    ("repeat-0d-negative", lambda: xs.repeat(_coo(), np.asarray(-1), axis=0), ValueError,
+     r"^repeat: repeats must be non-negative \(repeats=-1\)\. Pass a count >= 0\.$"),
     ("repeat-array-shape", lambda: xs.repeat(_coo(), np.ones((2, 2), dtype=np.int64), axis=0), TypeError,
      r"^repeat: repeats must be an int or a 1-D integer array \(shape=\(2, 2\), dtype=int64\)\. Pass one count"),
     ("repeat-array-length", lambda: xs.repeat(_coo(), np.ones(3, dtype=np.int64), axis=0), ValueError,
@@ -1165,6 +1236,37 @@ def test_repeat_reads_sparse_counts_as_counts(xp: Any, layout: xs.Layout, index_
         assert_sparse_equal(xs.repeat(x, sparse_counts, axis=1, layout=xs.sparse_coo), expected)
     # a 0-d sparse count is an integer
     assert_sparse_equal(xs.repeat(x, xs.to_sparse_coo(xp.asarray(2)), axis=0, layout=xs.sparse_coo), xp.repeat(dense, 2, axis=0))
+
+
+def test_repeat_reads_a_0d_count_as_an_int(backend: str, xp: Any, layout: xs.Layout) -> None:
+    """A 0-d integer array (a NumPy integer among them) is one count, as for NumPy and torch and as a 0-d
+    sparse count is; it was refused as not 1-D."""
+    dense = xp.asarray([[1.0, 0.0, 2.0, 0.0], [0.0, 3.0, 0.0, 0.0]], dtype=xp.float64)
+    x = xs.to_sparse(dense, layout=layout, blocksize=(2, 2) if layout.is_blocked else None)
+    counts = [xp.asarray(2)] + ([np.int64(2)] if backend == "numpy" else [])
+    for count in counts:
+        assert_sparse_equal(xs.repeat(x, count, axis=1), xp.repeat(dense, 2, axis=1))
+        assert_sparse_equal(xs.repeat(x, count), xp.repeat(dense, 2))
+
+
+def test_concat_in_a_layout_without_a_join_kernel() -> None:
+    """A semi-structured first operand (or layout=) has no join kernel: the error names concat and says which
+    layout to pass, where the conversion of the operands to it failed with to_sparse's message."""
+    d = np.tile(np.asarray([0, 3, 0, 1], dtype=np.float16), (64, 16))
+    w, c = xs.to_sparse_semi_structured(d), xs.to_sparse_csr(d)
+    for call, layouts, layout in (
+        (lambda: xs.concat([w, c]), r"\['sparse_semi_structured', 'sparse_csr'\]", "None"),
+        (lambda: xs.concat([c, c], axis=1, layout=xs.sparse_semi_structured), r"\['sparse_csr', 'sparse_csr'\]", "sparse_semi_structured"),
+    ):
+        with pytest.raises(
+            xs.NoKernelError,
+            match=rf"^concat: no kernel joins sparse_semi_structured arrays on backend 'numpy' \(layouts={layouts}, layout={layout}\)\. "
+            r"Pass a layout to join in, e\.g\. layout=xsparse\.sparse_csr, or convert the operands first\.$",
+        ):
+            call()
+    r = xs.concat([w, c], layout=xs.sparse_csr)
+    assert r.layout is xs.sparse_csr
+    assert_sparse_equal(r, np.concatenate([d, d]))
 
 
 @pytest.mark.parametrize("layout", [xs.sparse_coo, xs.sparse_csr, xs.sparse_bsr])

@@ -355,10 +355,10 @@ def matrix_transpose(x: Any, /) -> Any:
     """
     if not isinstance(x, SparseArray):
         _check_array("matrix_transpose", x)
-        xp = backend_of_array(x).namespace()
-        return xp.matrix_transpose(x)
     if x.ndim < 2:
-        raise ValueError(f"matrix_transpose: the array must have at least 2 dimensions, got shape {x.shape}. Add a dimension first, or use the array as it is.")
+        raise ValueError(f"matrix_transpose: the array must have at least 2 dimensions, got shape {tuple(x.shape)}. Add a dimension first, or use the array as it is.")
+    if not isinstance(x, SparseArray):
+        return backend_of_array(x).namespace().matrix_transpose(x)
     xp = x._xp
     if isinstance(x, SemiStructuredArray):
         # a flag, as torch keeps it: the transpose of a row pattern is not a row pattern

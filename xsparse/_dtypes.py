@@ -189,10 +189,11 @@ def result_type(*arrays_and_dtypes: Any) -> Any:
     # library, and array-api-strict refuses what NumPy and torch accept.
     try:
         return xp.result_type(*args)
-    except RuntimeError:
+    except (RuntimeError, TypeError):
         # torch refuses every promotion that involves uint16, uint32 or uint64 ("limited support"
         # dtypes); the standard's table defines them, so the dtypes are promoted here by name and the
-        # backend only mixes in the Python scalars.
+        # backend only mixes in the Python scalars. array-api-strict refuses the pairs that the table
+        # leaves undefined (mixed kinds) in its own words: the table names them in xsparse's.
         dtypes = [a for a in args if not isinstance(a, (bool, int, float, complex))]
         scalars = [a for a in args if isinstance(a, (bool, int, float, complex))]
         name = dtype_name(dtypes[0])

@@ -107,6 +107,16 @@ __all__ = [
 ]
 
 
+def layout_argument(op: str, layout: Any) -> Layout | None:
+    """An operation's ``layout=`` argument, checked: an xsparse layout or None."""
+    if layout is not None and not isinstance(layout, Layout):
+        raise TypeError(
+            f"{op}: layout must be an xsparse layout or None (layout={layout!r}). Pass e.g. xsparse.sparse_csr or "
+            "xsparse.strided."
+        )
+    return layout
+
+
 def convert_result(result: Any, layout: Layout | None, op: str = "convert_result") -> Any:
     """Apply an operation's ``layout=`` argument to its result (and make a NumPy scalar a 0-d array)."""
     if isinstance(result, _np.generic):
@@ -114,11 +124,7 @@ def convert_result(result: Any, layout: Layout | None, op: str = "convert_result
         result = _np.asarray(result)
     if layout is None:
         return result
-    if not isinstance(layout, Layout):
-        raise TypeError(
-            f"{op}: layout must be an xsparse layout or None (layout={layout!r}). Pass e.g. xsparse.sparse_csr or "
-            "xsparse.strided."
-        )
+    layout_argument(op, layout)
     if layout is strided:
         return to_dense(result)
     if isinstance(result, SparseArray) and result.layout is layout:

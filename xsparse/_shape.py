@@ -25,11 +25,12 @@ from . import dispatch
 from ._common import backend_of, dtype_name, integer_argument, is_strided, scalar_for
 from ._conversion import layout_of, to_dense, to_sparse
 from ._dtypes import result_type
-from ._elementwise import convert_result, converting_for, operand, subtract
-from ._errors import DensificationError, LayoutError, SparseEfficiencyWarning
+from ._elementwise import convert_result, converting_for, layout_argument, operand, subtract
+from ._errors import DensificationError, LayoutError, NoKernelError, SparseEfficiencyWarning
 from ._indexing import getitem
 from .backends import Backend
 from .backends.array_api import shape as _generic_shape  # noqa: F401  (registers the kernels)
+from .backends.array_api.conversion import same_fill
 from .backends.array_api.elementwise import broadcast_shapes as _broadcast_shapes
 from .formats import COOArray, CompressedArray, Layout, SparseArray, sparse_coo, strided
 
@@ -89,9 +90,13 @@ def _axes(op: str, axes: Any, ndim: int, *, name: str = "axis") -> tuple[int, ..
 
 def _shape_arg(op: str, shape: Any, *, name: str = "shape") -> tuple[int, ...]:
     items = (shape,) if not isinstance(shape, (tuple, list)) else tuple(shape)
-    if any(isinstance(s, bool) or not hasattr(s, "__index__") for s in items):
-        raise TypeError(f"{op}: {name} must be a tuple of integers ({name}={shape!r}). Pass sizes as ints.")
-    return tuple(operator.index(s) for s in items)
+    try:
+        if any(isinstance(s, bool) for s in items):
+            raise TypeError
+        # a 1-D array has __index__ too, and NumPy's raises from it: only a 0-d one is a size
+        return tuple(operator.index(s) for s in items)
+    except TypeError:
+        raise TypeError(f"{op}: {name} must be a tuple of integers ({name}={shape!r}). Pass sizes as ints.") from None
 
 
 def _dispatch(op: str, x: Any, *args: Any, layout: Layout | None) -> Any:
@@ -143,8 +148,8 @@ def permute_dims(x: Any, /, axes: Sequence[int], *, layout: Layout | None = None
     norm = _axes(op, axes, x.ndim, name="axes")
     if len(norm) != x.ndim:
         raise ValueError(
-            f"{op}: axes must name each of the {x.ndim} dimensions once (axes={tuple(axes)}, ndim={x.ndim}). Pass a "
-            "permutation of range(ndim)."
+            f"{op}: axes must name each of the {x.ndim} dimensions once (axes={tuple(axes) if isinstance(axes, list) else axes!r}, "
+            f"ndim={x.ndim}). Pass a permutation of range(ndim)."
         )
     return _dispatch(op, x, norm, layout=layout)
 
@@ -407,6 +412,7 @@ def broadcast_arrays(*arrays: Any, layout: Layout | None = None) -> list[Any]:
     (xsparse.sparse_coo, (2, 3), (2, 3))
     """
     op = "broadcast_arrays"
+    layout = layout_argument(op, layout)
     for a in arrays:
         _operand(op, a)
     if arrays:
@@ -519,7 +525,8 @@ def _repeats(op: str, xp: Any, x: Any, repeats: Any, size: int) -> Any:
     if isinstance(repeats, SparseArray) and repeats.ndim:
         # counts are consumed whole, as index arrays are: reading them densely is not densifying an operand
         repeats = to_dense(repeats)
-    if is_strided(repeats, op):
+    # a 0-d array (a NumPy integer among them) is one count, as a 0-d sparse one is
+    if is_strided(repeats, op) and repeats.ndim:
         if repeats.ndim != 1 or not xp.isdtype(repeats.dtype, "integral"):
             raise TypeError(
                 f"{op}: repeats must be an int or a 1-D integer array (shape={tuple(repeats.shape)}, "
@@ -547,9 +554,9 @@ def repeat(x: Any, repeats: Any, /, *, axis: int | None = None, layout: Layout |
     x
         A strided (backend) array or an xsparse array.
     repeats
-        The number of repetitions of every element (an int), or of each element along ``axis`` (a 1-D
-        integer array of that length, or of length 1). A sparse array is read as the counts it holds
-        (densified: a count array is consumed whole, it is not a sparse operand).
+        The number of repetitions of every element (an int or a 0-d integer array), or of each element
+        along ``axis`` (a 1-D integer array of that length, or of length 1). A sparse array is read as
+        the counts it holds (densified: a count array is consumed whole, it is not a sparse operand).
     axis
         The axis; None flattens ``x`` first and gives a 1-D result.
     layout
@@ -604,6 +611,7 @@ def unstack(x: Any, /, *, axis: int = 0, layout: Layout | None = None) -> tuple[
     """
     op = "unstack"
     _operand(op, x)
+    layout = layout_argument(op, layout)
     ax = _axis(op, axis, x.ndim)
     lead = (slice(None),) * ax
     return tuple(getitem(x, (*lead, i), layout=layout) for i in range(x.shape[ax]))
@@ -686,10 +694,6 @@ def _arrays(op: str, arrays: Any) -> list[Any]:
     return list(arrays)
 
 
-def _same_fill(a: Any, b: Any) -> bool:
-    return bool(a == b) or (a != a and b != b)
-
-
 def _holds(layout: Layout, blocksize: tuple[int, int] | None, shape: tuple[int, ...], dense_dim: int) -> str | None:
     """Why a ``layout`` array (of ``blocksize``) cannot hold an array of ``shape`` whose last ``dense_dim``
     dimensions are dense, or None: a compressed one needs two sparse dimensions before the dense ones,
@@ -713,7 +717,8 @@ def _join_operands(
     split into sparse and dense dimensions. ``shape`` is the result's; ``explicit``: ``target`` was asked for."""
     sparse = [a for a in arrays if isinstance(a, SparseArray)]
     fills = [a.fill_value for a in sparse]
-    if not all(_same_fill(f, fills[0]) for f in fills):
+    # +0.0 and -0.0 are two fill values (docs/decisions.md, "Signed zeros")
+    if not all(same_fill(f, fills[0]) for f in fills):
         raise DensificationError(
             f"{op}: the sparse operands have different fill values (fill_values={fills}), which one sparse result cannot "
             "hold without storing every unspecified element of all but one. Give them one fill value (to_dense() and "
@@ -810,6 +815,7 @@ def concat(arrays: Sequence[Any], /, *, axis: int | None = 0, layout: Layout | N
     """
     op = "concat"
     items = _arrays(op, arrays)
+    layout = layout_argument(op, layout)
     backend = backend_of(*items, op=op)
     xp = backend.load()
     if axis is None:
@@ -841,6 +847,12 @@ def concat(arrays: Sequence[Any], /, *, axis: int | None = 0, layout: Layout | N
             f"explicitly, or a sparse layout such as layout=xsparse.{sparse[0].layout}."
         )
     target = layout if layout is not None else items[0].layout
+    if not dispatch.resolve(op, (target,), backend.name):
+        # the semi-structured layout: converting the operands to it first would fail with that conversion's error
+        raise NoKernelError(
+            f"{op}: no kernel joins {target} arrays on backend '{backend.name}' (layouts={[str(layout_of(a)) for a in items]}, "
+            f"layout={layout}). Pass a layout to join in, e.g. layout=xsparse.sparse_csr, or convert the operands first."
+        )
     shape = tuple(sum(a.shape[ax] for a in items) if d == ax else size for d, size in enumerate(items[0].shape))
     joined, operands = _join_operands(op, xp, items, target, shape, layout is not None)
     result = dispatch.call(op, (joined,), backend.name, xp, operands, ax)
@@ -869,6 +881,7 @@ def stack(arrays: Sequence[Any], /, *, axis: int = 0, layout: Layout | None = No
     """
     op = "stack"
     items = _arrays(op, arrays)
+    layout = layout_argument(op, layout)
     # checked here, so that a mismatch names this function, not the concat it runs
     backend_of(*items, op=op)
     shapes = {tuple(a.shape) for a in items}

@@ -204,6 +204,8 @@ def compress_like(xp: Any, c: COOArray, layout: Layout, blocksize: tuple[int, in
             f"(blocksize={blocksize}, shape={shape}). Index in whole blocks, or convert first with xsparse.to_sparse_csr(x) "
             "or xsparse.to_sparse_coo(x)."
         )
+    # a result larger than the input (tile, repeat, take) may need wider indices than the input's
+    index_dtype = wide_enough(xp, index_dtype, c.nnz, *shape[nb_dims : nb_dims + 2])
     if nb_dims == 0:
         # one matrix: the backend's fastest conversion
         from ..._conversion import to_sparse
@@ -647,7 +649,8 @@ def _broadcast_to_compressed(xp: Any, a: CompressedArray, shape: tuple[int, ...]
 
     def grow(x: Any, tail: tuple[int, ...]) -> Any:
         x = xp.reshape(x, (*lead, *x.shape))
-        return contiguous(a._backend, xp, xp.asarray(xp.broadcast_to(x, (*batch, *tail)), copy=True))
+        # astype, not asarray: torch's asarray(copy=True) warns about the autograd flag of values that require grad
+        return contiguous(a._backend, xp, xp.astype(xp.broadcast_to(x, (*batch, *tail)), x.dtype, copy=True))
 
     # the extra dimensions are leading ones, so the dense dimensions keep their number
     vals = grow(a._vals, (a.nnz, *block, *dense))
