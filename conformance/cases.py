@@ -353,15 +353,23 @@ def _unary_reference(op: str, ctx: Context) -> Callable[..., Any]:
             return fn  # type: ignore[no-any-return]
     if op in _HOST_UNARY:
         host = _HOST_UNARY[op]
+        if op == "sgn":
+            # sgn of a real number is its sign, the namespace's own (whose sign of -0.0 is the backend's: JAX's
+            # is -0.0, as xsparse's sign and sgn give it there); NumPy's on the host for complex numbers
+            xp = ctx.xp
+            return lambda d: xp.sign(d) if xp.isdtype(d.dtype, "real floating") else xp.asarray(np.asarray(host(to_numpy(d))))
         return lambda d, **kw: ctx.xp.asarray(np.asarray(host(to_numpy(d), **kw)))
     return getattr(xs, op)  # type: ignore[no-any-return]
 
 
 def _documented_rule(op: str, xp: Any, d: Any, result: Any) -> Any:
-    """``result``, the backend's ``op`` of the real ``d``, with xsparse's documented rule for single
+    """``result``, the backend's ``op`` of ``d``, with xsparse's documented rule for single
     elements where a backend differs (docs/decisions.md, "Where xsparse and torch differ on single
     elements"): the angle of a real zero is 0, -0.0 included, as in torch (NumPy gives pi); the sign of
-    NaN is NaN, as the Array API says (torch's sgn gives 0)."""
+    NaN is NaN, as the Array API says (torch's sgn gives 0); the sign of a complex zero is 0 + 0j, as the
+    Array API says (jax.numpy keeps the signs of its parts: sign(-0 + 0j) is -0 + 0j there)."""
+    if op in ("sign", "sgn") and xp.isdtype(d.dtype, "complex floating"):
+        return xp.where(d == 0, xp.zeros_like(result), result)
     if not xp.isdtype(d.dtype, "real floating"):
         return result
     if op == "angle":

@@ -18,7 +18,7 @@ jnp = pytest.importorskip("jax.numpy")
 
 import xsparse as xs  # noqa: E402
 import xsparse.backends  # noqa: E402
-from xsparse.conformance import runner  # noqa: E402
+from xsparse.conformance import cases, runner  # noqa: E402
 from xsparse.testing import assert_sparse_equal  # noqa: E402
 
 # The operations a program moved to JAX meets first; the whole suite takes about an hour on JAX's eager
@@ -189,3 +189,18 @@ def test_any_and_all_of_complex_values_read_both_parts() -> None:
                 np.testing.assert_array_equal(np.asarray(xs.to_dense(got) if isinstance(got, xs.SparseArray) else got), want)
     outcomes = runner.run("jax.numpy", max_examples=3, ops=["all", "any"], shrink=False)
     assert not [o.name for o in outcomes if o.failed]
+
+
+def test_conformance_reference_of_sign_and_sgn() -> None:
+    # sgn of a real number is the namespace's sign, whose sign of -0.0 is JAX's -0.0 (the reference took
+    # NumPy's +0.0 on the host: sgn failed on every layout on JAX); the sign of a complex zero is 0 + 0j, as
+    # the Array API says and xsparse gives (jnp.sign(-0 + 0j) is -0 + 0j)
+    ctx = runner.load_backend("jax.numpy")
+    real = jnp.asarray([[-0.0, 0.0, jnp.nan, -2.0, 3.0]])
+    complex_ = jnp.asarray([[complex(-0.0, 0.0), complex(-0.0, -0.0), 0j, 3 - 4j, -2j]])
+    for op in ("sign", "sgn"):
+        reference = cases._unary_reference(op, ctx)
+        for d in (real, complex_):
+            want = cases._documented_rule(op, ctx.xp, d, reference(d))
+            for x in (d, xs.to_sparse_coo(d), xs.to_sparse_csr(d)):
+                assert_sparse_equal(getattr(xs, op)(x), want)
