@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import BACKENDS, backend_skip_reason, load_native_kernels
+from conftest import BACKENDS, backend_params, backend_skip_reason, load_native_kernels
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -306,6 +306,32 @@ def test_indices_and_values_need_a_coalesced_array(backend: str, xp: Any) -> Non
     c = coo.coalesce()
     np.testing.assert_array_equal(to_numpy(c.indices()), [[0, 1], [0, 2]])
     np.testing.assert_array_equal(to_numpy(c.values()), [2.0, 4.0])
+
+
+@pytest.mark.parametrize("name", backend_params(["numpy", "torch"]))
+def test_unchecked_invalid_indices_raise_invariant_errors(name: str) -> None:
+    """An array built without the index checks is trusted (docs/invariants.md); where a native kernel trips
+    over its invalid indices, the error is the InvariantError naming them, not the kernel library's own
+    ("invalid entry in coordinates array", "repeats may not contain negative values" from NumPy)."""
+    xp = xs.bound_namespace(name)
+
+    def arr(values: list[Any]) -> Any:
+        return xp.asarray(values)
+
+    coo_out = xs.sparse_coo_array(arr([[0, 5]]), arr([1.0, 2.0]), (3,))
+    coo_negative = xs.sparse_coo_array(arr([[0, -1]]), arr([1.0, 2.0]), (3,))
+    csr_decreasing = xs.sparse_csr_array(arr([0, 3, 2]), arr([1, 0]), arr([1.0, 2.0]), (2, 3))
+    csr_past_nse = xs.sparse_csr_array(arr([0, 1, 4]), arr([1, 0]), arr([1.0, 2.0]), (2, 3))
+    cases = [
+        (lambda: xs.to_dense(coo_out), r"^invariant coo\.5 violated: to_dense: indices\[0\] must lie in \[0, 3\), got 5\."),
+        (lambda: xs.coalesce(coo_negative), r"^invariant coo\.5 violated: coalesce: indices\[0\] must lie in \[0, 3\), got -1\."),
+        (lambda: xs.to_sparse_bsr(csr_decreasing, (1, 1)), r"^invariant 5\.3 violated: to_sparse\(layout=sparse_bsr\): "),
+        (lambda: xs.to_sparse_bsr(csr_past_nse, (1, 1)), r"^invariant 5\.2 violated: to_sparse\(layout=sparse_bsr\): crow_indices\[\.\.\., -1\] must equal nse=2, got 4\."),
+        (lambda: xs.to_sparse_coo(csr_past_nse), r"^invariant 5\.2 violated: to_sparse\(layout=sparse_coo\): "),
+    ]
+    for convert, match in cases:
+        with pytest.raises(xs.InvariantError, match=match):
+            convert()
 
 
 def test_coalesce_keeps_compressed_arrays(backend: str, xp: Any) -> None:
@@ -934,3 +960,18 @@ def test_torch_uncoalesced_complex_coo_to_compressed() -> None:
     for layout in (xs.sparse_csr, xs.sparse_csc, xs.sparse_bsr):
         got = xs.to_sparse(t, layout=layout, **({"blocksize": (1, 1)} if layout is xs.sparse_bsr else {}))
         assert_sparse_equal(got, xs.to_dense(a))
+
+
+@pytest.mark.parametrize("layout", [xs.sparse_coo, xs.sparse_bsr, xs.sparse_bsc], ids=str)
+def test_torch_permuted_input_gives_row_major_values(layout: xs.Layout) -> None:
+    # torch's boolean gather of a permuted tensor keeps the input's order of strides: the generic kernel
+    # (which runs for fill value 1) made BSR/BSC values that broke invariant 3.7, and raised it
+    torch = pytest.importorskip("torch")
+    x = torch.ones(3, 4, 4, dtype=torch.float64)
+    x[1, 2, 1] = 5.0
+    x[0, 3, 3] = -2.0
+    x = x.permute(2, 1, 0)  # (4, 4, 3), strides (1, 4, 16)
+    kwargs: dict[str, Any] = {"sparse_dim": 2} if layout is xs.sparse_coo else {"dense_dim": 1, "blocksize": (2, 2)}
+    s = xs.to_sparse(x, layout=layout, fill_value=1.0, **kwargs)
+    assert s._vals.is_contiguous()
+    assert_sparse_equal(s, x)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import array
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -147,6 +148,21 @@ def test_asarray_scipy_each_format(fmt: str, kind: str) -> None:
     t = xs.asarray(m, backend="torch", dtype="float32", layout=xs.sparse_coo)
     assert t.backend == "torch" and t.layout is xs.sparse_coo and str(t.dtype).split(".")[-1] == "float32"
     np.testing.assert_array_equal(_dense(t), m.toarray().astype(np.float32))
+
+
+@pytest.mark.parametrize("fmt", ["coo", "csr", "csc", "bsr"])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_asarray_scipy_keeps_the_index_dtype(fmt: str, index_dtype: Any) -> None:
+    # COO's coordinates were widened to int64, where the compressed formats keep SciPy's int32 indices
+    sp = pytest.importorskip("scipy.sparse")
+    m = getattr(sp, f"{fmt}_array")(D)
+    for name in ("coords", "indices", "indptr"):
+        if hasattr(m, name):
+            part = getattr(m, name)
+            setattr(m, name, tuple(c.astype(index_dtype) for c in part) if isinstance(part, tuple) else part.astype(index_dtype))
+    a = xs.asarray(m)
+    assert a.index_dtype == index_dtype
+    np.testing.assert_array_equal(_dense(a), D)
 
 
 def test_asarray_scipy_unsorted_and_uncoalesced() -> None:

@@ -875,6 +875,12 @@ def test_astype_strided_and_errors(xp: Any) -> None:
         xs.astype(d, "float7")
     moved = xs.astype(xs.to_sparse(d), "float32", device=xs.to_sparse(d).device)
     assert_sparse_equal(moved, xp.astype(d, xp.float32))
+    # copy is a flag: "no" read as true for a sparse array and raised inside torch's .to for a strided one
+    for x in (d, xs.to_sparse(d)):
+        with pytest.raises(TypeError, match=r"^astype: copy must be True or False, got str \(copy='no'\)\. Pass a bool\.$"):
+            xs.astype(x, "float32", copy="no")
+    with pytest.raises(ValueError, match=r"^astype: device='nowhere' is not a device of backend '.*' \(devices=.*\)\. Pass one of"):
+        xs.astype(xs.to_sparse(d), "float32", device="nowhere")
 
 
 @pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)

@@ -8,7 +8,7 @@ from typing import Any, cast
 import array_api_compat
 
 from . import dispatch
-from ._common import backend_of, blocksize_argument, dtype_name, fill_argument, is_strided, resolve_dtype
+from ._common import backend_of, blocksize_argument, device_argument, dtype_name, fill_argument, integer_argument, is_strided, resolve_dtype
 from ._errors import InvariantError, LayoutError
 from .backends import Backend, backend_of_array, get_backend
 from .backends.array_api.conversion import coalesce_coo, same_fill
@@ -24,6 +24,7 @@ from .formats import (
     sparse_csr,
     strided,
 )
+from .formats._invariants import check_compressed, check_coo
 from .formats._ops import contiguous
 from .formats._semi_structured import SemiStructuredArray
 from .formats._spec import Target
@@ -103,14 +104,19 @@ def _target(
         idt = xp.int64
     if blocksize is not None:
         blocksize = blocksize_argument(op, blocksize)
+    if sparse_dim is not None:
+        sparse_dim = integer_argument(op, "sparse_dim", sparse_dim, "Pass the number of sparse dimensions as an integer.")
+    if dense_dim is not None:
+        dense_dim = integer_argument(op, "dense_dim", dense_dim, "Pass the number of dense dimensions as an integer.")
     if layout is strided:
         return Target(layout, backend, xp, shape, ndim, 0, (1, 1), idt, fill)
     if layout is sparse_coo:
         if blocksize is not None:
             raise ValueError(f"{op}: blocksize applies to sparse_bsr and sparse_bsc only, not to {layout} (blocksize={blocksize}). Drop the blocksize argument.")
-        natural = x.sparse_dim() if isinstance(x, COOArray) else None
-        if isinstance(x, CompressedArray):
-            natural = x.batch_dim() + 2
+        # a sparse source's own split: a compressed array's batch and sparse dimensions, a semi-structured one's 2
+        natural = x.ndim - x.dense_dim() if isinstance(x, SparseArray) else None
+        if dense_dim is not None and not 0 <= dense_dim <= ndim:
+            raise ValueError(f"{op}: dense_dim must lie in [0, {ndim}] for shape {shape}, got {dense_dim}. Pick a number of trailing dimensions the array has.")
         if sparse_dim is None:
             sparse_dim = (ndim - dense_dim) if dense_dim is not None else (natural if natural is not None else ndim)
         elif dense_dim is not None and sparse_dim + dense_dim != ndim:
@@ -126,14 +132,16 @@ def _target(
     # the compressed family
     if sparse_dim is not None and sparse_dim != 2:
         raise ValueError(f"{op}: a {layout} array has exactly 2 sparse dimensions, got sparse_dim={sparse_dim}. Leave sparse_dim out; the dimensions before the last two sparse ones are batch dimensions.")
-    if isinstance(x, CompressedArray):
-        natural_dense = x.dense_dim()
-    elif isinstance(x, COOArray):
-        natural_dense = x.dense_dim()
-    else:
-        natural_dense = None
+    natural_dense = x.dense_dim() if isinstance(x, SparseArray) else None
     if dense_dim is None:
         dense_dim = natural_dense if natural_dense is not None else 0
+        if ndim >= 2 and dense_dim > ndim - 2:
+            # the source's own dense dimensions leave fewer than 2 sparse ones: a COO array with sparse_dim < 2
+            raise ValueError(
+                f"{op}: a {source} array with dense_dim={dense_dim} converts to a {layout} array with the same dense_dim, "
+                f"which leaves fewer than 2 sparse dimensions of shape {shape}. Convert through to_dense() to regroup the "
+                "dimensions, or convert to sparse_coo."
+            )
     elif natural_dense is not None and dense_dim != natural_dense:
         raise ValueError(
             f"{op}: a {source} array with dense_dim={natural_dense} converts to a {layout} array with the same dense_dim, "
@@ -147,7 +155,7 @@ def _target(
     if not 0 <= dense_dim <= ndim - 2:
         raise ValueError(
             f"{op}: a {layout} array needs 2 sparse dimensions after its batch dimensions, so dense_dim must lie in "
-            f"[0, {max(ndim - 2, 0)}] for shape {shape}, got dense_dim={dense_dim}. Pass a smaller dense_dim."
+            f"[0, {max(ndim - 2, 0)}] for shape {shape}, got dense_dim={dense_dim}. Pass a dense_dim in that range."
         )
     if layout.is_blocked:
         if blocksize is None:
@@ -234,8 +242,37 @@ def to_sparse(
         raise ValueError(f"{op}: to_sparse makes sparse arrays, not strided ones (layout={layout}). Call xsparse.to_dense instead.")
     if isinstance(x, SparseArray) and _is_already(x, target):
         return x
+    return cast(SparseArray, _convert(op, x, target))
+
+
+def _convert(op: str, x: Any, target: Target) -> Any:
+    """The dispatched conversion of ``x`` to ``target``'s layout, for ``op`` (the function the user called,
+    which an invariant error names); see :func:`_explain_indices` for its errors."""
     with InvariantError.naming(op):
-        return cast(SparseArray, dispatch.call("convert", (layout_of(x), layout), backend.name, xp, x, target))
+        try:
+            return dispatch.call("convert", (layout_of(x), target.layout), target.backend.name, target.xp, x, target)
+        except (ValueError, IndexError) as exc:
+            _explain_indices(x, exc)
+            raise
+
+
+def _explain_indices(x: Any, exc: Exception) -> None:
+    """Raise the :class:`InvariantError` of ``x``'s invalid indices, caused by ``exc``; return where they are valid.
+
+    An array built without the index checks is trusted (docs/invariants.md); a kernel that trips over its
+    indices raises an error of its own library ("invalid entry in coordinates array" from NumPy, "repeats
+    may not contain negative values"). Only then, on the error path, are the index checks run, so that
+    the message names the invariant and the offending index.
+    """
+    if isinstance(exc, InvariantError) or not isinstance(x, (COOArray, CompressedArray)) or x._bounds_checked:
+        return
+    try:
+        if isinstance(x, COOArray):
+            check_coo(x, True)
+        else:
+            check_compressed(x, True)
+    except InvariantError as invalid:
+        raise invalid from exc
 
 
 def _is_already(x: Any, target: Target) -> bool:
@@ -315,8 +352,7 @@ def to_dense(x: Any, /) -> Any:
     backend = x._backend
     xp = backend.load()
     target = Target(strided, backend, xp, x.shape, x.ndim, 0, (1, 1), xp.int64, x.fill_value)
-    with InvariantError.naming("to_dense"):
-        return dispatch.call("convert", (x.layout, strided), backend.name, xp, x, target)
+    return _convert("to_dense", x, target)
 
 
 def coalesce(x: SparseArray, /) -> SparseArray:
@@ -336,9 +372,14 @@ def coalesce(x: SparseArray, /) -> SparseArray:
     if x.is_coalesced():
         return x
     xp = x._backend.load()
-    if isinstance(x, COOArray):
-        return coalesce_coo(xp, x)
-    return cast(SparseArray, dispatch.call("coalesce", (x.layout,), x._backend.name, xp, x))
+    with InvariantError.naming("coalesce"):
+        try:
+            if isinstance(x, COOArray):
+                return coalesce_coo(xp, x)
+            return cast(SparseArray, dispatch.call("coalesce", (x.layout,), x._backend.name, xp, x))
+        except (ValueError, IndexError) as exc:
+            _explain_indices(x, exc)
+            raise
 
 
 def is_coalesced(x: SparseArray, /) -> bool:
@@ -447,6 +488,7 @@ def to_backend(x: Any, backend: str | Backend, /, *, device: Any = None) -> Any:
     """
     target = get_backend(backend)
     xp = target.load()
+    device = device_argument("to_backend", target, device)
     numpy = sys.modules.get("numpy")
     if numpy is not None and isinstance(x, numpy.generic):
         # a NumPy scalar (what indexing a NumPy array gives) has no __dlpack__: it moves as the 0-d array it stands for

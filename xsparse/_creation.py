@@ -11,8 +11,8 @@ from . import dispatch
 from .backends.array_api import creation as _generic_creation  # noqa: F401  (registers the generic kernels)
 from .backends.array_api.conversion import is_plus_zero, signed_twin, through_signed
 from ._common import (
-    backend_of, blocksize_argument, device_argument, dtype_name, fill_argument, integer_argument, is_strided, refuse_foreign,
-    resolve_dtype, scalar_for, shape_argument,
+    backend_of, blocksize_argument, device_argument, dtype_name, fill_argument, flag_argument, integer_argument, is_strided,
+    refuse_foreign, resolve_dtype, scalar_for, shape_argument,
 )  # fmt: skip
 from ._errors import InvariantError, LayoutError
 from .backends import Backend
@@ -155,6 +155,11 @@ def _shape_arg(op: str, shape: Any) -> tuple[int, ...] | None:
     return None if shape is None else shape_argument(op, shape)
 
 
+def _optional_flag(op: str, name: str, value: Any) -> bool | None:
+    """A flag that may be left to its default (``None``): ``check_invariants="no"`` would otherwise read as true."""
+    return None if value is None else flag_argument(op, name, value)
+
+
 def sparse_coo_array(
     indices: Any = None,
     values: Any = None,
@@ -205,6 +210,8 @@ def sparse_coo_array(
                  shape=(2, 3), nnz=0, dtype=float64, layout=sparse_coo, backend=numpy)
     """
     op = "sparse_coo_array"
+    check_invariants = _optional_flag(op, "check_invariants", check_invariants)
+    is_coalesced = _optional_flag(op, "is_coalesced", is_coalesced)
     b = backend_of(indices, values, op=op, backend=backend)
     xp = b.load()
     dt = resolve_dtype(xp, dtype, op)
@@ -233,6 +240,15 @@ def sparse_coo_array(
         sparse_dim = idx.shape[0]
         if idx.shape[1]:
             sizes = [int(m) + 1 for m in xp.max(idx, axis=1)]
+            lowest = [int(m) for m in xp.min(idx, axis=1)]
+            if any(m < 0 for m in lowest):
+                # the shape inferred from such indices holds none of them (torch refuses them here too)
+                d = next(d for d, m in enumerate(lowest) if m < 0)
+                raise InvariantError(
+                    "coo.5",
+                    f"{op}: indices[{d}] must be non-negative to infer the shape, got {lowest[d]}. Fix the indices, or "
+                    "give the shape.",
+                )
         else:
             sizes = [0] * sparse_dim
         shp = tuple(sizes) + tuple(vals.shape[1:])
@@ -294,6 +310,7 @@ def sparse_compressed_array(
             f"{op}: layout must be sparse_csr, sparse_csc, sparse_bsr or sparse_bsc, got {layout!r}. Pass one of them, "
             "or use sparse_coo_array for COO."
         )
+    check_invariants = _optional_flag(op, "check_invariants", check_invariants)
     b = backend_of(compressed_indices, plain_indices, values, op=op, backend=backend)
     xp = b.load()
     dt = resolve_dtype(xp, dtype, op)
@@ -402,6 +419,9 @@ def _empty_compressed(
     blocksize: tuple[int, int] | None, dense_dim: int, fill_value: Any, check: bool | None, index_dtype: Any = None,
 ) -> CompressedArray:  # fmt: skip
     n_batch = len(shape) - 2 - dense_dim
+    if any(s < 0 for s in shape):
+        # the validator's message, before zeros() of a negative size raises the backend's own
+        raise InvariantError("3.1", f"{op}: shape {shape} has a negative size. Give non-negative sizes.")
     if len(shape) < 2:
         raise ValueError(
             f"{op}: a {layout} array has 2 sparse dimensions, so it cannot hold a {len(shape)}-d array (shape {shape}). "

@@ -131,7 +131,11 @@ def _from_scipy(op: str, m: Any) -> tuple[Any, bool]:
         coords = getattr(m, "coords", None)
         if coords is None:  # SciPy before 1.13 names them row and col
             coords = (m.row, m.col)
-        indices = np.stack([np.asarray(c, dtype=np.int64) for c in coords]) if len(coords) else np.zeros((0, m.nnz), np.int64)
+        # int32 or int64 coordinates are kept, as the compressed formats' indices are below; another integer
+        # dtype is widened
+        index_dtype = np.result_type(*coords) if len(coords) else np.dtype(np.int64)
+        index_dtype = index_dtype if index_dtype in (np.int32, np.int64) else np.dtype(np.int64)
+        indices = np.stack([np.asarray(c, dtype=index_dtype) for c in coords]) if len(coords) else np.zeros((0, m.nnz), np.int64)
         copied = True  # the coordinate rows are stacked into one array
         return sparse_coo_array(indices, m.data, shape, is_coalesced=bool(m.has_canonical_format)), copied
     if not m.has_sorted_indices:

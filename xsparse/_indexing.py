@@ -17,7 +17,7 @@ from typing import Any, cast
 import array_api_compat
 
 from . import dispatch
-from ._common import backend_of, dtype_name, integer_argument, is_strided, resolve_dtype
+from ._common import backend_of, device_argument, dtype_name, flag_argument, integer_argument, is_strided, resolve_dtype
 from ._conversion import layout_of, to_dense
 from ._elementwise import convert_result, operand_kind
 from ._errors import DensificationError, LayoutError
@@ -670,6 +670,8 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None, layo
     if dtype is None:
         raise TypeError(f"{op}: dtype is required (dtype=None). Pass the dtype to cast to, e.g. 'float32'.")
     dt = resolve_dtype(xp, dtype, op)
+    copy = flag_argument(op, "copy", copy)
+    device = device_argument(op, backend, device)
     src = x.dtype
     if xp.isdtype(src, "complex floating") and not xp.isdtype(dt, "complex floating"):
         # the Array API forbids it (complex to bool included), and NumPy warns

@@ -23,7 +23,7 @@ from ...formats import (
     sparse_coo,
     strided,
 )
-from ...formats._ops import compress, expand_compressed, lexsort_indices, prod
+from ...formats._ops import compress, contiguous, expand_compressed, lexsort_indices, prod
 from ...formats._invariants import unequal_batches
 from ...formats._spec import Target
 
@@ -356,7 +356,9 @@ def dense_to_coo(xp: Any, x: Any, sparse_dim: int, target: Target) -> COOArray:
     else:
         nz = xp.nonzero(mask)
         indices = xp.stack([xp.astype(i, target.index_dtype) for i in nz])
-        values = through_signed(xp, x, lambda v: v[mask])
+        # torch lays out a boolean gather of a permuted tensor (a transposed input, the block view of a BSR
+        # conversion) in the input's order of strides, not row-major, and invariant 3.7 wants row-major values
+        values = contiguous(target.backend, xp, through_signed(xp, x, lambda v: v[mask]))
     return COOArray(indices, values, tuple(x.shape), backend=target.backend, xp=xp, coalesced=True, fill_value=target.fill_value)
 
 
