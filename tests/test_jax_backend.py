@@ -4,6 +4,7 @@ it xsparse refuses the arrays with a message that says how to turn it on (docs/b
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -204,3 +205,34 @@ def test_conformance_reference_of_sign_and_sgn() -> None:
             want = cases._documented_rule(op, ctx.xp, d, reference(d))
             for x in (d, xs.to_sparse_coo(d), xs.to_sparse_csr(d)):
                 assert_sparse_equal(getattr(xs, op)(x), want)
+
+
+def test_complex_products_with_a_non_finite_fill_value() -> None:
+    # prod multiplies a group's product by k copies of the fill value. jax.numpy's complex pow computes
+    # exp(k * log(f)), so (inf + 0j) ** 5 was inf + 0j where the dense product of five copies is nan + nanj;
+    # the copies are multiplied now, as the dense product multiplies them (docs/decisions.md, "Reductions")
+    inf = complex(math.inf, 0.0)
+    host = np.asarray([[1 + 1j, inf, inf, inf, inf, inf], [inf, inf, inf, inf, inf, inf]])
+    d = jnp.asarray(host)
+    for layout in (xs.sparse_coo, xs.sparse_csr):
+        a = xs.to_sparse(d, layout=layout, fill_value=inf)
+        assert a.nnz == 1
+        for axis in (None, 1):
+            got = xs.prod(a, axis=axis)
+            got = np.asarray(xs.to_dense(got) if isinstance(got, xs.SparseArray) else got)
+            want = np.asarray(jnp.prod(d, axis=axis))
+            np.testing.assert_array_equal(np.isnan(got.real), np.isnan(want.real))
+            np.testing.assert_array_equal(np.isnan(got.imag), np.isnan(want.imag))
+
+
+def test_integer_products_with_many_unspecified_elements_wrap_around() -> None:
+    # jax.numpy's integer pow with an array exponent reads the exponent modulo the bit width (2 ** 64 is 1
+    # in int64), so a product over 199 unspecified 2s was 5 * 2 ** 7 = 640; the dense product wraps to 0
+    d = jnp.full((2, 200), 2, dtype=jnp.int64).at[0, 0].set(5)
+    for layout in (xs.sparse_coo, xs.sparse_csr):
+        a = xs.to_sparse(d, layout=layout, fill_value=2)
+        assert a.nnz == 1
+        assert int(xs.prod(a)) == int(jnp.prod(d)) == 0
+        assert_sparse_equal(xs.prod(a, axis=1), jnp.prod(d, axis=1))
+    c = xs.to_sparse_coo(jnp.full((70,), 3, dtype=jnp.int32), fill_value=3)
+    assert int(xs.prod(c)) == int(jnp.prod(jnp.full((70,), 3, dtype=jnp.int32)))

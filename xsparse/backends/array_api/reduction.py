@@ -213,7 +213,34 @@ def _added_up(xp: Any, f: Any, n: Any) -> Any:
 
 
 def _powered(xp: Any, f: Any, n: Any) -> Any:
+    if xp.isdtype(f.dtype, ("integral", "complex floating")):
+        return _multiplied_up(xp, f, n)
     return xp.pow(f, xp.astype(n, f.dtype))
+
+
+def _multiplied_up(xp: Any, f: Any, n: Any, onto: Any = None) -> Any:
+    """``n`` copies of the integer or complex ``f`` multiplied (``n >= 1``, an int64 array broadcasting with
+    ``f``) onto ``onto``, or alone, as the dense product multiplies them: one factor after another, by
+    squaring, O(log n) products. A backend's ``pow`` may compute otherwise: JAX's integer ``pow`` with an
+    array exponent reads the exponent modulo the bit width (``2 ** 64`` is 1 in int64, where the product of
+    64 twos wraps around to 0), and its complex ``pow`` computes ``exp(n * log(f))``, which loses the NaN of
+    a product at an infinity (``(inf + 0j) ** 5`` is ``inf + 0j``, the dense product of five copies
+    ``nan + nanj``). Alone, the copies are multiplied onto 1, as NumPy's and torch's ``prod`` start
+    (``1 * (inf + 0j)`` is ``inf + nanj``; JAX's product of one element is the element)."""
+    shape = broadcast_shapes("prod", *(tuple(v.shape) for v in (f, n) + (() if onto is None else (onto,))))
+    p, k = xp.broadcast_to(f, shape), xp.broadcast_to(n, shape)
+    total = xp.ones_like(p) if onto is None else xp.broadcast_to(onto, shape)
+    if not math.prod(shape):
+        return total
+
+    def compute() -> Any:
+        nonlocal p, k, total
+        for _ in range(int(xp.max(k)).bit_length()):
+            total = xp.where((k % 2) == 1, total * p, total)
+            p, k = p * p, k // 2
+        return total
+
+    return _quietly(xp, compute)
 
 
 def _add_values(xp: Any, a: Any, b: Any) -> Any:
@@ -335,6 +362,9 @@ def with_fill(xp: Any, monoid: Monoid, g: Any, f: Any, unspecified: Any) -> Any:
         # inf * 0 is NaN; multiplied as NaN * 0, which NumPy does not warn about. xsparse.prod replaces
         # such a NaN with the exact product where the inf was an overflow of finite values
         g = xp.where(has & xp.isinf(g) & (p == 0), xp.full_like(g, float("nan")), g)
+    if monoid.name == "prod" and xp.isdtype(g.dtype, "complex floating"):
+        # the dense product goes on from the group's product of stored values, one factor at a time
+        return xp.where(has, _multiplied_up(xp, f, safe, onto=g), g)
     return xp.where(has, monoid.combine(xp, g, p), g)
 
 
