@@ -24,7 +24,7 @@ from .formats import (
     sparse_csr,
     strided,
 )
-from .formats._invariants import check_compressed, check_coo
+from .formats._invariants import explain_bad_indices
 from .formats._ops import contiguous
 from .formats._semi_structured import SemiStructuredArray
 from .formats._spec import Target
@@ -264,13 +264,10 @@ def _explain_indices(x: Any, exc: Exception) -> None:
     may not contain negative values"). Only then, on the error path, are the index checks run, so that
     the message names the invariant and the offending index.
     """
-    if isinstance(exc, InvariantError) or not isinstance(x, (COOArray, CompressedArray)) or x._bounds_checked:
+    if isinstance(exc, InvariantError):
         return
     try:
-        if isinstance(x, COOArray):
-            check_coo(x, True)
-        else:
-            check_compressed(x, True)
+        explain_bad_indices((x,))
     except InvariantError as invalid:
         raise invalid from exc
 

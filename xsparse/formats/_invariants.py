@@ -11,7 +11,7 @@ that read index data (5.x, coo.5-coo.6) run when a constructor gets ``check_inva
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._errors import InvariantError
@@ -156,22 +156,22 @@ def explains_bad_indices(kernel: _Kernel) -> _Kernel:
     arguments: the validator runs on the unchecked operands (never on the fast path, and with no wrapper on
     it) and raises the :class:`InvariantError` naming the invariant and the offending value.
     """
-    setattr(kernel, "explain_failure", _explain_bad_indices)
+    setattr(kernel, "explain_failure", explain_bad_indices)
     return kernel
 
 
-def _explain_bad_indices(args: tuple[Any, ...]) -> None:
-    for a in _sparse_operands(args):
-        if not a._bounds_checked:
-            (check_coo if a.layout is sparse_coo else check_compressed)(a, True)
+def check_index_data(a: COOArray | CompressedArray) -> None:
+    """Run every check of ``a``'s family, the ones that read index data included."""
+    (check_coo if a.layout is sparse_coo else check_compressed)(a, True)  # type: ignore[arg-type]
 
 
-def _sparse_operands(args: tuple[Any, ...]) -> Iterator[Any]:
+def explain_bad_indices(args: tuple[Any, ...]) -> None:
+    """Raise the :class:`InvariantError` of the first operand among ``args`` (or in a list among them) whose
+    unchecked indices are invalid; return where they are all valid."""
     for arg in args:
-        if isinstance(arg, (list, tuple)):
-            yield from (a for a in arg if isinstance(a, SparseArray) and hasattr(a, "_bounds_checked"))
-        elif isinstance(arg, SparseArray) and hasattr(arg, "_bounds_checked"):
-            yield arg
+        for a in arg if isinstance(arg, (list, tuple)) else (arg,):
+            if isinstance(a, SparseArray) and getattr(a, "_bounds_checked", True) is False:
+                check_index_data(a)  # type: ignore[arg-type]  # a COO or compressed array: only they carry the flag
 
 
 def _fail(invariant: str, message: str, op: str | None = None) -> InvariantError:

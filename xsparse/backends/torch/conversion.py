@@ -14,7 +14,7 @@ import torch
 from ..._scoped import ignoring_warnings
 from ...dispatch import register
 from ...formats import INDEXED, COOArray, CompressedArray, Layout, SparseArray, sparse_coo, strided
-from ...formats._invariants import check_compressed, check_coo
+from ...formats._invariants import check_index_data
 from ...formats._spec import Target
 from ..array_api.conversion import is_plus_zero
 
@@ -76,10 +76,7 @@ def verified(a: _Indexed) -> _Indexed:
     read out of bounds, even crash the process, on an array built without the checks. An array checks once:
     one its constructor checked, one torch made (``from_torch``) or a view of either is not read again."""
     if not a._bounds_checked:
-        if isinstance(a, COOArray):
-            check_coo(a, True)
-        else:
-            check_compressed(a, True)
+        check_index_data(a)
         a._bounds_checked = True
     return a
 
