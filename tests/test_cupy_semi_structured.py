@@ -149,11 +149,22 @@ def test_conversion_declines_dtypes_fill_values_and_shapes() -> None:
     assert "in TF32" in _reason("convert", (xs.sparse_csr, SS), NP, csr, _ss_target(csr))
 
 
-@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="CuPy is installed here")
-def test_conversion_declines_without_cusparselt() -> None:
-    x = np.zeros((64, 64), dtype=np.float16)
-    reason = _reason("convert", (STRIDED, SS), NP, x, _ss_target(x))
-    assert reason.startswith("CuPy cannot load cuSPARSELt (ModuleNotFoundError: ")
+def test_conversion_declines_without_cusparselt(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    # neither CuPy's binding (absent from CuPy's wheels) nor the library for xsparse's own
+    from xsparse.backends.cupy import _cusparselt as ours
+
+    monkeypatch.setitem(sys.modules, "cupy_backends.cuda.libs.cusparselt", None)  # its import fails
+    monkeypatch.setattr(lt_kernels, "_BINDING", [])
+    monkeypatch.setattr(ours, "_LOADED", [])
+    monkeypatch.setattr(ours, "_candidates", lambda: [str(tmp_path / "libcusparseLt.so.0")])
+    lt_kernels._library_reason.cache_clear()
+    try:
+        x = np.zeros((64, 64), dtype=np.float16)
+        reason = _reason("convert", (STRIDED, SS), NP, x, _ss_target(x))
+    finally:
+        lt_kernels._library_reason.cache_clear()
+    assert reason.startswith("cuSPARSELt cannot be loaded (OSError: cannot load cuSPARSELt (libcusparseLt.so.0): ")
+    assert "Install the nvidia-cusparselt-cu12 or -cu13 package" in reason
 
 
 @pytest.mark.skipif(GPU_SKIP is not None, reason="needs CuPy with cuSPARSELt on a GPU")

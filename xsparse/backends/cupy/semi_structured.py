@@ -91,11 +91,22 @@ _TYPES = {
 }
 
 
-def _cusparselt() -> Any:
-    """CuPy's cuSPARSELt binding, imported on first use (the package attribute loads the library first)."""
-    from cupy_backends.cuda.libs import cusparselt
+_BINDING: list[Any] = []
 
-    return cusparselt
+
+def _cusparselt() -> Any:
+    """The cuSPARSELt binding, found on first use: CuPy's where its build has one, else xsparse's ctypes
+    binding of the library of the NVIDIA wheel (``_cusparselt.py``; CuPy's wheels ship no binding)."""
+    if _BINDING:
+        return _BINDING[0]
+    try:
+        from cupy_backends.cuda.libs import cusparselt as binding
+    except ModuleNotFoundError:
+        from . import _cusparselt as ours
+
+        binding = ours.load()
+    _BINDING.append(binding)
+    return binding
 
 
 def _cusparse() -> Any:
@@ -225,11 +236,8 @@ def _library_reason() -> str | None:
     """Why cuSPARSELt cannot be used in this process, or None (the environment does not change)."""
     try:
         _cusparselt()
-    except Exception as exc:  # ImportError without CuPy or the library, OSError from the loader
-        return (
-            f"CuPy cannot load cuSPARSELt ({type(exc).__name__}: {exc}); install CuPy and the nvidia-cusparselt "
-            "package of its CUDA version"
-        )
+    except Exception as exc:  # OSError from the loader, ImportError for a release before 0.5
+        return f"cuSPARSELt cannot be loaded ({type(exc).__name__}: {exc})"
     return None
 
 

@@ -42,6 +42,13 @@ def on_cuda(x: Any) -> bool:
     return bool(device is not None and getattr(device, "type", None) == "cuda")
 
 
+# The once-per-process warnings that xsparse's own first compressed tensor spends (see below): torch's beta
+# notice, and, on torch releases that issue it although the constructor is told check_invariants (2.11),
+# the notice that invariant checks are "implicitly disabled". Releases that honour the explicit flag
+# (2.13) do not warn at that construction, and keep the second warning for their users' own tensors.
+SPENT_WARNINGS = "Sparse (CSR|CSC|BSR|BSC) tensor support is in beta|Sparse invariant checks are implicitly disabled"
+
+
 def _spend_beta_warning() -> None:
     # torch warns, once per process, that its compressed layouts are in beta: the first compressed
     # tensor built anywhere triggers it, and no later one does. xsparse builds them on purpose, and the
@@ -49,7 +56,7 @@ def _spend_beta_warning() -> None:
     # filter, spares every kernel a warnings filter of its own (10 us, a third of a small product). A
     # filter of that message alone, removed afterwards: catch_warnings() would put back a copy of the
     # process's filter list, dropping those another thread added meanwhile.
-    with ignoring_warnings(Warning, "Sparse (CSR|CSC|BSR|BSC) tensor support is in beta"):
+    with ignoring_warnings(Warning, SPENT_WARNINGS):
         empty = torch.zeros(0, dtype=torch.int64)
         torch.sparse_compressed_tensor(torch.zeros(2, dtype=torch.int64), empty, empty, (1, 1), layout=torch.sparse_csr, check_invariants=False)
 
