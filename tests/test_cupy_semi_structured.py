@@ -480,6 +480,8 @@ def test_the_plan_memo_searches_once_per_shape(monkeypatch: pytest.MonkeyPatch) 
     assert all(name in lt_kernels._SPLIT_K_ATTRIBUTES and value > 0 for name, value in choice.split_k), choice
     xs.matmul(_device(_activations(2, (48, 128)), "float16"), s.t())
     assert searches == [32, 48]
+    # one plan kept per product shape, reused by the later products of that shape
+    assert set(s.packed._made) == {plan_key(32, True, True), plan_key(48, True, True)}
 
 
 @gpu

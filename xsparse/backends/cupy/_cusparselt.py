@@ -73,23 +73,23 @@ class _Opaque:
         return ctypes.c_void_p(ctypes.addressof(self._buffer))
 
 
-class Handle(_Opaque):
+class _Handle(_Opaque):
     """``cusparseLtHandle_t``."""
 
 
-class MatDescriptor(_Opaque):
+class _MatDescriptor(_Opaque):
     """``cusparseLtMatDescriptor_t``."""
 
 
-class MatmulDescriptor(_Opaque):
+class _MatmulDescriptor(_Opaque):
     """``cusparseLtMatmulDescriptor_t``."""
 
 
-class MatmulAlgSelection(_Opaque):
+class _MatmulAlgSelection(_Opaque):
     """``cusparseLtMatmulAlgSelection_t``."""
 
 
-class MatmulPlan(_Opaque):
+class _MatmulPlan(_Opaque):
     """``cusparseLtMatmulPlan_t``."""
 
 
@@ -131,11 +131,11 @@ class Binding:
     CUSPARSE_COMPUTE_32I = 0
     CUSPARSE_COMPUTE_16F = 1
     CUSPARSE_COMPUTE_32F = 2
-    Handle = Handle
-    MatDescriptor = MatDescriptor
-    MatmulDescriptor = MatmulDescriptor
-    MatmulAlgSelection = MatmulAlgSelection
-    MatmulPlan = MatmulPlan
+    Handle = _Handle
+    MatDescriptor = _MatDescriptor
+    MatmulDescriptor = _MatmulDescriptor
+    MatmulAlgSelection = _MatmulAlgSelection
+    MatmulPlan = _MatmulPlan
 
     def __init__(self, library: Any, path: str) -> None:
         self.path = path
@@ -164,47 +164,47 @@ class Binding:
 
     # -- handle and descriptors ---------------------------------------------------------------------------
 
-    def init(self, handle: Handle) -> None:
+    def init(self, handle: _Handle) -> None:
         self._call("cusparseLtInit", handle)
 
-    def denseDescriptorInit(self, handle: Handle, desc: MatDescriptor, rows: int, cols: int, ld: int, alignment: int, value_type: int, order: int) -> None:  # noqa: N802
+    def denseDescriptorInit(self, handle: _Handle, desc: _MatDescriptor, rows: int, cols: int, ld: int, alignment: int, value_type: int, order: int) -> None:  # noqa: N802
         self._call("cusparseLtDenseDescriptorInit", handle, desc, rows, cols, ld, alignment, value_type, order)
 
     def structuredDescriptorInit(  # noqa: N802
-        self, handle: Handle, desc: MatDescriptor, rows: int, cols: int, ld: int, alignment: int, value_type: int, order: int, sparsity: int,
+        self, handle: _Handle, desc: _MatDescriptor, rows: int, cols: int, ld: int, alignment: int, value_type: int, order: int, sparsity: int,
     ) -> None:  # fmt: skip
         self._call("cusparseLtStructuredDescriptorInit", handle, desc, rows, cols, ld, alignment, value_type, order, sparsity)
 
-    def matDescriptorDestroy(self, desc: MatDescriptor) -> None:  # noqa: N802
+    def matDescriptorDestroy(self, desc: _MatDescriptor) -> None:  # noqa: N802
         self._call("cusparseLtMatDescriptorDestroy", desc)
 
     def matmulDescriptorInit(  # noqa: N802
-        self, handle: Handle, matmul: MatmulDescriptor, op_a: int, op_b: int, a: MatDescriptor, b: MatDescriptor,
-        c: MatDescriptor, d: MatDescriptor, compute_type: int,
+        self, handle: _Handle, matmul: _MatmulDescriptor, op_a: int, op_b: int, a: _MatDescriptor, b: _MatDescriptor,
+        c: _MatDescriptor, d: _MatDescriptor, compute_type: int,
     ) -> None:  # fmt: skip
         self._call("cusparseLtMatmulDescriptorInit", handle, matmul, op_a, op_b, a, b, c, d, compute_type)
 
     # -- algorithm selection and plan ---------------------------------------------------------------------
 
-    def matmulAlgSelectionInit(self, handle: Handle, selection: MatmulAlgSelection, matmul: MatmulDescriptor, alg: int) -> None:  # noqa: N802
+    def matmulAlgSelectionInit(self, handle: _Handle, selection: _MatmulAlgSelection, matmul: _MatmulDescriptor, alg: int) -> None:  # noqa: N802
         self._call("cusparseLtMatmulAlgSelectionInit", handle, selection, matmul, alg)
 
-    def matmulAlgSelectionDestroy(self, selection: MatmulAlgSelection) -> None:  # noqa: N802
+    def matmulAlgSelectionDestroy(self, selection: _MatmulAlgSelection) -> None:  # noqa: N802
         self._call("cusparseLtMatmulAlgSelectionDestroy", selection)
 
-    def matmulAlgSetAttribute(self, handle: Handle, selection: MatmulAlgSelection, attribute: int, data: int, size: int) -> None:  # noqa: N802
+    def matmulAlgSetAttribute(self, handle: _Handle, selection: _MatmulAlgSelection, attribute: int, data: int, size: int) -> None:  # noqa: N802
         self._call("cusparseLtMatmulAlgSetAttribute", handle, selection, attribute, data, size)
 
-    def matmulAlgGetAttribute(self, handle: Handle, selection: MatmulAlgSelection, attribute: int, data: int, size: int) -> None:  # noqa: N802
+    def matmulAlgGetAttribute(self, handle: _Handle, selection: _MatmulAlgSelection, attribute: int, data: int, size: int) -> None:  # noqa: N802
         self._call("cusparseLtMatmulAlgGetAttribute", handle, selection, attribute, data, size)
 
-    def matmulPlanInit(self, handle: Handle, plan: MatmulPlan, matmul: MatmulDescriptor, selection: MatmulAlgSelection) -> None:  # noqa: N802
+    def matmulPlanInit(self, handle: _Handle, plan: _MatmulPlan, matmul: _MatmulDescriptor, selection: _MatmulAlgSelection) -> None:  # noqa: N802
         self._call("cusparseLtMatmulPlanInit", handle, plan, matmul, selection)
 
-    def matmulPlanDestroy(self, plan: MatmulPlan) -> None:  # noqa: N802
+    def matmulPlanDestroy(self, plan: _MatmulPlan) -> None:  # noqa: N802
         self._call("cusparseLtMatmulPlanDestroy", plan)
 
-    def matmulGetWorkspace(self, handle: Handle, plan: MatmulPlan) -> int:  # noqa: N802
+    def matmulGetWorkspace(self, handle: _Handle, plan: _MatmulPlan) -> int:  # noqa: N802
         size = ctypes.c_size_t(0)
         self._call("cusparseLtMatmulGetWorkspace", handle, plan, ctypes.byref(size))
         return int(size.value)
@@ -212,14 +212,14 @@ class Binding:
     # -- execution ----------------------------------------------------------------------------------------
 
     def matmul(
-        self, handle: Handle, plan: MatmulPlan, alpha: int, d_a: int, d_b: int, beta: int, d_c: int, d_d: int, workspace: int,
+        self, handle: _Handle, plan: _MatmulPlan, alpha: int, d_a: int, d_b: int, beta: int, d_c: int, d_d: int, workspace: int,
         stream: int = 0,
     ) -> None:  # fmt: skip
         streams, count = self._streams(stream)
         self._call("cusparseLtMatmul", handle, plan, alpha, d_a, d_b, beta, d_c, d_d, workspace, streams, count)
 
     def matmulSearch(  # noqa: N802
-        self, handle: Handle, plan: MatmulPlan, alpha: int, d_a: int, d_b: int, beta: int, d_c: int, d_d: int, workspace: int,
+        self, handle: _Handle, plan: _MatmulPlan, alpha: int, d_a: int, d_b: int, beta: int, d_c: int, d_d: int, workspace: int,
         stream: int = 0,
     ) -> None:  # fmt: skip
         streams, count = self._streams(stream)
@@ -227,16 +227,16 @@ class Binding:
 
     # -- pruning check and compression --------------------------------------------------------------------
 
-    def spMMAPruneCheck2(self, handle: Handle, desc: MatDescriptor, is_sparse_a: int, op: int, d_in: int, d_valid: int, stream: int = 0) -> None:  # noqa: N802
+    def spMMAPruneCheck2(self, handle: _Handle, desc: _MatDescriptor, is_sparse_a: int, op: int, d_in: int, d_valid: int, stream: int = 0) -> None:  # noqa: N802
         self._call("cusparseLtSpMMAPruneCheck2", handle, desc, is_sparse_a, op, d_in, d_valid, stream or None)
 
-    def spMMACompressedSize2(self, handle: Handle, desc: MatDescriptor) -> tuple[int, int]:  # noqa: N802
+    def spMMACompressedSize2(self, handle: _Handle, desc: _MatDescriptor) -> tuple[int, int]:  # noqa: N802
         size, buffer_size = ctypes.c_size_t(0), ctypes.c_size_t(0)
         self._call("cusparseLtSpMMACompressedSize2", handle, desc, ctypes.byref(size), ctypes.byref(buffer_size))
         return int(size.value), int(buffer_size.value)
 
     def spMMACompress2(  # noqa: N802
-        self, handle: Handle, desc: MatDescriptor, is_sparse_a: int, op: int, d_dense: int, d_compressed: int, d_buffer: int,
+        self, handle: _Handle, desc: _MatDescriptor, is_sparse_a: int, op: int, d_dense: int, d_compressed: int, d_buffer: int,
         stream: int = 0,
     ) -> None:  # fmt: skip
         self._call("cusparseLtSpMMACompress2", handle, desc, is_sparse_a, op, d_dense, d_compressed, d_buffer, stream or None)

@@ -1,6 +1,7 @@
 """cuSPARSELt kernels of the CuPy backend for the semi-structured (2:4) layout.
 
-**Not yet run on a GPU** (see ``docs/backends.md``, "The CuPy backend's 2:4 path").
+**Not yet run on a GPU with cuSPARSELt** (see ``docs/backends.md``, "The CuPy backend's 2:4 path"): CuPy's wheels have no
+cuSPARSELt binding, so ``_cusparselt.py`` binds the NVIDIA wheel's library through ctypes.
 
 A semi-structured array converted on the CuPy backend carries, next to the portable reference encoding
 (values and metadata, built and validated by the generic kernel), a second encoding of the same stored
@@ -40,6 +41,7 @@ import functools
 import math
 import threading
 import warnings
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -184,7 +186,7 @@ class CusparseLtPacked:
     ((64, 128), 'float16', 0, None)
     """
 
-    __slots__ = ("buffer", "shape", "dtype", "device_id", "_plans")
+    __slots__ = ("buffer", "shape", "dtype", "device_id", "_plans", "_made", "__weakref__")
 
     def __init__(self, buffer: Any, shape: tuple[int, int], dtype: str, device_id: int) -> None:
         self.buffer = buffer
@@ -198,6 +200,10 @@ class CusparseLtPacked:
         # product means; the array and its buffer stay immutable. Concurrent first uses may both search;
         # the later answer wins, and either is valid.
         self._plans: dict[tuple[int, str, str], _Choice] = {}
+        # The plans made with those choices, kept for the next products of the same shape: making a plan
+        # (cusparseLtMatmulPlanInit) costs far more host time than a small product. At most _KEPT_PLANS,
+        # the oldest dropped first; a plan is destroyed when the last product using it lets it go.
+        self._made: dict[tuple[int, str, str], _Plan] = {}
 
     def planned(self, key: tuple[int, str, str]) -> _Choice | None:
         """What the memo holds for a product shape (:func:`plan_key`), or ``None`` before its first product."""
@@ -410,21 +416,44 @@ class _Plan:
             self.plan = lt.MatmulPlan()
             lt.matmulPlanInit(handle, self.plan, self.matmul, self.selection)
             self._made.append((lt.matmulPlanDestroy, self.plan))
+            self.workspace_size = int(lt.matmulGetWorkspace(handle, self.plan))
         except BaseException:
             self.destroy()
             raise
+        # a kept plan is destroyed when it is let go; not at interpreter exit, where CUDA may be gone
+        weakref.finalize(self, _destroy_made, self._made).atexit = False
 
     def destroy(self) -> None:
         """Destroy every object made (each tried, the first failure raised after the others)."""
-        failure: Exception | None = None
-        while self._made:
-            destroy, obj = self._made.pop()
-            try:
-                destroy(obj)
-            except Exception as exc:
-                failure = failure or exc
-        if failure is not None:
-            raise failure
+        _destroy_made(self._made)
+
+
+def _destroy_made(made: list[tuple[Any, Any]]) -> None:
+    failure: Exception | None = None
+    while made:
+        destroy, obj = made.pop()
+        try:
+            destroy(obj)
+        except Exception as exc:
+            failure = failure or exc
+    if failure is not None:
+        raise failure
+
+
+# the plans one packed array keeps, one per product shape (CusparseLtPacked._made)
+_KEPT_PLANS = 16
+
+
+def _kept_plan(handle: Any, packed: CusparseLtPacked, key: tuple[int, str, str], n: int, b_rows_are_n: bool, choice: _Choice) -> _Plan:
+    """The plan of this product shape, made once and kept on ``packed`` (the oldest dropped past _KEPT_PLANS)."""
+    plan = packed._made.get(key)
+    if plan is None:
+        plan = _Plan(handle, packed, n, b_rows_are_n, choice.column_order, choice)
+        made = packed._made
+        while len(made) >= _KEPT_PLANS:
+            made.pop(next(iter(made)), None)  # destroyed once no product in flight holds it
+        made[key] = plan
+    return plan
 
 
 def _spmm(packed: CusparseLtPacked, dense: Any, b_rows_are_n: bool, n: int, column_order: bool) -> tuple[Any, bool]:
@@ -457,15 +486,12 @@ def _spmm(packed: CusparseLtPacked, dense: Any, b_rows_are_n: bool, n: int, colu
                 packed._plans[key] = choice
             if out is None:
                 out = cp.empty((n, rows) if choice.column_order else (rows, n), dtype=out_dtype)
-            plan = _Plan(handle, packed, n, b_rows_are_n, choice.column_order, choice)
-            try:
-                workspace = cp.empty(int(lt.matmulGetWorkspace(handle, plan.plan)), dtype=cp.uint8)
-                lt.matmul(
-                    handle, plan.plan, alpha.ctypes.data, packed.buffer.data.ptr, dense.data.ptr, beta.ctypes.data,
-                    out.data.ptr, out.data.ptr, workspace.data.ptr,
-                )  # fmt: skip
-            finally:
-                plan.destroy()
+            plan = _kept_plan(handle, packed, key, n, b_rows_are_n, choice)
+            workspace = cp.empty(plan.workspace_size, dtype=cp.uint8)
+            lt.matmul(
+                handle, plan.plan, alpha.ctypes.data, packed.buffer.data.ptr, dense.data.ptr, beta.ctypes.data,
+                out.data.ptr, out.data.ptr, workspace.data.ptr,
+            )  # fmt: skip
         finally:
             if other_stream:
                 # the result, and the buffers going back to the pool, are the current stream's again (also
@@ -492,7 +518,7 @@ def _search(
             continue  # a row-ordered result, transposed afterwards
         try:
             out = cp.empty((n, rows) if order else (rows, n), dtype=out_dtype)
-            workspace = cp.empty(int(lt.matmulGetWorkspace(handle, plan.plan)), dtype=cp.uint8)
+            workspace = cp.empty(plan.workspace_size, dtype=cp.uint8)
             lt.matmulSearch(
                 handle, plan.plan, alpha.ctypes.data, packed.buffer.data.ptr, dense.data.ptr, beta.ctypes.data,
                 out.data.ptr, out.data.ptr, workspace.data.ptr,
