@@ -29,6 +29,28 @@ def backend_skip_reason(name: str) -> str | None:
     return None
 
 
+_CUPY_GPU: list[bool] = []
+
+
+@pytest.fixture(autouse=True)
+def _cuda_errors_surface_in_their_test() -> Any:
+    """Wait for the GPU after each test that used one, so that an asynchronous CUDA error (an illegal
+    address in a kernel, which poisons the context for every later test) fails the test that caused it,
+    not the next one. Costs nothing where CuPy and torch's CUDA were not used."""
+    yield
+    import sys
+
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and getattr(cupy, "__file__", None):
+        if not _CUPY_GPU:
+            _CUPY_GPU.append(backend_skip_reason("cupy") is None)
+        if _CUPY_GPU[0]:
+            cupy.cuda.runtime.deviceSynchronize()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
 def load_native_kernels() -> None:
     """Load every usable backend, so that its native kernels are registered before a test module
     parametrises over the registry."""

@@ -1,0 +1,153 @@
+"""What a GPU session checks first, in about a minute: ``bash .ci/gpu probe OUTDIR``.
+
+1. cuSPARSELt: CuPy's binding (absent from CuPy's wheels) and xsparse's ctypes binding, with the library
+   found and its version.
+2. The CuPy 2:4 path: a float16 weight converted on CuPy carries the packed form; ``linear`` against the
+   dense product, its time and its error.
+3. torch 2:4 at the size of the target (8192 x 8192 float16 weight, 4096 activation rows): the dense
+   product, torch's semi-structured product, ``xs.linear`` on torch and on CuPy; and at 16 rows, where a
+   fixed per-call cost shows.
+4. Host overhead: a profile of the CuPy backend's SpMV (a Laplacian, where the host is the bottleneck)
+   beside cupyx's, and of the torch backend's SpGEMM beside torch's.
+
+Each section runs under a guard: a failure prints its traceback and the next section runs. Timings are
+the mean of back-to-back calls between two device synchronisations, after one warm-up call: a probe,
+not the benchmark (``benchmarks/bench_gpu.py`` is that).
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import pstats
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+
+def section(name: str) -> None:
+    print(f"\n##### {name}", flush=True)
+
+
+def mean_ms(fn: Callable[[], Any], sync: Callable[[], Any], n: int) -> float:
+    fn()
+    sync()
+    start = time.perf_counter()
+    for _ in range(n):
+        fn()
+    sync()
+    return (time.perf_counter() - start) / n * 1e3
+
+
+def profile(fn: Callable[[], Any], n: int, top: int = 20) -> None:
+    p = cProfile.Profile()
+    p.enable()
+    for _ in range(n):
+        fn()
+    p.disable()
+    out = io.StringIO()
+    pstats.Stats(p, stream=out).sort_stats("tottime").print_stats(top)
+    print(out.getvalue()[-5000:])
+
+
+def pruned(torch: Any, n: int, dtype: Any) -> Any:
+    """A random n x n weight with the 2 largest magnitudes of every group of 4 of a row kept."""
+    w = torch.randn(n, n, device="cuda")
+    groups = w.reshape(n, n // 4, 4)
+    keep = groups.abs().topk(2, dim=-1).indices
+    mask = torch.zeros_like(groups, dtype=torch.bool).scatter_(-1, keep, True)
+    return (groups * mask).reshape(n, n).to(dtype).contiguous()
+
+
+def main() -> None:
+    import cupy as cp
+    import torch
+
+    import xsparse as xs
+    from xsparse.backends.cupy import _cusparselt as ours
+    from xsparse.backends.cupy import semi_structured as lt_kernels
+
+    cp_sync, torch_sync = cp.cuda.runtime.deviceSynchronize, torch.cuda.synchronize
+
+    section("cuSPARSELt")
+    try:
+        from cupy_backends.cuda.libs import cusparselt  # noqa: F401
+
+        print("CuPy's binding: present")
+    except ImportError as exc:
+        print(f"CuPy's binding: absent ({exc})")
+    try:
+        binding = ours.load()
+        print(f"xsparse's binding: {binding.path}, cuSPARSELt {'.'.join(map(str, binding.version))}")
+    except Exception:
+        traceback.print_exc()
+    print("the 2:4 kernels' reason to decline:", lt_kernels._library_reason())
+
+    section("CuPy 2:4: float16 1024 x 1024 weight, 4096 rows")
+    try:
+        w = pruned(torch, 1024, torch.float16)
+        W = cp.from_dlpack(w)
+        S = xs.to_sparse_semi_structured(W)
+        print("packed:", S.packed)
+        X = cp.random.standard_normal((4096, 1024)).astype(cp.float16)
+        got = cp.asnumpy(xs.linear(X, S)).astype(np.float64)
+        want = cp.asnumpy(X.astype(cp.float32) @ W.astype(cp.float32).T).astype(np.float64)
+        print("relative error against the float32 dense product:", float(np.abs(got - want).max() / np.abs(want).max()))
+        print(f"xs.linear {mean_ms(lambda: xs.linear(X, S), cp_sync, 50):.4f} ms, dense {mean_ms(lambda: X @ W.T, cp_sync, 50):.4f} ms")
+    except Exception:
+        traceback.print_exc()
+
+    section("2:4 at the target: float16 8192 x 8192 weight")
+    try:
+        w = pruned(torch, 8192, torch.float16)
+        sw = torch.sparse.to_sparse_semi_structured(w)
+        xw = xs.to_sparse_semi_structured(w)
+        cw = None
+        if lt_kernels._library_reason() is None:
+            cw = xs.to_sparse_semi_structured(cp.from_dlpack(w))
+        for rows in (4096, 16):
+            x = torch.randn(rows, 8192, device="cuda").half()
+            line = [f"rows={rows}: dense {mean_ms(lambda: x @ w.t(), torch_sync, 20):.4f} ms",
+                    f"torch 2:4 {mean_ms(lambda: x @ sw.t(), torch_sync, 20):.4f} ms",
+                    f"xs.linear[torch] {mean_ms(lambda: xs.linear(x, xw), torch_sync, 20):.4f} ms"]  # fmt: skip
+            if cw is not None:
+                xc = cp.from_dlpack(x)
+                line.append(f"xs.linear[cupy] {mean_ms(lambda: xs.linear(xc, cw), cp_sync, 20):.4f} ms")
+            print(", ".join(line), flush=True)
+        x = torch.randn(4096, 8192, device="cuda").half()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for _ in range(3):
+                xs.linear(x, xw)
+            torch_sync()
+        print(prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=10))
+    except Exception:
+        traceback.print_exc()
+
+    section("host overhead: CuPy SpMV (300 x 300 Laplacian), torch SpGEMM (the same)")
+    try:
+        import cupyx.scipy.sparse as cpx
+
+        side = 300
+        one = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], (side, side))
+        lap = sp.kronsum(one, one, format="csr")
+        ptr, idx, val = (cp.asarray(v) for v in (lap.indptr, lap.indices, lap.data))
+        m = xs.sparse_csr_array(ptr, idx, val, shape=lap.shape)
+        mc = cpx.csr_matrix((val, idx, ptr), shape=lap.shape)
+        v = cp.ones(lap.shape[1])
+        print(f"SpMV: xsparse[cupy] {mean_ms(lambda: m @ v, cp_sync, 500):.4f} ms, cupyx {mean_ms(lambda: mc @ v, cp_sync, 500):.4f} ms")
+        profile(lambda: m @ v, 2000)
+        profile(lambda: mc @ v, 2000, 10)
+        tt = [torch.from_numpy(z).cuda() for z in (lap.indptr.astype(np.int64), lap.indices.astype(np.int64), lap.data)]
+        mt, tm = xs.sparse_csr_array(*tt, shape=lap.shape), torch.sparse_csr_tensor(*tt, size=lap.shape)
+        print(f"SpGEMM: xsparse[torch] {mean_ms(lambda: mt @ mt, torch_sync, 50):.4f} ms, torch {mean_ms(lambda: tm @ tm, torch_sync, 50):.4f} ms")
+        profile(lambda: mt @ mt, 100)
+    except Exception:
+        traceback.print_exc()
+
+
+if __name__ == "__main__":
+    main()
