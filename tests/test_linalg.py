@@ -1451,3 +1451,24 @@ def test_kinds_that_array_api_strict_does_not_mix_are_refused_by_name() -> None:
     for name, call in calls.items():
         with pytest.raises(TypeError, match=rf"^{name}: backend 'array_api_strict' does not promote these dtypes together \(.*(int32|float32).*(int32|float32).*\)\. Cast an operand"):
             call()
+
+
+def test_torch_spgemm_results_are_sorted_only_where_needed() -> None:
+    # torch's CPU SpGEMM (MKL) leaves a row's columns in any order, cuSPARSE's writes them sorted: the
+    # components come back sorted either way, and a product already sorted is returned as it is (no sort)
+    torch = pytest.importorskip("torch")
+    from xsparse.backends.torch.linalg import _sorted_csr
+
+    dense = torch.tensor([[0.0, 1.0, 2.0, 0.0], [0.0, 0.0, 0.0, 0.0], [3.0, 0.0, 4.0, 5.0], [6.0, 0.0, 0.0, 0.0]])
+    crow = torch.tensor([0, 2, 2, 5, 6])
+    for cols, vals, sorted_already in (
+        ([1, 2, 0, 2, 3, 0], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], True),
+        ([2, 1, 3, 0, 2, 0], [2.0, 1.0, 5.0, 3.0, 4.0, 6.0], False),
+    ):
+        col = torch.tensor(cols)
+        r = torch.sparse_csr_tensor(crow, col, torch.tensor(vals), (4, 4), check_invariants=False)
+        out_crow, out_col, out_vals = _sorted_csr(r)
+        assert out_col.tolist() == [1, 2, 0, 2, 3, 0] and out_vals.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+        assert (out_col.data_ptr() == r.col_indices().data_ptr()) is sorted_already
+        back = torch.sparse_csr_tensor(out_crow, out_col, out_vals, (4, 4), check_invariants=True)
+        assert torch.equal(back.to_dense(), dense)
