@@ -825,6 +825,19 @@ def test_pow_fill_value_is_the_dense_element(backend: str, xp: Any) -> None:
     check_binary(xp, "pow", b, xp.asarray(0.5, dtype=xp.float64))
 
 
+def test_pow_of_stored_values_and_a_fill_value_without_entries(backend: str, xp: Any) -> None:
+    """The fill value of an operand without entries meets the other's stored values as the dense
+    array's elements do: NumPy's pow by a broadcast 0.5 goes through sqrt (NaN for -inf, -0.0 for -0.0),
+    the dense pow gives +inf and +0.0 (a flaky Hypothesis failure on array_api_strict)."""
+    b = xs.to_sparse(xp.asarray([-math.inf, -0.0, 4.0], dtype=xp.float64))
+    a = xs.to_sparse(xp.asarray([0.5, 0.5, 0.5], dtype=xp.float64), fill_value=0.5)
+    assert a.nnz == 0 and b.nnz == 3
+    r = check_binary(xp, "pow", b, a)
+    got = to_numpy(xs.to_dense(r))
+    assert got.tolist() == [math.inf, 0.0, 2.0] and not np.signbit(got[1])
+    check_binary(xp, "pow", a, b)
+
+
 def test_pow_fill_value_that_no_element_reads(backend: str, xp: Any) -> None:
     """An integer pow whose fill values raise (0 ** -1 on NumPy) gives the dense result where the result
     has no unspecified element, with fill value 0, and raises as the dense computation where it has one."""

@@ -645,7 +645,9 @@ def merge_coo(xp: Any, a: COOArray, b: COOArray) -> tuple[Any, Any, Any, Any, An
 
 def _take_or_fill(xp: Any, a: COOArray, pos: Any, has: Any, tail: tuple[int, ...]) -> Any:
     if a.nnz == 0:
-        return xp.broadcast_to(_fill_array(xp, a), (pos.shape[0], *a.shape[a.sparse_dim() :]))
+        # a full array, as the dense operand is: NumPy's pow by a broadcast (stride-0) 0.5 goes through
+        # sqrt, which gives NaN for -inf and -0.0 for -0.0, where the dense pow gives +inf and +0.0
+        return xp.full((pos.shape[0], *a.shape[a.sparse_dim() :]), a.fill_value, dtype=a.dtype, device=a.device)
     present = xp.reshape(has, (-1, *tail))
     return gather_or_fill(xp, a, pos, present)
 
