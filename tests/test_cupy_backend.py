@@ -309,9 +309,13 @@ def test_matmul_compressed_strided(
 
 @pytest.mark.parametrize("layout", [CSR, CSC])
 @pytest.mark.parametrize("side", ["sparse @ dense", "dense @ sparse"])
-def test_products_of_row_major_operands(layout: xs.Layout, side: str) -> None:
-    # a row-major dense operand of at least 2 x 2 takes SpMM with transb (sparse @ dense), or is the
-    # column-major transpose cupyx takes as it is (dense @ sparse); CSC goes to cuSPARSE as a transposed CSR
+def test_products_of_row_major_operands(layout: xs.Layout, side: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a row-major dense operand of at least 2 x 2 goes to SpMM described row-major, result row-major too
+    # (CSR @ dense), or with transb (CSC @ dense), or is the column-major transpose cupyx takes as it is
+    # (dense @ sparse); CSC goes to cuSPARSE as a transposed CSR
+    row_major = []
+    original = cupy_linalg._spmm_row_major
+    monkeypatch.setattr(cupy_linalg, "_spmm_row_major", lambda *args: row_major.append(1) or original(*args))
     rng = np.random.default_rng(7)
     dense = np.where(rng.random((5, 6)) < 0.5, rng.integers(-3, 4, (5, 6)), 0).astype(np.float64)
     a = make(cp.asarray(dense), layout, "int32", dense_dim=0)
@@ -323,6 +327,8 @@ def test_products_of_row_major_operands(layout: xs.Layout, side: str) -> None:
         result, expected = run_native("matmul", (STRIDED, layout), cp.asarray(host), a), host @ dense
     assert result.flags.c_contiguous and result.dtype == cp.float64
     np.testing.assert_array_equal(to_numpy(result), expected)
+    if not STANDIN:  # the stand-in has no low-level cuSPARSE binding: the transb route runs there
+        assert row_major == ([1] if (layout is CSR and side == "sparse @ dense") else [])
 
 
 @examples

@@ -91,8 +91,63 @@ def _product(mat: Any, x: Any, dtype: Any) -> Any:
         return cp.zeros(shape, dtype=dtype)
     x = x.astype(dtype, copy=False)
     if x.ndim == 2 and x.flags.c_contiguous and not x.flags.f_contiguous and cusparse.check_availability("spmm"):
+        if mat.format == "csr" and _row_major_spmm() is not None:
+            return _spmm_row_major(mat, x, dtype)
         return cusparse.spmm(mat, x.T, transb=True)
     return mat @ x
+
+
+# cudaDataType of the values cuSPARSE takes (library_types.h)
+_CUDA_TYPES = {"float32": 0, "float64": 1, "complex64": 4, "complex128": 5}
+_ROW_MAJOR_SPMM: list[Any] = []
+
+
+def _row_major_spmm() -> Any:
+    """CuPy's low-level cuSPARSE binding, its sparse descriptor and handle, where CuPy has them (else None)."""
+    if not _ROW_MAJOR_SPMM:
+        try:
+            from cupy.cuda import device
+            from cupy_backends.cuda.libs import cusparse as lib
+            from cupyx import cusparse
+
+            found = (lib, cusparse.SpMatDescriptor, device.get_cusparse_handle)
+            for name in ("createDnMat", "destroyDnMat", "spMM_bufferSize", "spMM", "CUSPARSE_ORDER_ROW"):
+                getattr(lib, name)
+        except (ImportError, AttributeError):
+            found = None
+        _ROW_MAJOR_SPMM.append(found)
+    return _ROW_MAJOR_SPMM[0]
+
+
+def _spmm_row_major(mat: Any, x: Any, dtype: Any) -> Any:
+    """``mat @ x`` for a canonical cupyx CSR matrix and a C-contiguous 2-D ``x``: cuSPARSE SpMM with ``x`` and
+    the result described row-major, as torch passes them, so nothing is copied on either side.
+
+    cupyx's ``spmm`` takes column-major operands only: a row-major ``x`` goes in as its transpose with
+    ``transb``, and the column-major result needs a copy into row order. On the H200 run that route took
+    2.6 to 3.8 times torch's SpMM of the same matrices (a million rows, 64 columns).
+    """
+    lib, descriptor, handle_of = _row_major_spmm()
+    cp = cupy_module()
+    (m, _), n = mat.shape, int(x.shape[1])
+    out = cp.empty((m, n), dtype=dtype)
+    cuda_type = _CUDA_TYPES[np.dtype(dtype).name]
+    alpha, beta = np.ones(1, dtype=dtype), np.zeros(1, dtype=dtype)
+    desc_a = descriptor.create(mat)
+    desc_b = lib.createDnMat(int(x.shape[0]), n, n, x.data.ptr, cuda_type, lib.CUSPARSE_ORDER_ROW)
+    try:
+        desc_c = lib.createDnMat(m, n, n, out.data.ptr, cuda_type, lib.CUSPARSE_ORDER_ROW)
+        try:
+            handle, op = handle_of(), lib.CUSPARSE_OPERATION_NON_TRANSPOSE
+            alg = 0  # CUSPARSE_SPMM_ALG_DEFAULT: cuSPARSE picks the algorithm for the layouts
+            size = lib.spMM_bufferSize(handle, op, op, alpha.ctypes.data, desc_a.desc, desc_b, beta.ctypes.data, desc_c, cuda_type, alg)
+            buffer = cp.empty(max(int(size), 1), dtype=cp.int8)
+            lib.spMM(handle, op, op, alpha.ctypes.data, desc_a.desc, desc_b, beta.ctypes.data, desc_c, cuda_type, alg, buffer.data.ptr)
+        finally:
+            lib.destroyDnMat(desc_c)
+    finally:
+        lib.destroyDnMat(desc_b)
+    return out
 
 
 # -- sparse @ strided ------------------------------------------------------------------------------
