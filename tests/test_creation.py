@@ -545,3 +545,16 @@ def test_empty_arrays_on_a_device_without_int64_take_int32_indices(layout: xs.La
         z = make((2, 4), dtype=st.float32, device=dev, layout=layout, backend="array_api_strict", **blocks)
         assert z.index_dtype == st.int32 and z.device == dev and z.nnz == 0 and z.shape == (2, 4) and z.dtype == st.float32
     assert xs.zeros((2, 4), layout=layout, backend="array_api_strict", **blocks).index_dtype == st.int64
+
+
+@pytest.mark.parametrize(
+    "fill, dtype, expected",
+    [(np.float32(1.5), "float64", 1.5), (np.int8(3), "int64", 3), (np.bool_(True), "bool", True), (np.complex64(1j), "complex128", 1j)],
+)
+def test_numpy_scalars_are_fill_values(fill: Any, dtype: str, expected: Any) -> None:
+    # np.float32 is no Python float and has no __complex__: it was refused as "not a number"
+    a = xs.sparse_coo_array([[0, 1]], np.ones(2, dtype=dtype), (3,), fill_value=fill)
+    assert a.fill_value == expected and type(a.fill_value) is type(expected)
+    assert to_numpy(xs.to_dense(a)).tolist()[2] == expected
+    with pytest.raises(ValueError, match=r"fill_value: 0\.5 is not representable in the integer dtype int64"):
+        xs.sparse_coo_array([[0]], np.ones(1, dtype=np.int64), (2,), fill_value=np.float32(0.5))

@@ -1472,3 +1472,13 @@ def test_torch_spgemm_results_are_sorted_only_where_needed() -> None:
         assert (out_col.data_ptr() == r.col_indices().data_ptr()) is sorted_already
         back = torch.sparse_csr_tensor(out_crow, out_col, out_vals, (4, 4), check_invariants=True)
         assert torch.equal(back.to_dense(), dense)
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (0, 3), (3, 0), (2, 0, 0), (2, 3, 0)])
+def test_matrix_rank_of_matrices_without_rows_or_columns(backend: str, xp: Any, shape: tuple[int, ...]) -> None:
+    # the rank is 0 (torch's answer); NumPy's matrix_rank raised on the empty singular values
+    x = xp.zeros(shape, dtype=xp.float64)
+    for operand in (x, xs.asarray(x, layout=xs.sparse_coo)):
+        r = xs.linalg.matrix_rank(operand)
+        assert tuple(r.shape) == shape[:-2] and xs.isdtype(r.dtype, "integral")
+        assert to_numpy(r).tolist() == np.zeros(shape[:-2], dtype=np.int64).tolist()

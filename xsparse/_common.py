@@ -7,6 +7,7 @@ import operator
 from typing import Any
 
 import array_api_compat
+import numpy as np
 
 from ._errors import BackendMismatchError
 from .backends import _BUILTIN, Backend, backend_of_array, get_backend, get_default_backend
@@ -226,6 +227,8 @@ def device_argument(op: str, backend: Backend, device: Any) -> Any:
 
 def scalar_for(xp: Any, dtype: Any, value: Any) -> Any:
     """``value`` as the Python scalar type that the dtype's kind mixes with (bool, int, float, complex)."""
+    if isinstance(value, np.generic) and value.dtype.kind in "biufc":
+        value = value.item()  # a NumPy scalar (np.float32 has no __complex__)
     if not isinstance(value, (bool, int, float, complex)) and not hasattr(value, "__complex__"):
         raise TypeError(
             f"fill_value: expected a number, got {type(value).__name__} ({value!r}). Pass a Python bool, int, float or complex."

@@ -402,6 +402,12 @@ def _infer_compressed_shape(op: str, xp: Any, ci: Any, pi: Any, vals: Any, layou
     n_plain = 0
     if pi.shape[-1] and xp.reshape(pi, (-1,)).shape[0]:
         n_plain = int(xp.max(pi)) + 1
+        lowest = int(xp.min(pi))
+        if lowest < 0:
+            # the shape inferred from such indices holds none of them (the COO constructor refuses them too)
+            raise InvariantError(
+                "5.4", f"{pname} must be non-negative to infer the shape, got {lowest}. Fix the indices, or give the shape.", op
+            )
     if n_compressed > 0 and xp.reshape(ci, (-1,)).shape[0]:
         n_plain = max(n_plain, int(xp.max(ci[..., 1:] - ci[..., :-1])))
     nblocks = [0, 0]

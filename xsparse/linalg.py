@@ -166,6 +166,9 @@ def _factorization(op: str, x: Any, *args: Any, **kwargs: Any) -> Any:
         _square(op, x)
     if "rtol" in kwargs:
         kwargs["rtol"] = _rtol(op, x, kwargs["rtol"])
+    if op == "matrix_rank" and 0 in tuple(x.shape[-2:]):
+        # a matrix without rows or columns has rank 0 (NumPy's matrix_rank raises on its empty singular values)
+        return xp.zeros(tuple(x.shape[:-2]), dtype=xp.int64, device=getattr(x, "device", None))
     result = _as_array(xp, getattr(xp.linalg, op)(_widened(xp, x), *args, **kwargs))
     return _RESULTS[op](*result) if op in _RESULTS else result
 
