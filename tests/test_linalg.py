@@ -1482,3 +1482,18 @@ def test_matrix_rank_of_matrices_without_rows_or_columns(backend: str, xp: Any, 
         r = xs.linalg.matrix_rank(operand)
         assert tuple(r.shape) == shape[:-2] and xs.isdtype(r.dtype, "integral")
         assert to_numpy(r).tolist() == np.zeros(shape[:-2], dtype=np.int64).tolist()
+
+
+def test_solve_and_matrix_power_with_a_nonzero_fill_value(backend: str, xp: Any) -> None:
+    # a system with fill value 1.0 is a dense matrix: solved as one (the sparse LU reads unspecified
+    # elements as 0, and its decline named spsolve); a power of it has no sparse product, said by
+    # matrix_power itself (it named matmul)
+    dense = xp.asarray([[2.0, 1.0], [1.0, 3.0]], dtype=xp.float64)
+    a = xs.to_sparse_csr(dense, fill_value=1.0)
+    assert a.nnz == 2
+    b = xp.asarray([3.0, 5.0], dtype=xp.float64)
+    np.testing.assert_allclose(to_numpy(xs.linalg.solve(a, b)), np.linalg.solve(to_numpy(dense), to_numpy(b)))
+    with pytest.raises(xs.NoKernelError, match=r"^matrix_power: a power of a sparse x is a product of sparse matrices, which needs fill value 0 \(x\.fill_value=1\.0\)\. Compute it on the dense matrix"):
+        xs.linalg.matrix_power(a, 2)
+    assert xs.linalg.matrix_power(a, 1) is a
+    np.testing.assert_array_equal(to_numpy(xs.linalg.matrix_power(xs.to_dense(a), 2)), to_numpy(dense) @ to_numpy(dense))

@@ -1343,3 +1343,17 @@ def test_repeat_of_coo_costs_its_entries_not_its_length(backend: str, xp: Any) -
     assert r.shape == (3 * 2**40,) and r.nnz == 6
     assert to_numpy(r._indices()).tolist() == [[15, 16, 17, 3 * 2**39, 3 * 2**39 + 1, 3 * 2**39 + 2]]
     assert to_numpy(r._values()).tolist() == [1.0, 1.0, 1.0, 2.0, 2.0, 2.0]
+
+
+def test_stack_of_semi_structured_arrays_converts_to_the_layout_asked() -> None:
+    # a semi-structured array is one 2-D matrix: stack converts it to the layout asked for, and without
+    # one says so itself (the error named expand_dims)
+    w = np.tile(np.asarray([0, 0, 1, 1], dtype=np.float16), (64, 16)) * np.arange(1, 65, dtype=np.float16)[:, None]
+    s, c = xs.to_sparse_semi_structured(w), xs.to_sparse_csr(w)
+    with pytest.raises(xs.NoKernelError, match=r"^stack: sparse_semi_structured arrays take no new dimension \(layouts=\['sparse_csr', 'sparse_semi_structured'\]\)\. Pass a layout"):
+        xs.stack([c, s])
+    co = xs.to_sparse_coo(w)
+    for other, layout, axis in ((c, xs.sparse_csr, 0), (co, xs.sparse_coo, 1), (co, xs.strided, 2)):
+        r = xs.stack([other, s], axis=axis, layout=layout)
+        assert (r.layout if isinstance(r, xs.SparseArray) else xs.strided) is layout
+        np.testing.assert_array_equal(to_numpy(xs.to_dense(r) if isinstance(r, xs.SparseArray) else r), np.stack([w, w], axis=axis))

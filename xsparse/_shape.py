@@ -888,6 +888,17 @@ def stack(arrays: Sequence[Any], /, *, axis: int = 0, layout: Layout | None = No
     if len(shapes) > 1:
         raise ValueError(f"{op}: the arrays must have one shape (shapes={[tuple(a.shape) for a in items]}). Make the shapes equal.")
     ax = _axis(op, axis, items[0].ndim, new=True)
+    # a layout whose arrays take no new dimension (semi-structured: one 2-D matrix) is converted first,
+    # to the layout asked for (through COO, which takes one), or named here rather than in expand_dims
+    flat = [isinstance(a, SparseArray) and not dispatch.resolve("expand_dims", (a.layout,), a._backend.name) for a in items]
+    if any(flat):
+        fixed = next(a for a, f in zip(items, flat) if f)
+        if layout is None:
+            raise NoKernelError(
+                f"{op}: {fixed.layout} arrays take no new dimension (layouts={[str(layout_of(a)) for a in items]}). Pass a "
+                "layout to stack in, e.g. layout=xsparse.sparse_csr, or convert the operands first."
+            )
+        items = [(to_dense(a) if layout is strided else to_sparse(a, layout=sparse_coo)) if f else a for a, f in zip(items, flat)]
     return concat([expand_dims(a, axis=ax) for a in items], axis=ax, layout=layout)
 
 

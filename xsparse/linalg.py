@@ -29,6 +29,7 @@ from . import dispatch
 from ._common import backend_of, flag_argument, integer_argument, is_strided
 from ._conversion import matrix_transpose
 from ._elementwise import convert_result
+from ._errors import NoKernelError
 from ._linalg import _as_dtype, _broadcast, check_promotion, matmul, tensordot, vecdot, working_dtype
 from ._sorting import array_operand
 from .backends import Backend
@@ -372,7 +373,11 @@ def solve(x1: Any, x2: Any, /) -> Any:
         # the integer operand takes the other's dtype: the result does not depend on a backend's mixed-kind
         # rules (array_api_strict promotes no integer with a float, torch's dense solve takes no integers)
         x1, x2 = (_as_dtype(x, floating[0], xp) for x in (x1, x2))
-    sparse_system = isinstance(x1, SparseArray) and x1.ndim == 2 and x1.dense_dim() == 0 and x2.ndim in (1, 2)
+    # a sparse LU reads the unspecified elements as 0: a system with another fill value is a dense matrix,
+    # solved as one (as its dense array would be)
+    sparse_system = (
+        isinstance(x1, SparseArray) and x1.ndim == 2 and x1.dense_dim() == 0 and x2.ndim in (1, 2) and x1.fill_value == 0
+    )
     if sparse_system:
         from ._linalg import spsolve
 
@@ -422,6 +427,11 @@ def matrix_power(x: Any, n: int, /) -> Any:
 
         identity = eye(x.shape[-1], dtype=x.dtype, device=x.device, layout=x.layout, backend=backend, **_blocksize(x))
         return identity if x.ndim == 2 else broadcast_to(identity, tuple(x.shape))
+    if n >= 2 and x.fill_value != 0:
+        raise NoKernelError(
+            f"{op}: a power of a sparse x is a product of sparse matrices, which needs fill value 0 (x.fill_value={x.fill_value!r}). "
+            f"Compute it on the dense matrix: xsparse.linalg.matrix_power(xsparse.to_dense(x), {n})."
+        )
     result, base, k = None, x, n
     while k:
         if k & 1:

@@ -265,7 +265,11 @@ def check_compressed(a: CompressedArray, full: bool) -> None:
     blocksize = tuple(values.shape[n_batch + 1 : n_batch + 1 + n_block]) if n_block else (1, 1)
     dense = tuple(shape[n_batch + 2 :])
     rows, cols = shape[n_batch], shape[n_batch + 1]
-    if blocksize[0] <= 0 or blocksize[1] <= 0 or rows % blocksize[0] or cols % blocksize[1]:
+    if blocksize[0] <= 0 or blocksize[1] <= 0:
+        raise _fail(
+            "3.1", f"the blocks of the values (values.shape={tuple(values.shape)}) have a zero size, blocksize {blocksize}. Give every block at least one row and one column"
+        )
+    if rows % blocksize[0] or cols % blocksize[1]:
         raise _fail("3.1", f"shape {shape} is not a whole number of blocks of blocksize {blocksize}. Make every block dimension divide the matching sparse dimension")
     nblocks = (rows // blocksize[0], cols // blocksize[1])
     n_compressed = nblocks[layout.compressed_dim]
