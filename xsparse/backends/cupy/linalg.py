@@ -75,6 +75,11 @@ def _fold(a: CompressedArray, dtype: Any) -> Any:
     return compressed_matrix(container, values, indices, indptr, (nb * m, nb * k))
 
 
+def _c_order(x: Any) -> Any:
+    """``x`` itself where it is C-contiguous, else a C-contiguous copy."""
+    return x if x.flags.c_contiguous else cupy_module().ascontiguousarray(x)
+
+
 def _product(mat: Any, x: Any, dtype: Any) -> Any:
     """``mat @ x`` for a cupyx matrix and a 1-D or 2-D CuPy array: cuSPARSE SpMV or SpMM (a matrix result
     comes back column-major).
@@ -89,7 +94,8 @@ def _product(mat: Any, x: Any, dtype: Any) -> Any:
     if mat.nnz == 0 or 0 in shape or x.shape[0] == 0:
         # cuSPARSE gets no empty operand: an empty product is zeros
         return cp.zeros(shape, dtype=dtype)
-    x = x.astype(dtype, copy=False)
+    if x.dtype != dtype:
+        x = x.astype(dtype)
     if x.ndim == 2 and x.flags.c_contiguous and not x.flags.f_contiguous and cusparse.check_availability("spmm"):
         if mat.format == "csr" and _row_major_spmm() is not None:
             return _spmm_row_major(mat, x, dtype)
@@ -167,6 +173,10 @@ def _matmul_compressed_strided_cupy(xp: Any, a: CompressedArray, b: Any) -> Any:
     cp = cupy_module()
     dtype = _result_dtype(a.dtype, b.dtype)
     nbd = a.batch_dim()
+    if nbd == 0 and a.nnz:
+        # one matrix (SpMV or SpMM): the path of every small product, kept free of CuPy calls it does not
+        # need (CuPy's indexing and copies cost microseconds of Python each)
+        return _c_order(_product(to_cupyx(a, dtype), b, dtype))
     vector = b.ndim == 1
     b2 = b[:, None] if vector else b
     batch = tuple(a.shape[:nbd])
@@ -175,8 +185,6 @@ def _matmul_compressed_strided_cupy(xp: Any, a: CompressedArray, b: Any) -> Any:
     if a.nnz == 0 or nb * m * n == 0:
         # cuSPARSE gets no empty operand: an empty product is zeros
         out = cp.zeros((*batch, m, n), dtype=dtype)
-    elif nbd == 0:
-        return cp.ascontiguousarray(_product(to_cupyx(a, dtype), b, dtype))
     else:
         dense = cp.broadcast_to(b2, (*batch, k, n)).reshape(nb * k, n)
         out = cp.ascontiguousarray(_product(_fold(a, dtype), dense, dtype)).reshape(*batch, m, n)
