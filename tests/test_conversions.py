@@ -975,3 +975,22 @@ def test_torch_permuted_input_gives_row_major_values(layout: xs.Layout) -> None:
     s = xs.to_sparse(x, layout=layout, fill_value=1.0, **kwargs)
     assert s._vals.is_contiguous()
     assert_sparse_equal(s, x)
+
+
+def test_torch_conversion_of_a_wide_matrix_to_bsr_follows_nnz() -> None:
+    # torch's CSR -> BSR keeps a workspace of one entry per block column: 2 x 2**32 raised std::bad_alloc
+    # (blocksize 1 x 1); its kernel declines there and the generic one (work in nnz) converts
+    torch = pytest.importorskip("torch")
+    wide = (2, 2**32)
+    sources = [
+        xs.sparse_csr_array(torch.tensor([0, 1, 1]), torch.tensor([5]), torch.tensor([1.0]), wide),
+        xs.sparse_coo_array(torch.tensor([[0], [5]]), torch.tensor([1.0]), wide),
+    ]
+    for a in sources:
+        native = [k for k in xs.kernels("convert") if k.backend == "torch" and k.func.__name__ == "_convert_to_sparse_torch"][0]
+        target = xs._conversion._target("to_sparse_bsr", a, xs.sparse_bsr, a._backend, a._xp, None, None, (1, 1), None, None)
+        assert "allocates one entry per block column (4294967296 of them for nnz=1)" in native.supports(a._xp, a, target)
+        for blocksize, (crow, col) in (((1, 1), ([0, 1, 1], [5])), ((2, 2), ([0, 1], [2]))):
+            b = xs.to_sparse_bsr(a, blocksize)
+            assert b.shape == wide and b.crow_indices().tolist() == crow and b.col_indices().tolist() == col
+            assert b.values().tolist() == ([[[1.0]]] if blocksize == (1, 1) else [[[0.0, 1.0], [0.0, 0.0]]])

@@ -260,7 +260,23 @@ def _supports_to_sparse(xp: Any, x: Any, target: Target) -> str | None:
         return "torch needs at least one sparse dimension"
     if target.layout.is_compressed and 0 in tuple(x.shape[: target.batch_dim]):
         return "torch cannot compress an array whose batch dimensions hold no element"
+    if source is not strided and not source.is_blocked and target.layout.is_blocked:
+        # TensorConversions.cpp's CSR -> BSR/BSC keeps a workspace of one entry per block of a compressed
+        # slice: a matrix of 2 x 2**32 raised std::bad_alloc; the generic kernel's work follows nnz
+        nbd = x.batch_dim() if isinstance(x, CompressedArray) else 0
+        rows, cols = x.shape[nbd], x.shape[nbd + 1]
+        bm, bn = target.blocksize
+        across = cols // bn if target.layout is Layout.sparse_bsr else rows // bm
+        if across > max(_WORKSPACE_MIN, 8 * x.nnz):
+            return (
+                f"torch's conversion to {target.layout} allocates one entry per block {'column' if target.layout is Layout.sparse_bsr else 'row'} "
+                f"({across} of them for nnz={x.nnz}); the generic kernel's work follows nnz"
+            )
     return None
+
+
+# Below this many blocks across, torch's workspace for the conversion to BSR/BSC is small whatever nnz is.
+_WORKSPACE_MIN = 1 << 22
 
 
 @register("convert", (strided, INDEXED), backend="torch", supports=_supports_to_sparse)
