@@ -489,3 +489,20 @@ def test_complex_decline_only_with_grad() -> None:
     assert native.supports(xp, a, a) is None
     with torch.no_grad():
         assert native.supports(xp, with_grad, with_grad) is None
+
+
+@pytest.mark.parametrize("layout", [xs.strided, *SPARSE], ids=str)
+def test_clone_copies_and_keeps_the_gradient(layout: xs.Layout) -> None:
+    # the generic clone (xp.asarray(x, copy=True)) warned on torch for values that require grad; torch's
+    # kernel copies with Tensor.clone, gradients flowing back as through torch's own clone
+    if layout is xs.strided:
+        x = dense(4, 6)
+        c = xs.clone(x)
+        assert c.data_ptr() != x.data_ptr()
+        check(lambda t: xs.clone(t), x)
+        return
+    a = sparse(layout)
+    values = leaf(a)
+    b = xs.clone(rebuild(a, values))
+    assert b.layout is layout and b._vals.data_ptr() != values.data_ptr()
+    check(lambda v: xs.clone(rebuild(a, v))._vals, values)

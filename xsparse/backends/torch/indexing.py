@@ -93,3 +93,21 @@ def _sparse_mask_strided_indexed_torch(xp: Any, x: torch.Tensor, mask: SparseArr
         # ("Sparse CSR tensors do not have strides"); a copy is a plain tensor, and keeps autograd
         out = out._with_values(out._vals.clone(), out.fill_value)
     return out
+
+
+# -- clone ---------------------------------------------------------------------------------------------
+# The generic clone copies with xp.asarray(x, copy=True), which torch 2.13 warns about for a tensor that
+# requires grad ("unspecified requires_grad now defaults to obj.requires_grad"); Tensor.clone copies
+# with the autograd history torch's own clone keeps.
+
+
+@register("clone", (strided,), backend="torch")
+def _clone_strided_torch(xp: Any, x: torch.Tensor) -> torch.Tensor:
+    """clone(strided) on torch: Tensor.clone (autograd kept); O(numel)."""
+    return x.clone()
+
+
+@register("clone", (INDEXED,), backend="torch")
+def _clone_indexed_torch(xp: Any, a: SparseArray) -> SparseArray:
+    """clone(sparse) on torch: Tensor.clone of every component, metadata kept (the values' autograd kept); O(nnz)."""
+    return a._map_components(lambda comp: comp.clone(), a._backend, xp)
