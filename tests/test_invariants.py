@@ -1216,3 +1216,26 @@ def test_numpy_compiled_kernels_report_the_broken_invariant(op: str) -> None:
     for invariant in reading:
         with pytest.raises(xs.InvariantError, match=rf"^invariant {re.escape(invariant)} violated: {name}: "):
             call(arrays[invariant])
+
+
+def test_4_1_a_device_without_int64_is_refused() -> None:
+    # array_api_strict's no_x64 device holds no int64, in which xsparse computes positions: empty arrays
+    # with int32 indices are built there (tests/test_creation.py), and any kernel that fails there says
+    # invariant 4.1 naming the function called (it raised array_api_strict's "does not support dtype int64")
+    xp = pytest.importorskip("array_api_strict")
+    devices = {str(d): d for d in xp.__array_namespace_info__().devices()}
+    if "array_api_strict.Device('no_x64')" not in devices:
+        pytest.skip("this array_api_strict has no no_x64 device")
+    no_x64 = devices["array_api_strict.Device('no_x64')"]
+    message = violated("4.1", r"device array_api_strict\.Device\('no_x64'\) has no int64, in which xsparse computes positions and sort keys")
+    z = xs.zeros((2, 3), dtype=xp.float32, layout=xs.sparse_csr, backend="array_api_strict", device=no_x64)
+    with pytest.raises(xs.InvariantError, match=message.replace(": ", ": to_dense: ", 1)):
+        xs.to_dense(z)
+    with pytest.raises(xs.InvariantError, match=message.replace(": ", ": add: ", 1)):
+        z + z
+    with pytest.raises(xs.InvariantError, match=message.replace(": ", r": to_sparse\(layout=sparse_csr\): ", 1)):
+        xs.to_sparse_csr(xp.ones((2, 2), device=no_x64, dtype=xp.float32))
+    # a device without float64 but with int64 is one like any other
+    no_f64 = devices["array_api_strict.Device('no_float64')"]
+    a = xs.to_sparse_csr(xp.ones((2, 2), device=no_f64, dtype=xp.float32))
+    assert a.nnz == 4 and a.device == no_f64 and to_numpy(xs.to_dense(a)).tolist() == [[1.0, 1.0], [1.0, 1.0]]

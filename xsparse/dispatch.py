@@ -206,7 +206,12 @@ def call(op: str, layouts: Sequence[Hashable], backend: str, xp: Any, *args: Any
             if named is e:
                 raise
             raise named.with_traceback(e.__traceback__) from None
-        except ValueError:
+        except ValueError as error:
+            # an operand on a device without int64 (array_api_strict's "no_x64"), where the kernels' int64
+            # positions fail: said as invariant 4.1, on this error path only
+            lacking = _device_without_int64(xp, args)
+            if lacking is not None:
+                raise lacking.met_by(op, provisional=True) from error
             # a kernel that can say only that some index is bad carries the means to say which invariant
             explain = getattr(kernel.func, "explain_failure", None)
             if explain is None:
@@ -225,6 +230,22 @@ def call(op: str, layouts: Sequence[Hashable], backend: str, xp: Any, *args: Any
         f"Registered: {registered}. {fix} an operand to a supported layout (e.g. with xsparse.to_sparse_csr) "
         f"or to a supported backend with xsparse.to_backend."
     )
+
+
+def _device_without_int64(xp: Any, args: tuple[Any, ...]) -> InvariantError | None:
+    """Invariant 4.1's violation of the first operand (or operand in a list) on a device without int64, or None."""
+    from .formats._invariants import require_int64_device  # (the formats import this module)
+
+    for arg in args:
+        for x in arg if isinstance(arg, (list, tuple)) else (arg,):
+            device = getattr(x, "device", None)
+            if device is None:
+                continue
+            try:
+                require_int64_device(xp, device)
+            except InvariantError as violation:
+                return violation
+    return None
 
 
 def _layout_list(layouts: Iterable[Hashable]) -> str:

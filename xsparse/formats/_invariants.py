@@ -203,6 +203,39 @@ def _fill_of_kind(a: Any, kind: type) -> None:
         a._fill_value = same
 
 
+# (namespace, device) -> whether the device has no int64 (array_api_strict's "no_x64" device), memoised
+_NO_INT64: dict[tuple[int, Any], bool] = {}
+
+
+def _lacks_int64(xp: Any, device: Any) -> bool:
+    """Whether ``device`` of the namespace ``xp`` cannot hold int64 arrays, by its inspection API (memoised)."""
+    key = (id(xp), device)
+    try:
+        return _NO_INT64[key]
+    except KeyError:
+        pass
+    except TypeError:
+        return False  # a device that is no dictionary key: not checked
+    lacks = False
+    info = getattr(xp, "__array_namespace_info__", None)
+    if info is not None:
+        try:
+            lacks = "int64" not in info().dtypes(device=device, kind="signed integer")
+        except Exception:  # a namespace whose inspection API does not know the device or the kind
+            lacks = False
+    _NO_INT64[key] = lacks
+    return lacks
+
+
+def require_int64_device(xp: Any, device: Any) -> None:
+    """Raise invariant 4.1's violation where ``device`` has no int64 (see :func:`_lacks_int64`)."""
+    if _lacks_int64(xp, device):
+        raise _fail(
+            "4.1", f"device {device} has no int64, in which xsparse computes positions and sort keys. Put the arrays on a "
+            "device with 64-bit integers"
+        )
+
+
 def _check_common_types(a: Any, index_arrays: dict[str, Any], values: Any) -> None:
     """Type (1.x), layout (2.x) and device (4.x) invariants shared by every format."""
     xp = a._xp
