@@ -449,11 +449,15 @@ def _kept_plan(handle: Any, packed: CusparseLtPacked, key: tuple[int, str, str],
     plan = packed._made.get(key)
     if plan is None:
         plan = _Plan(handle, packed, n, b_rows_are_n, choice.column_order, choice)
-        made = packed._made
-        while len(made) >= _KEPT_PLANS:
-            made.pop(next(iter(made)), None)  # destroyed once no product in flight holds it
-        made[key] = plan
+        with _PLANS_LOCK:  # (the eviction iterates the memo, which another thread may be filling)
+            made = packed._made
+            while len(made) >= _KEPT_PLANS:
+                made.pop(next(iter(made)), None)  # destroyed once no product in flight holds it
+            made[key] = plan
     return plan
+
+
+_PLANS_LOCK = threading.Lock()
 
 
 def _spmm(packed: CusparseLtPacked, dense: Any, b_rows_are_n: bool, n: int, column_order: bool) -> tuple[Any, bool]:
