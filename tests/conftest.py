@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from typing import Any
 
 import pytest
@@ -38,8 +39,6 @@ def _cuda_errors_surface_in_their_test() -> Any:
     address in a kernel, which poisons the context for every later test) fails the test that caused it,
     not the next one. Costs nothing where CuPy and torch's CUDA were not used."""
     yield
-    import sys
-
     cupy = sys.modules.get("cupy")
     if cupy is not None and getattr(cupy, "__file__", None):
         if not _CUPY_GPU:

@@ -234,16 +234,13 @@ def call(op: str, layouts: Sequence[Hashable], backend: str, xp: Any, *args: Any
 
 def _device_without_int64(xp: Any, args: tuple[Any, ...]) -> InvariantError | None:
     """Invariant 4.1's violation of the first operand (or operand in a list) on a device without int64, or None."""
-    from .formats._invariants import require_int64_device  # (the formats import this module)
+    from .formats._invariants import int64_device_violation  # (the formats import this module)
 
     for arg in args:
         for x in arg if isinstance(arg, (list, tuple)) else (arg,):
             device = getattr(x, "device", None)
-            if device is None:
-                continue
-            try:
-                require_int64_device(xp, device)
-            except InvariantError as violation:
+            violation = None if device is None else int64_device_violation(xp, device)
+            if violation is not None:
                 return violation
     return None
 

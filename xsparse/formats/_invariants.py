@@ -211,11 +211,11 @@ def _lacks_int64(xp: Any, device: Any) -> bool:
     """Whether ``device`` of the namespace ``xp`` cannot hold int64 arrays, by its inspection API (memoised)."""
     key = (id(xp), device)
     try:
-        return _NO_INT64[key]
-    except KeyError:
-        pass
+        known = _NO_INT64.get(key)
     except TypeError:
         return False  # a device that is no dictionary key: not checked
+    if known is not None:
+        return known
     lacks = False
     info = getattr(xp, "__array_namespace_info__", None)
     if info is not None:
@@ -227,13 +227,14 @@ def _lacks_int64(xp: Any, device: Any) -> bool:
     return lacks
 
 
-def require_int64_device(xp: Any, device: Any) -> None:
-    """Raise invariant 4.1's violation where ``device`` has no int64 (see :func:`_lacks_int64`)."""
-    if _lacks_int64(xp, device):
-        raise _fail(
-            "4.1", f"device {device} has no int64, in which xsparse computes positions and sort keys. Put the arrays on a "
-            "device with 64-bit integers"
-        )
+def int64_device_violation(xp: Any, device: Any) -> InvariantError | None:
+    """Invariant 4.1's violation where ``device`` has no int64 (see :func:`_lacks_int64`), else None."""
+    if not _lacks_int64(xp, device):
+        return None
+    return _fail(
+        "4.1", f"device {device} has no int64, in which xsparse computes positions and sort keys. Put the arrays on a "
+        "device with 64-bit integers"
+    )
 
 
 def _check_common_types(a: Any, index_arrays: dict[str, Any], values: Any) -> None:
