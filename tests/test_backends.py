@@ -916,6 +916,19 @@ def test_the_cpu_libraries_repeat_by_counts() -> None:
     assert xs.get_backend("array_api_strict").repeat is None
 
 
+@given(data=st.data())
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_extrema_hook_gives_the_smallest_and_largest_element(backend: str, xp: Any, data: st.DataObject) -> None:
+    """A backend's ``extrema`` (the bounds check of every index array, which has been cast to int64 by then)
+    gives the min and max as Python integers: one element or many, negatives and int64's limits included."""
+    dtype = data.draw(st.sampled_from(["int32", "int64"]), label="dtype")
+    info = np.iinfo(dtype)
+    values = data.draw(st.lists(st.integers(int(info.min), int(info.max)), min_size=1, max_size=50), label="values")
+    x = np.asarray(values, dtype=dtype)
+    lo, hi = xs.get_backend(backend).extrema(xp, xp.asarray(x))
+    assert (type(lo), type(hi)) == (int, int) and (lo, hi) == (min(values), max(values))
+
+
 def test_to_backend_of_a_dtype_the_target_lacks() -> None:
     # DLPack's own error ("Unsupported dtype in DLTensor") said neither which dtype nor what to do
     bf16 = torch.tensor([1.0, 0.0, 2.0], dtype=torch.bfloat16)

@@ -18,10 +18,11 @@ import array_api_compat
 
 from . import dispatch
 from ._common import backend_of, device_argument, dtype_name, flag_argument, integer_argument, is_strided, resolve_dtype
-from ._conversion import layout_of, to_dense
+from ._conversion import layout_of, to_dense, to_sparse
 from ._elementwise import convert_result, operand_kind
 from ._errors import DensificationError, LayoutError
-from ._index_key import Slice, is_array_index, is_bool_dtype, normalize_index, parse_key
+from ._index_key import Slice, is_array_index, is_bool_dtype, is_integer_dtype, normalize_index, parse_key
+from .backends import Backend
 from .backends.array_api import indexing as _generic_indexing  # noqa: F401  (registers the kernels)
 from .backends.array_api.elementwise import broadcast_shapes
 from .formats import CompressedArray, Layout, SparseArray, sparse_coo, strided
@@ -130,7 +131,7 @@ def getitem(x: Any, key: Any, /, *, layout: Layout | None = None) -> Any:
     backend, xp = _array(op, x)
     parts = key if isinstance(key, tuple) else (key,)
     if any(is_array_index(p) for p in parts):
-        return convert_result(_getitem_arrays(op, xp, x, parts), layout, op)
+        return convert_result(_getitem_arrays(op, backend, xp, x, parts), layout, op)
     items = parse_key(op, tuple(x.shape), key)
     if isinstance(x, SparseArray) and all(isinstance(it, Slice) and it.is_identity(x.shape[it.dim]) for it in items):
         return convert_result(x, layout, op)  # a sparse array is immutable: x[:, :] is x
@@ -144,7 +145,7 @@ def _positions(op: str, x: Any, index: Any) -> Any:
     return to_dense(index) if isinstance(index, SparseArray) else index
 
 
-def _getitem_arrays(op: str, xp: Any, x: Any, parts: tuple[Any, ...]) -> Any:
+def _getitem_arrays(op: str, backend: Backend, xp: Any, x: Any, parts: tuple[Any, ...]) -> Any:
     """``x[parts]`` where a part is an array: a boolean mask (the sole index) or integers and integer arrays."""
     masks = [p for p in parts if is_array_index(p) and is_bool_dtype(p.dtype)]
     if masks:
@@ -163,7 +164,7 @@ def _getitem_arrays(op: str, xp: Any, x: Any, parts: tuple[Any, ...]) -> Any:
             "Give at most one index per dimension."
         )
     if any(isinstance(p, slice) or p is None or p is Ellipsis for p in parts):
-        return _getitem_array_among_slices(op, xp, x, parts)
+        return _getitem_array_among_slices(op, backend, xp, x, parts)
     columns: list[Any] = []
     is_array = [is_array_index(p) for p in parts]
     for d, p in enumerate(parts):
@@ -172,7 +173,7 @@ def _getitem_arrays(op: str, xp: Any, x: Any, parts: tuple[Any, ...]) -> Any:
             columns.append(xp.asarray(normalize_index(op, p, size, d), dtype=xp.int64, device=_device_of(x)))
             continue
         ind = _positions(op, x, p)
-        if not xp.isdtype(ind.dtype, "integral"):
+        if not is_integer_dtype(ind.dtype):
             raise IndexError(
                 f"{op}: an index array must have an integer or boolean dtype (dtype={dtype_name(ind.dtype)}, dim={d}). "
                 "Cast it with xsparse.astype(index, 'int64')."
@@ -188,17 +189,16 @@ def _getitem_arrays(op: str, xp: Any, x: Any, parts: tuple[Any, ...]) -> Any:
         ) from None
     if math.prod(shape):
         # as NumPy, arrays whose broadcast is empty gather nothing and are not bounds-checked
-        columns = [_in_bounds(op, xp, c, x.shape[d], d) if is_array[d] else c for d, c in enumerate(columns)]
+        columns = [_in_bounds(op, backend, xp, c, x.shape[d], d) if is_array[d] else c for d, c in enumerate(columns)]
     flat = [c if tuple(c.shape) == shape and len(shape) == 1 else xp.reshape(xp.broadcast_to(c, shape), (-1,)) for c in columns]
     return _gather_points(x, flat, shape)
 
 
-def _getitem_array_among_slices(op: str, xp: Any, x: Any, parts: tuple[Any, ...]) -> Any:
+def _getitem_array_among_slices(op: str, backend: Backend, xp: Any, x: Any, parts: tuple[Any, ...]) -> Any:
     """``x[..., :, index, :, ...]``: one integer array among slices (and an Ellipsis); its dimensions replace
     the one it indexes, as in NumPy (SciPy's ``A[:, cols]``). The slices apply first, then :func:`take`:
     a compressed array keeps its layout, except where the index reaches a sparse dimension and is not 1-D
     or the array is blocked (COO then, as for integer arrays alone)."""
-    from ._conversion import to_sparse
     from ._shape import reshape
 
     if sum(p is Ellipsis for p in parts) == 1:
@@ -214,13 +214,13 @@ def _getitem_array_among_slices(op: str, xp: Any, x: Any, parts: tuple[Any, ...]
         )
     d = arrays[0]
     ind = _positions(op, x, parts[d])
-    if not xp.isdtype(ind.dtype, "integral"):
+    if not is_integer_dtype(ind.dtype):
         raise IndexError(
             f"{op}: an index array must have an integer or boolean dtype (dtype={dtype_name(ind.dtype)}, dim={d}). "
             "Cast it with xsparse.astype(index, 'int64')."
         )
     ishape = tuple(ind.shape)
-    flat = _in_bounds(op, xp, xp.reshape(_int64_indices(op, xp, ind, x.shape[d], d), (-1,)), x.shape[d], d)
+    flat = _in_bounds(op, backend, xp, xp.reshape(_int64_indices(op, xp, ind, x.shape[d], d), (-1,)), x.shape[d], d)
     if isinstance(x, CompressedArray) and x.batch_dim() <= d < x.batch_dim() + 2 and (len(ishape) != 1 or x.layout.is_blocked):
         x = to_sparse(x, layout=sparse_coo)
     sliced = getitem(x, tuple(slice(None) if e == d else p for e, p in enumerate(parts)))
@@ -276,15 +276,14 @@ def gather_by_take(x: Any, positions: list[Any], shape: tuple[int, ...]) -> Any:
     one gathered along its first sparse dimension by one 1-D index (SciPy's ``A[rows]``, :func:`take`); one
     indexed on a sparse dimension otherwise is converted to COO first (as an integer index makes it).
     """
-    from ._conversion import to_sparse
-    from ._shape import reshape
-
     k = len(positions)
     lead, rest = tuple(x.shape[:k]), tuple(x.shape[k:])
     along_first = k == 1 and len(shape) == 1 and isinstance(x, CompressedArray) and not x.layout.is_blocked
     if isinstance(x, CompressedArray) and k > x.batch_dim() and not along_first:
         x = to_sparse(x, layout=sparse_coo)
     if k > 1:
+        from ._shape import reshape
+
         stride, lin = 1, None
         for d in range(k - 1, -1, -1):
             term = positions[d] * stride
@@ -297,7 +296,11 @@ def gather_by_take(x: Any, positions: list[Any], shape: tuple[int, ...]) -> Any:
     backend = backend_of(x, op="take")
     # the positions are in bounds already: take's kernels, without its checks
     out = dispatch.call("take", (layout_of(x),), backend.name, backend.load(), x, index, 0)
-    return out if shape == tuple(out.shape[:1]) else reshape(out, (*shape, *rest))
+    if shape == tuple(out.shape[:1]):
+        return out
+    from ._shape import reshape
+
+    return reshape(out, (*shape, *rest))
 
 
 def select(x: Any, dim: int, index: int, /, *, layout: Layout | None = None) -> Any:
@@ -379,7 +382,7 @@ def _take(op: str, x: Any, indices: Any, axis: int | None, layout: Layout | None
             raise ValueError(f"{op}: axis is required for an array of {x.ndim} dimensions (axis=None, ndim={x.ndim}). Pass axis=.")
         axis = 0
     ax = _axis(op, axis, x.ndim)
-    ind = _index_array(op, xp, indices, x.shape[ax], ax, x)
+    ind = _index_array(op, backend, xp, indices, x.shape[ax], ax, x)
     return convert_result(dispatch.call("take", (layout_of(x),), backend.name, xp, x, ind, ax), layout, op)
 
 
@@ -437,26 +440,28 @@ def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1, layout: Layout |
             f"{op}: the shapes of x and indices do not broadcast outside axis {ax} (shape={shape}, indices.shape={ishape}). "
             "Make every other size equal, or 1."
         )
-    ind = _in_bounds(op, xp, _int64_indices(op, xp, indices, shape[ax], ax), shape[ax], ax)
+    ind = _in_bounds(op, backend, xp, _int64_indices(op, xp, indices, shape[ax], ax), shape[ax], ax)
     return convert_result(dispatch.call(op, (layout_of(x),), backend.name, xp, x, ind, ax), layout, op)
 
 
-def _index_array(op: str, xp: Any, indices: Any, size: int, axis: int, x: Any) -> Any:
+def _index_array(op: str, backend: Backend, xp: Any, indices: Any, size: int, axis: int, x: Any) -> Any:
     """``indices`` as a 1-D int64 array of the backend, negative ones wrapped; IndexError when out of bounds."""
     if isinstance(indices, SparseArray):
         indices = _positions(op, x, indices)
     ind = indices if is_strided(indices) else xp.asarray(indices, device=_device_of(x))
-    if ind.ndim != 1 or not (xp.isdtype(ind.dtype, "integral") or ind.shape[0] == 0):
+    if ind.ndim != 1 or not (is_integer_dtype(ind.dtype) or ind.shape[0] == 0):
         raise TypeError(
             f"{op}: indices must be a 1-D integer array (shape={tuple(ind.shape)}, dtype={dtype_name(ind.dtype)}). Pass a "
             "1-D array or list of integers."
         )
-    return _in_bounds(op, xp, _int64_indices(op, xp, ind, size, axis), size, axis)
+    return _in_bounds(op, backend, xp, _int64_indices(op, xp, ind, size, axis), size, axis)
 
 
 def _int64_indices(op: str, xp: Any, ind: Any, size: int, axis: int) -> Any:
     """The integer indices ``ind`` as int64; IndexError for a uint64 one that int64 cannot hold, which the
     cast would wrap around to a negative index, in bounds (NumPy's own ``take`` reads ``x[-1]`` for 2**64 - 1)."""
+    if dtype_name(ind.dtype) == "int64":
+        return ind
     out = xp.astype(ind, xp.int64, copy=False)
     # the cast wraps 2**63 and above around to negatives (torch has no uint64 max to look first)
     if dtype_name(ind.dtype) == "uint64" and math.prod(tuple(ind.shape)) and int(xp.min(out)) < 0:
@@ -468,11 +473,11 @@ def _int64_indices(op: str, xp: Any, ind: Any, size: int, axis: int) -> Any:
     return out
 
 
-def _in_bounds(op: str, xp: Any, ind: Any, size: int, axis: int) -> Any:
+def _in_bounds(op: str, backend: Backend, xp: Any, ind: Any, size: int, axis: int) -> Any:
     """The int64 indices ``ind`` into an axis of ``size``, negative ones wrapped; IndexError when out of bounds."""
     if not math.prod(tuple(ind.shape)):
         return ind
-    lo, hi = int(xp.min(ind)), int(xp.max(ind))
+    lo, hi = backend.extrema(xp, ind)
     if lo < -size or hi >= size:
         bad = lo if lo < -size else hi
         raise IndexError(

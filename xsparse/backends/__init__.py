@@ -74,6 +74,15 @@ def _torch_repeat(x: Any, counts: Any, total: int) -> Any:
     return torch.repeat_interleave(x, counts, output_size=total)
 
 
+def _numpy_extrema(xp: Any, x: Any) -> tuple[int, int]:
+    # the array's own methods: half the cost of the namespace's wrapped functions on a small array
+    return int(x.min()), int(x.max())
+
+
+def _generic_extrema(xp: Any, x: Any) -> tuple[int, int]:
+    return int(xp.min(x)), int(xp.max(x))
+
+
 def _torch_devices(xp: Any) -> list[Any]:
     import torch
 
@@ -105,6 +114,9 @@ class Backend:
         ``counts`` (``total`` elements in all), where the library has a primitive that takes an array of
         counts; ``None`` otherwise (the index arithmetic then uses a binary search, which the Array API
         has everywhere).
+    extrema
+        ``extrema(xp, x)``: the smallest and the largest element of the non-empty integer array ``x``, as
+        Python integers (every index array's bounds check asks).
     """
 
     name: str
@@ -114,6 +126,7 @@ class Backend:
     devices_of: Callable[[Any], list[Any]] = field(default=_info_devices, repr=False)
     contiguity: Callable[[Any], bool | None] = field(default=lambda x: None, repr=False)
     repeat: Callable[[Any, Any, int], Any] | None = field(default=None, repr=False)
+    extrema: Callable[[Any, Any], tuple[int, int]] = field(default=_generic_extrema, repr=False)
 
     def is_available(self) -> bool:
         """Whether the library can be imported here."""
@@ -190,7 +203,7 @@ _BUILTIN = {
     for b in (
         Backend(
             "numpy", "numpy", _compat("array_api_compat.numpy"), "xsparse.backends.numpy",
-            contiguity=lambda x: bool(x.flags.c_contiguous), repeat=_numpy_repeat,
+            contiguity=lambda x: bool(x.flags.c_contiguous), repeat=_numpy_repeat, extrema=_numpy_extrema,
         ),
         Backend(
             "torch", "torch", _compat("array_api_compat.torch"), "xsparse.backends.torch", _torch_devices,

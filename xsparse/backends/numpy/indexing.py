@@ -172,15 +172,15 @@ def _take_unblocked_numpy(xp: Any, a: CompressedArray, indices: Any, axis: int) 
     if axis == a.layout.compressed_dim:
         new_ptr, plain, vals = _cpu.gather_slices(np.asarray(a._compressed), np.asarray(a._plain), np.asarray(a._vals), sel)
         idt = np.dtype(wide_enough(xp, a.index_dtype, int(plain.shape[0])))  # repeated slices can outgrow int32
-        return CompressedArray(
+        return CompressedArray._trusted(
             new_ptr.astype(idt, copy=False), plain.astype(idt, copy=False), vals, shape,
-            layout=a.layout, backend=a._backend, xp=xp, fill_value=a.fill_value, check=False,
+            layout=a.layout, backend=a._backend, xp=xp, fill_value=a.fill_value,
         )  # fmt: skip
     new_ptr, entry, position = _cpu.take_plain(np.asarray(a._compressed), np.asarray(a._plain), sel, a.shape[axis])
     idt = np.dtype(wide_enough(xp, a.index_dtype, int(entry.shape[0]), k))
-    return CompressedArray(
+    return CompressedArray._trusted(
         new_ptr.astype(idt, copy=False), position.astype(idt, copy=False), np.take(np.asarray(a._vals), entry, axis=0), shape,
-        layout=a.layout, backend=a._backend, xp=xp, fill_value=a.fill_value, check=False,
+        layout=a.layout, backend=a._backend, xp=xp, fill_value=a.fill_value,
     )  # fmt: skip
 
 
