@@ -795,6 +795,18 @@ def test_spsolve_singular_and_nonconvergent_systems() -> None:
         xs.spsolve(strict, xs.get_backend("array_api_strict").namespace().asarray([1.0, 0.0]))
 
 
+def test_spsolve_of_a_consistent_singular_system_on_the_generic_kernel() -> None:
+    # docs/linalg.md: GMRES cannot see a null space its Krylov space never meets; it returns a solution of
+    # the consistent system (the one in span{b}, here the minimum-norm one), where SuperLU refuses the matrix
+    host = np.asarray([[1.0, 1.0], [1.0, 1.0]])
+    with pytest.raises(ValueError, match=r"^spsolve: the matrix is singular"):
+        xs.spsolve(xs.to_sparse_csr(host), np.asarray([2.0, 2.0]))
+    sxp = xs.get_backend("array_api_strict").namespace()
+    x = xs.spsolve(xs.to_sparse_csr(sxp.asarray(host)), sxp.asarray([2.0, 2.0]))
+    np.testing.assert_allclose(np.asarray(x), [1.0, 1.0], rtol=1e-12)
+    np.testing.assert_allclose(host @ np.asarray(x), [2.0, 2.0], rtol=1e-12)
+
+
 # -- low-rank decompositions and LOBPCG ------------------------------------------------------------------------
 
 
