@@ -201,8 +201,12 @@ def install() -> Any:
     scipy_ = types.ModuleType("cupyx.scipy")
     sparse = types.ModuleType("cupyx.scipy.sparse")
     sparse.csr_matrix, sparse.csc_matrix, sparse.coo_matrix = csr_matrix, csc_matrix, coo_matrix  # type: ignore[attr-defined]
-    cupyx.cusparse, cupyx.scipy, scipy_.sparse = cusparse, scipy_, sparse  # type: ignore[attr-defined]
-    sys.modules.update({"cupyx": cupyx, "cupyx.cusparse": cusparse, "cupyx.scipy": scipy_, "cupyx.scipy.sparse": sparse})
+    import scipy.special as special  # cupyx.scipy.special's ufuncs are SciPy's, on the device
+
+    cupyx.cusparse, cupyx.scipy, scipy_.sparse, scipy_.special = cusparse, scipy_, sparse, special  # type: ignore[attr-defined]
+    sys.modules.update(
+        {"cupyx": cupyx, "cupyx.cusparse": cusparse, "cupyx.scipy": scipy_, "cupyx.scipy.sparse": sparse, "cupyx.scipy.special": special}
+    )
     cupy = _Cupy("cupy_standin")
     for module in (conversion, linalg):
         module.cupy_module = lambda: cupy  # type: ignore[assignment]

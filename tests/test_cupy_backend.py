@@ -44,6 +44,7 @@ from xsparse import dispatch  # noqa: E402
 from xsparse._conversion import _target  # noqa: E402
 from xsparse.backends.array_api.conversion import same_fill  # noqa: E402
 from xsparse.backends.cupy import conversion as cupy_conversion  # noqa: E402
+from xsparse.backends.cupy import elementwise as cupy_elementwise  # noqa: E402
 from xsparse.backends.cupy import linalg as cupy_linalg  # noqa: E402
 from xsparse.formats._spec import Target  # noqa: E402
 from xsparse.testing import assert_sparse_equal, check_invariants, to_numpy  # noqa: E402
@@ -68,6 +69,7 @@ TESTED = {
     ("matmul", (CSR, CSR)), ("matmul", (CSC, CSC)),
     ("matmul", (BSR, STRIDED)),
     ("sampled_addmm", (CSR, STRIDED, STRIDED)),
+    ("erf", (STRIDED,)), ("erfinv", (STRIDED,)),
 }  # fmt: skip
 
 
@@ -165,18 +167,18 @@ def float_cases(draw: Any, max_batch_dims: int = 0, max_grid: int = 4, fill: boo
 
 
 def test_every_kernel_is_tested() -> None:
-    # the kernels of the two modules this file covers (other CuPy modules, such as the 2:4 one, have their own tests)
-    modules = {cupy_conversion.__name__, cupy_linalg.__name__}
+    # the kernels of the modules this file covers (other CuPy modules, such as the 2:4 one, have their own tests)
+    modules = {cupy_conversion.__name__, cupy_linalg.__name__, cupy_elementwise.__name__}
     registered = {(k.op, k.signature) for k in xs.kernels() if k.backend == "cupy" and k.func.__module__ in modules}
     assert registered == TESTED
 
 
 def test_importing_the_kernels_does_not_import_cupy() -> None:
     # the modules register at import; CuPy is imported only through cupy_module() when a kernel runs
-    code = "import sys, xsparse.backends.cupy.conversion, xsparse.backends.cupy.linalg; print('cupy' in sys.modules)"
+    code = "import sys, xsparse.backends.cupy; print('cupy' in sys.modules, 'cupyx' in sys.modules, 'scipy' in sys.modules)"
     root = Path(__file__).resolve().parents[1]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
-    assert out.stdout.strip() == "False"
+    assert out.stdout.strip() == "False False False"
     assert cupy_conversion.cupy_module() is cp
 
 
@@ -414,6 +416,37 @@ def test_sampled_addmm(case: Any, index_dtype: str, kk: int, beta: Any, alpha: A
 # -- reasons to decline --------------------------------------------------------------------------------
 
 
+# -- erf and erfinv -------------------------------------------------------------------------------------
+
+ERF_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint64", "float16", "float32", "float64")
+
+
+@examples
+@given(
+    name=st.sampled_from(["erf", "erfinv"]), dtype=st.sampled_from(ERF_DTYPES),
+    shape=st.lists(st.integers(0, 4), max_size=3), seed=st.integers(0, 2**32 - 1),
+)  # fmt: skip
+def test_error_functions(name: str, dtype: str, shape: list[int], seed: int) -> None:
+    """The CuPy kernels against the NumPy backend's (SciPy's, on the host): the same dtype, the same values
+    to a few ulps, NaN and infinities where SciPy has them, the signs of zeros."""
+    rng = np.random.default_rng(seed)
+    specials = np.asarray([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, np.inf, -np.inf, np.nan])
+    host = np.where(rng.random(shape) < 0.3, rng.choice(specials, shape), rng.uniform(-1.2, 1.2, shape) * (1 if name == "erfinv" else 4))
+    if dtype == "bool":
+        host = host > 0
+    elif not dtype.startswith("float"):
+        host = np.nan_to_num(host, nan=0.0, posinf=3.0, neginf=-3.0)
+        host = np.abs(host) if dtype.startswith("uint") else host
+    host = host.astype(dtype)
+    expected = getattr(xs, name)(host)  # the NumPy backend: SciPy
+    result = run_native(name, (STRIDED,), cp.asarray(host))
+    got = np.asarray(result if STANDIN else result.get())  # SciPy standing in gives a 0-d operand a scalar
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    single = expected.dtype == np.float32
+    np.testing.assert_allclose(got, expected, rtol=1e-5 if single else 1e-12, atol=1e-6 if single else 1e-14, equal_nan=True)
+    np.testing.assert_array_equal(np.signbit(got[got == 0]), np.signbit(expected[got == 0]))
+
+
 def _csr(values: list[Any], dtype: str = "float64", **kwargs: Any) -> Any:
     return xs.sparse_csr_array(cp.asarray([0, 1, 2]), cp.asarray([0, 1]), cp.asarray(values, dtype=dtype), (2, 2), **kwargs)
 
@@ -495,3 +528,6 @@ def test_public_functions_run_the_cupy_kernels() -> None:
     np.testing.assert_allclose(to_numpy(xs.matmul(a, cp.ones(2))), [1.5, 2.0])
     assert_sparse_equal(xs.to_sparse_csc(a), x)
     assert_sparse_equal(xs.matmul(a, a), x @ x, check_signed_zeros=False)
+    # erf keeps the layout (fill value erf(0) = 0) and runs the CuPy kernel on the values
+    np.testing.assert_allclose(to_numpy(xs.to_dense(xs.erf(a))), xs.erf(to_numpy(x)), rtol=1e-12)
+    assert xs.erf(a).layout is CSR

@@ -978,7 +978,7 @@ conj_physical = _unary(
 )
 erf = _unary(
     "erf",
-    "The error function (native kernels: SciPy on NumPy, torch.special on torch).",
+    "The error function (native kernels: SciPy on NumPy, torch.special on torch, cupyx.scipy.special on CuPy).",
     """\
 >>> a = xs.sparse_coo_array([[0, 2]], [0.25, 2.5], (4,), dtype="float64")
 >>> r = xs.erf(a)
@@ -989,7 +989,7 @@ erf = _unary(
 )
 erfinv = _unary(
     "erfinv",
-    "The inverse error function (native kernels: SciPy on NumPy, torch.special on torch).",
+    "The inverse error function (native kernels: SciPy on NumPy, torch.special on torch, cupyx.scipy.special on CuPy).",
     """\
 >>> a = xs.sparse_coo_array([[0, 2]], [0.25, 0.5], (4,), dtype="float64")
 >>> r = xs.erfinv(a)

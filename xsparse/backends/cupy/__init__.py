@@ -8,8 +8,9 @@ this package (or xsparse) never imports CuPy.
 from __future__ import annotations
 
 from . import conversion
+from . import elementwise
 from . import linalg
 from . import semi_structured
 from .conversion import from_cupyx, to_cupyx
 
-__all__ = ["conversion", "linalg", "semi_structured", "from_cupyx", "to_cupyx"]
+__all__ = ["conversion", "elementwise", "linalg", "semi_structured", "from_cupyx", "to_cupyx"]

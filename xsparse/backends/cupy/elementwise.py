@@ -1,0 +1,55 @@
+"""Native elementwise kernels of the CuPy backend: ``erf`` and ``erfinv``, which the Array API lacks.
+
+They run ``cupyx.scipy.special``'s ufuncs in the dtype that the NumPy backend's SciPy kernels give for the
+operand (float32 for float32, float64 for most others; ``erfinv`` of small integers, bool and float16 in
+float32), so that moving a program between the CPU and the GPU keeps its dtypes: CuPy's own loops would
+give float16 operands of ``erfinv`` and int16 operands of ``erf`` another dtype than SciPy's. ``erfinv``
+copies its argument's sign onto the result, as the NumPy kernel does (``erfinv(-0.0) = -0.0``).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from ...dispatch import register
+from ...formats import strided
+from . import conversion
+
+__all__: list[str] = []
+
+# (function, operand dtype) -> SciPy's result dtype, found once per pair by a call on an empty array
+_RESULT_DTYPES: dict[tuple[str, str], np.dtype[Any]] = {}
+_RESULT_LOCK = threading.Lock()
+
+
+def scipy_result_dtype(name: str, dtype: Any) -> np.dtype[Any]:
+    """The dtype of ``scipy.special.<name>`` of an operand of ``dtype`` (a NumPy or CuPy dtype)."""
+    key = (name, np.dtype(dtype).str)
+    found = _RESULT_DTYPES.get(key)
+    if found is None:
+        from scipy import special
+
+        found = np.dtype(getattr(special, name)(np.zeros(1, dtype=np.dtype(dtype))).dtype)
+        with _RESULT_LOCK:
+            _RESULT_DTYPES[key] = found
+    return found
+
+
+@register("erf", (strided,), backend="cupy")
+def _erf_strided_cupy(xp: Any, x: Any) -> Any:
+    """erf(strided) through cupyx.scipy.special.erf, in SciPy's result dtype; O(numel)."""
+    from cupyx.scipy import special
+
+    return special.erf(x.astype(scipy_result_dtype("erf", x.dtype), copy=False))
+
+
+@register("erfinv", (strided,), backend="cupy")
+def _erfinv_strided_cupy(xp: Any, x: Any) -> Any:
+    """erfinv(strided) through cupyx.scipy.special.erfinv, in SciPy's result dtype, the sign copied; O(numel)."""
+    from cupyx.scipy import special
+
+    y = x.astype(scipy_result_dtype("erfinv", x.dtype), copy=False)
+    return conversion.cupy_module().copysign(special.erfinv(y), y)
