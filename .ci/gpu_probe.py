@@ -1,5 +1,8 @@
 """What a GPU session checks first, in about a minute: ``bash .ci/gpu probe OUTDIR``.
 
+0. cuSPARSE's sparseToDense, the call the first GPU run's test modules died at: each form (CSR, CSC, COO;
+   cupyx's own call and xsparse's ``to_dense``) in a process of its own with synchronous launches, so a
+   fault names its form and spares the rest.
 1. cuSPARSELt: CuPy's binding (absent from CuPy's wheels) and xsparse's ctypes binding, with the library
    found and its version.
 2. The CuPy 2:4 path: a float16 weight converted on CuPy carries the packed form; ``linear`` against the
@@ -63,7 +66,55 @@ def pruned(torch: Any, n: int, dtype: Any) -> Any:
     return (groups * mask).reshape(n, n).to(dtype).contiguous()
 
 
+_DENSE_CASE = """
+import cupy as cp, cupyx.scipy.sparse as cpx, numpy as np, scipy.sparse as sp, xsparse as xs
+from cupyx import cusparse
+host = sp.random(7, 5, density=0.4, format="csr", random_state=3, dtype=np.{dtype})
+want = host.toarray()
+form, index = "{form}", np.{index}
+ptr, idx, val = (cp.asarray(v) for v in (host.indptr, host.indices, host.data))
+a = xs.sparse_csr_array(ptr.astype(index), idx.astype(index), val, shape=host.shape)
+if form == "cupyx csr":
+    got = cusparse.sparseToDense(cpx.csr_matrix((val, idx, ptr), shape=host.shape))
+elif form == "cupyx csc":
+    got = cusparse.sparseToDense(cpx.csr_matrix((val, idx, ptr), shape=host.shape).tocsc())
+elif form == "cupyx coo":
+    got = cusparse.sparseToDense(cpx.csr_matrix((val, idx, ptr), shape=host.shape).tocoo())
+elif form == "xsparse csr":
+    got = xs.to_dense(a)
+elif form == "xsparse csc":
+    got = xs.to_dense(xs.to_sparse_csc(a))
+else:
+    got = xs.to_dense(xs.to_sparse_coo(a))
+cp.cuda.runtime.deviceSynchronize()
+print("max error", float(np.abs(cp.asnumpy(got) - want).max()))
+"""
+
+
+def dense_conversions() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CUDA_LAUNCH_BLOCKING": "1"}
+    for form in ("cupyx csr", "cupyx csc", "cupyx coo", "xsparse csr", "xsparse csc", "xsparse coo"):
+        # one process each (CuPy's import and the CUDA context cost a few seconds): float64 and int32 indices
+        # for cupyx's own calls, float32 and int64 (narrowed by the kernels) for xsparse's
+        for dtype, index in [("float64", "int32") if form.startswith("cupyx") else ("float32", "int64")]:
+            code = _DENSE_CASE.format(form=form, dtype=dtype, index=index)
+            try:
+                proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+                said = (proc.stdout + proc.stderr).strip().splitlines()
+                tail = said[-1] if proc.returncode == 0 and said else "FAILED\n" + "\n".join(said[-12:])
+            except subprocess.TimeoutExpired:
+                tail = "FAILED: no answer in 60 s"
+            print(f"{form} {dtype} {index} indices: {tail}", flush=True)
+
+
 def main() -> None:
+    section("cuSPARSE sparseToDense, one process per form")
+    dense_conversions()
+
     import cupy as cp
     import torch
 
