@@ -46,6 +46,7 @@ from xsparse.backends.array_api.conversion import same_fill  # noqa: E402
 from xsparse.backends.cupy import conversion as cupy_conversion  # noqa: E402
 from xsparse.backends.cupy import elementwise as cupy_elementwise  # noqa: E402
 from xsparse.backends.cupy import linalg as cupy_linalg  # noqa: E402
+from xsparse.formats import CompressedArray  # noqa: E402
 from xsparse.formats._spec import Target  # noqa: E402
 from xsparse.testing import assert_sparse_equal, check_invariants, to_numpy  # noqa: E402
 
@@ -506,6 +507,29 @@ def test_coalesced_coo_keeps_negative_zeros(dst: xs.Layout) -> None:
     # assert_array_equal takes -0.0 for +0.0: compare the sign bits too
     np.testing.assert_array_equal(to_numpy(cp.signbit(result.values())), to_numpy(cp.signbit(expected.values())))
     assert int(cp.signbit(result.values()).sum()) == 2
+
+
+def test_indices_are_checked_once_before_the_kernels_read_them() -> None:
+    # cuSPARSE and the custom kernels trust indices: an array built without the index checks is checked on
+    # its first CuPy kernel (an InvariantError, not an access outside a device buffer), and only once
+    def unchecked(cols: list[int]) -> CompressedArray:
+        return CompressedArray(
+            cp.asarray([0, 1, 2]), cp.asarray(cols), cp.asarray([1.0, 2.0]), (2, 2),
+            layout=CSR, backend=BACKEND, xp=XP, check=False,
+        )  # fmt: skip
+
+    for op, layouts, extra in [("convert", (CSR, STRIDED), None), ("matmul", (CSR, STRIDED), cp.ones((2, 3)))]:
+        bad = unchecked([0, 5])
+        args = (bad, target(bad, STRIDED)) if extra is None else (bad, extra)
+        with pytest.raises(xs.InvariantError, match=r"invariant 5\.\d violated"):
+            run_native(op, layouts, *args)
+        good = unchecked([1, 0])
+        assert not good._bounds_checked
+        run_native(op, layouts, *((good, target(good, STRIDED)) if extra is None else (good, extra)))
+        assert good._bounds_checked
+    # a result cuSPARSE made needs no check
+    a = unchecked([1, 0])
+    assert run_native("convert", (CSR, CSC), a, target(a, CSC))._bounds_checked
 
 
 def test_declines_sizes_past_int32() -> None:

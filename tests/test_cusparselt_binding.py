@@ -45,7 +45,9 @@ int cusparseLtMatDescriptorDestroy(const void* d) { ptrs[0] = d; return fail_wit
 int cusparseLtMatmulDescriptorInit(const void* h, void* m, int oa, int ob, const void* a, const void* b, const void* c, const void* d, int ct) {
   ptrs[0] = h; ptrs[1] = m; ptrs[2] = a; ptrs[3] = b; ptrs[4] = c; ptrs[5] = d; last[0] = oa; last[1] = ob; last[2] = ct; return fail_with; }
 int cusparseLtMatmulAlgSelectionInit(const void* h, void* s, const void* m, int alg) { ptrs[0] = h; ptrs[1] = s; ptrs[2] = m; last[0] = alg; return fail_with; }
+#ifndef BEFORE_0_8
 int cusparseLtMatmulAlgSelectionDestroy(const void* s) { ptrs[0] = s; return fail_with; }
+#endif
 int cusparseLtMatmulAlgSetAttribute(const void* h, void* s, int a, const void* data, size_t n) {
   ptrs[0] = h; ptrs[1] = s; last[0] = a; last[1] = *(const int*)data; last[2] = (int64_t)n; return fail_with; }
 int cusparseLtMatmulAlgGetAttribute(const void* h, const void* s, int a, void* data, size_t n) {
@@ -68,16 +70,26 @@ int cusparseLtSpMMACompress2(const void* h, const void* d, int sa, int op, const
 """
 
 
-@pytest.fixture(scope="module")
-def fake_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _compile(tmp_path_factory: pytest.TempPathFactory, *flags: str) -> Path:
     compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if compiler is None or not sys.platform.startswith("linux"):
         pytest.skip("needs a C compiler on Linux to build the stand-in library")
     folder = tmp_path_factory.mktemp("cusparselt")
     source, library = folder / "fake.c", folder / "libcusparseLt.so.0"
     source.write_text(_SOURCE)
-    subprocess.run([compiler, "-shared", "-fPIC", "-O1", "-o", str(library), str(source)], check=True, capture_output=True)
+    subprocess.run([compiler, "-shared", "-fPIC", "-O1", *flags, "-o", str(library), str(source)], check=True, capture_output=True)
     return library
+
+
+@pytest.fixture(scope="module")
+def fake_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _compile(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def library_before_0_8(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The stand-in as a 0.7 release: without cusparseLtMatmulAlgSelectionDestroy, which 0.8 introduced."""
+    return _compile(tmp_path_factory, "-DBEFORE_0_8")
 
 
 @pytest.fixture()
@@ -197,4 +209,22 @@ def test_the_wheel_folders_are_searched(tmp_path: Path, monkeypatch: pytest.Monk
     placed.parent.mkdir(parents=True)
     placed.write_bytes(b"")
     monkeypatch.setattr(sys, "path", [str(tmp_path)])
-    assert binding_module._candidates()[:2] == ["libcusparseLt.so.0", str(placed)]
+    # the wheel's copy first (torch's, and the newest in the environment), then the name on the loader's path
+    assert binding_module._candidates()[:2] == [str(placed), "libcusparseLt.so.0"]
+
+
+def test_a_release_before_0_8_loads_without_destroying_selections(library_before_0_8: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = ctypes.CDLL(str(library_before_0_8))
+    fake.fake_set(0, 7, 0)
+    monkeypatch.setattr(binding_module, "_candidates", lambda: [str(library_before_0_8)])
+    monkeypatch.setattr(binding_module, "_LOADED", [])
+    lt = binding_module.load()
+    assert lt.version[:2] == (0, 7)
+    selection = lt.MatmulAlgSelection()
+    lt.matmulAlgSelectionInit(lt.Handle(), selection, lt.MatmulDescriptor(), lt.CUSPARSELT_MATMUL_ALG_DEFAULT)
+    fake.fake_ptr.restype = ctypes.c_void_p
+    assert fake.fake_ptr(1) == ctypes.addressof(selection._buffer)  # the init reached the library
+    plan = lt.MatmulPlan()
+    lt.matmulPlanDestroy(plan)  # records its argument in the same slot as a selection's destroy would
+    lt.matmulAlgSelectionDestroy(selection)  # 0.7 has nothing to call: no error, and no call made
+    assert fake.fake_ptr(0) == ctypes.addressof(plan._buffer)

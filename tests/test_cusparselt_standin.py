@@ -182,6 +182,7 @@ class Binding:
         plan.sel.attributes.update({_CONFIG: 3, _SPLIT_K: split, _SPLIT_K_MODE: 1 if split > 1 else 0})
 
     def spMMAPruneCheck2(self, handle: Any, desc: Any, is_sparse_a: int, op: int, dense: int, valid: int) -> None:  # noqa: N802
+        self.log.append(("prune check", None))
         w = _memory(dense, desc.rows, desc.cols, desc.ld, desc.order, desc.dtype)
         kept = (w.reshape(desc.rows, desc.cols // 4, 4) != 0).sum(-1)
         ctypes.c_int32.from_address(valid).value = int((kept > 2).any())
@@ -380,11 +381,13 @@ def _two_products(**standin: Any) -> tuple[Binding, Any]:
 
 
 def test_another_current_stream_is_ordered_on_the_device() -> None:
-    # the binding runs on the legacy stream (0); CuPy's work on the current one (7): events, no host wait
+    # xsparse's binding runs on the legacy stream (0), CuPy's binding checks and compresses on the current
+    # one, CuPy's own work runs on the current one (7): each waits for the other on the device, never the host
     binding, _ = _two_products(current_stream=7)
     before, after = [("record", 7), ("wait", (0, 7))], [("record", 0), ("wait", (7, 0))]
     assert [entry for entry in binding.log if entry[0] not in ("set", "plan")] == [
-        ("compress", None), *before,  # the legacy stream waits for the compression
+        *before, ("prune check", None), *after,  # the check reads the input, the current stream its result
+        *before, ("compress", None), *after, *before,  # the products wait for the compression, whichever stream ran it
         *before, ("search", None), ("matmul", {_CONFIG: 3, _SPLIT_K: 2, _SPLIT_K_MODE: 1}), *after,  # first product
         *before, ("matmul", {_CONFIG: 3, _SPLIT_K: 2, _SPLIT_K_MODE: 1}), *after,  # the second, planned
     ]

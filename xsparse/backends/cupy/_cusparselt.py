@@ -22,7 +22,8 @@ A call that returns a status other than success raises :class:`CuSparseLtError`,
 ``cusparseStatus_t`` value (3: invalid value, 10: not supported), as CuPy's binding does.
 
 The products and compressions are queued on the stream given (the legacy default stream, 0, unless one is
-passed), as CuPy's binding queues them on the legacy default stream.
+passed). CuPy's binding queues the products there too, but the prune check and the compression on CuPy's
+current stream; the kernels order both streams around these calls, so they run with either binding.
 """
 
 from __future__ import annotations
@@ -117,6 +118,10 @@ _SIGNATURES: dict[str, tuple[Any, ...]] = {
 }
 
 
+# the functions a release before 0.8 lacks (0.8 introduced the destroying of an algorithm selection)
+_SINCE_0_8 = frozenset({"cusparseLtMatmulAlgSelectionDestroy"})
+
+
 class Binding:
     """The loaded library, with CuPy's binding's names (see the module docstring)."""
 
@@ -141,6 +146,8 @@ class Binding:
         self.path = path
         self._fn: dict[str, Any] = {}
         for name, argtypes in _SIGNATURES.items():
+            if name in _SINCE_0_8 and not hasattr(library, name):
+                continue  # an older release: the object needs no destroying there
             fn = getattr(library, name)  # AttributeError names a missing symbol
             fn.argtypes, fn.restype = list(argtypes), ctypes.c_int
             self._fn[name] = fn
@@ -190,7 +197,8 @@ class Binding:
         self._call("cusparseLtMatmulAlgSelectionInit", handle, selection, matmul, alg)
 
     def matmulAlgSelectionDestroy(self, selection: _MatmulAlgSelection) -> None:  # noqa: N802
-        self._call("cusparseLtMatmulAlgSelectionDestroy", selection)
+        if "cusparseLtMatmulAlgSelectionDestroy" in self._fn:  # 0.8 and later; before, nothing to destroy
+            self._call("cusparseLtMatmulAlgSelectionDestroy", selection)
 
     def matmulAlgSetAttribute(self, handle: _Handle, selection: _MatmulAlgSelection, attribute: int, data: int, size: int) -> None:  # noqa: N802
         self._call("cusparseLtMatmulAlgSetAttribute", handle, selection, attribute, data, size)
@@ -243,16 +251,12 @@ class Binding:
 
 
 def _candidates() -> list[str]:
-    """Where the library may be: its name (already loaded, or on the loader's path), then the wheels' folders."""
-    found = [_SONAME]
-    for base in [*sys.path, os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]:
-        if not base:
-            continue
-        for sub in (*_WHEEL_DIRS, "lib64", "lib"):
-            path = Path(base) / sub / _SONAME
-            if path.is_file():
-                found.append(str(path))
-    return found
+    """Where the library may be: the NVIDIA wheels' folders on ``sys.path`` first (the copy torch's CUDA wheels
+    load, and the newest a Python environment holds), then its name (already loaded, or on the loader's
+    path: a system copy may be older), then a CUDA toolkit's folders."""
+    wheels = [Path(base) / sub / _SONAME for base in sys.path if base for sub in _WHEEL_DIRS]
+    toolkits = [Path(base) / sub / _SONAME for base in (os.environ.get("CUDA_PATH", ""), "/usr/local/cuda") if base for sub in ("lib64", "lib")]
+    return [*(str(p) for p in wheels if p.is_file()), _SONAME, *(str(p) for p in toolkits if p.is_file())]
 
 
 _LOADED: list[Binding] = []

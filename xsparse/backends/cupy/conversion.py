@@ -24,10 +24,11 @@ import numpy as np
 
 from ...dispatch import register
 from ...formats import COOArray, CompressedArray, SparseArray, sparse_coo, sparse_csc, sparse_csr, strided
+from ...formats._invariants import check_index_data
 from ...formats._spec import Target
 from ..array_api.conversion import is_plus_zero
 
-__all__ = ["cupy_module", "cupyx_sparse", "compressed_matrix", "to_cupyx", "from_cupyx"]
+__all__ = ["cupy_module", "cupyx_sparse", "compressed_matrix", "to_cupyx", "from_cupyx", "verified"]
 
 CUSPARSE_DTYPES = frozenset(np.dtype(t) for t in ("float32", "float64", "complex64", "complex128"))
 INT32_MAX = 2**31 - 1
@@ -150,10 +151,23 @@ def to_cupyx(a: SparseArray, dtype: Any = None, transposed: bool = False) -> Any
     return m
 
 
+def verified(a: Any) -> Any:
+    """``a``, once its index-reading invariants are checked: cuSPARSE and the custom kernels trust the indices
+    they are given, and an index out of range is an access outside a device buffer (a write, for
+    sparseToDense), which poisons the CUDA context for the rest of the process. An array checks once (the
+    check reads the indices back to the host): one its constructor checked, one a CuPy kernel made
+    (:func:`from_cupyx`) or a view of either is not read again."""
+    if not a._bounds_checked:
+        check_index_data(a)
+        a._bounds_checked = True
+    return a
+
+
 def _kept(a: SparseArray) -> dict[str, Any]:
-    """``a``'s entry of ``_WRAPPED``, made with its int32 indices on first use."""
+    """``a``'s entry of ``_WRAPPED``, made with its int32 indices on first use (its indices checked first)."""
     kept = _WRAPPED.get(id(a))
     if kept is None:
+        verified(a)
         # the entry goes when the array does (before its id can be reused); registered before the entry exists
         weakref.finalize(a, _WRAPPED.pop, id(a), None)
         kept = _WRAPPED[id(a)] = {"indices": _indices(a)}
@@ -201,10 +215,12 @@ def from_cupyx(m: Any, target: Target, fill_value: Any = 0) -> CompressedArray:
     """
     m.sum_duplicates()
     idt = target.index_dtype
-    return CompressedArray(
+    out = CompressedArray(
         m.indptr.astype(idt, copy=False), m.indices.astype(idt, copy=False), m.data, target.shape,
         layout=target.layout, backend=target.backend, xp=target.xp, fill_value=fill_value,
     )  # fmt: skip
+    out._bounds_checked = True  # cuSPARSE made the structure: in range, no check needed before the next kernel
+    return out
 
 
 def _empty_compressed(target: Target, n_compressed: int, dtype: Any, fill_value: Any) -> CompressedArray:
@@ -336,7 +352,7 @@ def _convert_indexed_strided_cupy(xp: Any, a: SparseArray, target: Target) -> An
     if not cusparse.check_availability("sparseToDense") or (isinstance(a, COOArray) and not a.is_coalesced()):
         # toarray sums the duplicates of a copy first (and canonicalises any input it is given); a matrix of
         # its own, not the kept one, in case a CuPy version sums in place
-        return cp.ascontiguousarray(_wrap(a, a._vals, False, _indices(a)).toarray())
+        return cp.ascontiguousarray(_wrap(verified(a), a._vals, False, _indices(a)).toarray())
     if isinstance(a, COOArray):
         return cp.ascontiguousarray(cusparse.sparseToDense(to_cupyx(a)))
     # sparseToDense writes the transpose column-major, which is this matrix row-major, with no copy

@@ -24,7 +24,7 @@ import numpy as np
 from ...dispatch import register
 from ...formats import CompressedArray, SparseArray, sparse_bsr, sparse_csc, sparse_csr, strided
 from ..array_api.linalg import _broadcast_shapes
-from .conversion import compressed_matrix, cupy_module, cupyx_sparse, dtype_reason, fill_reason, index_reason, to_cupyx
+from .conversion import compressed_matrix, cupy_module, cupyx_sparse, dtype_reason, fill_reason, index_reason, to_cupyx, verified
 
 __all__: list[str] = []
 
@@ -61,6 +61,7 @@ def _result_dtype(*dtypes: Any) -> Any:
 def _fold(a: CompressedArray, dtype: Any) -> Any:
     """The cupyx matrix of the block-diagonal 2-D matrix of ``a``'s batches (int32 indices)."""
     cp = cupy_module()
+    verified(a)
     nbd = a.batch_dim()
     nb, nse = math.prod(a.shape[:nbd]), a.nnz
     m, k = a.shape[nbd], a.shape[nbd + 1]
@@ -97,7 +98,7 @@ def _product(mat: Any, x: Any, dtype: Any) -> Any:
     if x.dtype != dtype:
         x = x.astype(dtype)
     if x.ndim == 2 and x.flags.c_contiguous and not x.flags.f_contiguous and cusparse.check_availability("spmm"):
-        if mat.format == "csr" and _row_major_spmm() is not None:
+        if mat.format == "csr" and x.shape[1] <= _ROW_MAJOR_MAX_COLUMNS and _row_major_spmm() is not None:
             return _spmm_row_major(mat, x, dtype)
         return cusparse.spmm(mat, x.T, transb=True)
     return mat @ x
@@ -106,6 +107,9 @@ def _product(mat: Any, x: Any, dtype: Any) -> Any:
 # cudaDataType of the values cuSPARSE takes (library_types.h)
 _CUDA_TYPES = {"float32": 0, "float64": 1, "complex64": 4, "complex128": 5}
 _ROW_MAJOR_SPMM: list[Any] = []
+# cuSPARSE before 12.7.20 (CUDA 13.2) overflows its grid past 65535 * 16 dense columns in SpMM; cupyx's spmm
+# splits such an operand into pieces (CuPy #9850), so wider ones go there
+_ROW_MAJOR_MAX_COLUMNS = 65535 * 16
 
 
 def _row_major_spmm() -> Any:
@@ -344,6 +348,7 @@ def _sampled_addmm_csr_strided_strided_cupy(
         sampled = cp.zeros((*batch, nse), dtype=dtype)
     else:
         # the global row (batch * m + row) of every specified element, from the folded compressed indices
+        verified(input)
         comp = input._compressed.reshape(nb, m + 1).astype(cp.int64)
         lin = cp.arange(nb, dtype=cp.int64)[:, None]
         indptr = cp.concatenate([(comp[:, :-1] + lin * nse).reshape(-1), cp.full(1, nb * nse, dtype=cp.int64)])
@@ -382,6 +387,7 @@ def _matmul_bsr_strided_cupy(xp: Any, a: CompressedArray, b: Any) -> Any:
     n = b2.shape[-1]
     out = cp.zeros((*batch, m, n), dtype=dtype)
     if out.size and nse:
+        verified(a)
         crow = cp.ascontiguousarray(a._compressed).reshape(-1)
         col = cp.ascontiguousarray(a._plain).reshape(-1)
         vals = _flat(a._vals, tuple(a._vals.shape), dtype)

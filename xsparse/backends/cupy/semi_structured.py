@@ -303,21 +303,34 @@ def _pack(dense: Any) -> CusparseLtPacked | None:
             handle, desc, rows, cols, cols, _ALIGNMENT, _TYPES[name].value, sp.CUSPARSE_ORDER_ROW,
             lt.CUSPARSELT_SPARSITY_50_PERCENT,
         )  # fmt: skip
+        # CuPy's binding queues the check and the compression on the current stream, xsparse's ctypes binding
+        # on the legacy default stream, and the products run on the legacy one (see _spmm). Where the current
+        # stream is another, each waits for the other on the device around both calls, whichever binding
+        # runs: the inputs are written on the current stream, the check's result is read and the buffers
+        # go back to the pool there, and the products must follow the compression.
+        stream, legacy = cp.cuda.get_current_stream(), cp.cuda.Stream.null
+        other_stream = stream.ptr != 0
         try:
             op = sp.CUSPARSE_OPERATION_NON_TRANSPOSE
             valid = cp.zeros(1, dtype=cp.int32)
+            if other_stream:
+                legacy.wait_event(stream.record())
             lt.spMMAPruneCheck2(handle, desc, 1, op, x.data.ptr, valid.data.ptr)
+            if other_stream:
+                stream.wait_event(legacy.record())
             if int(valid.get()[0]) != 0:
                 return None
             size, scratch_size = lt.spMMACompressedSize2(handle, desc)
             buffer = cp.empty(int(size), dtype=cp.uint8)
             scratch = cp.empty(int(scratch_size), dtype=cp.uint8)
-            lt.spMMACompress2(handle, desc, 1, op, x.data.ptr, buffer.data.ptr, scratch.data.ptr)
-            stream = cp.cuda.get_current_stream()
-            if stream.ptr != 0:
-                # products run on the legacy default stream (see _spmm): it waits for the compression, on
-                # the device, before any of them
-                cp.cuda.Stream.null.wait_event(stream.record())
+            if other_stream:
+                legacy.wait_event(stream.record())
+            try:
+                lt.spMMACompress2(handle, desc, 1, op, x.data.ptr, buffer.data.ptr, scratch.data.ptr)
+            finally:
+                if other_stream:
+                    stream.wait_event(legacy.record())
+                    legacy.wait_event(stream.record())
         finally:
             lt.matDescriptorDestroy(desc)
     return CusparseLtPacked(buffer, (rows, cols), name, device)
