@@ -228,12 +228,47 @@ def test_conversion_to_blocks_through_the_host_is_declined_on_cuda(source: xs.La
     assert reason("convert", "_convert_to_sparse_torch", cpu, target(layout, (4, 4), (2, 2))) is None
 
 
+def test_kernels_that_coalesce_decline_a_stored_negative_zero_on_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    # torch's CUDA coalesceValuesKernel sums every entry into +0.0, duplicate or not; the CPU kernel copies a
+    # lone one. The reason reads the values, which a fake tensor refuses: CPU tensors said to be on CUDA.
+    from xsparse.backends.torch import conversion
+
+    monkeypatch.setattr(conversion, "on_cuda", lambda x: True)
+    expected = "torch's CUDA coalesce sums each entry into +0.0, which turns a stored -0.0 into +0.0"
+    index = torch.tensor([[0, 1, 1], [1, 0, 0]])
+
+    def coo_of(values: list[Any], coalesced: bool = False) -> COOArray:
+        idx = index if not coalesced else index[:, :2].contiguous()
+        return COOArray(idx, torch.tensor(values[: idx.shape[1]]), (2, 2), backend=TORCH, xp=XP, coalesced=coalesced)
+
+    negative, positive = coo_of([-0.0, 1.0, 2.0]), coo_of([0.5, 1.0, 2.0])
+    assert reason("coalesce", "_coalesce_torch", negative) == expected
+    assert reason("coalesce", "_coalesce_torch", coo_of([complex(1, -0.0), 1j, 2j])) == expected
+    assert reason("coalesce", "_coalesce_torch", positive) is None
+    assert reason("coalesce", "_coalesce_torch", coo_of([-1, 0, 2])) is None  # integers have no -0
+    # an uncoalesced COO to CSR (torch coalesces it), CSC to COO (sorted by coalescing): the same reason
+    assert reason("convert", "_convert_to_sparse_torch", negative, target(xs.sparse_csr, (2, 2))) == expected
+    csc = xs.to_sparse_csc(coo_of([-0.0, 1.0], coalesced=True))
+    assert reason("convert", "_convert_to_sparse_torch", csc, target(xs.sparse_coo, (2, 2))) == expected
+    assert reason("convert", "_convert_to_sparse_torch", xs.to_sparse_csc(coo_of([0.5, 1.0], coalesced=True)), target(xs.sparse_coo, (2, 2))) is None
+    # COO * COO coalesces an uncoalesced operand; a coalesced one holding -0.0 is not coalesced again
+    assert reason("multiply", "_multiply_coo_coo_torch", negative, positive) == expected
+    assert reason("multiply", "_multiply_coo_coo_torch", coo_of([-0.0, 1.0], coalesced=True), coo_of([0.5, 1.0], coalesced=True)) is None
+
+
 # -- the kernels on a CUDA device ---------------------------------------------------------------------------
 
 
 def cuda_xp() -> Any:
     """The torch namespace whose creation functions default to the first CUDA device."""
     return S.DeviceNamespace(XP, S.device_named(TORCH, "cuda"))
+
+
+def host_matmul(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """``x @ y`` of two CUDA tensors, for integers on the host (torch's CUDA matmul has no integer kernels)."""
+    if x.dtype.is_floating_point or x.dtype.is_complex:
+        return XP.matmul(x, y)
+    return XP.matmul(x.cpu(), y.cpu()).to(x.device)
 
 
 def on_device(x: Any) -> bool:
@@ -259,7 +294,7 @@ def test_matmul_kernel_on_cuda(k: dispatch.Kernel, data: st.DataObject) -> None:
     a, b, dtype = data.draw(matmul_operands(xp, "torch", la, lb, True))
     assert on_device(a) and on_device(b)
     with quiet():
-        expected = XP.matmul(xs.to_dense(a), xs.to_dense(b))
+        expected = host_matmul(xs.to_dense(a), xs.to_dense(b))
         public = xs.matmul(a, b)
     assert on_device(public)
     close(public, expected, dtype)
@@ -291,7 +326,7 @@ def test_addmm_kernel_on_cuda(k: dispatch.Kernel, data: st.DataObject) -> None:
     input = data.draw(sparse_operands(xp, xs.strided, (), m, n, (1, 1), dtype))
     beta, alpha = data.draw(st.sampled_from([(1, 1), (0, 1), (2, -1)]))
     with quiet():
-        product = alpha * XP.matmul(xs.to_dense(a), b)
+        product = alpha * host_matmul(xs.to_dense(a), b)
         expected = product if beta == 0 else beta * input + product
         public = xs.addmm(input, a, b, beta=beta, alpha=alpha)
     close(public, expected, dtype)
@@ -369,6 +404,8 @@ def test_conversions_on_cuda(data: st.DataObject) -> None:
     back = xs.to_dense(result)
     assert on_device(back)
     np.testing.assert_array_equal(to_numpy(back), to_numpy(dense_x))
+    # and the signs of zeros: a stored -0.0 is a specified element (torch's CUDA coalesce makes it +0.0)
+    np.testing.assert_array_equal(np.signbit(np.real(to_numpy(back))), np.signbit(np.real(to_numpy(dense_x))))
     if isinstance(x, COOArray) and not x.is_coalesced():
         merged = xs.coalesce(x)
         assert on_device(merged) and merged.is_coalesced()

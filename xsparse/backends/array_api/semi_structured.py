@@ -275,13 +275,19 @@ def gather_matmul(xp: Any, values: Any, columns: Any, b: Any, valid: Any = None)
     n = b.shape[1]
     out = xp.zeros((rows, n), dtype=b.dtype, device=_device(b))
     step = max(1, _GATHER_BUDGET // max(1, rows * n))
+    integral = xp.isdtype(b.dtype, "integral")
     for s0 in range(0, width, step):
         s1 = min(width, s0 + step)
         gathered = xp.reshape(xp.take(b, xp.reshape(columns[:, s0:s1], (-1,)), axis=0), (rows, s1 - s0, n))
         if valid is not None:
             # a padding slot points at some row of b: its zero value times an inf or NaN there would be NaN
             gathered = xp.where(valid[:, s0:s1, None], gathered, xp.zeros((), dtype=gathered.dtype, device=_device(b)))
-        out = out + xp.matmul(values[:, None, s0:s1], gathered)[:, 0, :]
+        if integral:
+            # torch's CUDA matmul has no integer kernels (cuBLAS has no integer GEMM): the products and their sum,
+            # which wrap as the matmul would (a sum modulo 2**bits does not depend on how it is accumulated)
+            out = out + xp.sum(values[:, s0:s1, None] * gathered, axis=1, dtype=b.dtype)
+        else:
+            out = out + xp.matmul(values[:, None, s0:s1], gathered)[:, 0, :]
     return out
 
 

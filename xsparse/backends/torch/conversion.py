@@ -248,6 +248,12 @@ def _supports_to_sparse(xp: Any, x: Any, target: Target) -> str | None:
     if source is strided and _holds_negative_zero(x):
         # with fill value +0.0 a -0.0 is specified (docs/decisions.md, "Fill values"); torch leaves it out
         return "torch's to_sparse leaves out -0.0, which is a specified element"
+    sorts = isinstance(x, CompressedArray) and target.layout is sparse_coo and (x.layout.compressed_dim == 1 or x.layout.is_blocked)
+    if sorts or (isinstance(x, COOArray) and not x.is_coalesced() and target.layout is not sparse_coo):
+        # the kernel sorts CSC/BSR/BSC entries with coalesce, and torch's to_sparse coalesces an uncoalesced COO
+        reason = cuda_coalesce_reason(x)
+        if reason is not None:
+            return reason
     if source.is_blocked and target.layout in (Layout.sparse_csr, Layout.sparse_csc):
         return "torch converts BSR/BSC only to strided, COO, BSR and BSC"
     if source.is_blocked and target.layout.is_blocked and x.blocksize != target.blocksize:
@@ -355,8 +361,19 @@ def _convert_to_dense_by_assignment_torch(xp: Any, a: SparseArray, target: Targe
     return out
 
 
+def cuda_coalesce_reason(*arrays: Any) -> str | None:
+    """Why torch's CUDA coalesce would change one of the COO ``arrays`` it runs on: it sums every entry,
+    duplicated or not, into a +0.0 (``coalesceValuesKernel``), so a stored -0.0 comes out +0.0, where the
+    CPU kernel copies a lone entry. Reads the values (a pass and a wait for the device) of CUDA arrays of
+    floating values only."""
+    for a in arrays:
+        if on_cuda(a) and _holds_negative_zero(a._vals):
+            return "torch's CUDA coalesce sums each entry into +0.0, which turns a stored -0.0 into +0.0"
+    return None
+
+
 def _supports_coalesce(xp: Any, a: COOArray) -> str | None:
-    return _common_reason(a, 0, None)
+    return _common_reason(a, 0, None) or cuda_coalesce_reason(a)
 
 
 @register("coalesce", (sparse_coo,), backend="torch", supports=_supports_coalesce)

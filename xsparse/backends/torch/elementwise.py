@@ -47,7 +47,7 @@ from ...formats._spec import Target
 from ..array_api import elementwise as generic  # registers the generic kernels that the division kernels wrap
 from ..array_api.conversion import coalesce_coo, is_plus_zero
 from ..array_api.elementwise import python_scalar
-from .conversion import _holds_negative_zero, complex_grad_reason, from_torch, negative_zeros, to_torch, verified
+from .conversion import _holds_negative_zero, complex_grad_reason, cuda_coalesce_reason, from_torch, negative_zeros, to_torch, verified
 
 __all__: list[str] = []
 
@@ -236,14 +236,14 @@ def _supports_coo_coo_mul(xp: Any, x: COOArray, y: COOArray) -> str | None:
     if x.dense_dim() and (x.dtype.is_floating_point or y.dtype.is_floating_point):
         # 0.0 * -2.0 is -0.0, and torch's dense product says so, but its hybrid COO mul gives +0.0
         return "torch's mul of COO tensors with dense dimensions gives +0.0 for the products that are -0.0"
-    return _product_reason(x, y)
+    return _product_reason(x, y) or cuda_coalesce_reason(*(a for a in (x, y) if not a.is_coalesced()))
 
 
 @register("multiply", (sparse_coo, sparse_coo), backend="torch", supports=_supports_coo_coo_mul)
 def _multiply_coo_coo_torch(xp: Any, x: COOArray, y: COOArray) -> SparseArray:
     """multiply(COO, COO), one shape, fill 0, finite values: torch's intersection mul; O(nnz log nnz)."""
     # torch's mul coalesces an uncoalesced operand its own way, which makes a -0.0 product +0.0; its
-    # coalesce keeps the sign of a lone -0.0
+    # coalesce keeps the sign of a lone -0.0 on the CPU (on CUDA it does not: declined where one is stored)
     tx, ty = (t if t.is_coalesced() else t.coalesce() for t in (to_torch(x), to_torch(y)))
     return _result(tx * ty, x, xp)
 
