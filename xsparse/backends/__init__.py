@@ -79,6 +79,20 @@ def _numpy_extrema(xp: Any, x: Any) -> tuple[int, int]:
     return int(x.min()), int(x.max())
 
 
+def _torch_extrema(xp: Any, x: Any) -> tuple[int, int]:
+    import torch
+
+    # both in one pass, and one copy to the host (one wait for a CUDA device, where two reads wait twice)
+    lo, hi = torch.stack(torch.aminmax(x)).tolist()
+    return int(lo), int(hi)
+
+
+def _cupy_extrema(xp: Any, x: Any) -> tuple[int, int]:
+    # one copy to the host (one wait for the device) for both
+    lo, hi = xp.stack((xp.min(x), xp.max(x))).get().tolist()
+    return int(lo), int(hi)
+
+
 def _generic_extrema(xp: Any, x: Any) -> tuple[int, int]:
     return int(xp.min(x)), int(xp.max(x))
 
@@ -207,11 +221,11 @@ _BUILTIN = {
         ),
         Backend(
             "torch", "torch", _compat("array_api_compat.torch"), "xsparse.backends.torch", _torch_devices,
-            contiguity=lambda x: bool(x.is_contiguous()), repeat=_torch_repeat,
+            contiguity=lambda x: bool(x.is_contiguous()), repeat=_torch_repeat, extrema=_torch_extrema,
         ),
         Backend(
             "cupy", "cupy", _compat("array_api_compat.cupy"), "xsparse.backends.cupy",
-            contiguity=lambda x: bool(x.flags.c_contiguous),
+            contiguity=lambda x: bool(x.flags.c_contiguous), extrema=_cupy_extrema,
         ),
         Backend("array_api_strict", "array_api_strict", _compat("array_api_strict"), contiguity=_strict_contiguity),
     )
