@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import backend_params, load_native_kernels
+from conftest import backend_params, backend_skip_reason, load_native_kernels
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import special
@@ -882,6 +882,16 @@ NATIVE = [
 ]  # fmt: skip
 
 
+def _kernel_params(kernels: list[dispatch.Kernel]) -> list[Any]:
+    """The kernels as test parameters, those of a backend that cannot run here (CuPy without a GPU) skipped
+    with the reason."""
+    params: list[Any] = []
+    for k in kernels:
+        reason = backend_skip_reason(k.backend) if k.backend else None
+        params.append(pytest.param(k, marks=pytest.mark.skip(reason=reason)) if reason else k)
+    return params
+
+
 def _in_layouts(xp: Any, kernel: dispatch.Kernel, hosts: tuple[np.ndarray, ...], blocksize: tuple[int, int]) -> list[Any]:
     """The host arrays in the layouts of the kernel's signature (CSR for the compressed family)."""
     out = []
@@ -909,7 +919,7 @@ def _native_inputs(xp: Any, kernel: dispatch.Kernel) -> tuple[Any, ...]:
     return tuple(out)
 
 
-@pytest.mark.parametrize("kernel", NATIVE, ids=lambda k: f"{k.name}{tuple(str(s) for s in k.signature)}")
+@pytest.mark.parametrize("kernel", _kernel_params(NATIVE), ids=lambda k: f"{k.name}{tuple(str(s) for s in k.signature)}")
 def test_native_kernel_agrees_with_generic(kernel: dispatch.Kernel) -> None:
     backend = xs.get_backend(kernel.backend or "numpy")
     xp = backend.load()
@@ -929,7 +939,9 @@ def test_native_kernel_agrees_with_generic(kernel: dispatch.Kernel) -> None:
         assert_sparse_equal(got, _dense(want), check_layout=xs.layout_of(want), rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("kernel", [k for k in NATIVE if k.op not in generic.NATIVE_ONLY_UNARY], ids=lambda k: f"{k.name}{tuple(str(s) for s in k.signature)}")
+@pytest.mark.parametrize(
+    "kernel", _kernel_params([k for k in NATIVE if k.op not in generic.NATIVE_ONLY_UNARY]), ids=lambda k: f"{k.name}{tuple(str(s) for s in k.signature)}"
+)
 def test_native_kernel_keeps_signed_zeros(kernel: dispatch.Kernel) -> None:
     """Stored -0.0 and +0.0 on both sides, against negative values and each other: a native kernel that
     takes them gives the generic kernel's signs of zeros, and the public call gives them in every case."""
