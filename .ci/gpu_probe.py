@@ -103,11 +103,11 @@ def dense_conversions() -> None:
         for dtype, index in [("float64", "int32") if form.startswith("cupyx") else ("float32", "int64")]:
             code = _DENSE_CASE.format(form=form, dtype=dtype, index=index)
             try:
-                proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+                proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=20)
                 said = (proc.stdout + proc.stderr).strip().splitlines()
                 tail = said[-1] if proc.returncode == 0 and said else "FAILED\n" + "\n".join(said[-12:])
             except subprocess.TimeoutExpired:
-                tail = "FAILED: no answer in 60 s"
+                tail = "FAILED: no answer in 20 s"
             print(f"{form} {dtype} {index} indices: {tail}", flush=True)
 
 
