@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from conftest import backend_skip_reason
@@ -57,7 +57,8 @@ XP = BACKEND.load()
 gpu_only = pytest.mark.skipif(STANDIN, reason="needs CuPy itself (device buffers, or the backend of its arrays)")
 FLOAT = ("float32", "float64", "complex64", "complex128")
 CSR, CSC, COO, BSR, STRIDED = xs.sparse_csr, xs.sparse_csc, xs.sparse_coo, xs.sparse_bsr, xs.strided
-examples = settings(deadline=None, max_examples=40)
+# deadline None and no too_slow check: CuPy compiles each kernel on its first call, inside the first draws
+examples = settings(deadline=None, max_examples=40, suppress_health_check=[HealthCheck.too_slow])
 
 # every (operation, signature) this module runs a CuPy kernel for; test_every_kernel_is_tested keeps it whole
 TESTED = {

@@ -424,3 +424,7 @@ def test_a_numpy_array_of_ml_dtypes_bfloat16_is_refused_clearly() -> None:
     for convert in (xs.to_sparse_coo, xs.to_sparse_csr):
         with pytest.raises(TypeError, match=r"^to_sparse\(layout=sparse_\w+\): backend 'numpy' has no such dtype among its Array API dtypes \(x.dtype=bfloat16\)\. Cast"):
             convert(x)
+    # and the semi-structured conversion, which takes bfloat16 only from torch (a CuPy array of ml_dtypes'
+    # bfloat16 is refused the same way)
+    with pytest.raises(TypeError, match=r"^to_sparse_semi_structured: backend 'numpy' has no such dtype among its Array API dtypes .*hold bfloat16 in torch"):
+        xs.to_sparse_semi_structured(np.zeros((64, 64)).astype(ml_dtypes.bfloat16))

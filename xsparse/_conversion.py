@@ -176,6 +176,18 @@ def _target(
     return Target(layout, backend, xp, shape, 2, dense_dim, blocksize, idt, fill)
 
 
+def check_namespace_dtype(op: str, backend: Backend, xp: Any, x: Any) -> None:
+    """TypeError where ``x``'s dtype is none of the namespace's Array API dtypes (ml_dtypes' bfloat16 in a NumPy
+    or CuPy array), which its functions would refuse somewhere inside with a message about NumPy dtypes."""
+    try:
+        xp.isdtype(x.dtype, ("bool", "numeric"))
+    except TypeError:
+        raise TypeError(
+            f"{op}: backend {backend.name!r} has no such dtype among its Array API dtypes (x.dtype={x.dtype}). Cast "
+            "the array to one of them first (numpy: x.astype(numpy.float32)), or hold bfloat16 in torch or jax.numpy."
+        ) from None
+
+
 def to_sparse(
     x: Any,
     /,
@@ -228,15 +240,7 @@ def to_sparse(
     _check_array(op, x)
     backend = backend_of(x, op=op)
     xp = backend.load()
-    try:
-        xp.isdtype(x.dtype, ("bool", "numeric"))
-    except TypeError:
-        # a dtype outside the namespace's own (ml_dtypes' bfloat16 in a NumPy array), which its functions
-        # refuse somewhere inside
-        raise TypeError(
-            f"{op}: backend {backend.name!r} has no such dtype among its Array API dtypes (x.dtype={x.dtype}). Cast "
-            "the array to one of them first (numpy: x.astype(numpy.float32)), or hold bfloat16 in torch or jax.numpy."
-        ) from None
+    check_namespace_dtype(op, backend, xp, x)
     target = _target(op, x, layout, backend, xp, sparse_dim, dense_dim, blocksize, index_dtype, fill_value)
     if layout is strided:
         raise ValueError(f"{op}: to_sparse makes sparse arrays, not strided ones (layout={layout}). Call xsparse.to_dense instead.")

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from . import dispatch
 from ._common import backend_of, is_strided, scalar_for
-from ._conversion import layout_of, matrix_transpose
+from ._conversion import check_namespace_dtype, layout_of, matrix_transpose
 from .formats import COOArray, CompressedArray, SparseArray, sparse_semi_structured
 from .formats._semi_structured import SemiStructuredArray, check_stored_shape, pattern_for
 from .formats._spec import Target
@@ -82,6 +82,8 @@ def to_sparse_semi_structured(x: Any, /) -> SemiStructuredArray:
         return x
     backend = backend_of(x, op=op)
     xp = backend.load()
+    if not isinstance(x, SparseArray):
+        check_namespace_dtype(op, backend, xp, x)
     pattern = pattern_for(op, x.dtype)
     dense_dim = x.dense_dim() if isinstance(x, (COOArray, CompressedArray)) else 0
     if x.ndim != 2 or dense_dim:
