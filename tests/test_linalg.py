@@ -597,6 +597,26 @@ def test_fill_values_are_exact() -> None:
 
 
 @pytest.mark.parametrize("backend", backend_params())
+def test_a_fill_value_against_a_non_finite_operand_is_refused(backend: str) -> None:
+    """S' @ B + f * colsum(B) is inexact where B holds inf or NaN ((-1 - 1) * inf + 1 * inf is NaN, the dense
+    product -1 * inf + 1 * 1 is -inf): refused with the reason, on every backend; a finite operand is exact."""
+    xp = namespace(backend)
+    a = xs.to_sparse_csr(xp.asarray([[-1.0, 1.0], [1.0, 1.0]]), fill_value=1.0)
+    for bad in ([[math.inf], [1.0]], [[math.nan], [1.0]], [[1.0], [-math.inf]]):
+        b = xp.asarray(bad)
+        with pytest.raises(xs.NoKernelError, match=r"a non-zero fill value \(1\.0\) against an infinite or NaN element of the strided operand"):
+            xs.matmul(a, b)
+        with pytest.raises(xs.NoKernelError, match=r"a non-zero fill value \(1\.0\) against an infinite or NaN element"):
+            xs.matmul(xp.matrix_transpose(b), xs.to_sparse_csc(xp.asarray([[-1.0, 1.0], [1.0, 1.0]]), fill_value=1.0))
+        with pytest.raises(xs.NoKernelError, match=r"against an infinite or NaN element"):
+            xs.vecdot(a, xp.reshape(b, (2,)))
+    close(xs.matmul(a, xp.asarray([[2.0], [1.0]])), xp.asarray([[-1.0], [3.0]]), "float64")
+    # fill value 0 keeps IEEE's products of the stored elements
+    zero = xs.to_sparse_csr(xp.asarray([[-1.0, 0.0], [0.0, 1.0]]))
+    close(xs.matmul(zero, xp.asarray([[math.inf], [1.0]])), xp.asarray([[-math.inf], [1.0]]), "float64")
+
+
+@pytest.mark.parametrize("backend", backend_params())
 def test_integer_products_with_a_fill_value_keep_the_dtype(backend: str) -> None:
     """An int32 product whose sparse operand has a non-zero fill value stays int32, as the dense product and the
     fill value 0 do (the fill's column sums were promoted to the default integer)."""

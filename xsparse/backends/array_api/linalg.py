@@ -304,6 +304,19 @@ def strided_times_sparse(xp: Any, a: Any, c: COOArray) -> Any:
     return xp.matrix_transpose(sparse_times_strided(xp, c_t, xp.matrix_transpose(a)))
 
 
+def _fill_against_non_finite(xp: Any, fill: Any, x: Any) -> str | None:
+    """Why ``S' @ B + f * colsum(B)`` (see the module docstring) is not exact: a non-zero fill value ``f``
+    against an infinite or NaN element of the strided operand, where ``(s - f) * inf + f * inf`` is NaN
+    and the dense product may be infinite (a pass over the operand, only for a non-zero fill value)."""
+    if _is_zero(fill) or not xp.isdtype(x.dtype, ("real floating", "complex floating")) or bool(xp.all(xp.isfinite(x))):
+        return None
+    return (
+        f"a non-zero fill value ({fill!r}) against an infinite or NaN element of the strided operand: the unspecified "
+        "products are summed apart from the specified ones, which is inexact there (inf - inf); multiply xsparse.to_dense "
+        "of the sparse operand, or give it fill value 0"
+    )
+
+
 def _supports_matmul_sparse_strided(xp: Any, a: SparseArray, b: Any) -> str | None:
     if a.dense_dim():
         if not _is_zero(a.fill_value):
@@ -313,7 +326,7 @@ def _supports_matmul_sparse_strided(xp: Any, a: SparseArray, b: Any) -> str | No
         return None
     if not _is_finite(a.fill_value):
         return f"a non-finite fill value ({a.fill_value!r}) makes the unspecified products undefined"
-    return None
+    return _fill_against_non_finite(xp, a.fill_value, b)
 
 
 def promoted_product(xp: Any, product: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
@@ -347,7 +360,7 @@ def _supports_matmul_strided_sparse(xp: Any, a: Any, b: SparseArray) -> str | No
         return "of the hybrid operands contracted over a sparse dimension, only a 2-D COO array with one sparse dimension is supported"
     if not dense_dim and not _is_finite(b.fill_value):
         return f"a non-finite fill value ({b.fill_value!r}) makes the unspecified products undefined"
-    return None
+    return None if dense_dim else _fill_against_non_finite(xp, b.fill_value, a)
 
 
 @register("matmul", (strided, INDEXED), supports=_supports_matmul_strided_sparse)
