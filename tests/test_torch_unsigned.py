@@ -309,6 +309,24 @@ def test_mixed_promotion_follows_the_standard(d1: str, d2: str, layout: Any) -> 
         assert got.dtype == (torch.bool if name == "less" else expected)
 
 
+@pytest.mark.parametrize(("d1", "d2"), [("uint8", "uint16"), ("int32", "uint32"), ("uint16", "int32"), ("uint8", "uint64"), ("int16", "int8")])
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "maximum", "less", "bitwise_or"])
+@pytest.mark.parametrize("form", ["strided", "sparse"])
+def test_a_zero_dim_operand_promotes_as_an_array(d1: str, d2: str, name: str, form: str) -> None:
+    # torch lets a 0-d tensor decide the dtype only across categories (uint8 with a 0-d uint16 300 was uint8,
+    # 44); the standard promotes it as any array, as NumPy does
+    a = np.asarray([200, 0, 7], dtype=d1)
+    b = np.asarray(min(300, int(np.iinfo(d2).max)), dtype=d2)
+    ta = torch.from_numpy(a.astype(_SIGNED.get(d1, d1))).view(getattr(torch, d1)) if d1 in _SIGNED else torch.from_numpy(a)
+    ta = xs.to_sparse(ta) if form == "sparse" else ta
+    tb = torch.from_numpy(np.asarray(b, dtype=_SIGNED.get(d2, d2))).view(getattr(torch, d2)) if d2 in _SIGNED else torch.from_numpy(b)
+    expected = getattr(np, name)(a, b)
+    for x1, x2, want in ((ta, tb, expected), (tb, ta, getattr(np, name)(b, a))):
+        got = getattr(xs, name)(x1, x2)
+        assert str(got.dtype).rsplit(".", 1)[-1] == want.dtype.name
+        np.testing.assert_array_equal(to_numpy(got), want)
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", ["abs", "positive", "negative", "square", "sign", "bitwise_invert"])

@@ -344,8 +344,26 @@ def apply_binary(name: str, x1: Any, x2: Any, layout: Layout | None) -> Any:
     check_dtypes(name, x1, x2)
     if backend.name == "torch" and (type(x1) is not type(x2)):
         x1, x2 = _torch_half_complex(name, x1, x2)
+    if backend.name == "torch" and "scalar" not in kinds:
+        x1, x2 = _torch_zero_dim_promotion(x1, x2)
     xp = backend.load()
     return convert_result(dispatch.call(name, kinds, backend.name, xp, x1, x2), layout, name)
+
+
+def _torch_zero_dim_promotion(x1: Any, x2: Any) -> tuple[Any, Any]:
+    """torch lets a 0-d tensor decide the result's dtype only across dtype categories (uint8 with a 0-d uint16
+    is uint8, wrapping 300 to 44), where the standard promotes a 0-d array as any other. array-api-compat fixes
+    this for the dtypes of its table, not for uint16, uint32 and uint64: where a 0-d strided operand would
+    change the standard's result dtype, the operand that differs from it is cast first (the 0-d one, or the
+    other, which torch would otherwise keep)."""
+    if not any(is_strided(v) and v.ndim == 0 for v in (x1, x2)):
+        return x1, x2
+    from ._dtypes import result_type
+    from ._indexing import astype
+
+    rt = result_type(x1, x2)
+    cast = [v if v.dtype == rt else astype(v, rt) for v in (x1, x2)]
+    return cast[0], cast[1]
 
 
 def _torch_half_complex(name: str, x1: Any, x2: Any) -> tuple[Any, Any]:
