@@ -553,6 +553,18 @@ def test_scalar_product_of_uncoalesced_coo(backend: str, xp: Any) -> None:
 
 
 @pytest.mark.parametrize("backend", backend_params(BACKENDS))
+def test_a_scalar_base_meets_the_fill_value_as_the_stored_values(backend: str, xp: Any) -> None:
+    # array-api-strict broadcast the scalar (made a one-element 1-D array) against a (1, 1) fill element, and
+    # NumPy's one-element broadcasting loop gives pow(-inf, 0.5) as NaN; the standard (and every other
+    # backend, and the dense arrays of more than one element) give +inf
+    s = xs.to_sparse(xp.asarray([[2.0], [0.5], [0.5]], dtype=xp.float64), fill_value=0.5)
+    for base, fill in ((-math.inf, math.inf), (-0.0, 0.0)):
+        r = xs.pow(base, s)
+        assert r.fill_value == fill and math.copysign(1.0, r.fill_value) == 1.0
+        assert to_numpy(xs.to_dense(r)).tolist() == [[base**2.0], [fill], [fill]]
+
+
+@pytest.mark.parametrize("backend", backend_params(BACKENDS))
 def test_torch_data_dropping_broadcasts(backend: str, xp: Any) -> None:
     # pytorch/pytorch#188900: a (2, 2, 1) sparse operand broadcast against (1, 1, 3)
     s = xs.to_sparse_coo(xp.asarray([[[1.0], [2.0]], [[3.0], [4.0]]], dtype=xp.float64))

@@ -323,6 +323,14 @@ def _fill_element(xp: Any, a: SparseArray) -> Any:
     return xp.reshape(_fill_array(xp, a), (1,) * a.ndim)
 
 
+def _fill_beside_scalar(xp: Any, a: SparseArray) -> Any:
+    """The fill value of ``a`` as it meets a scalar operand: a one-element 1-D array, as the stored values are
+    (0-d for a 0-d ``a``). Of more dimensions, array-api-strict would broadcast the scalar (which it makes a
+    one-element 1-D array) against it, and NumPy's one-element broadcasting loop gives pow(-inf, 0.5) as NaN,
+    where its loop over more elements, and the standard, give +inf."""
+    return _fill_array(xp, a) if a.ndim == 0 else xp.reshape(_fill_array(xp, a), (1,))
+
+
 def _values_like_dense(xp: Any, compute: Callable[..., Any], ndim: int, *values: Any) -> Any:
     """``compute(*values)`` of the stored values of arrays with ``ndim`` dimensions; where they are 0-d,
     their one value is computed 0-d, as the dense array is (see above)."""
@@ -722,7 +730,7 @@ def _binary_scalar_kernel(name: str, sparse_first: bool) -> Callable[..., Any]:
         def with_s(v: Any) -> Any:
             return f(xp, v, s) if sparse_first else f(xp, s, v)
 
-        fill, error = _attempt(lambda: with_s(_fill_element(xp, a)))
+        fill, error = _attempt(lambda: with_s(_fill_beside_scalar(xp, a)))
         if isinstance(a, COOArray) and (error is not None or not _linear_with(xp, name, sparse_first, a, s, fill)):
             a = coalesce_coo(xp, a)
         values = _values_like_dense(xp, with_s, a.ndim, a._vals)
