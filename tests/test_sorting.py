@@ -637,6 +637,16 @@ def test_searchsorted_in_a_coo_vector_without_sparse_dimensions(backend: str, xp
             assert to_numpy(xs.to_dense(got)).tolist() == np.searchsorted(dense, queries, side=side).tolist()
 
 
+def test_searchsorted_of_a_0d_query_in_a_sparse_vector_is_0d(backend: str, xp: Any) -> None:
+    # the one-element fill value broadcast a 0-d strided query to (1,)
+    x1 = xs.to_sparse(xp.asarray([0.0, 0.0, 2.0]))
+    for side, want in (("left", 2), ("right", 2)):
+        got = xs.searchsorted(x1, xp.asarray(1.0), side=side)
+        assert tuple(got.shape) == () and int(got) == want
+    assert tuple(xs.searchsorted(x1, xs.to_sparse(xp.asarray(1.0))).shape) == ()
+    assert tuple(xs.searchsorted(x1, xp.asarray([[1.0], [3.0]])).shape) == (2, 1)
+
+
 def test_searchsorted_and_isin_refuse_complex_operands(backend: str, xp: Any) -> None:
     """One TypeError on every backend (NumPy and JAX would order complex values; torch and array-api-strict
     raise their own errors)."""

@@ -134,7 +134,8 @@ def _searchsorted_coo_any(xp: Any, x1: COOArray, x2: Any, side: str, sorter: Any
         if xp.isdtype(w.dtype, "real floating"):
             nan_query = xp.isnan(w)
             fill_before = fill_before | (nan_query & (~xp.isnan(f) if side == "left" else True))
-        return found + xp.astype(fill_before, found.dtype) * n_unspecified
+        # the one-element fill broadcasts a 0-d query to (1,): the result has the query's shape
+        return xp.reshape(found + xp.astype(fill_before, found.dtype) * n_unspecified, tuple(v.shape))
 
     vals = x2._vals if isinstance(x2, SparseArray) else x2
     return map_values(xp, x2, count, lambda f: int(count(_scalar(xp, vals, f))[0]))
