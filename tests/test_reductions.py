@@ -551,6 +551,26 @@ def test_dispatch_picks_the_native_kernel() -> None:
     assert reason is not None and "the two sparse dimensions" in reason
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_reductions_across_very_many_plain_indices_decline_to_the_generic_kernel(backend: str) -> None:
+    # one accumulator per column of a (3, 2**31 - 5) CSR matrix of 3 entries asked for 17 GB (NumPy's
+    # MemoryError, torch's allocator): the native kernels decline, the generic one groups the 3 entries
+    if backend_skip_reason(backend) is not None:
+        pytest.skip(str(backend_skip_reason(backend)))
+    n = 2**31 - 5
+    host = xs.sparse_csr_array(np.asarray([0, 1, 2, 3]), np.asarray([5, n - 5, 7]), np.asarray([1.0, 2.0, 3.0]), shape=(3, n))
+    a = xs.to_backend(host, backend)
+    kernel = next(k for k in dispatch.resolve("sum", (xs.sparse_csr,), backend) if k.name == f"_sum_compressed_{backend}")
+    assert kernel.supports is not None
+    reason = kernel.supports(a._xp, a, ReduceSpec((0,), False, a.dtype))
+    assert reason is not None and "an accumulator per plain index (2147483643) would outweigh the entries (3)" in reason
+    assert kernel.supports(a._xp, a, ReduceSpec((1,), False, a.dtype)) is None  # within the rows: 3 accumulators
+    for name in ("sum", "max"):
+        r = getattr(xs, name)(a, axis=0)
+        assert r.layout is xs.sparse_coo and tuple(r.shape) == (n,)
+        assert to_numpy(r.indices()).tolist() == [[5, 7, n - 5]] and to_numpy(r.values()).tolist() == [1.0, 3.0, 2.0]
+
+
 # -- the public functions: semantics ---------------------------------------------------------------------
 
 

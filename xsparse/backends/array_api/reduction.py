@@ -54,6 +54,7 @@ __all__ = [
     "assemble",
     "kept_cumulative_fill",
     "mean_of_sum",
+    "wide_groups_reason",
     "monoid_coo",
     "Grouping",
 ]
@@ -1018,3 +1019,19 @@ def _softmax_kernels(name: str, log: bool) -> None:
 
 _softmax_kernels("softmax", False)
 _softmax_kernels("log_softmax", True)
+
+
+# A reduction across the slices keeps one accumulator per plain index: past this many, and 8 per entry, the
+# generic kernel (which sorts the entries' keys) needs memory for the entries only.
+WIDE_GROUPS = 1 << 22
+
+
+def wide_groups_reason(a: CompressedArray, axis: int) -> str | None:
+    """Why one accumulator per plain index of ``a`` (a reduction along its compressed dimension ``axis``)
+    would outweigh its entries, or None."""
+    if axis != a.layout.compressed_dim:
+        return None
+    groups = a.shape[1 - a.layout.compressed_dim]
+    if groups > max(8 * a.nnz, WIDE_GROUPS):
+        return f"an accumulator per plain index ({groups}) would outweigh the entries ({a.nnz}); the generic kernel groups the entries instead"
+    return None

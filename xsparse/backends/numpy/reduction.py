@@ -52,6 +52,7 @@ from ..array_api.reduction import (
     monoid_coo,
     reduced_shape,
     result_kind,
+    wide_groups_reason,
     with_fill,
 )
 from .conversion import fold
@@ -79,7 +80,7 @@ def _supports_axis(xp: Any, a: CompressedArray, spec: ReduceSpec) -> str | None:
         return None
     if len(spec.axes) != 1 or spec.axes[0] > 1:
         return f"the NumPy kernels reduce one or both of the two sparse dimensions, not axes={spec.axes}"
-    return None
+    return wide_groups_reason(a, spec.axes[0])
 
 
 # Sums of at least this many values are split between the CPUs.

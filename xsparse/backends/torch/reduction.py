@@ -34,6 +34,7 @@ from ..array_api.reduction import (
     mean_of_sum,
     monoid_coo,
     result_kind,
+    wide_groups_reason,
     with_fill,
 )
 from .conversion import complex_grad_reason, fold, from_torch, to_torch, verified
@@ -86,7 +87,7 @@ def _supports_axis(xp: Any, a: CompressedArray, spec: ReduceSpec) -> str | None:
         return f"the torch kernels reduce one of the two sparse dimensions, not axes={spec.axes}"
     if spec.dtype in _UNSUPPORTED or spec.dtype is torch.bool:
         return f"torch's scatter_reduce does not handle dtype {spec.dtype}"
-    return complex_grad_reason("scatter_reduce", a)
+    return wide_groups_reason(a, spec.axes[0]) or complex_grad_reason("scatter_reduce", a)
 
 
 def _axis_kernel(name: str) -> Any:
