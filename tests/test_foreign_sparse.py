@@ -104,6 +104,11 @@ def test_asarray_torch_sparse_each_layout(make: object) -> None:
     c = xs.asarray(t, layout=xs.sparse_coo)
     assert c.layout is xs.sparse_coo
     np.testing.assert_array_equal(_dense(c), D)
+    # complex values: a compressed tensor's values() alias refused torch.real ("Sparse CSR tensors do not
+    # have strides"), so to_dense and real raised torch's error
+    z = xs.asarray(make(torch.tensor(D) * (1 + 2j)))  # type: ignore[operator]
+    np.testing.assert_array_equal(_dense(z), D * (1 + 2j))
+    np.testing.assert_array_equal(_dense(xs.real(z)), D)
 
 
 def test_asarray_torch_uncoalesced_hybrid_batched_empty() -> None:
@@ -180,6 +185,26 @@ def test_asarray_scipy_unsorted_and_uncoalesced() -> None:
     np.testing.assert_array_equal(_dense(ac), c.toarray())
 
 
+@pytest.mark.parametrize("fmt", ["csr", "csc", "bsr"])
+def test_asarray_scipy_compressed_with_duplicates_sums_them(fmt: str) -> None:
+    # SciPy lets a compressed matrix repeat an index (the sum is meant): an element lookup read 1 of 3, and
+    # torch refused the array (invariant 5.6); the sums keep a 0 (1 + -1)
+    sp = pytest.importorskip("scipy.sparse")
+    from xsparse.testing import check_invariants
+
+    m = sp.csr_array((np.array([1.0, 2.0, 1.0, -1.0]), np.array([0, 0, 1, 1]), np.array([0, 2, 4])), shape=(2, 2))
+    m = {"csr": m, "csc": sp.csc_array((m.data, m.indices, m.indptr), shape=(2, 2)), "bsr": sp.bsr_array((m.data.reshape(4, 1, 1), m.indices, m.indptr), shape=(2, 2))}[fmt]
+    before = (m.data.copy(), m.indices.copy())
+    for backend in ("numpy", "torch"):
+        a = xs.asarray(m, backend=backend)
+        check_invariants(a)
+        assert a.nnz == 2
+        np.testing.assert_array_equal(_dense(a), m.toarray())
+        assert float(_dense(a[0, 0])) == 3.0
+    np.testing.assert_array_equal(m.data, before[0])  # the user's matrix is summed on a copy
+    np.testing.assert_array_equal(m.indices, before[1])
+
+
 # -- pydata/sparse and JAX BCOO ---------------------------------------------------------------------------
 
 
@@ -218,6 +243,15 @@ def test_asarray_jax_bcoo(monkeypatch: pytest.MonkeyPatch) -> None:
         np.testing.assert_array_equal(_dense(a), D)
         with pytest.raises(ValueError, match="asarray: a JAX BCOO array with batch or dense dimensions cannot be converted"):
             xs.asarray(jsp.BCOO.fromdense(jnp.asarray(D), n_batch=1))
+        # padding entries (indices out of bounds, which JAX ignores) are left out
+        from xsparse.testing import check_invariants
+
+        padded = xs.asarray(jsp.BCOO.fromdense(jnp.asarray([[0.0, 1.0], [2.0, 0.0]]), nse=3))
+        check_invariants(padded)
+        assert padded.nnz == 2 and padded.is_coalesced()
+        np.testing.assert_array_equal(_dense(xs.to_sparse_csr(padded)), [[0.0, 1.0], [2.0, 0.0]])
+        out_of_bounds = jsp.BCOO((jnp.asarray([1.0, 5.0]), jnp.asarray([[0, 1], [2, 2]])), shape=(2, 2))
+        assert float(xs.sum(xs.asarray(out_of_bounds))) == float(out_of_bounds.todense().sum()) == 1.0
     finally:
         jax.config.update("jax_enable_x64", x64)
 

@@ -108,6 +108,10 @@ def _from_torch(t: Any) -> Any:
     else:
         compressed, plain = t.ccol_indices(), t.row_indices()
     values = t.values()
+    # values() of a compressed tensor is an alias that refuses views (torch.real of it raises "Sparse CSR
+    # tensors do not have strides"); detach() gives an ordinary tensor on the same storage. Values with
+    # autograd history are kept as they are, so that gradients flow.
+    values = values if values.requires_grad else values.detach()
     blocksize = None
     if t.layout in (torch.sparse_bsr, torch.sparse_bsc):
         n_batch = compressed.ndim - 1
@@ -138,10 +142,12 @@ def _from_scipy(op: str, m: Any) -> tuple[Any, bool]:
         indices = np.stack([np.asarray(c, dtype=index_dtype) for c in coords]) if len(coords) else np.zeros((0, m.nnz), np.int64)
         copied = True  # the coordinate rows are stacked into one array
         return sparse_coo_array(indices, m.data, shape, is_coalesced=bool(m.has_canonical_format)), copied
-    if not m.has_sorted_indices:
-        # sorted on a copy: SciPy's sort_indices works in place, on the user's matrix
+    if not m.has_canonical_format:
+        # SciPy lets a compressed matrix hold duplicates, which mean their sum, and unsorted indices: summed
+        # and sorted on a copy (SciPy's sum_duplicates works in place, on the user's matrix; it keeps sums
+        # that are 0), as invariant 5.6 asks
         m, copied = m.copy(), True
-        m.sort_indices()
+        m.sum_duplicates()
     layout = {"csr": sparse_csr, "csc": sparse_csc, "bsr": sparse_bsr}[fmt]
     blocksize = (int(m.blocksize[0]), int(m.blocksize[1])) if fmt == "bsr" else None
     # SciPy may hold int32 or int64 indices (both are valid components); an index of another integer dtype
@@ -173,4 +179,13 @@ def _from_bcoo(op: str, b: Any) -> Any:
     # BCOO's indices are (nnz, ndim); xsparse's, as torch's, (ndim, nnz). BCOO marks coalesced arrays
     # with unique_indices and sorted ones with indices_sorted: both together are xsparse's coalesced
     coalesced = bool(b.unique_indices) and bool(b.indices_sorted)
-    return sparse_coo_array(b.indices.T, b.data, tuple(int(d) for d in b.shape), is_coalesced=coalesced)
+    shape = tuple(int(d) for d in b.shape)
+    indices, data = b.indices, b.data
+    # BCOO pads its entries with indices out of bounds (fromdense with a larger nse, sum_duplicates), which
+    # JAX ignores: they are left out here (the entries before them keep their order and flags)
+    import jax.numpy as jnp
+
+    inside = jnp.all((indices >= 0) & (indices < jnp.asarray(shape, dtype=indices.dtype)), axis=1)
+    if not bool(jnp.all(inside)):
+        indices, data = indices[inside], data[inside]
+    return sparse_coo_array(indices.T, data, shape, is_coalesced=coalesced)
