@@ -428,3 +428,16 @@ def test_a_numpy_array_of_ml_dtypes_bfloat16_is_refused_clearly() -> None:
     # bfloat16 is refused the same way)
     with pytest.raises(TypeError, match=r"^to_sparse_semi_structured: backend 'numpy' has no such dtype among its Array API dtypes .*hold bfloat16 in torch"):
         xs.to_sparse_semi_structured(np.zeros((64, 64)).astype(ml_dtypes.bfloat16))
+
+
+def test_bools_are_no_sizes() -> None:
+    # integer arguments refuse bools on every function alike (decisions.md, "Errors"): shapes and blocksizes too
+    shape = r"shape must be a sequence of integers, got \(True, 2\)\. Pass a tuple such as \(2, 3\)\."
+    with pytest.raises(TypeError, match=r"^zeros: " + shape):
+        xs.zeros((True, 2), layout=xs.sparse_coo)
+    with pytest.raises(TypeError, match=r"^sparse_coo_array: " + shape):
+        xs.sparse_coo_array([[0]], [1.0], (True, 2))
+    with pytest.raises(TypeError, match=r"^zeros: shape must be a sequence of integers, got \(np\.True_, 2\)|^zeros: shape must be a sequence of integers, got \(True, 2\)"):
+        xs.zeros((np.bool_(True), 2), layout=xs.sparse_csr)
+    with pytest.raises(TypeError, match=r"blocksize must be two integers \(rows, columns\), got \(True, True\)\. Pass e\.g\. blocksize=\(2, 2\)\."):
+        xs.to_sparse_bsr(np.ones((2, 2)), blocksize=(True, True))

@@ -268,7 +268,7 @@ def integer_argument(op: str, name: str, value: Any, hint: str = "Pass an intege
     is not (``int()`` would take ``2.5`` for 2 and ``"2"`` for 2), nor a bool of any library, which is never
     meant as a count, a size or an axis (``q=True`` would run a rank-1 decomposition). ``hint`` ends the
     message."""
-    if isinstance(value, bool) or (hasattr(value, "dtype") and dtype_name(value.dtype) == "bool"):
+    if _is_bool(value):
         raise TypeError(f"{op}: {name} must be an integer, not a bool ({name}={value!r}). {hint}")
     try:
         if len(tuple(getattr(value, "shape", ()))):
@@ -278,17 +278,25 @@ def integer_argument(op: str, name: str, value: Any, hint: str = "Pass an intege
         raise TypeError(f"{op}: {name} must be an integer, got {type(value).__name__} ({name}={value!r}). {hint}") from None
 
 
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool) or (hasattr(value, "dtype") and dtype_name(value.dtype) == "bool")
+
+
 def shape_argument(op: str, shape: Any) -> tuple[int, ...]:
-    """A shape: a sequence of integers (each by ``operator.index``, as :func:`integer_argument`)."""
+    """A shape: a sequence of integers (each by ``operator.index``, as :func:`integer_argument`; no bools)."""
     try:
+        if any(_is_bool(s) for s in shape):
+            raise TypeError
         return tuple(operator.index(s) for s in shape)
     except TypeError:
         raise TypeError(f"{op}: shape must be a sequence of integers, got {shape!r}. Pass a tuple such as (2, 3).") from None
 
 
 def blocksize_argument(op: str, blocksize: Any) -> tuple[int, int]:
-    """A block shape: two positive integers (a string's characters are not integers)."""
+    """A block shape: two positive integers (a string's characters are not integers, nor a bool a size)."""
     try:
+        if any(_is_bool(b) for b in blocksize):
+            raise TypeError
         rows, cols = (operator.index(b) for b in blocksize)
     except (TypeError, ValueError):
         raise TypeError(f"{op}: blocksize must be two integers (rows, columns), got {blocksize!r}. Pass e.g. blocksize=(2, 2).") from None
