@@ -952,6 +952,19 @@ def test_large_uncoalesced_coo(backend: str, xp: Any, dtype: str) -> None:
     np.testing.assert_array_equal(to_numpy(xs.to_dense(coo)), expected)
 
 
+def test_huge_blocks_without_blocks_convert_by_their_index_dtype(backend: str, xp: Any) -> None:
+    # a BSR array of int32 block indices whose element indices need int64: a raw OverflowError on NumPy and
+    # array_api_strict (the element indices were computed in int32), 34 GB asked of torch (BSR -> COO)
+    z = xs.to_sparse_bsr(xs.zeros((2, 2**32), layout=xs.sparse_bsr, blocksize=(1, 2**31), backend=backend), index_dtype="int32")
+    for layout in (xs.sparse_coo, xs.sparse_csr):
+        with pytest.raises(xs.InvariantError, match=r"invariant 1\.3 violated: .*int32 indices cannot address"):
+            xs.to_sparse(z, layout=layout)
+    wide = xs.to_sparse_bsr(z, blocksize=(1, 2**31), index_dtype="int64")
+    for layout in (xs.sparse_coo, xs.sparse_csr):
+        r = xs.to_sparse(wide, layout=layout)
+        assert r.nnz == 0 and tuple(r.shape) == (2, 2**32) and r.layout is layout
+
+
 def test_torch_uncoalesced_complex_coo_to_compressed() -> None:
     # torch's to_sparse added complex duplicates with its complex add: inf + nan j, and a lost -0.0 part
     torch = pytest.importorskip("torch")

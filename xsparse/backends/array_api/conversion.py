@@ -24,7 +24,7 @@ from ...formats import (
     strided,
 )
 from ...formats._ops import compress, contiguous, expand_compressed, lexsort_indices, prod
-from ...formats._invariants import unequal_batches
+from ...formats._invariants import index_overflows, unequal_batches
 from ...formats._spec import Target
 
 __all__: list[str] = []
@@ -503,6 +503,14 @@ def block_coo_to_coo(xp: Any, c: COOArray, nb_dims: int, shape: tuple[int, ...])
     idx, vals = c._idx, c._vals
     n = idx.shape[1]
     bm, bn = vals.shape[1], vals.shape[2]
+    if idx.dtype == xp.int32 and index_overflows("int32", max(shape[nb_dims], shape[nb_dims + 1])):
+        # the block indices fit int32, the element indices need int64 (invariant 1.3 refuses int32 later,
+        # where the result is asked in it, with its own message)
+        idx = xp.astype(idx, xp.int64)
+    if n == 0:
+        # no block: nothing to expand (an index grid of a block of 2**31 elements would take 16 GB)
+        empty = xp.zeros((nb_dims + 2, 0), dtype=idx.dtype, device=c.device)
+        return COOArray(empty, xp.reshape(vals, (0, *vals.shape[3:])), shape, backend=c._backend, xp=xp, coalesced=True, fill_value=c.fill_value)
     dt = idx.dtype
     r = xp.arange(bm, dtype=dt, device=c.device)[None, :, None]
     q = xp.arange(bn, dtype=dt, device=c.device)[None, None, :]

@@ -7,6 +7,7 @@ result's components. torch's gaps are declined with a reason, and the generic ke
 
 from __future__ import annotations
 
+import math
 from typing import Any, TypeVar, cast
 
 import torch
@@ -256,6 +257,9 @@ def _supports_to_sparse(xp: Any, x: Any, target: Target) -> str | None:
             return reason
     if source.is_blocked and target.layout in (Layout.sparse_csr, Layout.sparse_csc):
         return "torch converts BSR/BSC only to strided, COO, BSR and BSC"
+    if source.is_blocked and target.layout is sparse_coo and x.nnz == 0 and math.prod(x.blocksize) > 2**20:
+        # it builds the index grid of a block whether or not there is one: 34 GB for a blocksize of (1, 2**31)
+        return "torch's BSR/BSC -> COO allocates a large block's index grid even where there is no block"
     if source.is_blocked and target.layout.is_blocked and x.blocksize != target.blocksize:
         return "torch does not change the blocksize of a BSR/BSC array"
     if isinstance(x, COOArray) and target.layout.is_compressed and x.sparse_dim() > 2:
