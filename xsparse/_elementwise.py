@@ -342,10 +342,11 @@ def apply_binary(name: str, x1: Any, x2: Any, layout: Layout | None) -> Any:
         )
     backend = backend_of(x1, x2, op=name)
     check_dtypes(name, x1, x2)
-    if backend.name == "torch" and (type(x1) is not type(x2)):
-        x1, x2 = _torch_half_complex(name, x1, x2)
-    if backend.name == "torch" and "scalar" not in kinds:
-        x1, x2 = _torch_zero_dim_promotion(x1, x2)
+    if backend.name == "torch":
+        if type(x1) is not type(x2):
+            x1, x2 = _torch_half_complex(name, x1, x2)
+        if "scalar" not in kinds:
+            x1, x2 = _torch_zero_dim_promotion(x1, x2)
     xp = backend.load()
     return convert_result(dispatch.call(name, kinds, backend.name, xp, x1, x2), layout, name)
 

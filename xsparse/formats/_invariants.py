@@ -165,6 +165,20 @@ def check_index_data(a: COOArray | CompressedArray) -> None:
     (check_coo if a.layout is sparse_coo else check_compressed)(a, True)  # type: ignore[arg-type]
 
 
+_Checked = TypeVar("_Checked")
+
+
+def verified(a: _Checked) -> _Checked:
+    """``a`` (COO or compressed), once its index-reading invariants are checked, for kernels that trust the
+    indices they read (torch's, cuSPARSE's: an index out of range reads, or writes, outside a buffer). An
+    array checks once: the answer is kept on it (arrays are immutable), so one its constructor checked, one
+    a trusted kernel made or a view of either is not read again."""
+    if not a._bounds_checked:  # type: ignore[attr-defined]
+        check_index_data(a)  # type: ignore[arg-type]
+        a._bounds_checked = True  # type: ignore[attr-defined]
+    return a
+
+
 def explain_bad_indices(args: tuple[Any, ...]) -> None:
     """Raise the :class:`InvariantError` of the first operand among ``args`` (or in a list among them) whose
     unchecked indices are invalid; return where they are all valid."""

@@ -24,7 +24,9 @@ import numpy as np
 
 from ...dispatch import register
 from ...formats import COOArray, CompressedArray, SparseArray, sparse_coo, sparse_csc, sparse_csr, strided
-from ...formats._invariants import check_index_data
+# cuSPARSE and the custom kernels trust the indices they read: an index out of range is an access outside a
+# device buffer (a write, for sparseToDense), which poisons the CUDA context; `verified` checks once per array
+from ...formats._invariants import verified
 from ...formats._spec import Target
 from ..array_api.conversion import is_plus_zero
 
@@ -149,18 +151,6 @@ def to_cupyx(a: SparseArray, dtype: Any = None, transposed: bool = False) -> Any
     if m is None:
         m = kept[name] = _wrap(a, a._vals, transposed, kept["indices"])
     return m
-
-
-def verified(a: Any) -> Any:
-    """``a``, once its index-reading invariants are checked: cuSPARSE and the custom kernels trust the indices
-    they are given, and an index out of range is an access outside a device buffer (a write, for
-    sparseToDense), which poisons the CUDA context for the rest of the process. An array checks once (the
-    check reads the indices back to the host): one its constructor checked, one a CuPy kernel made
-    (:func:`from_cupyx`) or a view of either is not read again."""
-    if not a._bounds_checked:
-        check_index_data(a)
-        a._bounds_checked = True
-    return a
 
 
 def _kept(a: SparseArray) -> dict[str, Any]:

@@ -8,14 +8,16 @@ result's components. torch's gaps are declined with a reason, and the generic ke
 from __future__ import annotations
 
 import math
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import torch
 
 from ..._scoped import ignoring_warnings
 from ...dispatch import register
 from ...formats import INDEXED, COOArray, CompressedArray, Layout, SparseArray, sparse_coo, strided
-from ...formats._invariants import check_index_data
+# torch's kernels trust the indices they are given (the tensors are built with check_invariants=False, as
+# torch's constructors do by default) and read out of bounds on an array built without the checks
+from ...formats._invariants import verified
 from ...formats._spec import Target
 from ..array_api.conversion import is_plus_zero
 
@@ -73,20 +75,6 @@ def fold(rows: Any, sizes: Any, out: torch.Tensor | None = None) -> torch.Tensor
     for row, size in zip(rows[1:], sizes[1:]):
         key.mul_(size).add_(row)
     return key
-
-
-_Indexed = TypeVar("_Indexed", COOArray, CompressedArray)
-
-
-def verified(a: _Indexed) -> _Indexed:
-    """``a``, once its index-reading invariants are checked: torch's kernels trust the indices they are given
-    (the tensors are built with ``check_invariants=False``, as torch's own constructors do by default) and
-    read out of bounds, even crash the process, on an array built without the checks. An array checks once:
-    one its constructor checked, one torch made (``from_torch``) or a view of either is not read again."""
-    if not a._bounds_checked:
-        check_index_data(a)
-        a._bounds_checked = True
-    return a
 
 
 def to_torch(a: SparseArray) -> torch.Tensor:
