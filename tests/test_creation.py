@@ -558,3 +558,30 @@ def test_numpy_scalars_are_fill_values(fill: Any, dtype: str, expected: Any) -> 
     assert to_numpy(xs.to_dense(a)).tolist()[2] == expected
     with pytest.raises(ValueError, match=r"fill_value: 0\.5 is not representable in the integer dtype int64"):
         xs.sparse_coo_array([[0]], np.ones(1, dtype=np.int64), (2,), fill_value=np.float32(0.5))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64", "complex64"])
+def test_fill_values_are_rounded_to_the_dtype(backend: str, dtype: str) -> None:
+    # fill_value=0.1 of a float32 array was kept as float64's 0.1, which to_dense writes as float32's: the
+    # fill value then differed from the elements it stands for (fill_value == to_dense(a)[i] was False)
+    fill = 0.1 + 0.3j if dtype.startswith("complex") else 0.1
+    if backend == "torch":
+        torch = pytest.importorskip("torch")
+        xp_dtype: Any = getattr(torch, dtype)
+        d = torch.tensor([fill, 2.0, fill], dtype=xp_dtype)
+    else:
+        if dtype == "bfloat16":
+            pytest.skip("NumPy has no bfloat16 among its Array API dtypes")
+        xp_dtype = np.dtype(dtype)
+        d = np.asarray([fill, 2.0, fill], dtype=xp_dtype)
+    a = xs.asarray(d, layout=xs.sparse_coo, fill_value=fill)
+    assert a.nnz == 1
+    dense = to_numpy(xs.to_dense(a))
+    assert a.fill_value == dense[0].item() == dense[2].item() and type(a.fill_value) is type(fill)
+    if dtype != "float64":
+        assert a.fill_value != fill
+    # past the dtype's range it is an infinity, as a cast makes it
+    if not dtype.startswith("complex"):
+        big = xs.sparse_coo_array([[0]], d[:1], (2,), fill_value=1e300)
+        assert big.fill_value == (1e300 if dtype == "float64" else math.inf)

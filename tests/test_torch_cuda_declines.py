@@ -256,6 +256,50 @@ def test_kernels_that_coalesce_decline_a_stored_negative_zero_on_cuda(monkeypatc
     assert reason("multiply", "_multiply_coo_coo_torch", coo_of([-0.0, 1.0], coalesced=True), coo_of([0.5, 1.0], coalesced=True)) is None
 
 
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int64, torch.uint8, torch.float32])
+def test_integer_products_without_integer_matmul_are_sums_of_products(dtype: torch.dtype) -> None:
+    # torch's CUDA matmul has no integer kernel ("addmm_cuda" not implemented for 'Long'): the generic
+    # kernels that multiply strided blocks (hybrid operands, strided @ strided, tensordot) sum the products
+    # there. CPU tensors, with the backend told that its matmul has no integer kernel.
+    rng = np.random.default_rng(0)
+    high = 127 if dtype is not torch.float32 else 5
+
+    def draw(*shape: int) -> torch.Tensor:
+        return torch.from_numpy(rng.integers(-high if dtype.is_signed else 0, high, shape)).to(dtype)
+
+    hybrid = xs.sparse_coo_array(torch.tensor([[0, 2, 2]]), draw(3, 4, 5), (3, 4, 5))  # (3, 4, 5), dense (4, 5)
+    row_hybrid = xs.sparse_coo_array(torch.tensor([[1, 4]]), draw(2, 3), (6, 3))  # one sparse, one dense dimension
+    b, a, x, y = draw(5, 2), draw(2, 6), draw(2, 3, 4), draw(4, 7)
+    expected_hybrid = xs.matmul(hybrid, b).to_dense()
+    cases = [
+        (lambda: xs.matmul(hybrid, b).to_dense(), expected_hybrid),
+        (lambda: xs.matmul(a, row_hybrid), xs.matmul(a, row_hybrid)),
+        (lambda: xs.matmul(x, y), xs.matmul(x, y)),
+        (lambda: xs.matmul(y[:, 0], y), xs.matmul(y[:, 0], y)),
+        (lambda: xs.tensordot(x, y, axes=([2], [0])), xs.tensordot(x, y, axes=([2], [0]))),
+    ]
+    object.__setattr__(TORCH, "integer_matmul", lambda t: False)
+    try:
+        import xsparse.backends.array_api.linalg as generic
+
+        budget = generic._PRODUCTS_BUDGET
+        generic._PRODUCTS_BUDGET = 8  # several chunks of the contracted dimension
+        try:
+            for compute, expected in cases:
+                actual = compute()
+                assert actual.dtype == expected.dtype and actual.shape == expected.shape
+                assert torch.equal(actual, expected)  # integers wrap as matmul's do
+        finally:
+            generic._PRODUCTS_BUDGET = budget
+    finally:
+        object.__setattr__(TORCH, "integer_matmul", lambda t: t.device.type != "cuda")
+    # and the reference matmul is numpy's (an independent oracle), wrapping alike
+    ref = (to_numpy(hybrid.to_dense()).astype(np.int64) @ to_numpy(b).astype(np.int64))
+    if dtype is not torch.float32:
+        ref = ref.astype(to_numpy(b).dtype)
+    np.testing.assert_array_equal(to_numpy(expected_hybrid), ref)
+
+
 # -- the kernels on a CUDA device ---------------------------------------------------------------------------
 
 

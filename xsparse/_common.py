@@ -41,7 +41,7 @@ _torch_strided: Any = None
 
 def refuse_foreign(x: Any, op: str | None = None) -> None:
     """Raise the TypeError for another library's sparse array (a torch sparse tensor, a pydata/sparse
-    array), which passes the Array API's array test but is no strided array; nothing for anything else."""
+    array, a SciPy sparse matrix, a JAX BCOO or BCSR), which is no strided array; nothing for anything else."""
     from ._foreign import foreign_sparse_kind, refuse_foreign_sparse
 
     kind = foreign_sparse_kind(x)
@@ -55,7 +55,7 @@ def is_strided(x: Any, op: str | None = None) -> bool:
     Raises
     ------
     TypeError
-        Where ``x`` is a sparse array of another library (torch, pydata/sparse): every function that
+        Where ``x`` is a sparse array of another library (torch, pydata/sparse, SciPy, JAX): every function that
         classifies its operands here refuses it, saying to convert it with :func:`xsparse.asarray`. The
         message starts with ``op``, the calling function's name, where given.
     """
@@ -64,10 +64,12 @@ def is_strided(x: Any, op: str | None = None) -> bool:
         if found is _TORCH and x.layout is not _torch_strided:
             refuse_foreign(x, op)
         return True
-    if isinstance(x, (SparseArray, bool, int, float, complex, list, tuple)) or not array_api_compat.is_array_api_obj(x):
+    if isinstance(x, (SparseArray, bool, int, float, complex, list, tuple)):
         return False
+    # SciPy's and JAX's sparse arrays are no Array API arrays: refused here too, so that the message says
+    # how to convert them rather than that they are no arrays
     refuse_foreign(x, op)
-    return True
+    return bool(array_api_compat.is_array_api_obj(x))
 
 
 def strided_backend(x: Any, op: str | None = None) -> Backend | None:
@@ -243,8 +245,29 @@ def scalar_for(xp: Any, dtype: Any, value: Any) -> Any:
     if xp.isdtype(dtype, "real floating"):
         if isinstance(value, complex):
             raise ValueError(f"fill_value: {value!r} is complex but the dtype is {dtype_name(dtype)}. Use a real fill value.")
-        return float(value)
-    return complex(value)
+        return _rounded(dtype_name(dtype), float(value))
+    value = complex(value)
+    if dtype_name(dtype) == "complex64":
+        return complex(_rounded("float32", value.real), _rounded("float32", value.imag))
+    return value
+
+
+def _rounded(name: str, value: float) -> float:
+    """``value`` rounded to the floating dtype ``name``, as a Python float: the fill value is the element
+    that ``to_dense`` writes, so that ``fill_value=0.1`` of a float32 array is float32's 0.1, and compares
+    equal to the elements it stands for. Past the dtype's range it is an infinity, as a cast makes it."""
+    if name == "float64" or math.isnan(value):
+        return value
+    with np.errstate(over="ignore"):
+        if name == "float16":
+            return float(np.float16(value))
+        single = np.float32(value)
+    if name == "bfloat16":
+        # bfloat16 is float32's upper half: round to nearest, ties to even, on the bits
+        bits = int(single.view(np.uint32))
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+        return float(np.uint32(bits).view(np.float32))
+    return float(single)
 
 
 def fill_argument(xp: Any, dtype: Any, value: Any) -> Any:

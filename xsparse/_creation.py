@@ -955,7 +955,7 @@ def asarray(
     obj
         What to convert. A sparse array stays sparse (cast or moved as asked); so does a sparse array of
         another library (a torch sparse tensor, a SciPy sparse matrix or array, a pydata/sparse ``COO`` or
-        ``GCXS``, a JAX ``BCOO``), made from its components without densifying, on the backend of its
+        ``GCXS``, a JAX ``BCOO`` or ``BCSR``), made from its components without densifying, on the backend of its
         components (torch, NumPy, jax.numpy) or ``backend``. Anything else becomes a strided array of the
         backend (the one of ``obj``, else ``backend``, else the default backend); a buffer object
         (``array.array``) is read with its own format, as NumPy reads it, on every backend.

@@ -3,7 +3,7 @@
 torch's sparse tensors and pydata/sparse's arrays pass the Array API's array test (``is_array_api_obj``),
 so that without a check they would be taken for strided arrays of their backend: a torch sparse tensor
 returned unchanged by ``to_dense``, a pydata/sparse array as the components of an xsparse array. SciPy's
-sparse matrices and JAX's ``BCOO`` are no Array API arrays, so that a backend's ``asarray`` made a 0-d or
+sparse matrices and JAX's ``BCOO`` and ``BCSR`` are no Array API arrays, so that a backend's ``asarray`` made a 0-d or
 object array of them. Each is converted from its components here, without densifying.
 """
 
@@ -21,10 +21,10 @@ def _is_scipy_sparse(x: Any) -> bool:
     return sparse is not None and bool(sparse.issparse(x))
 
 
-def _is_jax_bcoo(x: Any) -> bool:
+def _is_jax(x: Any, name: str) -> bool:
     module = sys.modules.get("jax.experimental.sparse")
-    bcoo = getattr(module, "BCOO", None)
-    return bcoo is not None and isinstance(x, bcoo)
+    cls = getattr(module, name, None)
+    return isinstance(cls, type) and isinstance(x, cls)
 
 
 def _is_pydata_sparse(x: Any) -> bool:
@@ -46,8 +46,10 @@ def foreign_sparse_kind(x: Any) -> str | None:
         return f"a pydata/sparse array ({type(x).__name__})"
     if _is_scipy_sparse(x):
         return f"a SciPy sparse {'array' if type(x).__name__.endswith('_array') else 'matrix'} ({type(x).__name__})"
-    if _is_jax_bcoo(x):
+    if _is_jax(x, "BCOO"):
         return "a JAX BCOO array"
+    if _is_jax(x, "BCSR"):
+        return "a JAX BCSR array"
     return None
 
 
@@ -73,8 +75,10 @@ def from_foreign_sparse(op: str, x: Any, backend: Any) -> tuple[Any, bool] | Non
         result, copied = _from_scipy(op, x)
     elif _is_pydata_sparse(x):
         result, copied = _from_pydata(op, x)
-    elif _is_jax_bcoo(x):
-        result, copied = _from_bcoo(op, x), False
+    elif _is_jax(x, "BCOO"):
+        result, copied = _from_bcoo(op, x)
+    elif _is_jax(x, "BCSR"):
+        result, copied = _from_bcsr(op, x)
     else:
         return None
     if backend is not None:
@@ -128,7 +132,10 @@ def _from_scipy(op: str, m: Any) -> tuple[Any, bool]:
 
     fmt = m.format
     copied = False
-    if fmt not in ("csr", "csc", "coo", "bsr"):
+    if fmt != "coo" and len(m.shape) != 2:
+        # SciPy's 1-D CSR and DOK arrays: a compressed layout has two sparse dimensions, COO any number
+        m, fmt, copied = m.tocoo(), "coo", True
+    elif fmt not in ("csr", "csc", "coo", "bsr"):
         m, fmt, copied = m.tocsr(), "csr", True  # dia, lil, dok: SciPy's own conversion
     shape = tuple(int(s) for s in m.shape)
     if fmt == "coo":
@@ -167,17 +174,19 @@ def _from_pydata(op: str, s: Any) -> tuple[Any, bool]:
     return sparse_coo_array(s.coords, s.data, tuple(int(d) for d in s.shape), is_coalesced=coalesced, fill_value=fill, backend="numpy"), copied
 
 
-def _from_bcoo(op: str, b: Any) -> Any:
+def _from_bcoo(op: str, b: Any) -> tuple[Any, bool]:
     from ._creation import sparse_coo_array
 
-    if b.n_batch != 0 or b.n_dense != 0:
-        raise ValueError(
-            f"{op}: a JAX BCOO array with batch or dense dimensions cannot be converted (n_batch={b.n_batch}, "
-            f"n_dense={b.n_dense}). Convert it to n_batch=0 and n_dense=0 first, e.g. with "
-            "jax.experimental.sparse.bcoo_update_layout(x, n_batch=0, n_dense=0)."
-        )
-    # BCOO's indices are (nnz, ndim); xsparse's, as torch's, (ndim, nnz). BCOO marks coalesced arrays
-    # with unique_indices and sorted ones with indices_sorted: both together are xsparse's coalesced
+    copied = False
+    if b.n_batch != 0:
+        # a batched BCOO holds indices per batch element; JAX's own conversion makes the batch dimensions
+        # sparse ones (a copy)
+        from jax.experimental.sparse import bcoo_update_layout
+
+        b, copied = bcoo_update_layout(b, n_batch=0), True
+    # BCOO's indices are (nnz, sparse_dim); xsparse's, as torch's, (sparse_dim, nnz); data is (nnz, *dense)
+    # as xsparse's hybrid values. BCOO marks coalesced arrays with unique_indices and sorted ones with
+    # indices_sorted: both together are xsparse's coalesced
     coalesced = bool(b.unique_indices) and bool(b.indices_sorted)
     shape = tuple(int(d) for d in b.shape)
     indices, data = b.indices, b.data
@@ -185,7 +194,47 @@ def _from_bcoo(op: str, b: Any) -> Any:
     # JAX ignores: they are left out here (the entries before them keep their order and flags)
     import jax.numpy as jnp
 
-    inside = jnp.all((indices >= 0) & (indices < jnp.asarray(shape, dtype=indices.dtype)), axis=1)
+    sparse_shape = jnp.asarray(shape[: indices.shape[-1]], dtype=indices.dtype)
+    inside = jnp.all((indices >= 0) & (indices < sparse_shape), axis=1)
     if not bool(jnp.all(inside)):
         indices, data = indices[inside], data[inside]
-    return sparse_coo_array(indices.T, data, shape, is_coalesced=coalesced)
+    return sparse_coo_array(indices.T, data, shape, is_coalesced=coalesced), copied
+
+
+def _from_bcsr(op: str, b: Any) -> tuple[Any, bool]:
+    from ._errors import InvariantError
+
+    try:
+        # JAX lets a BCSR row hold unsorted or repeated columns (its flags say so only when it knows): the
+        # indices are checked, as for any unchecked input that a kernel will read
+        return _bcsr_components(op, b), False
+    except InvariantError:
+        if bool(b.indices_sorted) and bool(b.unique_indices):
+            raise
+    # sorted and summed by JAX's own sum_duplicates, on a copy (which may pad again)
+    return _bcsr_components(op, b.sum_duplicates(nse=b.nse)), True
+
+
+def _bcsr_components(op: str, b: Any) -> Any:
+    from ._creation import sparse_compressed_array
+    from .formats import sparse_csr
+
+    import jax.numpy as jnp
+
+    shape = tuple(int(d) for d in b.shape)
+    n_batch = int(b.n_batch)
+    indptr, indices, data = b.indptr, b.indices, b.data
+    counts = indptr[..., -1]
+    nnz = int(counts.reshape(-1)[0]) if counts.size else 0
+    if n_batch and counts.size and not bool(jnp.all(counts == nnz)):
+        raise ValueError(
+            f"{op}: a JAX BCSR array whose batch elements hold different numbers of entries cannot be converted "
+            f"(entries per batch element from {int(counts.min())} to {int(counts.max())}): a batched compressed "
+            "array holds as many in each. Convert it with x.to_bcoo() first, which gives a COO array."
+        )
+    # BCSR pads its entries after the last row's (fromdense with a larger nse), with column indices out of
+    # bounds, which JAX ignores: they are left out
+    if indices.shape[-1] != nnz:
+        indices = indices[..., :nnz]
+        data = data[(slice(None),) * n_batch + (slice(0, nnz),)]
+    return sparse_compressed_array(indptr, indices, data, shape, layout=sparse_csr, dense_dim=int(b.n_dense), check_invariants=True)

@@ -131,6 +131,9 @@ class Backend:
     extrema
         ``extrema(xp, x)``: the smallest and the largest element of the non-empty integer array ``x``, as
         Python integers (every index array's bounds check asks).
+    integer_matmul
+        ``integer_matmul(x)``: whether the library's ``matmul`` multiplies integer arrays on the device of
+        ``x`` (torch's has no integer kernels on CUDA: the generic kernels then sum the products).
     """
 
     name: str
@@ -141,6 +144,7 @@ class Backend:
     contiguity: Callable[[Any], bool | None] = field(default=lambda x: None, repr=False)
     repeat: Callable[[Any, Any, int], Any] | None = field(default=None, repr=False)
     extrema: Callable[[Any, Any], tuple[int, int]] = field(default=_generic_extrema, repr=False)
+    integer_matmul: Callable[[Any], bool] = field(default=lambda x: True, repr=False)
 
     def is_available(self) -> bool:
         """Whether the library can be imported here."""
@@ -222,6 +226,9 @@ _BUILTIN = {
         Backend(
             "torch", "torch", _compat("array_api_compat.torch"), "xsparse.backends.torch", _torch_devices,
             contiguity=lambda x: bool(x.is_contiguous()), repeat=_torch_repeat, extrema=_torch_extrema,
+            # cuBLAS has no integer GEMM, and torch's CUDA matmul no integer kernel ("addmm_cuda" not
+            # implemented for 'Long')
+            integer_matmul=lambda x: x.device.type != "cuda",
         ),
         Backend(
             "cupy", "cupy", _compat("array_api_compat.cupy"), "xsparse.backends.cupy",

@@ -338,12 +338,44 @@ def promoted_product(xp: Any, product: Callable[[Any, Any], Any], a: Any, b: Any
     return through_signed(xp, a, lambda v: product(v, xp.astype(b, v.dtype, copy=False)))
 
 
+def promoted_matmul(xp: Any, a: Any, b: Any) -> Any:
+    """``a @ b`` of strided arrays as :func:`promoted_product` makes it; integers as sums of products where
+    the backend's matmul has no integer kernel on their device (torch on CUDA)."""
+    from .. import backend_of_array
+
+    dtype = result_dtype(xp, a.dtype, b.dtype)
+    if xp.isdtype(dtype, "integral") and not backend_of_array(a).integer_matmul(a):
+        return promoted_product(xp, lambda u, v: _summed_products(xp, u, v), a, b)
+    return promoted_product(xp, xp.matmul, a, b)
+
+
+_PRODUCTS_BUDGET = 2**22  # elements of the broadcast products summed at once
+
+
+def _summed_products(xp: Any, u: Any, v: Any) -> Any:
+    """``u @ v`` (matmul's shapes and broadcasting) as sums of elementwise products, a chunk of the contracted
+    dimension at a time; a sum modulo 2**bits does not depend on its order, so integers wrap as a matmul's."""
+    vector_u, vector_v = u.ndim == 1, v.ndim == 1
+    u = u[None, :] if vector_u else u
+    v = v[:, None] if vector_v else v
+    (m, k), n = u.shape[-2:], v.shape[-1]
+    batch = _broadcast_shapes(tuple(u.shape[:-2]), tuple(v.shape[:-2]))
+    step = max(1, _PRODUCTS_BUDGET // max(1, prod(batch) * m * n))
+    out = xp.zeros(batch + (m, n), dtype=u.dtype, device=array_api_compat.device(u))
+    for k0 in range(0, k, step):
+        k1 = min(k, k0 + step)
+        out = out + xp.sum(u[..., :, k0:k1, None] * v[..., None, k0:k1, :], axis=-2, dtype=u.dtype)
+    if vector_u:
+        out = out[..., 0, :]
+    return out[..., 0] if vector_v else out
+
+
 @register("matmul", (INDEXED, strided), supports=_supports_matmul_sparse_strided)
 def _matmul_indexed_strided(xp: Any, a: SparseArray, b: Any) -> Any:
     """matmul(sparse, strided) -> strided: gather rows of b, segmented sum per output row; O(nnz * N log nnz)."""
     if a.dense_dim():
         # the contracted dimension is dense: every stored element is multiplied, the structure stays
-        return a._with_values(promoted_product(xp, xp.matmul, a._vals, b), 0)
+        return a._with_values(promoted_matmul(xp, a._vals, b), 0)
     c = element_coo(xp, a)
     if a.ndim == 1:
         return sparse_times_strided(xp, _vector_as_row(xp, c), b, row_vector=True)
@@ -367,19 +399,19 @@ def _supports_matmul_strided_sparse(xp: Any, a: Any, b: SparseArray) -> str | No
 def _matmul_strided_indexed(xp: Any, a: Any, b: SparseArray) -> Any:
     """matmul(strided, sparse) -> strided: (b.mT @ a.mT).mT with the index rows swapped; O(nnz * M log nnz)."""
     if b.dense_dim() >= 2:
-        return b._with_values(promoted_product(xp, xp.matmul, a, b._vals), 0)
+        return b._with_values(promoted_matmul(xp, a, b._vals), 0)
     if b.dense_dim() == 1:
         # rows of b are sparse, its columns dense: gather a's columns at the stored rows
         c = cast(COOArray, b)
         rows = xp.astype(c._idx[0, :], xp.int64)
-        return promoted_product(xp, xp.matmul, take_values(xp, a, rows, axis=-1), c._vals)
+        return promoted_matmul(xp, take_values(xp, a, rows, axis=-1), c._vals)
     return strided_times_sparse(xp, a, element_coo(xp, b))
 
 
 @register("matmul", (strided, strided))
 def _matmul_strided_strided(xp: Any, a: Any, b: Any) -> Any:
     """matmul(strided, strided) -> strided: the backend's matmul; O(M * K * N)."""
-    return promoted_product(xp, xp.matmul, a, b)
+    return promoted_matmul(xp, a, b)
 
 
 # -- sparse @ sparse -------------------------------------------------------------------------------
@@ -760,6 +792,18 @@ def _tensordot_indexed(xp: Any, x1: Any, x2: Any, axes1: tuple[int, ...], axes2:
 @register("tensordot", (strided, strided))
 def _tensordot_strided_strided(xp: Any, x1: Any, x2: Any, axes1: tuple[int, ...], axes2: tuple[int, ...]) -> Any:
     """tensordot(strided, strided) -> strided: the backend's tensordot; O(product of the shapes)."""
+    from .. import backend_of_array
+
+    if xp.isdtype(result_dtype(xp, x1.dtype, x2.dtype), "integral") and not backend_of_array(x1).integer_matmul(x1):
+        # both as matrices (free x contracted), multiplied as promoted_matmul does where matmul has no
+        # integer kernel
+        free1 = tuple(d for d in range(x1.ndim) if d not in axes1)
+        free2 = tuple(d for d in range(x2.ndim) if d not in axes2)
+        shape1, shape2 = tuple(x1.shape[d] for d in free1), tuple(x2.shape[d] for d in free2)
+        contracted = prod(tuple(x1.shape[d] for d in axes1))
+        m1 = xp.reshape(xp.permute_dims(x1, free1 + tuple(axes1)), (prod(shape1), contracted))
+        m2 = xp.reshape(xp.permute_dims(x2, tuple(axes2) + free2), (contracted, prod(shape2)))
+        return xp.reshape(promoted_matmul(xp, m1, m2), shape1 + shape2)
     return promoted_product(xp, lambda u, v: xp.tensordot(u, v, axes=(list(axes1), list(axes2))), x1, x2)
 
 
