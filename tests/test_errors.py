@@ -264,6 +264,24 @@ CASES: list[Any] = [  # (id, call, exception, match, shape xfail reason) tuples,
      r"^unique_counts: the fill value is NaN and x has unspecified elements.* \(fill_value=nan\)\. Compute it on the dense array, xsparse\.unique_counts\(xsparse\.to_dense\(x\)\)", None),
     ("sort-nan-fill", lambda: xs.sort(xs.sparse_coo_array([[0]], [1.0], (2,), fill_value=math.nan)), xs.NoKernelError,
      r"^sort: the fill value is NaN, which compares with nothing.* \(fill_value=nan\)\. Sort the dense array, xsparse\.sort\(xsparse\.to_dense\(x\)\)", None),
+    # the flat index of an element of an array with more than 2**63 elements wrapped around
+    ("argmax-flat-overflow", lambda: xs.argmax(xs.sparse_coo_array([[0, 5], [3, 0], [1, 2]], [1.0, 2.0], (2**40, 2**40, 2**40))), ValueError,
+     r"^argmax: the positions along the reduced axes do not fit the index dtype int64 \(shape=\(1099511627776, 1099511627776, 1099511627776\), "
+     r"axis=None, positions=1329227995784915872903807060280344576\)\. Reduce along one axis at a time", None),
+    ("sum-past-int64-counts", lambda: xs.sum(xs.sparse_coo_array([[0, 5], [7, 1]], [1.0, 2.0], (2**40, 2**40))), ValueError,
+     r"^sum: the reduction covers more elements than an int64 counts \(shape=\(1099511627776, 1099511627776\), axes=\(0, 1\), "
+     r"elements=1208925819614629174706176\)\. Reduce along fewer axes at a time", None),
+    ("roll-flat-past-int64", lambda: xs.roll(xs.sparse_coo_array([[0, 5], [7, 1]], [1.0, 2.0], (2**40, 2**40)), 1), ValueError,
+     r"^roll: the flattened array has more positions than an int64 holds \(shape=\(1099511627776, 1099511627776\), "
+     r"size=1208925819614629174706176\)\. Roll along named axes instead", None),
+    ("asarray-object-sparse", lambda: xs.asarray(None, layout=xs.sparse_coo), TypeError,
+     r"^to_sparse\(layout=sparse_coo\): a sparse array holds numbers or booleans, and x has dtype object \(shape=\(\)\)\. Pass a numeric", None),
+    ("fill-value-array", lambda: xs.asarray(np.ones(2), layout=xs.sparse_coo, fill_value=np.array([1.0, 2.0])), TypeError,
+     r"^fill_value: expected a number, got an array of shape \(2,\)\. Pass a Python bool, int, float or complex", None),
+    ("spsolve-generic-non-finite", lambda: xs.spsolve(
+        xs.to_sparse_csr(xs.to_backend(np.eye(3), "array_api_strict")), xs.to_backend(np.array([1.0, math.inf, 0.0]), "array_api_strict")),
+     ValueError, r"^spsolve: the right-hand side holds a NaN or an infinity \(column 0, shape=\(3,\)\), which the iterative solver cannot take\. "
+     r"Pass finite values", None),
 ]
 
 
@@ -441,3 +459,16 @@ def test_bools_are_no_sizes() -> None:
         xs.zeros((np.bool_(True), 2), layout=xs.sparse_csr)
     with pytest.raises(TypeError, match=r"blocksize must be two integers \(rows, columns\), got \(True, True\)\. Pass e\.g\. blocksize=\(2, 2\)\."):
         xs.to_sparse_bsr(np.ones((2, 2)), blocksize=(True, True))
+
+
+def test_big_endian_components_are_read_in_the_native_order() -> None:
+    # NumPy arrays of the other byte order passed the dtype checks, then the compiled kernels refused them
+    # ("indptr must hold int32 or int64 values (buffer format '>q')")
+    be = xs.sparse_csr_array(np.array([0, 1, 2], ">i8"), np.array([1, 0], ">i8"), np.array([1.0, 2.0], ">f8"), (2, 2))
+    assert be.crow_indices().dtype.isnative and be.values().dtype.isnative and be.crow_indices().dtype == np.int64
+    dense = np.array([[0.0, 1.0], [2.0, 0.0]])
+    np.testing.assert_array_equal(be @ np.ones(2), dense @ np.ones(2))
+    np.testing.assert_array_equal(xs.to_dense(be + be), 2 * dense)
+    np.testing.assert_array_equal(xs.to_dense(xs.sampled_addmm(be, np.eye(2), dense)), 2 * dense)
+    c = xs.sparse_coo_array(np.array([[0, 2]], ">i4"), np.array([1.0, 3.0], ">f4"), (3,))
+    assert c._indices().dtype == np.int32 and float(xs.max(c)) == 3.0

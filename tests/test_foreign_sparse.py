@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import array
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -242,86 +243,83 @@ def test_pydata_sparse_refused_and_converted() -> None:
     np.testing.assert_array_equal(_dense(af), f.todense())
 
 
-def test_asarray_jax_bcoo(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def jsp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """jax.experimental.sparse, in JAX's 64-bit mode. The generic backend registered for jax.numpy, and the
+    mode, are undone afterwards: other tests list the registered backends."""
     jax = pytest.importorskip("jax")
-    jsp = pytest.importorskip("jax.experimental.sparse")
-    # the generic backend registered for jax.numpy, and JAX's 64-bit mode, are undone afterwards: other
-    # tests list the registered backends
+    sparse = pytest.importorskip("jax.experimental.sparse")
     monkeypatch.setattr(xsparse.backends, "_EXTRA", dict(xsparse.backends._EXTRA))
     x64 = bool(jax.config.jax_enable_x64)
     jax.config.update("jax_enable_x64", True)
     try:
-        import jax.numpy as jnp
-
-        b = jsp.BCOO.fromdense(jnp.asarray(D))
-        a = xs.asarray(b)
-        assert a.layout is xs.sparse_coo and a.backend == "jax.numpy"
-        np.testing.assert_array_equal(_dense(a), D)
-        # batch dimensions become sparse ones (JAX's own conversion, a copy), dense ones stay dense
-        batched = jsp.BCOO.fromdense(jnp.asarray(np.stack([D, -D])), n_batch=1, n_dense=1, nse=3)
-        a = xs.asarray(batched)
-        assert a.layout is xs.sparse_coo and a.shape == (2, 2, 4) and a.sparse_dim() == 2 and a.dense_dim() == 1
-        np.testing.assert_array_equal(_dense(a), np.stack([D, -D]))
-        with pytest.raises(ValueError, match="copy=False but the sparse array cannot be converted without a copy"):
-            xs.asarray(batched, copy=False)
-        hybrid = xs.asarray(jsp.BCOO.fromdense(jnp.asarray(D), n_dense=1))
-        assert hybrid.dense_dim() == 1 and hybrid.nnz == 2
-        np.testing.assert_array_equal(_dense(hybrid), D)
-        # padding entries (indices out of bounds, which JAX ignores) are left out
-        from xsparse.testing import check_invariants
-
-        padded = xs.asarray(jsp.BCOO.fromdense(jnp.asarray([[0.0, 1.0], [2.0, 0.0]]), nse=3))
-        check_invariants(padded)
-        assert padded.nnz == 2 and padded.is_coalesced()
-        np.testing.assert_array_equal(_dense(xs.to_sparse_csr(padded)), [[0.0, 1.0], [2.0, 0.0]])
-        out_of_bounds = jsp.BCOO((jnp.asarray([1.0, 5.0]), jnp.asarray([[0, 1], [2, 2]])), shape=(2, 2))
-        assert float(xs.sum(xs.asarray(out_of_bounds))) == float(out_of_bounds.todense().sum()) == 1.0
+        yield sparse
     finally:
         jax.config.update("jax_enable_x64", x64)
 
 
-def test_asarray_jax_bcsr(monkeypatch: pytest.MonkeyPatch) -> None:
-    jax = pytest.importorskip("jax")
-    jsp = pytest.importorskip("jax.experimental.sparse")
-    monkeypatch.setattr(xsparse.backends, "_EXTRA", dict(xsparse.backends._EXTRA))
-    x64 = bool(jax.config.jax_enable_x64)
-    jax.config.update("jax_enable_x64", True)
-    try:
-        import jax.numpy as jnp
+def test_asarray_jax_bcoo(jsp: Any) -> None:
+    import jax.numpy as jnp
 
-        from xsparse.testing import check_invariants
+    b = jsp.BCOO.fromdense(jnp.asarray(D))
+    a = xs.asarray(b)
+    assert a.layout is xs.sparse_coo and a.backend == "jax.numpy"
+    np.testing.assert_array_equal(_dense(a), D)
+    # batch dimensions become sparse ones (JAX's own conversion, a copy), dense ones stay dense
+    batched = jsp.BCOO.fromdense(jnp.asarray(np.stack([D, -D])), n_batch=1, n_dense=1, nse=3)
+    a = xs.asarray(batched)
+    assert a.layout is xs.sparse_coo and a.shape == (2, 2, 4) and a.sparse_dim() == 2 and a.dense_dim() == 1
+    np.testing.assert_array_equal(_dense(a), np.stack([D, -D]))
+    with pytest.raises(ValueError, match="copy=False but the sparse array cannot be converted without a copy"):
+        xs.asarray(batched, copy=False)
+    hybrid = xs.asarray(jsp.BCOO.fromdense(jnp.asarray(D), n_dense=1))
+    assert hybrid.dense_dim() == 1 and hybrid.nnz == 2
+    np.testing.assert_array_equal(_dense(hybrid), D)
+    # padding entries (indices out of bounds, which JAX ignores) are left out
+    from xsparse.testing import check_invariants
 
-        b = jsp.BCSR.fromdense(jnp.asarray(D))
-        with pytest.raises(TypeError, match="matmul: the operand is a JAX BCSR array, a sparse array of another library"):
-            xs.matmul(b, np.ones((4, 1)))  # refused as an operand, as a BCOO is
-        a = xs.asarray(b, copy=False)  # the components as they are
-        assert a.layout is xs.sparse_csr and a.backend == "jax.numpy"
-        np.testing.assert_array_equal(_dense(a), D)
-        # padding after the last row's entries (column indices out of bounds, which JAX ignores) is left out
-        padded = xs.asarray(jsp.BCSR.fromdense(jnp.asarray(D), nse=5))
-        check_invariants(padded)
-        assert padded.nnz == 3
-        np.testing.assert_array_equal(_dense(padded), D)
-        # batch and dense dimensions are kept
-        batched = xs.asarray(jsp.BCSR.fromdense(jnp.asarray(np.stack([D, 2 * D])), n_batch=1))
-        assert batched.layout is xs.sparse_csr and batched.shape == (2, 2, 4) and batched.nnz == 3
-        np.testing.assert_array_equal(_dense(batched), np.stack([D, 2 * D]))
-        hybrid = xs.asarray(jsp.BCSR.fromdense(jnp.asarray(D)[:, :, None] * jnp.asarray([1.0, -1.0]), n_dense=1))
-        assert hybrid.dense_dim() == 1
-        np.testing.assert_array_equal(_dense(hybrid), D[:, :, None] * np.array([1.0, -1.0]))
-        # a row with unsorted and repeated columns (JAX allows them, meaning their sum) is summed on a copy
-        unsorted = jsp.BCSR((jnp.asarray([1.0, 2.0, 3.0]), jnp.asarray([2, 0, 2]), jnp.asarray([0, 3, 3])), shape=(2, 3))
-        u = xs.asarray(unsorted)
-        check_invariants(u)
-        np.testing.assert_array_equal(_dense(u), np.asarray(unsorted.todense()))
-        with pytest.raises(ValueError, match="copy=False but the sparse array cannot be converted without a copy"):
-            xs.asarray(unsorted, copy=False)
-        # batch elements with different numbers of entries have no batched compressed form
-        ragged = jsp.BCSR.fromdense(jnp.asarray(np.stack([D, np.ones_like(D)])), n_batch=1)
-        with pytest.raises(ValueError, match=r"asarray: a JAX BCSR array whose batch elements hold different numbers of entries .*x.to_bcoo\(\)"):
-            xs.asarray(ragged)
-    finally:
-        jax.config.update("jax_enable_x64", x64)
+    padded = xs.asarray(jsp.BCOO.fromdense(jnp.asarray([[0.0, 1.0], [2.0, 0.0]]), nse=3))
+    check_invariants(padded)
+    assert padded.nnz == 2 and padded.is_coalesced()
+    np.testing.assert_array_equal(_dense(xs.to_sparse_csr(padded)), [[0.0, 1.0], [2.0, 0.0]])
+    out_of_bounds = jsp.BCOO((jnp.asarray([1.0, 5.0]), jnp.asarray([[0, 1], [2, 2]])), shape=(2, 2))
+    assert float(xs.sum(xs.asarray(out_of_bounds))) == float(out_of_bounds.todense().sum()) == 1.0
+
+
+def test_asarray_jax_bcsr(jsp: Any) -> None:
+    import jax.numpy as jnp
+
+    from xsparse.testing import check_invariants
+
+    b = jsp.BCSR.fromdense(jnp.asarray(D))
+    with pytest.raises(TypeError, match="matmul: the operand is a JAX BCSR array, a sparse array of another library"):
+        xs.matmul(b, np.ones((4, 1)))  # refused as an operand, as a BCOO is
+    a = xs.asarray(b, copy=False)  # the components as they are
+    assert a.layout is xs.sparse_csr and a.backend == "jax.numpy"
+    np.testing.assert_array_equal(_dense(a), D)
+    # padding after the last row's entries (column indices out of bounds, which JAX ignores) is left out
+    padded = xs.asarray(jsp.BCSR.fromdense(jnp.asarray(D), nse=5))
+    check_invariants(padded)
+    assert padded.nnz == 3
+    np.testing.assert_array_equal(_dense(padded), D)
+    # batch and dense dimensions are kept
+    batched = xs.asarray(jsp.BCSR.fromdense(jnp.asarray(np.stack([D, 2 * D])), n_batch=1))
+    assert batched.layout is xs.sparse_csr and batched.shape == (2, 2, 4) and batched.nnz == 3
+    np.testing.assert_array_equal(_dense(batched), np.stack([D, 2 * D]))
+    hybrid = xs.asarray(jsp.BCSR.fromdense(jnp.asarray(D)[:, :, None] * jnp.asarray([1.0, -1.0]), n_dense=1))
+    assert hybrid.dense_dim() == 1
+    np.testing.assert_array_equal(_dense(hybrid), D[:, :, None] * np.array([1.0, -1.0]))
+    # a row with unsorted and repeated columns (JAX allows them, meaning their sum) is summed on a copy
+    unsorted = jsp.BCSR((jnp.asarray([1.0, 2.0, 3.0]), jnp.asarray([2, 0, 2]), jnp.asarray([0, 3, 3])), shape=(2, 3))
+    u = xs.asarray(unsorted)
+    check_invariants(u)
+    np.testing.assert_array_equal(_dense(u), np.asarray(unsorted.todense()))
+    with pytest.raises(ValueError, match="copy=False but the sparse array cannot be converted without a copy"):
+        xs.asarray(unsorted, copy=False)
+    # batch elements with different numbers of entries have no batched compressed form
+    ragged = jsp.BCSR.fromdense(jnp.asarray(np.stack([D, np.ones_like(D)])), n_batch=1)
+    with pytest.raises(ValueError, match=r"asarray: a JAX BCSR array whose batch elements hold different numbers of entries .*x.to_bcoo\(\)"):
+        xs.asarray(ragged)
 
 
 # -- buffer objects ---------------------------------------------------------------------------------------

@@ -1138,7 +1138,7 @@ def test_torch_kernels_check_the_indices_they_trust(op: str) -> None:
     }
     name, call = calls[op]
     for invariant, a in _unchecked_torch_arrays().items():
-        if op in ("add", "spgemm", "sum") and invariant == "coo.5":
+        if op in ("add", "spgemm") and invariant == "coo.5":
             continue  # COO + COO concatenates the entries in the generic kernel, which reads no index; and so on
         with pytest.raises(xs.InvariantError, match=rf"^invariant {re.escape(invariant)} violated: {name}: "):
             call(a)
@@ -1216,6 +1216,95 @@ def test_numpy_compiled_kernels_report_the_broken_invariant(op: str) -> None:
     for invariant in reading:
         with pytest.raises(xs.InvariantError, match=rf"^invariant {re.escape(invariant)} violated: {name}: "):
             call(arrays[invariant])
+
+
+def test_numpy_kernels_check_the_indices_they_would_misread() -> None:
+    # NumPy's bincount, SciPy's merges and SuperLU, and the conversions' folded keys read indices unchecked:
+    # a bincount of 2**63 - 1 wrote before its buffer (the process aborted), SciPy's merge of an index past
+    # int32 crashed, SuperLU truncated 2**32 to column 0, and to_dense read the entries up to nse where
+    # crow_indices ended before
+    coo_huge = xs.sparse_coo_array(np.array([[0, 1], [0, 2**63 - 1]]), np.array([1.0, 2.0]), (2, 2))
+    with pytest.raises(xs.InvariantError, match=r"^invariant coo\.5 violated: sum: indices\[1\]"):
+        xs.sum(coo_huge, axis=0)
+    csr_far = xs.sparse_csr_array(
+        np.array([0, 1, 2], np.int32), np.array([2**31 - 1, 1], np.int32), np.array([1.0, 2.0]), (2, 2)
+    )
+    with pytest.raises(xs.InvariantError, match=r"^invariant 5\.5 violated: add: "):
+        csr_far + xs.to_sparse_csr(np.eye(2))  # int32 + int64 indices: SciPy's merge
+    wide = xs.sparse_csr_array(np.array([0, 1, 2]), np.array([2**32, 1]), np.array([1.0, 2.0]), (2, 2))
+    with pytest.raises(xs.InvariantError, match=r"^invariant 5\.5 violated: spsolve: "):
+        xs.spsolve(wide, np.ones(2))
+    short = xs.sparse_csr_array(np.array([0, 1, 1]), np.array([0, 1]), np.array([1.0, 2.0]), (2, 2))
+    with pytest.raises(xs.InvariantError, match=r"^invariant 5\.2 violated: to_dense: "):
+        xs.to_dense(short)
+    coo_far = xs.sparse_coo_array(np.array([[0, 1, 1, 2], [0, 0, 1, 5]]), np.array([1.0, 2.0, 3.0, 4.0]), (3, 2))
+    with pytest.raises(xs.InvariantError, match=r"^invariant coo\.5 violated: .*indices\[1\] must lie in \[0, 2\), got 5"):
+        xs.to_sparse_csr(coo_far)
+
+
+def test_torch_spsolve_checks_the_indices() -> None:
+    torch = pytest.importorskip("torch")
+    wide = xs.sparse_csr_array(torch.tensor([0, 1, 2]), torch.tensor([2**32, 1]), torch.tensor([1.0, 2.0]), (2, 2))
+    with pytest.raises(xs.InvariantError, match=r"^invariant 5\.5 violated: spsolve: "):
+        xs.spsolve(wide, torch.ones(2))
+
+
+def _broken_arrays(backend: str) -> dict[str, Any]:
+    """Arrays built without the index checks, each breaking one index invariant, on ``backend``."""
+    ns = xs.to_backend(np.zeros(1), backend)
+
+    def arr(values: list[Any], like: Any = None) -> Any:
+        return xs.to_backend(np.asarray(values), backend)
+
+    del ns
+    return {
+        "5.1": xs.sparse_csr_array(arr([1, 1, 2]), arr([0, 1]), arr([1.0, 2.0]), (2, 3)),
+        "5.2": xs.sparse_csr_array(arr([0, 1, 3]), arr([0, 1]), arr([1.0, 2.0]), (2, 3)),
+        "5.3": xs.sparse_csr_array(arr([0, 2, 1]), arr([0, 1]), arr([1.0, 2.0]), (2, 3)),
+        "5.5": xs.sparse_csr_array(arr([0, 1, 2]), arr([0, 7]), arr([1.0, 2.0]), (2, 3)),
+        "bsr 5.2": xs.sparse_bsr_array(arr([0, 1, 3]), arr([0, 1]), arr(np.ones((2, 1, 2))), (2, 4)),
+        "coo.5": xs.sparse_coo_array(arr([[0, 1], [0, 7]]), arr([1.0, 2.0]), (2, 3)),
+        "coo.5 negative": xs.sparse_coo_array(arr([[0, 1], [-4, 0]]), arr([1.0, 2.0]), (2, 3)),
+    }
+
+
+_READERS: dict[str, Callable[[Any], Any]] = {
+    "to_dense": xs.to_dense,
+    "to_sparse_coo": xs.to_sparse_coo,
+    "to_sparse_csr": xs.to_sparse_csr,
+    "to_sparse_csc": xs.to_sparse_csc,
+    "getitem": lambda a: xs.to_dense(a[1]),
+    "getitem_points": lambda a: a[xs.to_backend(np.array([0, 1]), a.backend), xs.to_backend(np.array([0, 2]), a.backend)],
+    "take": lambda a: xs.take(a, xs.to_backend(np.array([2, 0]), a.backend), axis=1),
+    "max": lambda a: xs.max(a, axis=1),
+    "sum": lambda a: xs.sum(a, axis=0),
+    "sort": lambda a: xs.sort(a, axis=1),
+    "matmul": lambda a: a @ xs.to_backend(np.ones((a.shape[1], 2)), a.backend),
+    "transpose_matmul": lambda a: a.mT @ xs.to_backend(np.ones((2, 2)), a.backend),
+}
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "array_api_strict"])
+@pytest.mark.parametrize("op", sorted(_READERS))
+def test_a_kernel_that_trips_over_bad_indices_names_the_invariant(backend: str, op: str) -> None:
+    # an array built without the index checks is trusted; a kernel that trips over its invalid indices raised
+    # its library's own error ("cannot reshape array of size 7 into shape (8,)", "index 7 is out of bounds",
+    # "repeats may not contain negative values"): the dispatcher now runs the validator on that error path,
+    # so the error is the InvariantError naming the broken invariant. A kernel that reads no bad index may
+    # still succeed (the generic kernels trust the indices, docs/invariants.md).
+    if backend != "numpy":
+        pytest.importorskip(backend)
+    call = _READERS[op]
+    for name, a in _broken_arrays(backend).items():
+        if "bsr" in name and op in ("getitem_points", "sort", "transpose_matmul"):
+            continue
+        try:
+            call(a)
+        except xs.InvariantError as e:
+            # the broken invariant, or the one its result breaks (a row gathered with its bad column)
+            assert re.match(r"^invariant (5\.[1-5]|coo\.5) violated: ", str(e)), (name, str(e))
+        except xs.NoKernelError:
+            pass  # an operation without a kernel for the layout says so before it reads an index
 
 
 def test_4_1_a_device_without_int64_is_refused() -> None:

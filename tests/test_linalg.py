@@ -1529,3 +1529,77 @@ def test_solve_and_matrix_power_with_a_nonzero_fill_value(backend: str, xp: Any)
         xs.linalg.matrix_power(a, 2)
     assert xs.linalg.matrix_power(a, 1) is a
     np.testing.assert_array_equal(to_numpy(xs.linalg.matrix_power(xs.to_dense(a), 2)), to_numpy(dense) @ to_numpy(dense))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_products_with_a_fill_value_use_the_values_as_they_are(backend: str) -> None:
+    # A @ B was S' @ B + f * colsum(B) with S' = values - f, computed in the values' dtype before the promotion
+    # (int8's 127 - (-100) wrapped to -29) and rounded (1.0 - 1e16 is -1e16 in float64, 1e308 + 1e308 is inf):
+    # now S @ B + f * (colsum(B) - P @ B), P the pattern, with the values as they are
+    if backend_skip_reason(backend):
+        pytest.skip(str(backend_skip_reason(backend)))
+
+    def on(x: Any) -> Any:
+        return xs.to_backend(xs.asarray(x), backend)
+
+    cases = [
+        (np.array([[127, -100, -100]], np.int8), -100, np.ones((3, 2), np.int64)),
+        (np.array([[3, 4], [4, 4]], np.uint8), 4, np.array([[1, 2], [3, 4]], np.uint16)),
+        (np.array([[0.1, 1.3, 0.1]], np.float32), 0.1, np.eye(3)),
+        (np.array([[1e16, 1.0, 1e16]]), 1e16, np.array([[0.0], [1.0], [0.0]])),
+        (np.array([[1e308, -1e308]]), -1e308, np.array([[1.0], [0.0]])),
+    ]
+    for dense_a, fill, dense_b in cases:
+        a_on, b_on = on(dense_a), on(dense_b)
+        expected = to_numpy(xs.matmul(a_on, b_on))  # the dense product on the backend, whose dtype is the standard's
+        np.testing.assert_array_equal(expected, dense_a.astype(expected.dtype) @ dense_b.astype(expected.dtype))
+        for layout in (xs.sparse_coo, xs.sparse_csr, xs.sparse_csc):
+            sa = xs.to_sparse(a_on, layout=layout, fill_value=fill)
+            assert sa.nnz < dense_a.size
+            got = xs.matmul(sa, b_on)
+            assert to_numpy(got).dtype == expected.dtype
+            np.testing.assert_array_equal(to_numpy(got), expected, err_msg=f"{dense_a.dtype} {layout}")
+            # strided @ sparse: (A.T @ B.T).T through the same split
+            np.testing.assert_array_equal(to_numpy(xs.matmul(on(dense_b.T), xs.matrix_transpose(sa))), expected.T)
+
+
+def test_half_precision_products_with_a_fill_value_add_in_float32() -> None:
+    torch = pytest.importorskip("torch")
+    for dtype in (torch.float16, torch.bfloat16):
+        d = torch.tensor([[3.0, 2048.0, 2048.0, 1.0]], dtype=dtype)
+        s = xs.to_sparse(d, layout=xs.sparse_csr, fill_value=2048.0)
+        b = torch.ones(4, 1, dtype=dtype)
+        assert torch.equal(xs.matmul(s, b), d @ b)  # 4100 (a float16 running sum would stop at 4096)
+
+
+def test_addmm_takes_the_inputs_dtype_whatever_beta() -> None:
+    # with beta=0 the strided kernel returned the product's dtype, complex64, the sparse one complex128
+    d = np.array([[1 + 1j, 0], [0, 2]], np.complex64)
+    b, c = np.ones((2, 2), np.complex64), np.ones((2, 2))
+    for beta in (0, 1):
+        assert xs.addmm(c, d, b, beta=beta).dtype == np.complex128
+        assert xs.addmm(c, xs.to_sparse_csr(d), b, beta=beta).dtype == np.complex128
+
+
+def test_torch_unsigned_operands_of_addmm_and_sampled_addmm() -> None:
+    # the scalars were checked against array_api_compat's result_type (torch's promotion refuses uint16 with
+    # int64), and the generic sampled_addmm added uint32 values, which torch cannot ("add_stub")
+    torch = pytest.importorskip("torch")
+    a = xs.to_sparse(torch.tensor([[1], [2]], dtype=torch.uint16), layout=xs.sparse_csr)
+    out = xs.addmm(torch.ones(2, 1, dtype=torch.int64), a, torch.tensor([[3]], dtype=torch.int64))
+    assert out.dtype == torch.int64 and out.tolist() == [[4], [7]]
+    mask = xs.to_sparse(torch.tensor([[1, 0], [0, 2]], dtype=torch.uint32), layout=xs.sparse_csr)
+    ones = torch.ones(2, 2, dtype=torch.uint32)
+    r = xs.sampled_addmm(mask, ones, ones, beta=2, alpha=3)
+    assert r.dtype == torch.uint32 and xs.to_dense(r).tolist() == [[8, 0], [0, 10]]
+
+
+def test_torch_declines_sparse_arrays_with_more_elements_than_it_counts() -> None:
+    # torch's sparse tensors count their elements in int64: coalesce raised "numel: integer multiplication
+    # overflow"; the torch kernels decline such an operand, and the generic ones run
+    torch = pytest.importorskip("torch")
+    a = xs.sparse_coo_array(torch.tensor([[0, 0, 5], [1, 1, 2]]), torch.tensor([1.0, 2.0, 4.0]), (2**32, 2**32))
+    c = a.coalesce()
+    assert c.nnz == 2 and c._values().tolist() == [3.0, 4.0] and c._indices().tolist() == [[0, 5], [1, 2]]
+    assert xs.max(a, axis=0).nnz == 2
+    assert (a * a).coalesce()._values().tolist() == [9.0, 16.0]

@@ -231,6 +231,11 @@ def scalar_for(xp: Any, dtype: Any, value: Any) -> Any:
     """``value`` as the Python scalar type that the dtype's kind mixes with (bool, int, float, complex)."""
     if isinstance(value, np.generic) and value.dtype.kind in "biufc":
         value = value.item()  # a NumPy scalar (np.float32 has no __complex__)
+    if getattr(value, "ndim", 0) != 0:
+        raise TypeError(
+            f"fill_value: expected a number, got an array of shape {tuple(getattr(value, 'shape', ()))}. Pass a Python "
+            "bool, int, float or complex (or a 0-d array)."
+        )
     if not isinstance(value, (bool, int, float, complex)) and not hasattr(value, "__complex__"):
         raise TypeError(
             f"fill_value: expected a number, got {type(value).__name__} ({value!r}). Pass a Python bool, int, float or complex."

@@ -180,12 +180,18 @@ def check_namespace_dtype(op: str, backend: Backend, xp: Any, x: Any) -> None:
     """TypeError where ``x``'s dtype is none of the namespace's Array API dtypes (ml_dtypes' bfloat16 in a NumPy
     or CuPy array), which its functions would refuse somewhere inside with a message about NumPy dtypes."""
     try:
-        xp.isdtype(x.dtype, ("bool", "numeric"))
+        supported = xp.isdtype(x.dtype, ("bool", "numeric"))
     except TypeError:
         raise TypeError(
             f"{op}: backend {backend.name!r} has no such dtype among its Array API dtypes (x.dtype={x.dtype}). Cast "
             "the array to one of them first (numpy: x.astype(numpy.float32)), or hold bfloat16 in torch or jax.numpy."
         ) from None
+    if not supported:
+        # NumPy's object and string arrays (xs.asarray(None, layout=...)): no number to compare with the fill value
+        raise TypeError(
+            f"{op}: a sparse array holds numbers or booleans, and x has dtype {x.dtype} (shape={tuple(x.shape)}). Pass a "
+            "numeric or boolean array."
+        )
 
 
 def to_sparse(

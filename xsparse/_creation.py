@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 import array_api_compat
+import numpy as np
 
 from . import dispatch
 from .backends.array_api import creation as _generic_creation  # noqa: F401  (registers the generic kernels)
@@ -89,6 +90,7 @@ def _index_array(op: str, name: str, xp: Any, obj: Any, device: Any, invariant: 
             _refuse_wide_integers(op, name, obj)  # only such a list makes uint64 or float64 of Python ints
         if 0 in tuple(arr.shape) or xp.isdtype(arr.dtype, "integral"):
             arr = xp.astype(arr, xp.int64)
+    arr = _native_order(arr)
     if dtype_name(arr.dtype) not in ("int32", "int64"):
         raise InvariantError(
             "1.3",
@@ -117,10 +119,18 @@ def _refuse_wide_integers(op: str, name: str, obj: Any) -> None:
             )
 
 
+def _native_order(arr: Any) -> Any:
+    """A NumPy array of the other byte order (``'>i8'`` on a little-endian machine) as a copy in the native
+    one, which the compiled kernels read; any other array as it is."""
+    if isinstance(arr, np.ndarray) and not arr.dtype.isnative:
+        return arr.astype(arr.dtype.newbyteorder("="))
+    return arr
+
+
 def _value_array(op: str, xp: Any, obj: Any, dtype: Any, device: Any) -> Any:
     _not_sparse(op, "2.3", "values", obj)
     if is_strided(obj, op):
-        arr = obj
+        arr = _native_order(obj)
         if dtype is not None and dtype_name(arr.dtype) != dtype_name(dtype):
             arr = xp.astype(arr, dtype)
         if device is not None:

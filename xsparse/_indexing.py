@@ -17,7 +17,7 @@ from typing import Any, cast
 import array_api_compat
 
 from . import dispatch
-from ._common import backend_of, device_argument, dtype_name, flag_argument, integer_argument, is_strided, resolve_dtype
+from ._common import backend_of, device_argument, dtype_name, flag_argument, integer_argument, is_strided, known_backend, resolve_dtype
 from ._conversion import layout_of, to_dense, to_sparse
 from ._elementwise import convert_result, operand_kind
 from ._errors import DensificationError, LayoutError
@@ -141,7 +141,8 @@ def getitem(x: Any, key: Any, /, *, layout: Layout | None = None) -> Any:
 def _positions(op: str, x: Any, index: Any) -> Any:
     """An index array (strided or sparse) of ``x``'s backend as a strided array; sparse ones are densified,
     since an index array is consumed as the positions it holds, not as a sparse operand."""
-    backend_of(x, index, op=op)
+    if known_backend(index) is not known_backend(x) or known_backend(x) is None:
+        backend_of(x, index, op=op)  # the full check, and its error for arrays of two backends
     return to_dense(index) if isinstance(index, SparseArray) else index
 
 

@@ -160,9 +160,18 @@ def _nonempty(op: str, x: Any, axes: tuple[int, ...], axis: Any) -> None:
 
 
 def _run(op: str, x: Any, spec: ReduceSpec, layout: Layout | None, backend: Backend, xp: Any, source: Layout) -> Any:
+    if isinstance(x, SparseArray) and math.prod(x.shape[d] for d in spec.axes) > _INT64_MAX:
+        # the kernels count the unspecified elements of each group in int64
+        raise ValueError(
+            f"{op}: the reduction covers more elements than an int64 counts (shape={tuple(x.shape)}, axes={spec.axes}, "
+            f"elements={math.prod(x.shape[d] for d in spec.axes)}). Reduce along fewer axes at a time."
+        )
     if layout is not spec.layout:
         spec = dataclasses.replace(spec, layout=layout)
     return convert_result(dispatch.call(op, (source,), backend.name, xp, x, spec), layout, op)
+
+
+_INT64_MAX = 2**63 - 1
 
 
 def _run_modular(op: str, x: Any, spec: ReduceSpec, layout: Layout | None, backend: Backend, xp: Any, source: Layout) -> Any:
@@ -485,6 +494,13 @@ def _arg(op: str, x: Any, axis: Any, keepdims: bool, layout: Layout | None) -> A
     axes = _axes(op, axis, x.ndim) if axis is None else (_one_axis(op, axis, x.ndim),)
     _nonempty(op, x, axes, axis)
     index_dtype = xp.__array_namespace_info__().default_dtypes(device=_device(x))["indexing"]
+    positions = math.prod(x.shape[d] for d in axes)
+    if positions - 1 > xp.iinfo(index_dtype).max:
+        # the index into the flattened dimensions would wrap around
+        raise ValueError(
+            f"{op}: the positions along the reduced axes do not fit the index dtype {dtype_name(index_dtype)} "
+            f"(shape={tuple(x.shape)}, axis={axis}, positions={positions}). Reduce along one axis at a time."
+        )
     return _run(op, x, ReduceSpec(axes, flag_argument(op, "keepdims", keepdims), index_dtype), layout, backend, xp, source)
 
 

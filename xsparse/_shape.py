@@ -465,6 +465,12 @@ def roll(
         if isinstance(shift, (tuple, list)):
             raise TypeError(f"{op}: shift must be one int when axis is None (shift={shift!r}). Pass an int, or name the axes.")
         size = math.prod(shape)
+        if size > 2**63 - 1 and isinstance(x, SparseArray):
+            # the flattened positions are int64 keys
+            raise ValueError(
+                f"{op}: the flattened array has more positions than an int64 holds (shape={shape}, size={size}). Roll "
+                "along named axes instead (axis=...)."
+            )
         return _dispatch(op, x, (integer_argument(op, "shift", shift) % size if size else 0,), None, layout=layout)
     axes = (axis,) if not isinstance(axis, (tuple, list)) else tuple(axis)
     norm = [_axis(op, a, x.ndim) for a in axes]
@@ -763,6 +769,9 @@ def _join_operands(
     for a in arrays:
         if isinstance(a, SparseArray):
             c = converted[id(a)]
+            if c.dtype != dtype and isinstance(c, COOArray) and not c.is_coalesced():
+                # a cast does not commute with the sum of duplicates (float32's 1e8 + 1, uint8's 200 + 100)
+                c = c.coalesce()
             if c.dtype != dtype or type(c.fill_value) is not type(fill):
                 c = c._with_values(xp.astype(c._vals, dtype), fill)
         else:

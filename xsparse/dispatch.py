@@ -23,9 +23,9 @@ the other's; two matching kernels of one tier where neither is more specific are
 
 A :class:`~xsparse.InvariantError` that a kernel raises (bad indices of an array built without the index
 checks) is given the operation's name, provisionally, so that the outermost operation, the one the user
-called, is named. A kernel function may carry ``explain_failure(args)``, which the dispatcher calls when
-the kernel raises a ``ValueError``, to raise a clearer error in its place (compiled kernels that can say
-only that some index is bad are marked so, and their operands' validator then says which).
+called, is named. When a kernel raises an error of its library instead (a compiled kernel that can say
+only that some index is bad, NumPy's "index out of bounds"), the validator runs on the operands built
+without the index checks, and an invalid one raises its :class:`~xsparse.InvariantError` in its place.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._errors import InvariantError, NoKernelError, SparseEfficiencyWarning
+from ._errors import InvariantError, NoKernelError, SparseEfficiencyWarning, XSparseError
 
 __all__ = ["Kernel", "register", "call", "resolve", "kernels", "operations", "ambiguities"]
 
@@ -206,18 +206,23 @@ def call(op: str, layouts: Sequence[Hashable], backend: str, xp: Any, *args: Any
             if named is e:
                 raise
             raise named.with_traceback(e.__traceback__) from None
-        except ValueError as error:
-            # an operand on a device without int64 (array_api_strict's "no_x64"), where the kernels' int64
-            # positions fail: said as invariant 4.1, on this error path only
-            lacking = _device_without_int64(xp, args)
-            if lacking is not None:
-                raise lacking.met_by(op, provisional=True) from error
-            # a kernel that can say only that some index is bad carries the means to say which invariant
-            explain = getattr(kernel.func, "explain_failure", None)
-            if explain is None:
-                raise
+        except XSparseError:
+            raise
+        except Exception as error:
+            if isinstance(error, ValueError):
+                # an operand on a device without int64 (array_api_strict's "no_x64"), where the kernels' int64
+                # positions fail: said as invariant 4.1, on this error path only
+                lacking = _device_without_int64(xp, args)
+                if lacking is not None:
+                    raise lacking.met_by(op, provisional=True) from error
+            # an operand built without the index checks is trusted; a kernel that trips over its invalid
+            # indices raises its library's error ("index 7 is out of bounds", "repeats may not contain negative
+            # values", a compiled routine's "invalid index"). Only then, on this error path, the validator runs
+            # on those operands and says which invariant broke, and where.
+            from .formats._invariants import explain_bad_indices  # (the formats import this module)
+
             try:
-                explain(args)
+                explain_bad_indices(args)
             except InvariantError as found:
                 raise found.met_by(op, provisional=True) from None
             raise

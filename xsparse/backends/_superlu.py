@@ -64,6 +64,12 @@ def factorize(op: str, a: SparseArray, dtype: Any) -> Factorization:
     """
     from scipy.sparse.linalg import splu
 
+    from ..formats._invariants import verified
+
+    # SuperLU reads the indices unchecked (an int64 index past int32 is truncated to another column): an
+    # array built without the index checks is checked first, once
+    if getattr(a, "_bounds_checked", True) is False:
+        verified(a)
     matrix, transposed = _matrix(a, np.dtype(dtype))
     try:
         lu = splu(matrix)

@@ -144,22 +144,6 @@ def validate(check: Callable[[Any, bool], None], a: SparseArray, full: bool, op:
         raise e.met_by(op) from None
 
 
-_Kernel = TypeVar("_Kernel", bound=Callable[..., Any])
-
-
-def explains_bad_indices(kernel: _Kernel) -> _Kernel:
-    """Mark ``kernel`` as one whose compiled code reports invalid indices of an operand built without the index
-    checks by a ``ValueError`` naming the compiled routine.
-
-    The compiled kernels check only what they must to stay in bounds, and cannot say which invariant broke.
-    When a marked kernel raises a ``ValueError``, the dispatcher calls its ``explain_failure`` with the
-    arguments: the validator runs on the unchecked operands (never on the fast path, and with no wrapper on
-    it) and raises the :class:`InvariantError` naming the invariant and the offending value.
-    """
-    setattr(kernel, "explain_failure", explain_bad_indices)
-    return kernel
-
-
 def check_index_data(a: COOArray | CompressedArray) -> None:
     """Run every check of ``a``'s family, the ones that read index data included."""
     (check_coo if a.layout is sparse_coo else check_compressed)(a, True)  # type: ignore[arg-type]

@@ -15,8 +15,8 @@ sort and add:
 * SDDMM (``sampled_addmm``) gathers rows of ``a`` and columns of ``b`` at the mask's elements.
 
 A non-zero fill value ``f`` of a sparse factor is handled exactly where the product stays what it
-should be: ``A = S + f * (J - P)`` (``P`` the pattern), so ``A @ B = S' @ B + f * colsum(B)`` with
-``S'`` holding ``values - f``. Where the result would not be sparse (sparse @ sparse) the kernel
+should be: ``A = S + f * (J - P)`` (``P`` the pattern), so ``A @ B = S @ B + f * (colsum(B) - P @ B)``,
+the values entering the products as they are. Where the result would not be sparse (sparse @ sparse) the kernel
 declines. On torch every kernel is built from differentiable operations, so gradients reach the
 values and the strided operands.
 """
@@ -104,17 +104,6 @@ def element_coo(xp: Any, a: SparseArray) -> COOArray:
     if isinstance(a, COOArray):
         return a
     return compressed_to_coo(xp, cast(CompressedArray, a))
-
-
-def _shifted(xp: Any, c: COOArray) -> tuple[COOArray, Any]:
-    """``(c', f)``: ``c`` is ``c'`` (fill value 0) plus ``f`` at every unspecified element."""
-    fill = c.fill_value
-    if _is_zero(fill):
-        return c, 0
-    c = coalesce_coo(xp, c)
-    # on the signed twin where the backend subtracts no such unsigned values (the bits wrap alike)
-    vals = through_signed(xp, c._vals, lambda v: v - fill_like(xp, v, fill, c.dtype))
-    return COOArray(c._idx, vals, c.shape, backend=c._backend, xp=xp, coalesced=True, fill_value=0), fill
 
 
 def _insert_unit(xp: Any, c: COOArray, position: int) -> COOArray:
@@ -270,24 +259,38 @@ def _vector_as_row(xp: Any, c: COOArray) -> COOArray:
     return _insert_unit(xp, c, 0)
 
 
-def _plus_fill_times_colsum(xp: Any, out: Any, fill: Any, bb: Any, dtype: Any) -> Any:
-    """``out + fill * colsum(bb)``, the unspecified elements' share of a product; ``bb`` of ``dtype`` or, with
-    ``out``, of its signed twin (:func:`through_signed`)."""
-    return out + fill_like(xp, bb, fill, dtype) * xp.sum(bb, axis=-2, keepdims=True, dtype=bb.dtype)
+def _plus_unspecified(xp: Any, out: Any, fill: Any, bb: Any, covered: Any, dtype: Any) -> Any:
+    """``out + fill * (colsum(bb) - covered)``, the unspecified elements' share of a product (``covered``: the
+    sums of ``bb``'s rows at the specified positions); the arrays of ``dtype`` or, with ``out``, of its
+    signed twin (:func:`through_signed`)."""
+    bb, covered = (xp.astype(x, out.dtype, copy=False) for x in (bb, covered))
+    return out + fill_like(xp, out, fill, dtype) * (xp.sum(bb, axis=-2, keepdims=True, dtype=out.dtype) - covered)
 
 
 def sparse_times_strided(xp: Any, c: COOArray, b: Any, *, row_vector: bool = False, reduce: str = "sum") -> Any:
     """``c @ b`` with Array API matmul shapes: ``c`` an element COO ``(..., M, K)`` (``row_vector``: a
     1-D operand already lifted to ``(1, K)``), ``b`` strided ``(K,)`` or ``(..., K, N)``."""
-    c, fill = _shifted(xp, c)
+    fill = c.fill_value
     bb = b[:, None] if b.ndim == 1 else b
     batch = _broadcast_shapes(tuple(c.shape[:-2]), tuple(bb.shape[:-2]))
     c = broadcast_coo(xp, c, batch + tuple(c.shape[-2:]))
     dtype = result_dtype(xp, c.dtype, bb.dtype)
-    bb = xp.broadcast_to(xp.astype(bb, dtype, copy=False), batch + tuple(bb.shape[-2:]))
-    out = spmm(xp, c, bb, reduce)
-    if not _is_zero(fill):
-        out = through_signed(xp, out, lambda o: _plus_fill_times_colsum(xp, o, fill, xp.astype(bb, o.dtype, copy=False), dtype))
+    if _is_zero(fill):
+        bb = xp.broadcast_to(xp.astype(bb, dtype, copy=False), batch + tuple(bb.shape[-2:]))
+        out = spmm(xp, c, bb, reduce)
+    else:
+        # A = S + f * (J - P), P the pattern: A @ B = S @ B + f * (colsum(B) - P @ B), the values as they are
+        # (S' = S - f * P, computed first, rounded or wrapped in the values' dtype: 1 - 1e16 is -1e16, and
+        # int8's 127 - (-100) is -29). Half precision adds in float32 and rounds once, as the dense product.
+        work = accumulation_dtype(xp, dtype)
+        bb = xp.broadcast_to(xp.astype(bb, work, copy=False), batch + tuple(bb.shape[-2:]))
+        c = coalesce_coo(xp, c)
+        out = spmm(xp, c, bb)
+        ones = xp.ones((c.nnz,), dtype=work, device=c.device)
+        pattern = COOArray(c._idx, ones, c.shape, backend=c._backend, xp=xp, coalesced=True, fill_value=0)
+        covered = spmm(xp, pattern, bb)
+        out = through_signed(xp, out, lambda o: _plus_unspecified(xp, o, fill, bb, covered, work))
+        out = xp.astype(out, dtype, copy=False)
     shape = batch + (() if row_vector else (c.shape[-2],)) + (() if b.ndim == 1 else (b.shape[-1],))
     return xp.reshape(out, shape)
 
@@ -305,9 +308,9 @@ def strided_times_sparse(xp: Any, a: Any, c: COOArray) -> Any:
 
 
 def _fill_against_non_finite(xp: Any, fill: Any, x: Any) -> str | None:
-    """Why ``S' @ B + f * colsum(B)`` (see the module docstring) is not exact: a non-zero fill value ``f``
-    against an infinite or NaN element of the strided operand, where ``(s - f) * inf + f * inf`` is NaN
-    and the dense product may be infinite (a pass over the operand, only for a non-zero fill value)."""
+    """Why ``S @ B + f * (colsum(B) - P @ B)`` (see the module docstring) is not exact: a non-zero fill value
+    ``f`` against an infinite or NaN element of the strided operand, where ``colsum(B) - P @ B`` is
+    ``inf - inf`` and the dense product may be infinite (a pass over the operand, only for a non-zero fill value)."""
     if _is_zero(fill) or not xp.isdtype(x.dtype, ("real floating", "complex floating")) or bool(xp.all(xp.isfinite(x))):
         return None
     return (
@@ -567,7 +570,13 @@ def addmm_combine(xp: Any, input: Any, product: Any, beta: Any, alpha: Any) -> A
 
     scaled = _scaled(product, alpha)
     if beta == 0:
-        return scaled
+        # input's dtype still takes part in the result's, as it does for any other beta
+        dtype = result_dtype(xp, input.dtype, scaled.dtype)
+        if scaled.dtype == dtype:
+            return scaled
+        from ..._indexing import astype
+
+        return astype(scaled, dtype)
     return add(_scaled(input, beta), scaled)
 
 
@@ -642,15 +651,21 @@ def _sampled_addmm_indexed_strided_strided(xp: Any, input: SparseArray, a: Any, 
         input = coalesce_coo(xp, input)
     sampled = sample_product(xp, input, a, b)
     dtype = result_dtype(xp, input.dtype, sampled.dtype)
-    values = xp.astype(sampled, dtype, copy=False)
-    if alpha != 1:
-        values = alpha * values
     from ..._common import scalar_for
 
     fill = scalar_for(xp, dtype, 0 if beta == 0 else beta * input.fill_value)
-    if beta != 0:
-        own = xp.astype(input._vals, dtype, copy=False)
-        values = (own if beta == 1 else beta * own) + values
+
+    def combine(v: Any) -> Any:
+        # on the signed twin where the backend adds and multiplies no such unsigned values (torch's
+        # uint16/32/64), whose sums and products modulo 2**bits have the same bits
+        if alpha != 1:
+            v = alpha * v
+        if beta != 0:
+            own = xp.astype(input._vals, v.dtype, copy=False)
+            v = (own if beta == 1 else beta * own) + v
+        return v
+
+    values = through_signed(xp, xp.astype(sampled, dtype, copy=False), combine)
     return input._with_values(values, fill)
 
 
@@ -930,7 +945,13 @@ def _spsolve_indexed_strided(xp: Any, a: SparseArray, b: Any) -> Any:
     rtol = solver_tolerance(xp, dtype)
     columns = [rhs] if rhs.ndim == 1 else [rhs[:, j] for j in range(rhs.shape[1])]
     solutions = []
-    for column in columns:
+    for j, column in enumerate(columns):
+        if not math.isfinite(_norm(xp, column)):
+            raise ValueError(
+                f"spsolve: the right-hand side holds a NaN or an infinity (column {j}, shape={tuple(rhs.shape)}), which the "
+                "iterative solver cannot take. Pass finite values, or solve on the NumPy backend (xsparse.to_backend(A, "
+                "'numpy')), whose direct solver propagates them."
+            )
         x, residual, iterations = gmres(xp, matvec, column, rtol=rtol, restart=min(max(n, 1), 50), maxiter=max(20 * n, 100))
         if not residual <= rtol:
             raise ValueError(

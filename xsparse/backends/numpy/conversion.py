@@ -15,7 +15,7 @@ import numpy as np
 
 from ...dispatch import register
 from ...formats import COMPRESSED, COOArray, CompressedArray, sparse_coo, sparse_csc, sparse_csr, strided
-from ...formats._invariants import explains_bad_indices, unequal_batches
+from ...formats._invariants import check_coo_bounds, check_index_data, unequal_batches, verified
 from ..._common import scalar_for
 from ...formats._spec import Target
 from .. import _cpu
@@ -109,12 +109,13 @@ def _supports_coo_compressed(xp: Any, a: COOArray, target: Target) -> str | None
 
 
 @register("convert", (sparse_coo, COMPRESSED), backend="numpy", supports=_supports_coo_compressed)
-@explains_bad_indices
 def _convert_coo_compressed_numpy(xp: Any, a: COOArray, target: Target) -> CompressedArray:
     """to_sparse_{csr,csc}(COO): counting scatter, per-slice sort and duplicate sum; O(nnz), 2 threads."""
     nb_dims = a.sparse_dim() - 2
     batch = a.shape[:nb_dims]
     idx = np.asarray(a._idx)
+    if not a._bounds_checked and a.nnz:
+        check_coo_bounds(a)  # folded keys of indices out of range would land in other rows or batches
     cd = target.layout.compressed_dim
     n_major, n_minor = a.shape[nb_dims + cd], a.shape[nb_dims + 1 - cd]
     major, minor = idx[nb_dims + cd], idx[nb_dims + 1 - cd]
@@ -137,13 +138,14 @@ def _supports_compressed_strided(xp: Any, a: CompressedArray, target: Target) ->
 
 
 @register("convert", (COMPRESSED, strided), backend="numpy", supports=_supports_compressed_strided)
-@explains_bad_indices
 def _convert_compressed_strided_numpy(xp: Any, a: CompressedArray, target: Target) -> Any:
     """to_dense(compressed): parallel scatter into zeros, then un-block; O(numel)."""
     nb_dims = a.batch_dim()
     batch = a.shape[:nb_dims]
     nb, nse = math.prod(batch), a.nnz
     ci = np.asarray(a._compressed).reshape(nb, a._compressed.shape[-1]).astype(np.int64)
+    if not a._bounds_checked and nb and bool(np.any(ci[:, -1] != nse)):
+        check_index_data(a)  # invariant 5.2: the last offset is the number of entries (read below as nse)
     n_major = ci.shape[1] - 1
     indptr = np.empty(nb * n_major + 1, dtype=np.int64)
     indptr[: nb * n_major] = (ci[:, :-1] + (np.arange(nb) * nse)[:, None]).reshape(-1)
@@ -175,12 +177,13 @@ def _supports_coalesce(xp: Any, a: COOArray) -> str | None:
 
 
 @register("coalesce", (sparse_coo,), backend="numpy", supports=_supports_coalesce)
-@explains_bad_indices
 def _coalesce_coo_numpy(xp: Any, a: COOArray) -> COOArray:
     """coalesce(COO): first sparse dimension (ranked if far longer than nnz) as major, the others as one key; O(nnz + shape[0]), 2 threads."""
     # a first dimension much longer than the number of entries (a long vector) has its indices ranked
     # first (a sort of the nnz row indices), so that nothing of the dimension's length is allocated
     idx = np.asarray(a._idx)
+    if not a._bounds_checked and a.nnz:
+        check_coo_bounds(a)  # a folded key of an index out of range would be another element's
     sd = a.sparse_dim()
     rest = a.shape[1:sd]
     key = fold(idx[1:sd], rest) if sd > 1 else np.zeros(a.nnz, dtype=np.int64)
@@ -282,7 +285,6 @@ def _supports_compressed_coo(xp: Any, a: CompressedArray, target: Target) -> str
 
 
 @register("convert", (COMPRESSED, sparse_coo), backend="numpy", supports=_supports_compressed_coo)
-@explains_bad_indices
 def _convert_compressed_coo_numpy(xp: Any, a: CompressedArray, target: Target) -> COOArray:
     """to_sparse_coo(CSR or CSC): compiled parallel expansion of the compressed indices (a CSC transposed to row order first); O(nnz + n)."""
     from ..._conversion import coalesce
@@ -304,7 +306,6 @@ def _supports_compressed_compressed(xp: Any, a: CompressedArray, target: Target)
 
 
 @register("convert", (COMPRESSED, COMPRESSED), backend="numpy", supports=_supports_compressed_compressed)
-@explains_bad_indices
 def _convert_compressed_compressed_numpy(xp: Any, a: CompressedArray, target: Target) -> CompressedArray:
     """CSR <-> CSC, BSR <-> BSC (one block shape): compiled parallel counting sort by plain index; O(nnz + n)."""
     idt = np.dtype(target.index_dtype)
@@ -360,6 +361,7 @@ def _from_scipy(m: Any, target: Target) -> CompressedArray:
 
 
 def _to_scipy(a: CompressedArray) -> Any:
+    verified(a)  # SciPy's compiled routines read the indices unchecked
     container = _scipy_container(a.layout)
     return container((np.asarray(a._vals), np.asarray(a._plain), np.asarray(a._compressed)), shape=a.shape)
 

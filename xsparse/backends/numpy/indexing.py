@@ -20,7 +20,6 @@ import numpy as np
 from ..._index_key import Int, Item, Slice
 from ...dispatch import register
 from ...formats import COOArray, CompressedArray, sparse_coo, sparse_csc, sparse_csr
-from ...formats._invariants import explains_bad_indices
 from .. import _cpu
 from ..array_api.indexing import points_on_pointers, supports_points_compressed
 from ..array_api.linalg_ext import diagonal_on_pointers
@@ -59,7 +58,6 @@ def _supports_getitem(xp: Any, a: CompressedArray, items: Sequence[Item]) -> str
 
 
 @register("getitem", (_UNBLOCKED,), backend="numpy", supports=_supports_getitem)
-@explains_bad_indices
 def _getitem_unblocked_numpy(xp: Any, a: CompressedArray, items: Sequence[Item]) -> CompressedArray:
     """x[rows, cols] of a 2-D CSR/CSC with slices of any step: SciPy's compiled slicing; O(nnz of the slices)."""
     from scipy import sparse
@@ -88,7 +86,6 @@ def _supports_element(xp: Any, a: CompressedArray, items: Sequence[Item]) -> str
 
 
 @register("getitem", (_UNBLOCKED,), backend="numpy", supports=_supports_element, priority=1)
-@explains_bad_indices
 def _getitem_element_numpy(xp: Any, a: CompressedArray, items: Sequence[Item]) -> COOArray:
     """x[i, j] of a 2-D CSR/CSC -> 0-d COO: a binary search of one slice (its plain indices are sorted); O(log of the slice)."""
     major, minor = (it.index for it in cast("Sequence[Int]", items)[:: 1 - 2 * a.layout.compressed_dim])
@@ -163,7 +160,6 @@ def _supports_take_sparse(xp: Any, a: CompressedArray, indices: Any, axis: int) 
 
 
 @register("take", (_UNBLOCKED,), backend="numpy", supports=_supports_take_sparse)
-@explains_bad_indices
 def _take_unblocked_numpy(xp: Any, a: CompressedArray, indices: Any, axis: int) -> CompressedArray:
     """take(CSR/CSC) along a sparse dim: whole slices copied (A[rows]), or picks counted and copies written slice by slice (A[:, cols]); compiled, in parallel; O(nnz + result)."""
     sel = np.asarray(indices, dtype=np.int64)
@@ -197,7 +193,6 @@ def _supports_points(xp: Any, a: CompressedArray, positions: list[Any], shape: t
 
 
 @register("gather_points", (_UNBLOCKED,), backend="numpy", supports=_supports_points)
-@explains_bad_indices
 def _gather_points_unblocked_numpy(xp: Any, a: CompressedArray, positions: list[Any], shape: tuple[int, ...]) -> COOArray:
     """x[rows, cols] of one CSR/CSC matrix: a compiled binary search per point, in parallel; O(points * log of a slice)."""
     return points_on_pointers(xp, a, positions, shape, _find)
@@ -210,7 +205,6 @@ def _supports_diagonal(xp: Any, a: CompressedArray, offset: int) -> str | None:
 
 
 @register("diagonal", (_UNBLOCKED,), backend="numpy", supports=_supports_diagonal)
-@explains_bad_indices
 def _diagonal_unblocked_numpy(xp: Any, a: CompressedArray, offset: int) -> COOArray:
     """diagonal(CSR/CSC) -> COO: a compiled binary search of each slice for its diagonal element; O(n log of a slice)."""
     return diagonal_on_pointers(xp, a, offset, _find)

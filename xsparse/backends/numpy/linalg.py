@@ -43,7 +43,7 @@ import numpy as np
 from ..._common import scalar_for
 from ...dispatch import register
 from ...formats import COOArray, CompressedArray, sparse_coo, sparse_csc, sparse_csr, strided
-from ...formats._invariants import check_coo_bounds, explains_bad_indices
+from ...formats._invariants import check_coo_bounds
 from .. import _cpu
 from .conversion import fold
 
@@ -201,14 +201,12 @@ def _supports_sparse_strided(xp: Any, a: CompressedArray, b: Any) -> str | None:
 
 
 @register("matmul", (sparse_csr, strided), backend="numpy", supports=_supports_sparse_strided)
-@explains_bad_indices
 def _matmul_csr_strided_numpy(xp: Any, a: CompressedArray, b: Any) -> Any:
     """CSR @ strided: compiled SpMV / SpMM (row gather, register tiles); O(nnz * K), all cores."""
     return _sparse_times_strided(a, b)
 
 
 @register("matmul", (sparse_csc, strided), backend="numpy", supports=_supports_sparse_strided)
-@explains_bad_indices
 def _matmul_csc_strided_numpy(xp: Any, a: CompressedArray, b: Any) -> Any:
     """CSC @ strided: compiled scatter over the stored columns; O(nnz * K + M * K), all cores."""
     return _sparse_times_strided(a, b)
@@ -265,14 +263,12 @@ def _supports_strided_sparse(xp: Any, x: Any, a: CompressedArray) -> str | None:
 
 
 @register("matmul", (strided, sparse_csr), backend="numpy", supports=_supports_strided_sparse)
-@explains_bad_indices
 def _matmul_strided_csr_numpy(xp: Any, x: Any, a: CompressedArray) -> Any:
     """strided @ CSR as (CSR.T @ x.T).T: compiled scatter; O(nnz * P + N * P), all cores."""
     return _strided_times_sparse(x, a)
 
 
 @register("matmul", (strided, sparse_csc), backend="numpy", supports=_supports_strided_sparse)
-@explains_bad_indices
 def _matmul_strided_csc_numpy(xp: Any, x: Any, a: CompressedArray) -> Any:
     """strided @ CSC as (S @ x.T).T, S the stored CSR: compiled row gather; O(nnz * P), all cores."""
     return _strided_times_sparse(x, a)
@@ -357,7 +353,6 @@ def _coo_operands(a: COOArray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
 
 
 @register("matmul", (sparse_coo, strided), backend="numpy", supports=_supports_coo_strided)
-@explains_bad_indices
 def _matmul_coo_strided_numpy(xp: Any, a: COOArray, b: Any) -> Any:
     """COO @ strided: entries grouped by (batch, row), then the compiled SpMM; O(nnz * K + M), all cores."""
     indptr, cols, vals, b = _coo_operands(a, b)
@@ -373,7 +368,6 @@ def _matmul_coo_strided_numpy(xp: Any, a: COOArray, b: Any) -> Any:
 
 
 @register("matmul", (strided, sparse_coo), backend="numpy", supports=_supports_strided_coo)
-@explains_bad_indices
 def _matmul_strided_coo_numpy(xp: Any, x: Any, a: COOArray) -> Any:
     """strided @ COO as (COO.T @ x.T).T: entries grouped by row, then the compiled scatter; O(nnz * P + N * P)."""
     indptr, cols, vals, x = _coo_operands(a, x)
@@ -400,7 +394,6 @@ def _supports_coo_coo(xp: Any, a: COOArray, b: COOArray) -> str | None:
 
 
 @register("matmul", (sparse_coo, sparse_coo), backend="numpy", supports=_supports_coo_coo)
-@explains_bad_indices
 def _matmul_coo_coo_numpy(xp: Any, a: COOArray, b: COOArray) -> COOArray:
     """COO @ COO -> coalesced COO: both grouped by row (duplicates kept), the compiled Gustavson SpGEMM; O(flops + nnz), all cores."""
     dtype = np.result_type(a._vals.dtype, b._vals.dtype)
@@ -460,14 +453,12 @@ def _spgemm(a: CompressedArray, b: CompressedArray) -> CompressedArray:
 
 
 @register("matmul", (sparse_csr, sparse_csr), backend="numpy", supports=_supports_sparse_sparse)
-@explains_bad_indices
 def _matmul_csr_csr_numpy(xp: Any, a: CompressedArray, b: CompressedArray) -> CompressedArray:
     """CSR @ CSR -> CSR: compiled two-pass Gustavson SpGEMM, sorted result; O(flops), all cores."""
     return _spgemm(a, b)
 
 
 @register("matmul", (sparse_csc, sparse_csc), backend="numpy", supports=_supports_sparse_sparse)
-@explains_bad_indices
 def _matmul_csc_csc_numpy(xp: Any, a: CompressedArray, b: CompressedArray) -> CompressedArray:
     """CSC @ CSC -> CSC as the CSR product B.T @ A.T of the stored matrices; O(flops), all cores."""
     return _spgemm(a, b)
@@ -495,28 +486,24 @@ def _addmm_dtype_cast(c: Any, dtype: np.dtype) -> Any:
 
 
 @register("addmm", (strided, sparse_csr, strided), backend="numpy", supports=_supports_addmm_sparse_strided)
-@explains_bad_indices
 def _addmm_strided_csr_strided_numpy(xp: Any, c: Any, a: CompressedArray, b: Any, beta: Any, alpha: Any) -> Any:
     """beta * input + alpha * CSR @ strided, in the SpMM's single pass over its output; O(nnz * K)."""
     return _sparse_times_strided(a, _addmm_dtype_cast(b, np.result_type(c, a._vals, b)), c, alpha, beta)
 
 
 @register("addmm", (strided, sparse_csc, strided), backend="numpy", supports=_supports_addmm_sparse_strided)
-@explains_bad_indices
 def _addmm_strided_csc_strided_numpy(xp: Any, c: Any, a: CompressedArray, b: Any, beta: Any, alpha: Any) -> Any:
     """beta * input + alpha * CSC @ strided: the output starts as beta * input, then the scatter; O(nnz * K)."""
     return _sparse_times_strided(a, _addmm_dtype_cast(b, np.result_type(c, a._vals, b)), c, alpha, beta)
 
 
 @register("addmm", (strided, strided, sparse_csr), backend="numpy", supports=_supports_addmm_strided_sparse)
-@explains_bad_indices
 def _addmm_strided_strided_csr_numpy(xp: Any, c: Any, x: Any, a: CompressedArray, beta: Any, alpha: Any) -> Any:
     """beta * input + alpha * strided @ CSR: the output starts as beta * input, then the scatter; O(nnz * P)."""
     return _strided_times_sparse(_addmm_dtype_cast(x, np.result_type(c, a._vals, x)), a, c, alpha, beta)
 
 
 @register("addmm", (strided, strided, sparse_csc), backend="numpy", supports=_supports_addmm_strided_sparse)
-@explains_bad_indices
 def _addmm_strided_strided_csc_numpy(xp: Any, c: Any, x: Any, a: CompressedArray, beta: Any, alpha: Any) -> Any:
     """beta * input + alpha * strided @ CSC, in the row gather's single pass over its output; O(nnz * P)."""
     return _strided_times_sparse(_addmm_dtype_cast(x, np.result_type(c, a._vals, x)), a, c, alpha, beta)
@@ -547,7 +534,6 @@ def _supports_sampled_addmm(xp: Any, c: CompressedArray, a: Any, b: Any, beta: A
 
 
 @register("sampled_addmm", (sparse_csr, strided, strided), backend="numpy", supports=_supports_sampled_addmm)
-@explains_bad_indices
 def _sampled_addmm_csr_strided_strided_numpy(
     xp: Any, c: CompressedArray, a: Any, b: Any, beta: Any, alpha: Any
 ) -> CompressedArray:

@@ -22,7 +22,6 @@ import numpy as np
 
 from ...dispatch import register
 from ...formats import COMPRESSED, COOArray, CompressedArray, sparse_coo
-from ...formats._invariants import explains_bad_indices
 from .. import _cpu
 from ..array_api.shape import _common_index_dtype, reshape_coo, supports_concat_compressed
 from .conversion import _components, fold
@@ -70,7 +69,6 @@ def _merge_slices(parts: Parts, offsets: list[int], idt: np.dtype) -> tuple[np.n
 
 
 @register("concat", (COMPRESSED,), backend="numpy", supports=_supports_concat_sparse)
-@explains_bad_indices
 def _concat_compressed_numpy(xp: Any, arrays: list[CompressedArray], axis: int) -> CompressedArray:
     """concat(compressed, ...) along a sparse dim: slices appended (compressed dim) or merged by a compiled parallel join (plain dim); O(N)."""
     first = arrays[0]

@@ -13,7 +13,7 @@ from typing import Any, cast
 import torch
 
 from ..._scoped import ignoring_warnings
-from ...dispatch import register
+from ._register import register
 from ...formats import INDEXED, COOArray, CompressedArray, Layout, SparseArray, sparse_coo, strided
 # torch's kernels trust the indices they are given (the tensors are built with check_invariants=False, as
 # torch's constructors do by default) and read out of bounds on an array built without the checks
@@ -77,19 +77,31 @@ def fold(rows: Any, sizes: Any, out: torch.Tensor | None = None) -> torch.Tensor
     return key
 
 
+def packed(values: torch.Tensor) -> torch.Tensor:
+    """``values`` with the strides of a new contiguous tensor. torch calls a tensor contiguous whatever the
+    strides of its size-1 dimensions, and its sparse kernels then misread it (a diagonal view of shape
+    (1, 1) and strides (3, 4) densified from the wrong element, or wrote outside the result's buffer)."""
+    if values.numel() == 0:
+        return values
+    expected = 1
+    for size, step in zip(reversed(values.shape), reversed(values.stride())):
+        if step != expected:
+            return values.clone(memory_format=torch.contiguous_format)
+        expected *= size
+    return values
+
+
 def to_torch(a: SparseArray) -> torch.Tensor:
     """The torch sparse tensor sharing ``a``'s components (int32 COO indices are widened: torch needs int64),
     whose indices are checked once (:func:`verified`)."""
     if isinstance(a, COOArray):
         verified(a)
         return torch.sparse_coo_tensor(
-            a._idx.to(torch.int64), a._vals, a.shape, is_coalesced=a.is_coalesced(), check_invariants=False
+            a._idx.to(torch.int64), packed(a._vals), a.shape, is_coalesced=a.is_coalesced(), check_invariants=False
         )
     assert isinstance(a, CompressedArray)
     verified(a)
-    values = a._vals
-    if a.layout.is_blocked and not values.is_contiguous():
-        values = values.contiguous()
+    values = packed(a._vals)
     return torch.sparse_compressed_tensor(
         a._compressed, a._plain, values, a.shape, layout=_TORCH_LAYOUT[a.layout], check_invariants=False
     )

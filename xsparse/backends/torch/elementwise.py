@@ -41,7 +41,7 @@ from typing import Any, cast
 import torch
 
 from ... import dispatch
-from ...dispatch import register
+from ._register import register
 from ...formats import COOArray, CompressedArray, SparseArray, sparse_coo, sparse_csr, strided
 from ...formats._spec import Target
 from ..array_api import elementwise as generic  # registers the generic kernels that the division kernels wrap

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 
 from ..._common import scalar_for
-from ...dispatch import register
+from ._register import register
 from ...formats import INDEXED, COOArray, CompressedArray, SparseArray, sparse_coo, sparse_csc, sparse_csr, strided
 from ..array_api.indexing import take_plain
 from ...formats._spec import Target

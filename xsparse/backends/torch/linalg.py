@@ -29,7 +29,7 @@ from typing import Any, cast
 import torch
 
 from ... import dispatch
-from ...dispatch import register
+from ._register import register
 from ...formats import (
     COMPRESSED,
     INDEXED,
@@ -46,7 +46,7 @@ from ...formats import (
 )
 from ...formats._spec import Target
 from ..array_api import linalg as generic
-from .conversion import _TORCH_LAYOUT, _plain_values, fold, from_torch, on_cuda, to_torch, verified
+from .conversion import _TORCH_LAYOUT, _plain_values, fold, from_torch, on_cuda, packed, to_torch, verified
 
 __all__: list[str] = []
 
@@ -133,7 +133,7 @@ def _narrowed(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 def _tensor(compressed: torch.Tensor, plain: torch.Tensor, values: torch.Tensor, shape: tuple[int, ...], layout: Layout) -> torch.Tensor:
     return torch.sparse_compressed_tensor(
-        compressed, plain, values.contiguous(), shape, layout=_TORCH_LAYOUT[layout], check_invariants=False
+        compressed, plain, packed(values), shape, layout=_TORCH_LAYOUT[layout], check_invariants=False
     )
 
 
@@ -258,7 +258,7 @@ def _folded_coo(a: COOArray) -> torch.Tensor:
     fold(idx[:-1], a.shape[:-1], out=folded[0])  # in place: a fold of a million entries costs a twentieth of the product
     folded[1].copy_(idx[-1])
     shape = (math.prod(a.shape[:-1]), a.shape[-1])
-    return torch.sparse_coo_tensor(folded, a._vals, shape, is_coalesced=a.is_coalesced(), check_invariants=False)
+    return torch.sparse_coo_tensor(folded, packed(a._vals), shape, is_coalesced=a.is_coalesced(), check_invariants=False)
 
 
 @register("matmul", (sparse_coo, strided), backend="torch", supports=_supports_coo_strided)

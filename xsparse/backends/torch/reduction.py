@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from ... import dispatch
-from ...dispatch import register
+from ._register import register
 from ...formats import COMPRESSED, COOArray, CompressedArray, SparseArray, sparse_coo
 from ...formats._spec import Target
 from ..array_api.conversion import is_plus_zero

@@ -32,7 +32,7 @@ from torch.sparse import (
 )
 
 from ..._scoped import ignoring_warnings
-from ...dispatch import register
+from ._register import register
 from ...formats import COMPRESSED, CompressedArray, COOArray, sparse_coo, sparse_semi_structured, strided
 from ...formats._semi_structured import SemiStructuredArray
 from ...formats._spec import Target

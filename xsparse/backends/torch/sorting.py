@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from ...dispatch import register
+from ._register import register
 from ...formats import COMPRESSED, COOArray, CompressedArray, SparseArray, sparse_coo, sparse_csc, sparse_csr
 from ..array_api.set import Unique, _supports_unique, outputs_of, sorted_unique, unique_compressed, unique_coo
 from ..array_api.sorting import ascending_order, lane_sort_reason, sort_by_lane, sorted_values
