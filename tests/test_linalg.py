@@ -1603,3 +1603,14 @@ def test_torch_declines_sparse_arrays_with_more_elements_than_it_counts() -> Non
     assert c.nnz == 2 and c._values().tolist() == [3.0, 4.0] and c._indices().tolist() == [[0, 5], [1, 2]]
     assert xs.max(a, axis=0).nnz == 2
     assert (a * a).coalesce()._values().tolist() == [9.0, 16.0]
+
+
+def test_matrix_norms_of_half_precision_strided_matrices() -> None:
+    # NumPy's and torch's SVDs take no float16 or bfloat16 ("array type float16 is unsupported in linalg"):
+    # 'nuc', 2 and -2 of a strided matrix compute in float32, as they did for a sparse one
+    torch = pytest.importorskip("torch")
+    for x in (np.diag(np.array([1.0, 2.0, 3.0], dtype=np.float16)), torch.diag(torch.tensor([1.0, 2.0, 3.0], dtype=torch.bfloat16))):
+        for ord_, expected in (("nuc", 6.0), (2, 3.0), (-2, 1.0)):
+            got = xs.linalg.matrix_norm(x, ord=ord_)
+            assert got.dtype == x.dtype and float(got) == expected
+            assert float(xs.linalg.matrix_norm(xs.to_sparse_csr(x), ord=ord_)) == expected

@@ -1107,3 +1107,12 @@ def test_complex_reduction_to_a_real_dtype_on_array_api_strict_names_the_functio
     for name, f in [("sum", lambda: xs.sum(a, dtype=xp.float64)), ("cumulative_prod", lambda: xs.cumulative_prod(a, axis=1, dtype=xp.float64))]:
         with pytest.raises(TypeError, match=rf"^{name}: this backend casts no complex values to a real dtype \(x.dtype=complex64, dtype=float64\)\. Take xsparse.real"):
             f()
+
+
+def test_std_of_a_torch_tensor_with_a_fractional_correction() -> None:
+    # array-api-compat's torch std refuses a correction that is not whole (its var takes one)
+    torch = pytest.importorskip("torch")
+    x = torch.tensor([[1.0, 2.0, 4.0], [0.5, 0.5, 3.0]], dtype=torch.float64)
+    for axis in (None, 1):
+        got = xs.std(x, axis=axis, correction=0.5)
+        np.testing.assert_allclose(got.numpy(), np.std(x.numpy(), axis=axis, ddof=0.5), rtol=1e-15)

@@ -553,6 +553,10 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: int | float | str | N
             f"(x.shape={tuple(x.shape)}). Pass matrices with {'columns' if ord == -1 else 'rows'}, or another ord."
         )
     if not isinstance(x, SparseArray):
+        if ord in ("nuc", 2, -2) and is_half_precision(x.dtype):
+            # NumPy's and torch's SVDs take no half precision: in float32, cast back, as for a sparse x
+            norm = xp.linalg.matrix_norm(xp.astype(x, xp.float32), keepdims=keepdims, ord=ord)
+            return _as_array(xp, xp.astype(norm, x.dtype))
         return _as_array(xp, xp.linalg.matrix_norm(x, keepdims=keepdims, ord=ord))
     if ord in ("nuc", 2, -2):
         norm = xp.linalg.matrix_norm(_widened(xp, x), keepdims=flag_argument(op, "keepdims", keepdims), ord=ord)
