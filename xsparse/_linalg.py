@@ -265,7 +265,8 @@ def matmul(x1: Any, x2: Any, /, *, layout: Layout | None = None) -> Any:
     """
     op = "matmul"
     backend, xp = _prepare_pair(op, ("x1", "x2"), x1, x2)
-    x1, x2 = _sum_before_cast(x1, x2)
+    if x1.dtype != x2.dtype:
+        x1, x2 = _sum_before_cast(x1, x2)
     (l1, s1), (l2, s2) = _layout_shape(x1), _layout_shape(x2)
     _matmul_shape(op, s1, s2)
     result = dispatch.call(op, (l1, l2), backend.name, xp, x1, x2)

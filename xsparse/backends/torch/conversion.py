@@ -81,8 +81,8 @@ def packed(values: torch.Tensor) -> torch.Tensor:
     """``values`` with the strides of a new contiguous tensor. torch calls a tensor contiguous whatever the
     strides of its size-1 dimensions, and its sparse kernels then misread it (a diagonal view of shape
     (1, 1) and strides (3, 4) densified from the wrong element, or wrote outside the result's buffer)."""
-    if values.numel() == 0:
-        return values
+    if values.dim() == 1 and values.stride(0) == 1 or values.numel() == 0:
+        return values  # the common case, at once
     expected = 1
     for size, step in zip(reversed(values.shape), reversed(values.stride())):
         if step != expected:
