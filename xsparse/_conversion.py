@@ -24,7 +24,6 @@ from .formats import (
     sparse_csr,
     strided,
 )
-from .formats._invariants import explain_bad_indices
 from .formats._ops import contiguous
 from .formats._semi_structured import SemiStructuredArray
 from .formats._spec import Target
@@ -257,29 +256,9 @@ def to_sparse(
 
 def _convert(op: str, x: Any, target: Target) -> Any:
     """The dispatched conversion of ``x`` to ``target``'s layout, for ``op`` (the function the user called,
-    which an invariant error names); see :func:`_explain_indices` for its errors."""
+    which an invariant error names, also where a kernel trips over invalid indices: see xsparse.dispatch)."""
     with InvariantError.naming(op):
-        try:
-            return dispatch.call("convert", (layout_of(x), target.layout), target.backend.name, target.xp, x, target)
-        except (ValueError, IndexError) as exc:
-            _explain_indices(x, exc)
-            raise
-
-
-def _explain_indices(x: Any, exc: Exception) -> None:
-    """Raise the :class:`InvariantError` of ``x``'s invalid indices, caused by ``exc``; return where they are valid.
-
-    An array built without the index checks is trusted (docs/invariants.md); a kernel that trips over its
-    indices raises an error of its own library ("invalid entry in coordinates array" from NumPy, "repeats
-    may not contain negative values"). Only then, on the error path, are the index checks run, so that
-    the message names the invariant and the offending index.
-    """
-    if isinstance(exc, InvariantError):
-        return
-    try:
-        explain_bad_indices((x,))
-    except InvariantError as invalid:
-        raise invalid from exc
+        return dispatch.call("convert", (layout_of(x), target.layout), target.backend.name, target.xp, x, target)
 
 
 def _is_already(x: Any, target: Target) -> bool:
@@ -380,13 +359,9 @@ def coalesce(x: SparseArray, /) -> SparseArray:
         return x
     xp = x._backend.load()
     with InvariantError.naming("coalesce"):
-        try:
-            if isinstance(x, COOArray):
-                return coalesce_coo(xp, x)
-            return cast(SparseArray, dispatch.call("coalesce", (x.layout,), x._backend.name, xp, x))
-        except (ValueError, IndexError) as exc:
-            _explain_indices(x, exc)
-            raise
+        if isinstance(x, COOArray):
+            return coalesce_coo(xp, x)
+        return cast(SparseArray, dispatch.call("coalesce", (x.layout,), x._backend.name, xp, x))
 
 
 def is_coalesced(x: SparseArray, /) -> bool:

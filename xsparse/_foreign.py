@@ -10,6 +10,8 @@ object array of them. Each is converted from its components here, without densif
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["foreign_sparse_kind", "refuse_foreign_sparse", "from_foreign_sparse"]
@@ -40,17 +42,8 @@ def _is_torch_sparse(x: Any) -> bool:
 
 def foreign_sparse_kind(x: Any) -> str | None:
     """What kind of other library's sparse array ``x`` is (``"a torch sparse tensor"``), or None."""
-    if _is_torch_sparse(x):
-        return f"a torch sparse tensor (layout={x.layout})"
-    if _is_pydata_sparse(x):
-        return f"a pydata/sparse array ({type(x).__name__})"
-    if _is_scipy_sparse(x):
-        return f"a SciPy sparse {'array' if type(x).__name__.endswith('_array') else 'matrix'} ({type(x).__name__})"
-    if _is_jax(x, "BCOO"):
-        return "a JAX BCOO array"
-    if _is_jax(x, "BCSR"):
-        return "a JAX BCSR array"
-    return None
+    found = _library_of(x)
+    return None if found is None else found.kind(x)
 
 
 def refuse_foreign_sparse(x: Any, kind: str, op: str | None = None) -> TypeError:
@@ -69,18 +62,10 @@ def from_foreign_sparse(op: str, x: Any, backend: Any) -> tuple[Any, bool] | Non
     ``copy=False`` refuses. ``backend`` moves the result with :func:`xsparse.to_backend`; without it, the
     result is on the backend of the components (NumPy for SciPy and pydata/sparse, jax.numpy for JAX).
     """
-    if _is_torch_sparse(x):
-        result, copied = _from_torch(x), False
-    elif _is_scipy_sparse(x):
-        result, copied = _from_scipy(op, x)
-    elif _is_pydata_sparse(x):
-        result, copied = _from_pydata(op, x)
-    elif _is_jax(x, "BCOO"):
-        result, copied = _from_bcoo(op, x)
-    elif _is_jax(x, "BCSR"):
-        result, copied = _from_bcsr(op, x)
-    else:
+    found = _library_of(x)
+    if found is None:
         return None
+    result, copied = found.convert(op, x)
     if backend is not None:
         from ._conversion import to_backend
         from .backends import get_backend
@@ -90,7 +75,7 @@ def from_foreign_sparse(op: str, x: Any, backend: Any) -> tuple[Any, bool] | Non
     return result, copied
 
 
-def _from_torch(t: Any) -> Any:
+def _from_torch(op: str, t: Any) -> tuple[Any, bool]:
     import torch
 
     from ._creation import sparse_compressed_array, sparse_coo_array
@@ -103,7 +88,7 @@ def _from_torch(t: Any) -> Any:
             t = t.coalesce()
         coalesced = bool(t.is_coalesced())
         values = t.values() if coalesced else t._values()
-        return sparse_coo_array(t._indices(), values, shape, is_coalesced=coalesced)
+        return sparse_coo_array(t._indices(), values, shape, is_coalesced=coalesced), False
     from .formats import sparse_bsc, sparse_bsr, sparse_csc, sparse_csr
 
     layout = {torch.sparse_csr: sparse_csr, torch.sparse_csc: sparse_csc, torch.sparse_bsr: sparse_bsr, torch.sparse_bsc: sparse_bsc}[t.layout]
@@ -121,7 +106,8 @@ def _from_torch(t: Any) -> Any:
         n_batch = compressed.ndim - 1
         # values are (*batch, nnz, rows, columns, *dense): the block shape follows the nnz dimension
         blocksize = (int(values.shape[n_batch + 1]), int(values.shape[n_batch + 2]))
-    return sparse_compressed_array(compressed, plain, values, shape, layout=layout, blocksize=blocksize, dense_dim=int(t.dense_dim()))
+    converted = sparse_compressed_array(compressed, plain, values, shape, layout=layout, blocksize=blocksize, dense_dim=int(t.dense_dim()))
+    return converted, False
 
 
 def _from_scipy(op: str, m: Any) -> tuple[Any, bool]:
@@ -238,3 +224,30 @@ def _bcsr_components(op: str, b: Any) -> Any:
         indices = indices[..., :nnz]
         data = data[(slice(None),) * n_batch + (slice(0, nnz),)]
     return sparse_compressed_array(indptr, indices, data, shape, layout=sparse_csr, dense_dim=int(b.n_dense), check_invariants=True)
+
+
+@dataclass(frozen=True)
+class _Library:
+    """Another library's sparse arrays: how to recognise one, name its kind, and convert it (the array and
+    whether converting copied data)."""
+
+    recognises: Callable[[Any], bool]
+    kind: Callable[[Any], str]
+    convert: Callable[[str, Any], tuple[Any, bool]]
+
+
+_LIBRARIES = (
+    _Library(_is_torch_sparse, lambda x: f"a torch sparse tensor (layout={x.layout})", _from_torch),
+    _Library(_is_pydata_sparse, lambda x: f"a pydata/sparse array ({type(x).__name__})", _from_pydata),
+    _Library(
+        _is_scipy_sparse,
+        lambda x: f"a SciPy sparse {'array' if type(x).__name__.endswith('_array') else 'matrix'} ({type(x).__name__})",
+        _from_scipy,
+    ),
+    _Library(lambda x: _is_jax(x, "BCOO"), lambda x: "a JAX BCOO array", _from_bcoo),
+    _Library(lambda x: _is_jax(x, "BCSR"), lambda x: "a JAX BCSR array", _from_bcsr),
+)
+
+
+def _library_of(x: Any) -> _Library | None:
+    return next((library for library in _LIBRARIES if library.recognises(x)), None)

@@ -141,7 +141,8 @@ def getitem(x: Any, key: Any, /, *, layout: Layout | None = None) -> Any:
 def _positions(op: str, x: Any, index: Any) -> Any:
     """An index array (strided or sparse) of ``x``'s backend as a strided array; sparse ones are densified,
     since an index array is consumed as the positions it holds, not as a sparse operand."""
-    if known_backend(index) is not known_backend(x) or known_backend(x) is None:
+    known = known_backend(x)
+    if known is None or known_backend(index) is not known:
         backend_of(x, index, op=op)  # the full check, and its error for arrays of two backends
     return to_dense(index) if isinstance(index, SparseArray) else index
 

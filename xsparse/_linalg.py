@@ -24,8 +24,9 @@ from ._dtypes import result_type
 from ._elementwise import convert_result
 from .backends import Backend
 from .backends.array_api import linalg as _generic  # registers the generic kernels
+from .backends.array_api.conversion import summed_before_cast
 from .backends.array_api.linalg import LobpcgState
-from .formats import COOArray, Layout, SparseArray, strided
+from .formats import Layout, SparseArray, strided
 from .formats._invariants import dtype_name, is_half_precision
 
 __all__ = [
@@ -108,15 +109,14 @@ def check_promotion(op: str, xp: Any, backend: Backend, operands: dict[str, Any]
         ) from None
 
 
-def _sum_before_cast(*operands: Any) -> tuple[Any, ...]:
+def _sum_before_cast(xp: Any, *operands: Any) -> tuple[Any, ...]:
     """The operands of a product, an uncoalesced COO one coalesced first where the product casts its values
-    to the promoted dtype: a cast does not commute with the sum of duplicates, which the values mean
-    (float32's 1e8 + 1 is 1e8, uint8's 200 + 100 is 44)."""
+    to the promoted dtype (:func:`summed_before_cast`)."""
     first = operands[0].dtype
     if all(x.dtype == first for x in operands[1:]):
         return operands
     dtype = result_type(*operands)
-    return tuple(x.coalesce() if isinstance(x, COOArray) and not x.is_coalesced() and x.dtype != dtype else x for x in operands)
+    return tuple(summed_before_cast(xp, x, dtype) for x in operands)
 
 
 def _prepare_pair(op: str, names: tuple[str, str], x1: Any, x2: Any) -> tuple[Backend, Any]:
@@ -266,7 +266,7 @@ def matmul(x1: Any, x2: Any, /, *, layout: Layout | None = None) -> Any:
     op = "matmul"
     backend, xp = _prepare_pair(op, ("x1", "x2"), x1, x2)
     if x1.dtype != x2.dtype:
-        x1, x2 = _sum_before_cast(x1, x2)
+        x1, x2 = _sum_before_cast(xp, x1, x2)
     (l1, s1), (l2, s2) = _layout_shape(x1), _layout_shape(x2)
     _matmul_shape(op, s1, s2)
     result = dispatch.call(op, (l1, l2), backend.name, xp, x1, x2)
@@ -319,7 +319,7 @@ def mm(mat1: Any, mat2: Any, /, *, reduce: str | None = None, layout: Layout | N
     """
     op = "mm"
     backend, xp = _prepare(op, mat1=mat1, mat2=mat2)
-    mat1, mat2 = _sum_before_cast(mat1, mat2)
+    mat1, mat2 = _sum_before_cast(xp, mat1, mat2)
     _check_ndim(op, mat1=(mat1, 2), mat2=(mat2, 2))
     _matmul_shape(op, _shape(mat1), _shape(mat2), ("mat1", "mat2"))
     if reduce is not None:
@@ -340,7 +340,7 @@ def mv(mat: Any, vec: Any, /, *, layout: Layout | None = None) -> Any:
     """
     op = "mv"
     backend, xp = _prepare(op, mat=mat, vec=vec)
-    mat, vec = _sum_before_cast(mat, vec)
+    mat, vec = _sum_before_cast(xp, mat, vec)
     _check_ndim(op, mat=(mat, 2), vec=(vec, 1))
     _matmul_shape(op, _shape(mat), _shape(vec), ("mat", "vec"))
     return convert_result(_call("matmul", (layout_of(mat), layout_of(vec)), backend, xp, mat, vec), layout, op)
@@ -359,7 +359,7 @@ def bmm(input: Any, mat2: Any, /, *, layout: Layout | None = None) -> Any:
     """
     op = "bmm"
     backend, xp = _prepare(op, input=input, mat2=mat2)
-    input, mat2 = _sum_before_cast(input, mat2)
+    input, mat2 = _sum_before_cast(xp, input, mat2)
     _check_ndim(op, input=(input, 3), mat2=(mat2, 3))
     if input.shape[0] != mat2.shape[0]:
         raise ValueError(
@@ -387,7 +387,7 @@ def addmm(input: Any, mat1: Any, mat2: Any, /, *, beta: Any = 1, alpha: Any = 1,
     """
     op = "addmm"
     backend, xp = _prepare(op, input=input, mat1=mat1, mat2=mat2)
-    input, mat1, mat2 = _sum_before_cast(input, mat1, mat2)
+    input, mat1, mat2 = _sum_before_cast(xp, input, mat1, mat2)
     if isinstance(input, SparseArray):
         raise TypeError(
             f"{op}: input must be strided (input layout={input.layout}). For a sparse input and a sparse result use "
@@ -430,7 +430,7 @@ def sampled_addmm(
     """
     op = "sampled_addmm"
     backend, xp = _prepare(op, input=input, mat1=mat1, mat2=mat2)
-    input, mat1, mat2 = _sum_before_cast(input, mat1, mat2)
+    input, mat1, mat2 = _sum_before_cast(xp, input, mat1, mat2)
     if not isinstance(input, SparseArray) or isinstance(mat1, SparseArray) or isinstance(mat2, SparseArray):
         raise TypeError(
             f"{op}: input must be sparse and mat1, mat2 strided (layouts=({layout_of(input)}, {layout_of(mat1)}, "
@@ -476,7 +476,7 @@ def smm(input: SparseArray, mat: Any, /, *, layout: Layout | None = None) -> Any
     """
     op = "smm"
     backend, xp = _prepare(op, input=input, mat=mat)
-    input, mat = _sum_before_cast(input, mat)
+    input, mat = _sum_before_cast(xp, input, mat)
     _check_coo_matrix_product(op, input, mat, ("input", "mat"))
     return convert_result(_call(op, (input.layout, strided), backend, xp, input, mat), layout, op)
 
@@ -495,7 +495,7 @@ def hspmm(mat1: SparseArray, mat2: Any, /, *, layout: Layout | None = None) -> A
     """
     op = "hspmm"
     backend, xp = _prepare(op, mat1=mat1, mat2=mat2)
-    mat1, mat2 = _sum_before_cast(mat1, mat2)
+    mat1, mat2 = _sum_before_cast(xp, mat1, mat2)
     _check_coo_matrix_product(op, mat1, mat2, ("mat1", "mat2"))
     return convert_result(_call(op, (mat1.layout, strided), backend, xp, mat1, mat2), layout, op)
 
@@ -520,7 +520,7 @@ def sspaddmm(
     """
     op = "sspaddmm"
     backend, xp = _prepare(op, input=input, mat1=mat1, mat2=mat2)
-    input, mat1, mat2 = _sum_before_cast(input, mat1, mat2)
+    input, mat1, mat2 = _sum_before_cast(xp, input, mat1, mat2)
     if not isinstance(input, SparseArray):
         raise TypeError(f"{op}: input must be sparse (input layout={layout_of(input)}). For a strided input use xsparse.addmm.")
     _check_coo_matrix_product(op, mat1, mat2, ("mat1", "mat2"))
@@ -550,7 +550,7 @@ def tensordot(x1: Any, x2: Any, /, *, axes: int | tuple[Sequence[int], Sequence[
     """
     op = "tensordot"
     backend, xp = _prepare(op, x1=x1, x2=x2)
-    x1, x2 = _sum_before_cast(x1, x2)
+    x1, x2 = _sum_before_cast(xp, x1, x2)
     s1, s2 = _shape(x1), _shape(x2)
     if not isinstance(axes, (tuple, list)):
         count = integer_argument(op, "axes", axes, "Pass an int or two sequences of axes, e.g. axes=([1], [0]).")
@@ -607,7 +607,7 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, layout: Layout | None = None)
     """
     op = "vecdot"
     backend, xp = _prepare(op, x1=x1, x2=x2)
-    x1, x2 = _sum_before_cast(x1, x2)
+    x1, x2 = _sum_before_cast(xp, x1, x2)
     s1, s2 = _shape(x1), _shape(x2)
     axis = integer_argument(op, "axis", axis, "Pass a negative axis such as -1.")
     if not s1 or not s2:
@@ -662,7 +662,7 @@ def spsolve(A: Any, B: Any, /, *, left: bool = True, layout: Layout | None = Non
     op = "spsolve"
     # an integer B is refused below, with what to do
     backend, xp = _prepare(op, False, A=A, B=B)
-    A, B = _sum_before_cast(A, B)
+    A, B = _sum_before_cast(xp, A, B)
     if isinstance(B, SparseArray):
         raise TypeError(f"{op}: B must be strided (B layout={B.layout}). Pass xsparse.to_dense(B).")
     if A.ndim != 2 or A.shape[0] != A.shape[1]:

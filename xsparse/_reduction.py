@@ -159,6 +159,9 @@ def _nonempty(op: str, x: Any, axes: tuple[int, ...], axis: Any) -> None:
         )
 
 
+_INT64_MAX = 2**63 - 1
+
+
 def _run(op: str, x: Any, spec: ReduceSpec, layout: Layout | None, backend: Backend, xp: Any, source: Layout) -> Any:
     if isinstance(x, SparseArray) and math.prod(x.shape[d] for d in spec.axes) > _INT64_MAX:
         # the kernels count the unspecified elements of each group in int64
@@ -169,9 +172,6 @@ def _run(op: str, x: Any, spec: ReduceSpec, layout: Layout | None, backend: Back
     if layout is not spec.layout:
         spec = dataclasses.replace(spec, layout=layout)
     return convert_result(dispatch.call(op, (source,), backend.name, xp, x, spec), layout, op)
-
-
-_INT64_MAX = 2**63 - 1
 
 
 def _run_modular(op: str, x: Any, spec: ReduceSpec, layout: Layout | None, backend: Backend, xp: Any, source: Layout) -> Any:

@@ -30,7 +30,7 @@ from ._errors import DensificationError, LayoutError, NoKernelError, SparseEffic
 from ._indexing import getitem
 from .backends import Backend
 from .backends.array_api import shape as _generic_shape  # noqa: F401  (registers the kernels)
-from .backends.array_api.conversion import same_fill
+from .backends.array_api.conversion import same_fill, summed_before_cast
 from .backends.array_api.elementwise import broadcast_shapes as _broadcast_shapes
 from .formats import COOArray, CompressedArray, Layout, SparseArray, sparse_coo, strided
 
@@ -768,10 +768,7 @@ def _join_operands(
     out = []
     for a in arrays:
         if isinstance(a, SparseArray):
-            c = converted[id(a)]
-            if c.dtype != dtype and isinstance(c, COOArray) and not c.is_coalesced():
-                # a cast does not commute with the sum of duplicates (float32's 1e8 + 1, uint8's 200 + 100)
-                c = c.coalesce()
+            c = summed_before_cast(xp, converted[id(a)], dtype)
             if c.dtype != dtype or type(c.fill_value) is not type(fill):
                 c = c._with_values(xp.astype(c._vals, dtype), fill)
         else:

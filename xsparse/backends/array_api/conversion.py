@@ -302,6 +302,15 @@ def coalesce_coo(xp: Any, a: COOArray) -> COOArray:
     return cast(COOArray, dispatch.call("coalesce", (sparse_coo,), a._backend.name, xp, a))
 
 
+def summed_before_cast(xp: Any, a: Any, dtype: Any) -> Any:
+    """``a`` coalesced first where it is an uncoalesced COO array whose values are to be cast to ``dtype``: the
+    values mean their sums, in their own dtype, and a cast does not commute with the sum of duplicates
+    (float32's 1e8 + 1 is 1e8, uint8's 200 + 100 is 44). Anything else as it is."""
+    if isinstance(a, COOArray) and not a._coalesced and a.dtype != dtype:
+        return coalesce_coo(xp, a)
+    return a
+
+
 def _strictly_increasing(xp: Any, idx: Any) -> bool:
     """Whether the columns of ``idx`` (k, n) increase strictly in lexicographic order: sorted, no duplicates.
 

@@ -42,6 +42,7 @@ from ...formats._ops import contiguous, lexsort_indices, prod
 from .conversion import (
     _linearize,
     coalesce_coo,
+    summed_before_cast,
     from_ordered,
     gather_or_fill,
     is_plus_zero,
@@ -890,9 +891,7 @@ def _supports_concat(name: str) -> Callable[[Any, COOArray, COOArray], str | Non
 def _concat_kernel(name: str) -> Callable[..., Any]:
     def kernel(xp: Any, x: COOArray, y: COOArray) -> COOArray:
         dtype = result_dtype(xp, x.dtype, y.dtype)
-        # a cast does not commute with the sum of duplicates (float32's 1e8 + 1, uint8's 200 + 100): an operand
-        # whose values are cast sums its duplicates in its own dtype first
-        x, y = (c if c.dtype == dtype or c.is_coalesced() else coalesce_coo(xp, c) for c in (x, y))
+        x, y = summed_before_cast(xp, x, dtype), summed_before_cast(xp, y, dtype)
         yv = xp.astype(y._vals, dtype)
         values = xp.concat([xp.astype(x._vals, dtype), yv if name == "add" else UNARY["negative"](xp, yv)], axis=0)
         nse = x.nnz + y.nnz

@@ -341,13 +341,17 @@ def promoted_product(xp: Any, product: Callable[[Any, Any], Any], a: Any, b: Any
     return through_signed(xp, a, lambda v: product(v, xp.astype(b, v.dtype, copy=False)))
 
 
-def promoted_matmul(xp: Any, a: Any, b: Any) -> Any:
-    """``a @ b`` of strided arrays as :func:`promoted_product` makes it; integers as sums of products where
-    the backend's matmul has no integer kernel on their device (torch on CUDA)."""
+def _without_integer_matmul(xp: Any, a: Any, b: Any) -> bool:
+    """Whether the strided ``a @ b`` is of integers on a device where the backend's matmul has none (torch on CUDA)."""
     from .. import backend_of_array
 
-    dtype = result_dtype(xp, a.dtype, b.dtype)
-    if xp.isdtype(dtype, "integral") and not backend_of_array(a).integer_matmul(a):
+    return bool(xp.isdtype(result_dtype(xp, a.dtype, b.dtype), "integral")) and not backend_of_array(a).integer_matmul(a)
+
+
+def promoted_matmul(xp: Any, a: Any, b: Any) -> Any:
+    """``a @ b`` of strided arrays as :func:`promoted_product` makes it; integers as sums of products where
+    the backend's matmul has no integer kernel on their device."""
+    if _without_integer_matmul(xp, a, b):
         return promoted_product(xp, lambda u, v: _summed_products(xp, u, v), a, b)
     return promoted_product(xp, xp.matmul, a, b)
 
@@ -807,18 +811,12 @@ def _tensordot_indexed(xp: Any, x1: Any, x2: Any, axes1: tuple[int, ...], axes2:
 @register("tensordot", (strided, strided))
 def _tensordot_strided_strided(xp: Any, x1: Any, x2: Any, axes1: tuple[int, ...], axes2: tuple[int, ...]) -> Any:
     """tensordot(strided, strided) -> strided: the backend's tensordot; O(product of the shapes)."""
-    from .. import backend_of_array
-
-    if xp.isdtype(result_dtype(xp, x1.dtype, x2.dtype), "integral") and not backend_of_array(x1).integer_matmul(x1):
-        # both as matrices (free x contracted), multiplied as promoted_matmul does where matmul has no
-        # integer kernel
+    if _without_integer_matmul(xp, x1, x2):
+        # both as matrices (free x contracted), multiplied as promoted_matmul does there
         free1 = tuple(d for d in range(x1.ndim) if d not in axes1)
         free2 = tuple(d for d in range(x2.ndim) if d not in axes2)
-        shape1, shape2 = tuple(x1.shape[d] for d in free1), tuple(x2.shape[d] for d in free2)
-        contracted = prod(tuple(x1.shape[d] for d in axes1))
-        m1 = xp.reshape(xp.permute_dims(x1, free1 + tuple(axes1)), (prod(shape1), contracted))
-        m2 = xp.reshape(xp.permute_dims(x2, tuple(axes2) + free2), (contracted, prod(shape2)))
-        return xp.reshape(promoted_matmul(xp, m1, m2), shape1 + shape2)
+        m1, m2 = _as_matrix(xp, x1, free1, tuple(axes1)), _as_matrix(xp, x2, tuple(axes2), free2)
+        return xp.reshape(promoted_matmul(xp, m1, m2), tuple(x1.shape[d] for d in free1) + tuple(x2.shape[d] for d in free2))
     return promoted_product(xp, lambda u, v: xp.tensordot(u, v, axes=(list(axes1), list(axes2))), x1, x2)
 
 

@@ -26,30 +26,18 @@ __all__ = ["register"]
 # the arrays that carry indices (type tests: an isinstance of the abstract SparseArray costs a tenth of a
 # small product)
 _INDEXED = frozenset((COOArray, CompressedArray))
-
-
-def _check_operands(args: tuple[Any, ...]) -> None:
-    for arg in args:
-        if type(arg) in _INDEXED:
-            if arg._bounds_checked is False:
-                verified(arg)
-        elif type(arg) in (list, tuple):
-            _check_operands(tuple(arg))
-
-
 _INT64_MAX = 2**63 - 1
 
 
-def _too_many_elements(args: tuple[Any, ...]) -> str | None:
+def _indexed(args: Sequence[Any]) -> list[Any]:
+    """The COO and compressed arrays among ``args`` and in the lists among them (concat's operands)."""
+    found = []
     for arg in args:
         if type(arg) in _INDEXED:
-            if math.prod(arg.shape) > _INT64_MAX:
-                return f"torch counts a sparse tensor's elements in int64 (numel), and shape {tuple(arg.shape)} holds more"
+            found.append(arg)
         elif type(arg) in (list, tuple):
-            reason = _too_many_elements(tuple(arg))
-            if reason is not None:
-                return reason
-    return None
+            found.extend(_indexed(arg))
+    return found
 
 
 def register(op: str, signature: Sequence[Hashable], *, backend: str, **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -63,12 +51,9 @@ def register(op: str, signature: Sequence[Hashable], *, backend: str, **options:
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(func)
         def checked(xp: Any, *args: Any, **kwargs: Any) -> Any:
-            for arg in args:  # _check_operands, inlined for the common case: a product costs microseconds
-                if type(arg) in _INDEXED:
-                    if arg._bounds_checked is False:
-                        verified(arg)
-                elif type(arg) in (list, tuple):
-                    _check_operands(tuple(arg))
+            for a in _indexed(args):
+                if a._bounds_checked is False:
+                    verified(a)
             return func(xp, *args, **kwargs)
 
         dispatch.register(op, signature, backend=backend, supports=declines, **options)(checked)
@@ -88,12 +73,9 @@ def _declining(supports: Callable[..., str | None] | None) -> Callable[..., str 
         return found
 
     def declines(xp: Any, *args: Any, **kwargs: Any) -> str | None:
-        for arg in args:
-            if type(arg) in _INDEXED:
-                if len(arg._shape) > 1 and math.prod(arg._shape) > _INT64_MAX:
-                    return _too_many_elements(args)
-            elif type(arg) in (list, tuple) and _too_many_elements(tuple(arg)) is not None:
-                return _too_many_elements(tuple(arg))
+        for a in _indexed(args):
+            if math.prod(a._shape) > _INT64_MAX:
+                return f"torch counts a sparse tensor's elements in int64 (numel), and shape {a._shape} holds more"
         return None if supports is None else supports(xp, *args, **kwargs)
 
     if supports is not None:

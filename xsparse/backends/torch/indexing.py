@@ -11,7 +11,7 @@ from ._register import register
 from ...formats import INDEXED, COOArray, CompressedArray, SparseArray, sparse_coo, sparse_csc, sparse_csr, strided
 from ..array_api.indexing import take_plain
 from ...formats._spec import Target
-from .conversion import _UNSUPPORTED_DTYPES, from_torch, to_torch, verified
+from .conversion import _UNSUPPORTED_DTYPES, from_torch, to_torch
 
 __all__: list[str] = []
 
@@ -55,7 +55,7 @@ def _supports_take_plain(xp: Any, a: CompressedArray, indices: Any, axis: int) -
 @register("take", (frozenset({sparse_csr, sparse_csc}),), backend="torch", supports=_supports_take_plain)
 def _take_unblocked_torch(xp: Any, a: CompressedArray, indices: torch.Tensor, axis: int) -> CompressedArray:
     """take(CSR/CSC) along the plain dim (A[:, cols]): picks counted by bincount, copies built on the pointers; O(nnz + result)."""
-    plain = verified(a)._plain
+    plain = a._plain
 
     def counted(order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         count = torch.bincount(indices, minlength=a.shape[axis])

@@ -298,7 +298,6 @@ def _matmul_compressed_strided_torch(xp: Any, a: CompressedArray, b: torch.Tenso
     """matmul(CSR/CSC/BSR, strided) -> strided: torch.mv or torch.mm (MKL), batches folded block-diagonally."""
     nbd = a.batch_dim()
     vector = b.ndim == 1
-    verified(a)  # _product_2d builds torch's tensor from the components
     if nbd == 0:
         return _product_2d(a.layout, a._compressed, a._plain, a._vals, cast(tuple[int, int], tuple(a.shape)), b, True)
     b2 = b[:, None] if vector else b
@@ -345,7 +344,6 @@ def _supports_strided_compressed(xp: Any, a: torch.Tensor, b: CompressedArray) -
 def _matmul_strided_compressed_torch(xp: Any, a: torch.Tensor, b: CompressedArray) -> torch.Tensor:
     """matmul(strided, CSR/CSC/BSC) -> strided: torch.mm (MKL)."""
     a2 = a[None, :] if a.ndim == 1 else a
-    verified(b)  # _product_2d builds torch's tensor from the components
     out = _product_2d(b.layout, b._compressed, b._plain, b._vals, cast(tuple[int, int], tuple(b.shape)), a2, False)
     return out[0] if a.ndim == 1 else out
 
@@ -433,8 +431,7 @@ def _matmul_compressed_compressed_compiled_torch(xp: Any, a: CompressedArray, b:
 
     m, n = a.shape[0], b.shape[1]
     left, right, n_cols = (a, b, n) if a.layout is sparse_csr else (b, a, m)
-    # checked as torch's own kernels' operands are: the compiled kernel would only say that some index is bad
-    parts = [(verified(s)._compressed.numpy(), s._plain.numpy(), s._vals.resolve_conj().numpy()) for s in (left, right)]
+    parts = [(s._compressed.numpy(), s._plain.numpy(), s._vals.resolve_conj().numpy()) for s in (left, right)]
     indptr, indices, data = compiled.csr_spgemm(parts[0], parts[1], n_cols)
     return CompressedArray(
         torch.from_numpy(indptr), torch.from_numpy(indices), torch.from_numpy(data), (m, n), layout=a.layout,
@@ -497,7 +494,7 @@ def _sampled_addmm_csr_strided_strided_torch(
         # beta = 0 ignores the input's values, NaN and infinities too (BLAS's rule, the generic kernel's);
         # torch multiplies them by 0
         vals = torch.nan_to_num(vals, nan=0.0, posinf=0.0, neginf=0.0)
-    t = _tensor(verified(input)._compressed, input._plain, vals, tuple(input.shape), sparse_csr)
+    t = _tensor(input._compressed, input._plain, vals, tuple(input.shape), sparse_csr)
     r = torch.sparse.sampled_addmm(t, a, b, beta=beta, alpha=alpha)
     from ..._common import scalar_for
 

@@ -37,7 +37,7 @@ from ..array_api.reduction import (
     wide_groups_reason,
     with_fill,
 )
-from .conversion import complex_grad_reason, fold, from_torch, to_torch, verified
+from .conversion import complex_grad_reason, fold, from_torch, to_torch
 
 __all__: list[str] = []
 
@@ -96,7 +96,7 @@ def _axis_kernel(name: str) -> Any:
     def kernel(xp: Any, a: CompressedArray, spec: ReduceSpec) -> Any:
         (d,) = spec.axes
         data = monoid.premap(xp, a._vals, spec.dtype)
-        compressed, plain = verified(a)._compressed.to(torch.int64), a._plain.to(torch.int64)
+        compressed, plain = a._compressed.to(torch.int64), a._plain.to(torch.int64)
         if d != a.layout.compressed_dim:
             # reduce within each compressed slice
             n_groups = compressed.shape[0] - 1
