@@ -37,6 +37,7 @@ __all__ = [
     "PIN_FILE",
     "XFAILS_DIR",
     "RunnerError",
+    "check_requirements",
     "check_report_path",
     "check_revision",
     "main",
@@ -142,6 +143,24 @@ def read_xfails(path: Path) -> list[tuple[str, str]]:
 
 # The backend libraries themselves, for a baseline run (``--plain``).
 PLAIN_MODULES = {"numpy": "array_api_compat.numpy", "torch": "array_api_compat.torch", "array_api_strict": "array_api_strict"}
+
+
+# What the suite imports (its requirements.txt), by module name and the name pip installs it by.
+SUITE_REQUIREMENTS = {"hypothesis": "hypothesis", "ndindex": "ndindex", "pytest_jsonreport": "pytest-json-report"}
+
+
+def check_requirements(requirements: dict[str, str] | None = None) -> None:
+    """Raise :class:`RunnerError` naming what to install when a library the suite imports is missing:
+    pytest then stops at the suite's conftest with a usage error and no test run."""
+    import importlib.util
+
+    wanted = SUITE_REQUIREMENTS if requirements is None else requirements
+    missing = [package for module, package in wanted.items() if importlib.util.find_spec(module) is None]
+    if missing:
+        raise RunnerError(
+            f"array_api_tests: the suite needs libraries that are not installed (missing={missing}). "
+            f"Install them with: pip install {' '.join(missing)}"
+        )
 
 
 def check_report_path(report: Path) -> None:
@@ -276,6 +295,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "array_api_tests") ->
         if args.report is not None:
             check_report_path(args.report)
         warning = check_revision(suite, pinned_revision(), allow_other=args.allow_other_revision)
+        check_requirements()
         xfails = read_xfails(args.xfails) if args.xfails is not None else []
     except (RunnerError, OSError) as exc:
         print(exc, file=sys.stderr)

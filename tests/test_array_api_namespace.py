@@ -327,6 +327,14 @@ def test_pin_errors(tmp_path: Path) -> None:
         runner.pinned_revision(bad)
 
 
+def test_missing_suite_requirements_are_named() -> None:
+    # the suite's conftest imports pytest-json-report: without it pytest stopped with a usage error and the
+    # runner printed counts of nothing
+    with pytest.raises(runner.RunnerError, match=r"missing=\['no-such-package'\]\)\. Install them with: pip install no-such-package$"):
+        runner.check_requirements({"json": "json", "xsparse_no_such_module": "no-such-package"})
+    runner.check_requirements({"json": "json"})
+
+
 def _fake_suite(path: Path, *, spec: bool = True) -> Path:
     (path / "array_api_tests").mkdir(parents=True)
     (path / "array_api_tests" / "__init__.py").write_text("")

@@ -1078,6 +1078,25 @@ def test_prod_of_overflowing_values_and_an_unspecified_zero_is_exact(backend: st
     assert total == 0.0 and np.signbit(total)  # the signs: 20 of -100 and 5 of -1e20, so -0.0
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # array_api_strict warns where NumPy does (docs/decisions.md)
+@pytest.mark.parametrize("layout", PROD_LAYOUTS)
+@pytest.mark.parametrize("backend", ["numpy", "torch", "array_api_strict"])
+def test_prod_overflowing_to_nan_without_a_zero_stays_nan(backend: str, layout: str, any_namespace: Any) -> None:
+    # a complex product of stored non-zero values that overflows gives NaN parts, as the dense product
+    # does; the exact-zero repair is for groups holding a zero only (it gave 0j for the first row)
+    row = [1.3294e4j, 1.3298e4j, 8.7757971e18j, 2.1933646e11j, 8.776e3j, 2.0, -1j, 3j]
+    host = np.array([row, [*row[:4], 0.0, *row[5:]]], dtype=np.complex64)
+    xp = any_namespace
+    a = PROD_LAYOUTS[layout](xp.asarray(host))
+    got = xs.prod(a, axis=1)
+    got = to_numpy(xs.to_dense(got) if isinstance(got, xs.SparseArray) else got)
+    want = to_numpy(xp.prod(xp.asarray(host), axis=1))
+    # which part is NaN and which infinite depends on the order of the products (blocks reorder them)
+    assert np.isnan(want[0].real) or np.isnan(want[0].imag)
+    assert not np.isfinite(got[0])
+    assert got[1] == 0
+
+
 def test_prod_overflow_on_numpy_warns_nothing() -> None:
     host = np.array([[0.0] + [100.0] * 19, [-1e20] * 5 + [0.0] * 15], dtype=np.float32)
     for layout in PROD_LAYOUTS.values():
@@ -1116,3 +1135,37 @@ def test_std_of_a_torch_tensor_with_a_fractional_correction() -> None:
     for axis in (None, 1):
         got = xs.std(x, axis=axis, correction=0.5)
         np.testing.assert_allclose(got.numpy(), np.std(x.numpy(), axis=axis, ddof=0.5), rtol=1e-15)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's mean of nothing warns
+@pytest.mark.parametrize("layout", ["coo", "csr", "csc"])
+@pytest.mark.parametrize("backend", ["numpy", "torch", "array_api_strict"])
+def test_mean_of_no_complex_elements_is_nan_in_both_parts(backend: str, layout: str, any_namespace: Any) -> None:
+    # the dense mean of nothing is 0j / 0, nan + nanj; the sparse one was nan + 0j
+    xp = any_namespace
+    host = np.zeros((0, 3), dtype=np.complex128)
+    a = PROD_LAYOUTS[layout](xp.asarray(host))
+    for axis, out_layout in [(None, None), (0, None), (0, xs.strided), ((0, 1), None)]:
+        got = xs.mean(a, axis=axis, layout=out_layout)
+        got = to_numpy(xs.to_dense(got) if isinstance(got, xs.SparseArray) else got)
+        want = np.asarray(np.mean(host, axis=axis))
+        assert got.shape == want.shape
+        assert np.isnan(got.real).all() and np.isnan(got.imag).all() and np.isnan(want.imag).all()
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's var of too few elements warns
+@pytest.mark.parametrize("backend", ["numpy", "torch", "array_api_strict"])
+def test_var_of_strided_arrays_with_too_few_elements_is_nan_as_for_sparse_ones(backend: str, any_namespace: Any) -> None:
+    # the standard: NaN where N - correction <= 0; NumPy and torch divided by 0 (inf), the sparse path gave NaN
+    xp = any_namespace
+    host = np.array([[1.0, 2.0], [3.0, 5.0]])
+    x = xp.asarray(host)
+    for op in (xs.var, xs.std):
+        for axis, correction, keepdims in [(0, 2, False), (0, 3.5, True), ((0, 1), 4, False), (1, 2.0, False)]:
+            got = to_numpy(op(x, axis=axis, correction=correction, keepdims=keepdims))
+            sparse = op(xs.to_sparse_coo(x), axis=axis, correction=correction, keepdims=keepdims, layout=xs.strided)
+            want = np.full(np.var(host, axis=axis, keepdims=keepdims).shape, np.nan)
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(to_numpy(sparse), want)
+        # one element fewer than the correction asks is still a number
+        np.testing.assert_allclose(to_numpy(op(x, axis=0, correction=1)), np.asarray(getattr(np, op.__name__)(host, axis=0, ddof=1)))

@@ -29,7 +29,7 @@ import array_api_compat
 
 from . import dispatch
 from ._common import dtype_name, flag_argument, resolve_dtype
-from ._elementwise import convert_result, isnan, operand
+from ._elementwise import convert_result, isnan, logical_and, logical_not, operand
 from ._errors import NoKernelError
 from ._indexing import astype, where
 from .backends import Backend
@@ -312,13 +312,16 @@ def _exact_zero_products(x: SparseArray, spec: ReduceSpec, layout: Layout | None
     the signs), where the kernels' stored values overflowed to inf before the fill's ``0 ** k`` met them.
 
     A group's exact product with a zero in it is ``±0``, or NaN where a stored value is NaN or infinite:
-    what the product of each stored value times 0 (and the zero fill) gives, which cannot overflow."""
+    what the product of each stored value times 0 (and the zero fill) gives, which cannot overflow. A
+    group without a zero (every element stored and non-zero) keeps its NaN: an overflow to ``inf * 0j``
+    there is what the dense product gives too."""
     c = x.coalesce() if x.layout is sparse_coo else x  # duplicates add up first, as to_dense adds them
     zeroed = c._with_values(c._vals * 0, x.fill_value)
     exact = _run_modular("prod", zeroed, spec, layout, backend, xp, source)
+    has_zero = logical_not(all(c, axis=spec.axes, keepdims=spec.keepdims, layout=strided))
     if isinstance(out, SparseArray):
-        return where(isnan(out), exact, out)
-    return xp.where(xp.isnan(out), exact, out)
+        return where(logical_and(isnan(out), has_zero), exact, out)
+    return xp.where(xp.isnan(out) & has_zero, exact, out)
 
 
 def _cumulative(op: str, x: Any, axis: Any, dtype: Any, include_initial: bool, layout: Layout | None) -> Any:

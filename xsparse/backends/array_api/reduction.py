@@ -603,10 +603,11 @@ for _name in MONOIDS:
 
 
 def _nan_like(xp: Any, r: Any) -> Any:
-    """``r`` (strided or sparse) with every element NaN."""
+    """``r`` (strided or sparse) with every element NaN (``nan + nanj`` for complex, as ``0j / 0``)."""
+    nan = complex(math.nan, math.nan) if xp.isdtype(r.dtype, "complex floating") else math.nan
     if isinstance(r, SparseArray):
-        return r._with_values(xp.full(r._vals.shape, math.nan, dtype=r.dtype, device=r.device), math.nan)
-    return xp.full(r.shape, math.nan, dtype=r.dtype, device=_device(r))
+        return r._with_values(xp.full(r._vals.shape, nan, dtype=r.dtype, device=r.device), nan)
+    return xp.full(r.shape, nan, dtype=r.dtype, device=_device(r))
 
 
 def _divide(xp: Any, r: Any, n: float) -> Any:
@@ -693,10 +694,18 @@ def _var_groups(xp: Any, c: COOArray, spec: ReduceSpec) -> Any:
     return assemble(xp, c._backend, c.shape, sd, spec, grp.keys, q / (n - spec.correction), _constant_var(xp, f))
 
 
+def _too_few(x: Any, spec: ReduceSpec) -> bool:
+    """Whether ``N - correction <= 0``, where the standard's variance is NaN (NumPy's and torch's are
+    ``x / 0``, inf, where the squared deviations are not all 0)."""
+    return bool(math.prod(int(x.shape[d]) for d in spec.axes) - spec.correction <= 0)
+
+
 def _var_strided(xp: Any, x: Any, spec: ReduceSpec) -> Any:
     """var(strided) -> strided: the backend's var with the correction; O(numel)."""
     if not spec.axes:
         return _full(xp, tuple(x.shape), xp.asarray(0.0 if spec.correction < 1 else math.nan, dtype=x.dtype, device=_device(x)))
+    if _too_few(x, spec):
+        return xp.full(reduced_shape(tuple(x.shape), spec.axes, spec.keepdims), math.nan, dtype=x.dtype, device=_device(x))
     return xp.asarray(xp.var(x, axis=spec.axes, correction=spec.correction, keepdims=spec.keepdims))
 
 
@@ -718,7 +727,7 @@ def _sqrt(xp: Any, r: Any) -> Any:
 
 def _std_strided(xp: Any, x: Any, spec: ReduceSpec) -> Any:
     """std(strided) -> strided: the backend's std with the correction; O(numel)."""
-    if not spec.axes:
+    if not spec.axes or _too_few(x, spec):
         return _var_strided(xp, x, spec)
     try:
         return xp.asarray(xp.std(x, axis=spec.axes, correction=spec.correction, keepdims=spec.keepdims))

@@ -285,7 +285,9 @@ def _supports_statistic(kinds: frozenset[torch.dtype], what: str) -> Callable[..
 
 
 def _nan(values: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    return torch.full((), math.nan, dtype=dtype, device=values.device)
+    # nan + nanj for complex dtypes, as 0j / 0 and torch's mean of nothing give
+    nan = complex(math.nan, math.nan) if dtype.is_complex else math.nan
+    return torch.full((), nan, dtype=dtype, device=values.device)
 
 
 def _specified(xp: Any, a: SparseArray) -> SparseArray:
