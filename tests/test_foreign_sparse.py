@@ -243,6 +243,32 @@ def test_pydata_sparse_refused_and_converted() -> None:
     np.testing.assert_array_equal(_dense(af), f.todense())
 
 
+def test_pydata_gcxs_matrices_become_csr_or_csc_over_their_buffers() -> None:
+    sparse = pytest.importorskip("sparse")
+    for axis, layout in ((0, xs.sparse_csr), (1, xs.sparse_csc)):
+        g = sparse.GCXS.from_numpy(D, compressed_axes=[axis])
+        a = xs.asarray(g, copy=False)
+        assert a.layout is layout
+        assert np.shares_memory(np.asarray(a.values()), g.data)
+        np.testing.assert_array_equal(_dense(a), D)
+    f = sparse.GCXS.from_numpy(np.where(D == 0, 5.0, D), compressed_axes=[0], fill_value=5.0)
+    af = xs.asarray(f)
+    assert af.layout is xs.sparse_csr and af.fill_value == 5.0
+    np.testing.assert_array_equal(_dense(af), f.todense())
+    # GCXS allows unsorted and repeated indices in a slice: sorted and summed on a copy, the layout kept
+    for axes, indices in (([0], [1, 0]), ([1], [1, 1])):
+        u = sparse.GCXS((np.array([1.0, 2.0]), np.array(indices), np.array([0, 2, 2])), shape=(2, 2), compressed_axes=axes)
+        au = xs.asarray(u)
+        assert au.layout is (xs.sparse_csr if axes == [0] else xs.sparse_csc)
+        np.testing.assert_array_equal(_dense(au), u.todense())
+        with pytest.raises(ValueError, match="copy=False but the sparse array cannot be converted without a copy"):
+            xs.asarray(u, copy=False)
+    # more than two dimensions, or several compressed axes: no compressed layout holds them, COO does
+    g3 = sparse.GCXS.from_numpy(np.arange(8.0).reshape(2, 2, 2), compressed_axes=[0])
+    assert xs.asarray(g3).layout is xs.sparse_coo
+    np.testing.assert_array_equal(_dense(xs.asarray(g3)), np.arange(8.0).reshape(2, 2, 2))
+
+
 @pytest.fixture
 def jsp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """jax.experimental.sparse, in JAX's 64-bit mode. The generic backend registered for jax.numpy, and the

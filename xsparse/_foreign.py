@@ -153,11 +153,41 @@ def _from_pydata(op: str, s: Any) -> tuple[Any, bool]:
     from ._creation import sparse_coo_array
 
     copied = False
+    if type(s).__name__ == "GCXS" and s.ndim == 2 and tuple(s.compressed_axes) in ((0,), (1,)):
+        return _from_gcxs(s)
     if type(s).__name__ != "COO":
         s, copied = s.tocoo(), True  # GCXS, DOK: pydata/sparse's own conversion
     fill = s.fill_value.item() if hasattr(s.fill_value, "item") else s.fill_value
     coalesced = bool(getattr(s, "sorted", False)) and not bool(getattr(s, "has_duplicates", True))
     return sparse_coo_array(s.coords, s.data, tuple(int(d) for d in s.shape), is_coalesced=coalesced, fill_value=fill, backend="numpy"), copied
+
+
+def _from_gcxs(s: Any) -> tuple[Any, bool]:
+    """A 2-D pydata/sparse GCXS array as CSR (compressed rows) or CSC (columns), and whether that copied:
+    over its own buffers, or, where a slice's indices are out of order or repeated (which GCXS allows and
+    invariant 5.6 does not), converted from pydata/sparse's COO, which sorts and sums them on a copy. Its
+    indices are checked in full, once: GCXS does not record whether they are sorted, and any other
+    violation is an InvariantError naming it."""
+    from ._conversion import to_sparse
+    from ._creation import sparse_compressed_array
+    from ._errors import InvariantError
+    from .formats import sparse_csc, sparse_csr
+
+    import numpy as np
+
+    layout = sparse_csr if tuple(s.compressed_axes) == (0,) else sparse_csc
+    indptr, indices = (a if a.dtype in (np.int32, np.int64) else a.astype(np.int64) for a in (s.indptr, s.indices))
+    if indptr.dtype != indices.dtype:
+        indptr, indices = indptr.astype(np.int64), indices.astype(np.int64)
+    fill = s.fill_value.item() if hasattr(s.fill_value, "item") else s.fill_value
+    try:
+        shape = tuple(int(d) for d in s.shape)
+        return sparse_compressed_array(indptr, indices, s.data, shape, layout=layout, fill_value=fill, backend="numpy", check_invariants=True), False
+    except InvariantError as exc:
+        if exc.invariant != "5.6":
+            raise
+    coo, _ = _from_pydata("asarray", s.tocoo())
+    return to_sparse(coo, layout=layout, index_dtype=indices.dtype), True
 
 
 def _from_bcoo(op: str, b: Any) -> tuple[Any, bool]:

@@ -205,8 +205,10 @@ def _to_layout(backend: Backend, func: Any, defaults: dict[str, Any], layout: An
 def _from_dlpack(backend: Backend, func: Any, defaults: dict[str, Any], layout: Any, blocks: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
     """``from_dlpack`` in a namespace whose default is ``layout``: its result in the layout the namespace's
     ``asarray`` gives the same array. A sparse array of another layout is converted too, as ``asarray``
-    converts it (``from_dlpack`` has no ``layout=`` to keep it); ``copy=False`` then raises, since a
-    conversion copies."""
+    converts it (``from_dlpack`` has no ``layout=`` to keep it), except with ``copy=False``: a conversion
+    copies, and the layout is only the namespace's default, so the array is returned as it is (the
+    results of operations in such a namespace have other layouts too, and taking them back must not
+    fail)."""
     from ._conversion import to_sparse
     from .formats import SparseArray
 
@@ -218,10 +220,7 @@ def _from_dlpack(backend: Backend, func: Any, defaults: dict[str, Any], layout: 
         if target is result.layout and (changed or not blocks or getattr(result, "blocksize", None) == blocks["blocksize"]):
             return result
         if kwargs.get("copy") is False:
-            raise ValueError(
-                f"from_dlpack: copy=False but a {result.layout} array converted to {target}, this namespace's layout, is a "
-                f"copy (layout={target}). Pass copy=None to allow a copy."
-            )
+            return result
         return to_sparse(result, layout=target, **_without_blocks(blocks, changed))
 
     return _made_in(layout, result.ndim, make)
