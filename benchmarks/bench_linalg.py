@@ -1,4 +1,4 @@
-"""Benchmark xsparse's sparse linear algebra against SciPy, torch.sparse and pydata/sparse.
+"""Benchmark xsparse's sparse linear algebra against SciPy, torch.sparse, pydata/sparse and JAX.
 
 The xsparse side is the public API (``a @ x``, ``a @ a``, ``xs.sampled_addmm``): argument checks,
 dispatch and the kernels, everything a user's call pays, on every installed backend (NumPy: the
@@ -22,7 +22,8 @@ Cases (full sizes; ``--quick`` shrinks the matrices about tenfold):
 * The dispatch cost: a SpMV of a 10 x 10 matrix with 30 entries.
 
 Peers: SciPy (``csr_array``, one thread), torch.sparse CSR tensors with 1 and 2 threads
-(``torch.set_num_threads``), pydata/sparse ``GCXS`` arrays. Every result is checked against SciPy's
+(``torch.set_num_threads``), pydata/sparse ``GCXS`` arrays, and for SpMV and SpMM JAX's ``BCSR``
+matrices (``jax.experimental.sparse``, the product compiled once with ``jax.jit``, in 64-bit mode). Every result is checked against SciPy's
 once per case.
 
 Also measured: the machine's copy bandwidth (STREAM-style ``numpy.copyto`` with 1 and 2 threads,
@@ -124,6 +125,32 @@ def _pydata() -> Any:
     return sparse
 
 
+def _jax_sparse() -> Any:
+    """jax.experimental.sparse in JAX's 64-bit mode (float64 values, int64 indices), or None."""
+    try:
+        import jax
+    except ImportError:
+        return None
+    jax.config.update("jax_enable_x64", True)
+    from jax.experimental import sparse as jsparse
+
+    return jsparse
+
+
+def jax_product(a: sp.csr_array, x: np.ndarray) -> Callable[[], Any]:
+    """``A @ x`` with ``A`` a JAX ``BCSR`` matrix, compiled with ``jax.jit`` once (a JAX user's form), and
+    waited for."""
+    import jax
+    import jax.numpy as jnp
+
+    jsparse = _jax_sparse()
+    m = jsparse.BCSR((jnp.asarray(a.data), jnp.asarray(a.indices), jnp.asarray(a.indptr)), shape=a.shape)
+    jx = jnp.asarray(x)
+    f = jax.jit(lambda m, v: m @ v)
+    f(m, jx).block_until_ready()  # compiled before timing
+    return lambda: f(m, jx).block_until_ready()
+
+
 def _strict() -> Any:
     try:
         import array_api_strict
@@ -198,6 +225,8 @@ def product_case(op: str, name: str, a: sp.csr_array, quick: bool, rng: np.rando
     if sparse is not None:
         g = sparse.GCXS.from_scipy_sparse(a)
         impls.append(Impl("pydata/sparse", lambda: g @ x))
+    if _jax_sparse() is not None:
+        impls.append(Impl("jax BCSR", jax_product(a, x)))
     k = 1 if op == "spmv" else K_COLUMNS
     strict = _strict()
     if strict is not None and a.nnz * k <= STRICT_MAX_WORK:
@@ -311,6 +340,8 @@ def dispatch_case() -> Case:
     if sparse is not None:
         g = sparse.GCXS.from_scipy_sparse(a)
         impls.append(Impl("pydata/sparse", lambda: g @ x))
+    if _jax_sparse() is not None:
+        impls.append(Impl("jax BCSR", jax_product(a, x)))
 
     def check() -> None:
         _close(ours @ x, a @ x, np.float64)
@@ -342,7 +373,15 @@ def build_cases(quick: bool, only: str | None) -> list[Case]:
 
 # --- running and reporting ------------------------------------------------------------------------
 
-PEERS = ["xsparse[numpy]", "scipy", "torch 1t", "torch 2t", "pydata/sparse", "xsparse[torch]", "xsparse[array_api_strict]"]
+PEERS = ["xsparse[numpy]", "scipy", "torch 1t", "torch 2t", "pydata/sparse", "jax BCSR", "xsparse[torch]", "xsparse[array_api_strict]"]
+
+
+def _jax_version() -> str | None:
+    if _jax_sparse() is None:
+        return None
+    import jax
+
+    return str(jax.__version__)
 
 
 def run(quick: bool, only: str | None = None) -> dict[str, Any]:
@@ -376,6 +415,7 @@ def run(quick: bool, only: str | None = None) -> dict[str, Any]:
             "cpus": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
             "scipy": scipy.__version__, "torch": getattr(torch, "__version__", None),
             "pydata_sparse": getattr(sparse, "__version__", None), "xsparse": xs.__version__,
+            "jax": _jax_version(),
             "xsparse_threads": threads,
         },  # fmt: skip
         "copy_bandwidth": bandwidth,
@@ -429,7 +469,7 @@ def report(results: dict[str, Any], out_dir: Path = RESULTS_DIR) -> list[str]:
     bw = results["copy_bandwidth"]
     lines = [
         f"xsparse {m['xsparse']} sparse linear algebra, {m['cpus']} CPUs, xsparse threads {m['xsparse_threads']}; "
-        f"NumPy {m['numpy']}, SciPy {m['scipy']}, torch {m['torch']}, pydata/sparse {m['pydata_sparse']}"
+        f"NumPy {m['numpy']}, SciPy {m['scipy']}, torch {m['torch']}, pydata/sparse {m['pydata_sparse']}, JAX {m.get('jax')}"
         + (" (quick sizes)" if results["quick"] else ""),
         "copy bandwidth (numpy.copyto, read + written): "
         + ", ".join(f"{t} thread{'s' if t > 1 else ''} {v['bytes_per_s'] / 1e9:.1f} GB/s (other load {v['other_load'] or 0:.0%})" for t, v in bw.items()),
