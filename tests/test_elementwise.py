@@ -538,6 +538,34 @@ def test_product_with_non_finite_values_is_exact(backend: str, xp: Any) -> None:
     check_binary(xp, "multiply", a, xp.asarray([[1.0, 2.0, math.inf]], dtype=xp.float64))  # broadcast
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch", "array_api_strict"])
+def test_product_with_integers_that_are_infinite_in_the_result_dtype(backend: str, xp: Any) -> None:
+    # 100000 is inf as float16: meeting an unspecified 0 it gives NaN, as the dense product does; torch's
+    # sparse mul (and the generic kernel) checked the integer operand before the promotion and gave 0
+    half = getattr(xp, "float16", None)
+    if half is None:
+        pytest.skip(f"{backend} has no float16")
+    dense_a = xp.asarray([[0.0, 1.0, 0.0], [2.0, 0.0, 0.0]], dtype=half)
+    for int_dtype, big in (("int32", 100000), ("int64", 65520), ("int64", -70000), ("uint64", 2**63), ("int64", 65519)):
+        if not hasattr(xp, int_dtype):
+            continue
+        b = xp.asarray([[big, 1, 3], [1, 2, 0]], dtype=getattr(xp, int_dtype))
+        want = to_numpy(xp.multiply(dense_a, b))
+        for layout in (xs.sparse_coo, xs.sparse_csr, xs.sparse_bsr):
+            a = xs.to_sparse(dense_a, layout=layout, blocksize=(1, 1) if layout.is_blocked else None)
+            for got in (xs.multiply(a, b), xs.multiply(b, a), xs.multiply(a, xs.to_sparse_coo(b))):
+                np.testing.assert_array_equal(to_numpy(xs.to_dense(got)), want)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_scalar_product_of_uncoalesced_coo_with_a_scalar_infinite_in_its_dtype(backend: str, xp: Any) -> None:
+    # 1e5 is finite in Python but inf as float16: 2 * inf + -1 * inf is NaN, (2 - 1) * inf is inf
+    u = xs.sparse_coo_array(xp.asarray([[0, 0]]), xp.asarray([2.0, -1.0], dtype=xp.float16), (1,))
+    for got, want in ((u * 1e5, math.inf), (u / 1e-8, math.inf), (1e5 * u, math.inf)):
+        assert to_numpy(xs.to_dense(got)).tolist() == [want]
+    assert not (u * 2.0).is_coalesced()  # a scalar finite in float16 maps the duplicates as they are
+
+
 def test_scalar_product_of_uncoalesced_coo(backend: str, xp: Any) -> None:
     a = xs.sparse_coo_array(xp.asarray([[0, 0, 1]]), xp.asarray([1.0, 0.0, 2.0], dtype=xp.float64), (3,))
     with quiet():

@@ -109,6 +109,29 @@ def test_half_products_of_large_partial_sums_agree_with_dense(backend: str, dtyp
     np.testing.assert_array_equal(host(xs.addmm(make(backend, np.zeros((1, 1)), dtype), LAYOUTS[layout](row), ones)), dense)
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize(("backend", "dtype"), HALF_CASES)
+def test_half_precision_norms_compute_in_float32_like_the_dense_ones(backend: str, dtype: str, layout: str) -> None:
+    # the square of 21840 is inf in float16: the sparse norms overflowed where the dense ones (float32
+    # inside) do not; ord=0 of a CSR array along its rows came back as float32
+    # the oracle: the norms in float64 of the same elements (NumPy's and JAX's dense float16 norms overflow
+    # or round in float16 themselves), within the rounding of the half-precision result
+    data = [[21840.0, 0.0, 3.0], [0.0, 0.0, 4.0]]
+    exact = host(make(backend, data, dtype))
+    rtol = 2.0**-10 if dtype == "float16" else 2.0**-7
+    a = LAYOUTS[layout](make(backend, data, dtype))
+    for ord_ in (2, 3, 1, 0, xs.inf, -xs.inf, 0.5):
+        for axis in (None, 0, 1):
+            got = xs.linalg.vector_norm(a, ord=ord_, axis=axis)
+            assert str(got.dtype).endswith(dtype), (ord_, axis)
+            want = np.linalg.norm(exact.ravel(), ord=ord_) if axis is None else np.linalg.norm(exact, ord=ord_, axis=axis)
+            np.testing.assert_allclose(host(got), want, rtol=rtol, err_msg=f"ord={ord_}, axis={axis}")
+    for ord_ in ("fro", 1, -1, xs.inf, -xs.inf):
+        got = xs.linalg.matrix_norm(a, ord=ord_)
+        assert str(got.dtype).endswith(dtype)
+        np.testing.assert_allclose(host(got), np.linalg.norm(exact, ord=ord_), rtol=rtol, err_msg=f"ord={ord_}")
+
+
 def test_torch_smm_and_sspaddmm_decline_half_precision() -> None:
     torch = pytest.importorskip("torch")
     for dtype in (torch.float16, torch.bfloat16):

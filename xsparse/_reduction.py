@@ -34,7 +34,7 @@ from ._errors import NoKernelError
 from ._indexing import astype, where
 from .backends import Backend
 from .backends.array_api.conversion import signed_twin
-from .backends.array_api.reduction import ReduceSpec
+from .backends.array_api.reduction import ReduceSpec, quietly
 from .formats import Layout, SparseArray, sparse_coo, strided
 from .formats._invariants import is_half_precision
 
@@ -298,7 +298,7 @@ def prod(x: Any, /, *, axis: int | tuple[int, ...] | None = None, dtype: Any = N
         return astype(prod(astype(x, xp.float32), axis=axis, keepdims=keepdims, layout=layout), x.dtype)
     spec = ReduceSpec(_axes("prod", axis, x.ndim), flag_argument("prod", "keepdims", keepdims), _accumulation_dtype("prod", xp, x, dtype))
     out = _run_modular("prod", x, spec, layout, backend, xp, source)
-    if isinstance(x, SparseArray) and x.fill_value == 0 and xp.isdtype(spec.dtype, ("real floating", "complex floating")) and _holds_nan(xp, out):
+    if isinstance(x, SparseArray) and xp.isdtype(spec.dtype, ("real floating", "complex floating")) and _holds_nan(xp, out):
         out = _exact_zero_products(x, spec, layout, backend, xp, source, out)
     return out
 
@@ -309,14 +309,15 @@ def _holds_nan(xp: Any, r: Any) -> bool:
 
 def _exact_zero_products(x: SparseArray, spec: ReduceSpec, layout: Layout | None, backend: Backend, xp: Any, source: Layout, out: Any) -> Any:
     """``out`` where its NaNs are products of finite values and a zero: exactly 0 (its sign the product of
-    the signs), where the kernels' stored values overflowed to inf before the fill's ``0 ** k`` met them.
+    the signs), where the kernels' stored values (or the fill value's power ``f ** k``) overflowed to inf
+    before a zero met them.
 
-    A group's exact product with a zero in it is ``±0``, or NaN where a stored value is NaN or infinite:
-    what the product of each stored value times 0 (and the zero fill) gives, which cannot overflow. A
-    group without a zero (every element stored and non-zero) keeps its NaN: an overflow to ``inf * 0j``
-    there is what the dense product gives too."""
+    A group's exact product with a zero in it is ``±0``, or NaN where an element is NaN or infinite:
+    what the product of each element times 0 gives (the stored values' and the fill value's), which
+    cannot overflow. A group without a zero keeps its NaN: an overflow to ``inf * 0j`` there is what the
+    dense product gives too."""
     c = x.coalesce() if x.layout is sparse_coo else x  # duplicates add up first, as to_dense adds them
-    zeroed = c._with_values(c._vals * 0, x.fill_value)
+    zeroed = c._with_values(c._vals * 0, x.fill_value * 0)
     exact = _run_modular("prod", zeroed, spec, layout, backend, xp, source)
     has_zero = logical_not(all(c, axis=spec.axes, keepdims=spec.keepdims, layout=strided))
     if isinstance(out, SparseArray):
@@ -712,10 +713,29 @@ def _statistic(op: str, x: Any, axis: Any, correction: float, keepdims: bool, la
     _require(op, xp, x.dtype, "real floating", "a real floating-point", _CAST_FLOAT)
     if isinstance(correction, bool) or not isinstance(correction, (int, float)) or correction < 0:
         raise ValueError(f"{op}: correction must be a non-negative number (correction={correction!r}). Pass 0 for the population, 1 for the sample {op}.")
-    if _half(x):
-        return astype(_statistic(op, astype(x, xp.float32), axis, correction, keepdims, layout), x.dtype)
+    wide = _statistic_dtype(xp, x)
+    if wide is not None:
+        r = _statistic(op, astype(x, wide), axis, correction, keepdims, layout)
+        # a variance past the dtype's range is inf there, silently ("No floating-point warnings on NumPy")
+        return quietly(xp, lambda: astype(r, x.dtype))
     spec = ReduceSpec(_axes(op, axis, x.ndim), flag_argument(op, "keepdims", keepdims), x.dtype, correction=float(correction))
+    if isinstance(x, SparseArray):
+        return quietly(xp, lambda: _run(op, x, spec, layout, backend, xp, source))
     return _run(op, x, spec, layout, backend, xp, source)
+
+
+def _statistic_dtype(xp: Any, x: Any) -> Any:
+    """The dtype that ``var`` and ``std`` of ``x`` compute in, where it is not ``x``'s own (None): a sparse
+    array of a floating dtype narrower than float64 is widened to float64, where the backend has it, as
+    torch's own ``var`` accumulates on the CPU (the squares of float32's large values overflow in float32,
+    its tiny ones' underflow; a column of copies of 2.5e38 has the mean inf in float32); half precision
+    otherwise in float32 (as for sums). Strided arrays keep their backend's rules."""
+    if not isinstance(x, SparseArray) or not xp.isdtype(x.dtype, "real floating") or x.dtype == xp.float64:
+        return None
+    wide = getattr(xp, "float64", None)
+    if wide is not None and xp.float64 in xp.__array_namespace_info__().dtypes(device=x.device, kind="real floating").values():
+        return wide
+    return xp.float32 if is_half_precision(x.dtype) else None
 
 
 def var(x: Any, /, *, axis: int | tuple[int, ...] | None = None, correction: float = 0.0, keepdims: bool = False, layout: Layout | None = None) -> Any:

@@ -523,7 +523,18 @@ def vector_norm(x: Any, /, *, axis: int | tuple[int, ...] | None = None, keepdim
     from ._reduction import _axes
 
     _axes(op, axis, x.ndim)  # checked here, so that an error names this function, not the sum it runs
+    if is_half_precision(x.dtype):
+        return _in_float32(vector_norm(_in_float32(x, xp.float32), axis=axis, keepdims=keepdims, ord=ord), x.dtype)
     return _as_array(xp, dispatch.call(op, (x.layout,), backend.name, xp, x, axis, flag_argument(op, "keepdims", keepdims), ord))
+
+
+def _in_float32(x: Any, dtype: Any) -> Any:
+    """``x`` (sparse or strided) cast to ``dtype``: the norms of half-precision sparse arrays are computed
+    in float32 and cast back, as NumPy's and torch's dense norms accumulate them (the square of 21840 is
+    inf in float16, its norm is not)."""
+    from ._indexing import astype
+
+    return astype(x, dtype)
 
 
 def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: int | float | str | None = "fro") -> Any:  # noqa: A002
@@ -562,6 +573,8 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: int | float | str | N
         norm = xp.linalg.matrix_norm(_widened(xp, x), keepdims=flag_argument(op, "keepdims", keepdims), ord=ord)
         # half precision: singular values in float32, the norm cast back as the other orders' reductions are
         return _as_array(xp, xp.astype(norm, x.dtype) if is_half_precision(x.dtype) else norm)
+    if is_half_precision(x.dtype):
+        return _in_float32(matrix_norm(_in_float32(x, xp.float32), keepdims=keepdims, ord=ord), x.dtype)
     return _as_array(xp, dispatch.call(op, (x.layout,), backend.name, xp, x, flag_argument(op, "keepdims", keepdims), ord))
 
 

@@ -716,6 +716,9 @@ def _linear_with(xp: Any, name: str, sparse_first: bool, a: SparseArray, s: Any,
     if getattr(s, "ndim", 0) or fill.dtype != a.dtype:
         return False
     value = complex(s) if not isinstance(s, bool) else complex(int(s))
+    if xp.isdtype(a.dtype, ("real floating", "complex floating")):
+        # the scalar as the values meet it: 1e5 is inf as float16, 1e-8 is 0
+        value = complex(xp.asarray(value if xp.isdtype(a.dtype, "complex floating") else value.real, dtype=a.dtype))
     finite = math.isfinite(value.real) and math.isfinite(value.imag)
     if name == "divide":
         return finite and value != 0 and xp.isdtype(a.dtype, ("real floating", "complex floating"))
@@ -757,10 +760,34 @@ def _gather(xp: Any, d: Any, idx: Any, shape: tuple[int, ...], sd: int) -> Any:
     return xp.broadcast_to(take_values(xp, flat, key, axis=0), (n, *shape[sd:]))
 
 
-def _nonfinite_entries(xp: Any, d: Any, shape: tuple[int, ...], sd: int, like: COOArray) -> COOArray | None:
-    """The positions (over the first ``sd`` dimensions of ``shape``) where the broadcast of ``d`` holds a
-    non-finite element, as a COO array of zeros in ``like``'s dtype; None when there is none."""
-    if not xp.isdtype(d.dtype, ("real floating", "complex floating")):
+def _integer_range(xp: Any, d: Any) -> tuple[int, int]:
+    """The smallest and largest element of the non-empty integer ``d`` (torch reduces no uint64 but on
+    the order-preserving map)."""
+    try:
+        return int(xp.min(d)), int(xp.max(d))
+    except (NotImplementedError, RuntimeError):
+        if signed_twin(xp, d.dtype) is None:
+            raise
+        shift = 2 ** (xp.iinfo(d.dtype).bits - 1)
+        o = to_ordered(xp, d)
+        return int(xp.min(o)) + shift, int(xp.max(o)) + shift
+
+
+def _nonfinite_entries(xp: Any, d: Any, shape: tuple[int, ...], sd: int, like: COOArray, dtype: Any) -> COOArray | None:
+    """The positions (over the first ``sd`` dimensions of ``shape``) where the broadcast of ``d``, promoted
+    to the product's ``dtype``, holds a non-finite element, as a COO array of zeros in ``like``'s dtype;
+    None when there is none."""
+    floating = ("real floating", "complex floating")
+    if xp.isdtype(d.dtype, "integral") and xp.isdtype(dtype, floating):
+        if xp.iinfo(d.dtype).max <= xp.finfo(dtype).max or not prod(tuple(d.shape)):
+            return None
+        # an integer that the product's dtype cannot hold is inf there (100000 as float16)
+        big = xp.finfo(dtype).max
+        lo, hi = _integer_range(xp, d)
+        if -big <= lo and hi <= big:
+            return None
+        d = xp.astype(d, dtype)
+    if not xp.isdtype(d.dtype, floating):
         return None
     # a finite sum means finite elements (inf and NaN propagate): one read of d in the common case
     if bool(xp.isfinite(xp.sum(d))):
@@ -790,7 +817,7 @@ def _annihilated(xp: Any, name: str, a: SparseArray, d: Any, sparse_first: bool)
     fill = python_scalar(xp, xp.reshape(f(xp, own, zero) if sparse_first else f(xp, zero, own), ()))
     idx, vals = c._idx, c._vals
     # 0 * inf and 0 * nan are NaN: where d holds them, an element a leaves out is not the fill value
-    extra = _nonfinite_entries(xp, d, shape, sd, c) if name == "multiply" else None
+    extra = _nonfinite_entries(xp, d, shape, sd, c, result_dtype(xp, a.dtype, d.dtype)) if name == "multiply" else None
     if extra is not None:
         idx, vals, _, _, _ = merge_coo(xp, coalesce_coo(xp, c), extra)
     other = _gather(xp, d, idx, shape, sd)

@@ -57,6 +57,7 @@ __all__ = [
     "wide_groups_reason",
     "monoid_coo",
     "Grouping",
+    "quietly",
 ]
 
 
@@ -241,7 +242,7 @@ def _multiplied_up(xp: Any, f: Any, n: Any, onto: Any = None) -> Any:
             p, k = p * p, k // 2
         return total
 
-    return _quietly(xp, compute)
+    return quietly(xp, compute)
 
 
 def _add_values(xp: Any, a: Any, b: Any) -> Any:
@@ -260,7 +261,7 @@ def _same(xp: Any, f: Any, n: Any) -> Any:
     return f
 
 
-def _quietly(xp: Any, compute: Callable[[], Any]) -> Any:
+def quietly(xp: Any, compute: Callable[[], Any]) -> Any:
     """``compute()``, under ``numpy.errstate(all="ignore")`` on NumPy's namespace: a product that overflows
     is inf, silently, as the NumPy backend's own kernels give it ("No floating-point warnings on NumPy"
     in docs/decisions.md); array_api_strict's warnings come through, as documented there."""
@@ -298,8 +299,8 @@ MONOIDS: dict[str, Monoid] = {
         _scaled, _zero, linear=True,
     ),
     "prod": Monoid(
-        "prod", _cast_premap, lambda xp, v, ax: _quietly(xp, lambda: xp.prod(v, axis=ax, keepdims=True, dtype=v.dtype)),
-        lambda xp, a, b: _quietly(xp, lambda: xp.multiply(a, b)), _powered, _one,
+        "prod", _cast_premap, lambda xp, v, ax: quietly(xp, lambda: xp.prod(v, axis=ax, keepdims=True, dtype=v.dtype)),
+        lambda xp, a, b: quietly(xp, lambda: xp.multiply(a, b)), _powered, _one,
     ),
     "max": Monoid(
         "max", _cast_premap, lambda xp, v, ax: xp.max(v, axis=ax, keepdims=True), lambda xp, a, b: xp.maximum(a, b),

@@ -183,12 +183,18 @@ def _erfinv_strided_torch(xp: Any, x: torch.Tensor) -> torch.Tensor:
     return cast(torch.Tensor, torch.special.erfinv(x))
 
 
-def _finite(t: torch.Tensor) -> bool:
-    """Whether every element is finite: their sum is (inf and NaN propagate; an overflowing sum only
-    sends the call to the generic kernel). One read of ``t``, several times faster than isfinite().all()."""
-    if not (t.is_floating_point() or t.is_complex()):
+def _finite(t: torch.Tensor, dtype: torch.dtype) -> bool:
+    """Whether every element is finite once promoted to ``dtype``: their sum is (inf and NaN propagate; an
+    overflowing sum only sends the call to the generic kernel). One read of ``t``, several times faster
+    than isfinite().all(). An integer is finite unless ``dtype`` is floating and cannot hold it (100000 is
+    inf as float16)."""
+    if t.is_floating_point() or t.is_complex():
+        return bool(torch.isfinite(t.sum()))
+    if not (dtype.is_floating_point or dtype.is_complex) or t.numel() == 0 or t.dtype == torch.bool:
         return True
-    return bool(torch.isfinite(t.sum()))
+    big = torch.finfo(dtype).max
+    lo, hi = torch.stack(torch.aminmax(t.reshape(-1))).tolist()
+    return bool(-big <= lo and hi <= big)
 
 
 def _same_structure_reason(a: SparseArray, other: Any) -> str | None:
@@ -213,7 +219,8 @@ def _product_reason(a: SparseArray, other: Any) -> str | None:
         # (-0+0j) * 1j is -0+0j, and torch's dense product says so, but its hybrid sparse mul gives +0+0j
         return "torch's sparse mul of complex values with dense dimensions gives zero parts other signs than its dense product"
     others = [a._vals] + ([other._vals] if isinstance(other, SparseArray) else [other])
-    if not all(_finite(t) for t in others):
+    promoted = torch.promote_types(a.dtype, other.dtype)
+    if not all(_finite(t, promoted) for t in others):
         return "torch's sparse mul gives 0 where a non-finite value meets an unspecified element (IEEE 754 gives NaN)"
     return None
 
