@@ -506,3 +506,70 @@ def test_clone_copies_and_keeps_the_gradient(layout: xs.Layout) -> None:
     b = xs.clone(rebuild(a, values))
     assert b.layout is layout and b._vals.data_ptr() != values.data_ptr()
     check(lambda v: xs.clone(rebuild(a, v))._vals, values)
+
+
+ZERO_D_OPERATIONS: dict[str, Callable[[Any, Any], Any]] = {
+    "a + s": lambda a, s: a + s,
+    "s - a": lambda a, s: s - a,
+    "a - mean(a)": lambda a, s: a - xs.mean(a) * s,
+    "exp(a - max(a))": lambda a, s: xs.exp(a - xs.max(a)) * s,
+    "maximum(a, s)": lambda a, s: xs.maximum(a, s),
+    "clip(a, min=s)": lambda a, s: xs.clip(a, min=s),
+    "s / (a + 3)": lambda a, s: s / (a + 3),
+    "hypot(a, s)": lambda a, s: xs.hypot(a, s),
+    "logaddexp(a, s)": lambda a, s: xs.logaddexp(a, s),
+    "cos(a) * s": lambda a, s: xs.cos(a) * s,
+    "a * s": lambda a, s: a * s,
+    "a / s": lambda a, s: a / s,
+}
+
+
+@pytest.mark.filterwarnings("error::UserWarning")  # torch's "Converting a tensor with requires_grad=True to a scalar"
+@pytest.mark.parametrize("layout", SPARSE, ids=str)
+@pytest.mark.parametrize("name", ZERO_D_OPERATIONS)
+def test_a_zero_d_operand_that_requires_grad_keeps_its_gradient(layout: xs.Layout, name: str) -> None:
+    # a 0-d tensor acted as a scalar: the fill value it gave (f + s) became a Python number, and the
+    # gradient of the unspecified elements was lost (s.grad 2 instead of 24 for a + s, the values' of
+    # a - mean(a) wrong too); it acts as an array now, the result strided where its fill value would
+    # depend on s, sparse where it stays 0 (a * s, a / s)
+    op = ZERO_D_OPERATIONS[name]
+    a = sparse(layout)
+    s = torch.tensor(0.75, dtype=F64, requires_grad=True)
+    check(lambda v, s: xs.to_dense(r) if isinstance(r := op(rebuild(a, v), s), xs.SparseArray) else r, leaf(a), s)
+    # against the dense computation of the same leaves
+    v, s2 = leaf(a), s.detach().clone().requires_grad_(True)
+    w = torch.linspace(0.5, 1.5, a.shape[0] * a.shape[1], dtype=F64).reshape(a.shape)
+    r = op(rebuild(a, v), s)
+    ((xs.to_dense(r) if isinstance(r, xs.SparseArray) else r) * w).sum().backward()
+    vd = leaf(a)
+    (op(xs.to_dense(rebuild(a, vd)), s2) * w).sum().backward()
+    torch.testing.assert_close(v.grad, vd.grad)
+    torch.testing.assert_close(s.grad, s2.grad)
+    if name in ("a * s", "a / s"):
+        assert isinstance(r, xs.SparseArray)  # the fill value stays 0: the product keeps the structure
+
+
+def test_batched_csr_sampled_addmm_backward_runs_on_the_generic_kernel() -> None:
+    # torch's sampled_addmm computed the batched product, but its backward raised ("coo_to_sparse_csr:
+    # ... sparse_dim()!=2 is not supported"): the torch kernel declines where a gradient is needed
+    a = sparse(xs.sparse_csr, (2, 4, 6))
+    check(lambda v, x, y: xs.to_dense(xs.sampled_addmm(rebuild(a, v), x, y, beta=0.5)), leaf(a), dense(2, 4, 3), dense(2, 3, 6, seed=2))
+
+
+@pytest.mark.filterwarnings("error::UserWarning")
+def test_reductions_of_tensors_that_require_grad_warn_nothing() -> None:
+    # torch.asarray of a tensor that requires grad warns that its default changed (torch 2.13): results
+    # of the strided reductions are returned as they are
+    t = dense(3, 4)
+    for r in (xs.mean(t), xs.var(t, axis=0), xs.std(t, axis=1), xs.sum(t), xs.max(t, axis=0)):
+        assert r.requires_grad
+
+
+def test_add_and_subtract_of_csr_and_a_non_contiguous_tensor() -> None:
+    # torch adds a CSR tensor into a contiguous tensor only ("out argument must be contiguous")
+    a = xs.to_sparse_csr(torch.tensor([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]], dtype=F64))
+    b = torch.arange(6, dtype=F64).reshape(3, 2).mT
+    d = xs.to_dense(a)
+    for op in (xs.add, xs.subtract):
+        torch.testing.assert_close(op(a, b), op(d, b))
+        torch.testing.assert_close(op(b, a), op(b, d))

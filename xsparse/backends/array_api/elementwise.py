@@ -356,6 +356,10 @@ def _result_fill(xp: Any, fill: Any, error: Exception | None, values: Any, shape
     0 of the values' dtype if the result has no unspecified element (the fill value is never read, and
     the dense computation does not meet it), else the error."""
     if error is None:
+        if _tracks_gradient(fill):
+            # only a 0-d operand whose fill value does not depend on it gets here (_fill_stays_zero): a
+            # constant, whose gradient is 0; torch warns when a tensor that requires grad is read
+            fill = fill.detach()
         return python_scalar(xp, xp.reshape(fill, ()))
     if prod(tuple(values.shape)) != prod(shape):
         raise error
@@ -715,6 +719,8 @@ def _linear_with(xp: Any, name: str, sparse_first: bool, a: SparseArray, s: Any,
         return False
     if getattr(s, "ndim", 0) or fill.dtype != a.dtype:
         return False
+    if _tracks_gradient(s):
+        s = s.detach()  # its value only (torch warns when a tensor that requires grad is read)
     value = complex(s) if not isinstance(s, bool) else complex(int(s))
     if xp.isdtype(a.dtype, ("real floating", "complex floating")):
         # the scalar as the values meet it: 1e5 is inf as float16, 1e-8 is 0
@@ -827,13 +833,28 @@ def _annihilated(xp: Any, name: str, a: SparseArray, d: Any, sparse_first: bool)
     return as_layout_of(xp, out, a, name)
 
 
+def _tracks_gradient(d: Any) -> bool:
+    """Whether autograd records operations on the strided ``d`` (a torch tensor that requires grad)."""
+    return bool(getattr(d, "requires_grad", False))
+
+
+def _fill_stays_zero(name: str, sparse_first: bool, a: SparseArray) -> bool:
+    """Whether ``name(a, s)`` has the fill value 0 whatever the scalar ``s`` (``0 * s``, ``0 / s``): its
+    derivative in ``s`` is 0, so a fill value, a constant, loses none of ``s``'s gradient.
+
+    A 0-d operand that requires grad otherwise acts as an array, not as a scalar: the fill value it would
+    give (``f + s``) is a Python number, and the gradient of the unspecified elements would be lost; as
+    an array it broadcasts, and a sum with it is strided, as with an array of shape ``(1,)``."""
+    return is_plus_zero(a.fill_value) and (name == "multiply" or (name == "divide" and sparse_first))
+
+
 def _binary_mixed_kernel(name: str, sparse_first: bool) -> Callable[..., Any]:
     f = _binary_func(name)
     scalar_kernel = _binary_scalar_kernel(name, sparse_first)
 
     def kernel(xp: Any, x: Any, y: Any) -> Any:
         a, d = (x, y) if sparse_first else (y, x)
-        if d.ndim == 0:
+        if d.ndim == 0 and (not _tracks_gradient(d) or _fill_stays_zero(name, sparse_first, a)):
             # a 0-d array acts as a scalar (with an array's dtype in the type promotion)
             return scalar_kernel(xp, x, y)
         if name in ANNIHILATING and is_plus_zero(a.fill_value):

@@ -58,6 +58,7 @@ __all__ = [
     "monoid_coo",
     "Grouping",
     "quietly",
+    "as_array",
 ]
 
 
@@ -259,6 +260,15 @@ def _plus(xp: Any, a: Any, b: Any) -> Any:
 
 def _same(xp: Any, f: Any, n: Any) -> Any:
     return f
+
+
+def as_array(xp: Any, r: Any) -> Any:
+    """``r``, a backend's result, as an array: NumPy gives scalars for 0-d results (made 0-d arrays); an
+    array is returned as it is (torch's ``asarray`` of a tensor that requires grad warns, and would
+    copy under another rule)."""
+    import numpy as np
+
+    return xp.asarray(r) if isinstance(r, (np.generic, int, float, complex)) else r
 
 
 def quietly(xp: Any, compute: Callable[[], Any]) -> Any:
@@ -471,7 +481,7 @@ def assemble(
     if result_kind(len(shape), indexed_dim, axes) == "strided":
         dense_shape = tuple(g.shape[1:])
         res = g[0, ...] if g.shape[0] else _full(xp, dense_shape, xp.astype(xp.asarray(empty), g.dtype))
-        return xp.asarray(xp.reshape(res, out_shape))
+        return as_array(xp, xp.reshape(res, out_shape))
     values = g if spec.keepdims else _squeeze(xp, g, dense_reduced)
     kept = [d for d in range(indexed_dim) if d not in axes]
     if spec.keepdims:
@@ -574,7 +584,7 @@ def _monoid_kernels(name: str) -> None:
     def strided_kernel(xp: Any, x: Any, spec: ReduceSpec) -> Any:
         v = monoid.premap(xp, x, spec.dtype)
         r = local_reduction(xp, monoid, v, spec.axes)
-        return xp.asarray(r if spec.keepdims else _squeeze(xp, r, spec.axes))
+        return as_array(xp, r if spec.keepdims else _squeeze(xp, r, spec.axes))
 
     def coo_kernel(xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
         return monoid_coo(xp, monoid, a, spec)
@@ -617,7 +627,7 @@ def _divide(xp: Any, r: Any, n: float) -> Any:
         return _nan_like(xp, r)
     if isinstance(r, SparseArray):
         return r._with_values(r._vals / n, python_scalar(xp, fill_array(xp, r) / n))
-    return xp.asarray(r / n)
+    return as_array(xp, r / n)
 
 
 def mean_of_sum(xp: Any, r: Any, a: SparseArray | Any, spec: ReduceSpec) -> Any:
@@ -628,7 +638,7 @@ def mean_of_sum(xp: Any, r: Any, a: SparseArray | Any, spec: ReduceSpec) -> Any:
 def _mean_strided(xp: Any, x: Any, spec: ReduceSpec) -> Any:
     """mean(strided) -> strided: the backend's mean; O(numel)."""
     # an empty tuple of axes reduces nothing (some libraries read it as every axis)
-    return xp.asarray(xp.mean(x, axis=spec.axes, keepdims=spec.keepdims)) if spec.axes else x
+    return as_array(xp, xp.mean(x, axis=spec.axes, keepdims=spec.keepdims)) if spec.axes else x
 
 
 def _mean_coo(xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
@@ -707,7 +717,7 @@ def _var_strided(xp: Any, x: Any, spec: ReduceSpec) -> Any:
         return _full(xp, tuple(x.shape), xp.asarray(0.0 if spec.correction < 1 else math.nan, dtype=x.dtype, device=_device(x)))
     if _too_few(x, spec):
         return xp.full(reduced_shape(tuple(x.shape), spec.axes, spec.keepdims), math.nan, dtype=x.dtype, device=_device(x))
-    return xp.asarray(xp.var(x, axis=spec.axes, correction=spec.correction, keepdims=spec.keepdims))
+    return as_array(xp, xp.var(x, axis=spec.axes, correction=spec.correction, keepdims=spec.keepdims))
 
 
 def _var_coo(xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
@@ -723,7 +733,7 @@ _var_compressed.__doc__ = "var(compressed) -> same layout, COO or strided: two f
 def _sqrt(xp: Any, r: Any) -> Any:
     if isinstance(r, SparseArray):
         return r._with_values(xp.sqrt(r._vals), python_scalar(xp, xp.sqrt(fill_array(xp, r))))
-    return xp.asarray(xp.sqrt(r))
+    return as_array(xp, xp.sqrt(r))
 
 
 def _std_strided(xp: Any, x: Any, spec: ReduceSpec) -> Any:
@@ -731,7 +741,7 @@ def _std_strided(xp: Any, x: Any, spec: ReduceSpec) -> Any:
     if not spec.axes or _too_few(x, spec):
         return _var_strided(xp, x, spec)
     try:
-        return xp.asarray(xp.std(x, axis=spec.axes, correction=spec.correction, keepdims=spec.keepdims))
+        return as_array(xp, xp.std(x, axis=spec.axes, correction=spec.correction, keepdims=spec.keepdims))
     except NotImplementedError:
         # array-api-compat's torch std takes only a whole correction (its var takes any): the root of the variance
         return xp.sqrt(_var_strided(xp, x, spec))
@@ -858,7 +868,7 @@ def _arg_kernels(name: str, largest: bool) -> None:
         r = xp.argmax(flat, axis=axis, keepdims=spec.keepdims) if largest else xp.argmin(flat, axis=axis, keepdims=spec.keepdims)
         if axis is None and spec.keepdims:
             r = xp.reshape(r, (1,) * x.ndim)
-        return xp.asarray(xp.astype(r, spec.dtype))
+        return as_array(xp, xp.astype(r, spec.dtype))
 
     def coo_kernel(xp: Any, a: COOArray, spec: ReduceSpec) -> Any:
         return _arg_coo(xp, a, spec, largest)

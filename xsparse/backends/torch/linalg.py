@@ -476,6 +476,10 @@ def _supports_sampled(xp: Any, input: CompressedArray, a: torch.Tensor, b: torch
         return f"torch's sampled_addmm has no {input.dtype} kernel"
     if input.dtype.is_complex and _grad_needed(input._vals, a, b):
         return "torch has no backward for complex compressed arrays"
+    if input.batch_dim() and _grad_needed(input._vals, a, b):
+        # its backward converts a COO gradient with more than two sparse dimensions to CSR, which torch
+        # refuses ("coo_to_sparse_csr: ... sparse_dim()!=2 is not supported", torch 2.13)
+        return "torch's sampled_addmm has no backward for batched CSR arrays"
     reason = _dtype_reason(input, a, b)
     if reason is None:
         batch = tuple(input.shape[:-2])
