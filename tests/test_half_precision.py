@@ -219,3 +219,26 @@ def test_half_precision_decompositions_compute_in_float32(backend: str, dtype: s
     e, x = xs.lobpcg(LAYOUTS[layout](make(backend, np.diag(np.arange(1.0, 10.0)), dtype)), k=1, seed=0)
     assert str(e.dtype).endswith("float32") and str(x.dtype).endswith("float32")
     np.testing.assert_allclose(host(e), [9.0], rtol=1e-4)
+
+
+@pytest.mark.parametrize("layout", ["coo", "csr", "csc"])
+@pytest.mark.parametrize(("backend", "dtype"), HALF_CASES)
+def test_half_precision_softmax_rounds_once(backend: str, dtype: str, layout: str) -> None:
+    # computed in float16, a log_softmax was 7 units in the last place off (NumPy); in float32 and rounded
+    # once, within half a unit of the float64 result (a unit for bfloat16's fewer bits, relative)
+    rng = np.random.default_rng(3)
+    data = np.round(rng.standard_normal((4, 6)) * 3, 2)
+    data[rng.random((4, 6)) < 0.3] = 0.0
+    x = make(backend, data, dtype)
+    exact_in = host(x)  # the elements as the half-precision array holds them
+    stored = exact_in != 0
+    masked = np.where(stored, exact_in, -np.inf)
+    top = masked.max(axis=1, keepdims=True)
+    lse = np.log(np.exp(masked - top).sum(axis=1, keepdims=True)) + top
+    # half a unit in the last place, relative; for float16's subnormals (below 2**-14) half their spacing 2**-24
+    tol, tiny = (2.0**-11, 2.0**-25) if dtype == "float16" else (2.0**-8, 0.0)
+    for op, want in (("softmax", np.exp(masked - lse)), ("log_softmax", masked - lse)):
+        got = getattr(xs, op)(LAYOUTS[layout](x), axis=1)
+        assert str(got.dtype).endswith(dtype)
+        err = np.abs(host(got)[stored] - want[stored])
+        assert np.all(err <= tol * np.abs(want[stored]) + tiny), (op, err.max())

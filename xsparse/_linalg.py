@@ -243,8 +243,9 @@ def matmul(x1: Any, x2: Any, /, *, layout: Layout | None = None) -> Any:
     Returns
     -------
     array
-        ``x1 @ x2``. A sparse factor with a non-zero fill value is handled exactly where the result
-        is strided; a product of two sparse arrays needs fill values 0.
+        ``x1 @ x2``. A sparse factor with a non-zero fill value is handled where the result is
+        strided (docs/linalg.md, "Fill values", for its rounding); a product of two sparse arrays needs
+        fill values 0.
 
     Examples
     --------

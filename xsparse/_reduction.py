@@ -823,6 +823,10 @@ def _softmax(op: str, x: Any, axis: int, dtype: Any, layout: Layout | None) -> A
             f"array's fill value (fill_value={x.fill_value!r}). Densify it with xsparse.to_dense(x) to count the "
             "unspecified elements, or build it with fill_value=0 or -inf."
         )
+    if isinstance(x, SparseArray) and is_half_precision(rdt):
+        # the exponentials' sum in float32, rounded once, as NumPy's float16 arithmetic and torch's own
+        # half-precision softmax give it (in float16 a log_softmax was 7 units in the last place off)
+        return astype(_softmax(op, astype(x, xp.float32), axis, None, layout), rdt)
     return _run(op, x, ReduceSpec((d,), False, rdt), layout, backend, xp, source)
 
 

@@ -50,6 +50,7 @@ from .conversion import (
     through_signed,
 )
 from .elementwise import broadcast_coo
+from .reduction import quietly
 
 __all__ = [
     "LobpcgOptions",
@@ -307,16 +308,23 @@ def strided_times_sparse(xp: Any, a: Any, c: COOArray) -> Any:
     return xp.matrix_transpose(sparse_times_strided(xp, c_t, xp.matrix_transpose(a)))
 
 
-def _fill_against_non_finite(xp: Any, fill: Any, x: Any) -> str | None:
+def _fill_against_non_finite(xp: Any, fill: Any, x: Any, axis: int, dtype: Any) -> str | None:
     """Why ``S @ B + f * (colsum(B) - P @ B)`` (see the module docstring) is not exact: a non-zero fill value
-    ``f`` against an infinite or NaN element of the strided operand, where ``colsum(B) - P @ B`` is
-    ``inf - inf`` and the dense product may be infinite (a pass over the operand, only for a non-zero fill value)."""
-    if _is_zero(fill) or not xp.isdtype(x.dtype, ("real floating", "complex floating")) or bool(xp.all(xp.isfinite(x))):
+    ``f`` against a strided operand with an infinite or NaN element, where ``colsum(B) - P @ B`` is
+    ``inf - inf`` and the dense product may be infinite, or whose sums along the contracted ``axis``
+    overflow in the product's working ``dtype`` (the dense product, which adds only the unspecified
+    elements' rows, may not). One pass over the operand, only for a non-zero fill value."""
+    if _is_zero(fill) or not xp.isdtype(x.dtype, ("real floating", "complex floating")):
+        return None
+    # inf and NaN propagate into the sums: one reduction checks both
+    sums = quietly(xp, lambda: xp.sum(xp.astype(x, accumulation_dtype(xp, dtype), copy=False), axis=axis))
+    if bool(xp.all(xp.isfinite(sums))):
         return None
     return (
-        f"a non-zero fill value ({fill!r}) against an infinite or NaN element of the strided operand: the unspecified "
-        "products are summed apart from the specified ones, which is inexact there (inf - inf); multiply xsparse.to_dense "
-        "of the sparse operand, or give it fill value 0"
+        f"a non-zero fill value ({fill!r}) against a strided operand with an infinite or NaN element, or whose sums over "
+        "the contracted dimension overflow: the unspecified products are summed apart from the specified ones (as the "
+        "sums minus the specified rows), which is inexact there; multiply xsparse.to_dense of the sparse operand, or give "
+        "it fill value 0"
     )
 
 
@@ -329,7 +337,7 @@ def _supports_matmul_sparse_strided(xp: Any, a: SparseArray, b: Any) -> str | No
         return None
     if not _is_finite(a.fill_value):
         return f"a non-finite fill value ({a.fill_value!r}) makes the unspecified products undefined"
-    return _fill_against_non_finite(xp, a.fill_value, b)
+    return _fill_against_non_finite(xp, a.fill_value, b, 0 if b.ndim == 1 else -2, result_dtype(xp, a.dtype, b.dtype))
 
 
 def promoted_product(xp: Any, product: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
@@ -399,7 +407,7 @@ def _supports_matmul_strided_sparse(xp: Any, a: Any, b: SparseArray) -> str | No
         return "of the hybrid operands contracted over a sparse dimension, only a 2-D COO array with one sparse dimension is supported"
     if not dense_dim and not _is_finite(b.fill_value):
         return f"a non-finite fill value ({b.fill_value!r}) makes the unspecified products undefined"
-    return None if dense_dim else _fill_against_non_finite(xp, b.fill_value, a)
+    return None if dense_dim else _fill_against_non_finite(xp, b.fill_value, a, -1, result_dtype(xp, a.dtype, b.dtype))
 
 
 @register("matmul", (strided, INDEXED), supports=_supports_matmul_strided_sparse)
