@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import BACKENDS, backend_skip_reason, load_native_kernels
+from conftest import BACKENDS, backend_params, backend_skip_reason, load_native_kernels
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -694,13 +694,33 @@ def test_isin_of_floating_and_bool_operands(backend: str, xp: Any, data: st.Data
         assert to_numpy(xs.to_dense(xs.isin(s1, s2, invert=invert))).tolist() == want.tolist()
 
 
-def test_isin_operands_without_a_common_dtype_on_array_api_strict() -> None:
-    if backend_skip_reason("array_api_strict"):
-        pytest.skip(str(backend_skip_reason("array_api_strict")))
-    import array_api_strict as strict
+def test_isin_of_integers_beside_floating_values_compares_as_numpy(backend: str, xp: Any) -> None:
+    # NumPy compares them in float64: torch compared int32 with float16 in float16 (2**31 - 1 was inf there),
+    # array-api-strict promotes no integer with a floating dtype and refused
+    ints = np.asarray([0, 3, 2**31 - 1], dtype=np.int32)
+    for floats in (np.asarray([np.inf, 3.0], dtype=np.float16), np.asarray([3.0, 2.0**31 - 1], dtype=np.float64)):
+        if not hasattr(xp, dtype_name(floats.dtype)):
+            continue
+        x1, x2 = xp.asarray(ints), xp.asarray(floats)
+        want = np.isin(ints, floats)
+        assert to_numpy(xs.isin(x1, x2)).tolist() == want.tolist()
+        assert to_numpy(xs.to_dense(xs.isin(xs.to_sparse_coo(x1), x2))).tolist() == want.tolist()
+        assert to_numpy(xs.isin(x2, x1)).tolist() == np.isin(floats, ints).tolist()
 
-    with pytest.raises(TypeError, match=r"^isin: the backend promotes no int64 with float64 \(x1\.dtype=int64, x2\.dtype=float64\)\. Cast one operand with xsparse\.astype first\.$"):
-        xs.isin(strict.asarray([1, 2]), strict.asarray([1.0]))
+
+@pytest.mark.parametrize("backend", backend_params(["torch"]))
+def test_isin_on_torch_of_unsigned_beside_signed_and_non_contiguous_operands(backend: str, xp: Any) -> None:
+    # torch promotes no uint16 with int8 ("Promotion for uint16, uint32, uint64 types is not supported"),
+    # and its isin views operands flat, which fails for a non-contiguous tensor
+    a = xp.asarray([0, 3, 7], dtype=xp.uint16)
+    for b, want in ((xp.asarray([3, 5], dtype=xp.int8), [False, True, False]), (xp.asarray([7], dtype=xp.int32), [False, False, True])):
+        assert to_numpy(xs.isin(a, b)).tolist() == want
+        assert to_numpy(xs.to_dense(xs.isin(xs.to_sparse_coo(a), b))).tolist() == want
+    t = xp.reshape(xp.arange(9, dtype=xp.float64), (3, 3)).mT
+    v = xp.asarray([0.0, 1.0, 5.0, 9.0])
+    assert to_numpy(xs.isin(v, t)).tolist() == [True, True, True, False]
+    assert to_numpy(xs.isin(t, v)).tolist() == np.isin(np.arange(9.0).reshape(3, 3).T, [0.0, 1.0, 5.0, 9.0]).tolist()
+    assert to_numpy(xs.to_dense(xs.isin(xs.to_sparse_coo(v), t))).tolist() == [True, True, True, False]
 
 
 @pytest.mark.parametrize("invert", ["False", None, 1, "no"])
@@ -809,3 +829,22 @@ def test_sort_of_a_nan_fill_value_names_the_function() -> None:
         with pytest.raises(xs.NoKernelError, match=match):
             xs.sort(xs.to_sparse(x, layout=layout, **kw) if layout is not xs.sparse_coo else x)
     assert to_numpy(xs.sort(xs.to_dense(x)))[0].tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("backend", backend_params(["numpy", "torch"]))
+def test_sort_along_the_compressed_dimension_costs_the_entries_not_the_lanes(backend: str, xp: Any) -> None:
+    # the lane sort computed offsets for every plain index: a CSR array of 2 entries and 2**40 columns,
+    # sorted along axis 0, asked for 8 TiB; the native kernels decline it for the generic one
+    coo = xs.sparse_coo_array(xp.asarray([[0, 1], [5, 7]]), xp.asarray([3.0, -1.0], dtype=xp.float64), (2, 2**40))
+    a, c = xs.to_sparse_csr(coo), xs.to_sparse_csc(xs.matrix_transpose(coo))
+    (native,) = [k for k in dispatch.resolve("sort", (xs.sparse_csr,), backend) if k.backend == backend]
+    assert native.supports is not None
+    assert "one lane per plain index" in str(native.supports(xp, a, 0, False, False))
+    for array, axis in ((a, 0), (c, 1)):
+        r = xs.sort(array, axis=axis)
+        assert r.layout is array.layout
+        # column 5 holds (3, 0), sorted (0, 3); column 7 holds (0, -1), sorted (-1, 0): compared by components,
+        # the dense arrays having 2**41 elements
+        s = xs.to_sparse_coo(r if axis == 0 else xs.matrix_transpose(r)).coalesce()
+        assert to_numpy(s.indices()).tolist() == [[0, 1], [7, 5]]
+        assert to_numpy(s.values()).tolist() == [-1.0, 3.0]

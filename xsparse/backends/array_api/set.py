@@ -260,18 +260,29 @@ def isin_values(xp: Any, x1: Any, x2: Any, invert: bool) -> Any:
     that keeps equality), and by a search where the backend's ``isin`` refuses the dtypes (:func:`_isin_by_search`).
     ``invert`` is applied here: array-api-strict's ``isin`` takes the argument and ignores it."""
     x1, x2 = (xp.astype(v, xp.int8) if xp.isdtype(v.dtype, "bool") else v for v in (x1, x2))
+    shape = tuple(x1.shape)
+    # flat operands: torch's isin views them flat, which fails for a non-contiguous tensor (x.mT)
+    x1, x2 = xp.reshape(x1, (-1,)), xp.reshape(x2, (-1,))
+    if xp.isdtype(x1.dtype, "integral") != xp.isdtype(x2.dtype, "integral") and hasattr(xp, "float64"):
+        # integers beside floating values compare as NumPy compares them, in float64 (torch would compare
+        # int32 with float16 in float16, where 2**31 - 1 is inf)
+        x1, x2 = xp.astype(x1, xp.float64), xp.astype(x2, xp.float64)
     try:
         found = xp.isin(x1, x2)
     except (NotImplementedError, RuntimeError):
+        # torch compares no uint16/32/64 elements, nor promotes them with other dtypes: both operands in the
+        # standard's common dtype, on its signed twin where that is unsigned (a bijection that keeps equality)
         dtype = result_dtype(xp, x1.dtype, x2.dtype)
         twin = signed_twin(xp, dtype)
-        if twin is None:
-            raise
-        found = xp.isin(xp.astype(xp.astype(x1, dtype), twin), xp.astype(xp.astype(x2, dtype), twin))
+        if twin is None and x1.dtype == x2.dtype == dtype:
+            raise  # nothing to cast: the backend's own refusal
+        target = dtype if twin is None else twin
+        found = xp.isin(xp.astype(xp.astype(x1, dtype), target), xp.astype(xp.astype(x2, dtype), target))
     except TypeError:
         # array-api-strict takes integer operands only, as the standard asks ("should"); the others compute
         # floating ones, and so does xsparse, for one answer on every backend
         found = _isin_by_search(xp, x1, x2)
+    found = xp.reshape(found, shape)
     return xp.logical_not(found) if invert else found
 
 

@@ -171,9 +171,24 @@ def lane_sort_reason(xp: Any, a: CompressedArray, axis: int, descending: bool, s
         return f"the {kernel} kernel sorts arrays without dense dimensions (dense_dim={a.dense_dim()})"
     if axis < a.batch_dim():
         return f"the {kernel} kernel sorts along a sparse dimension, not along batch dimension {axis}"
-    if (prod(tuple(a.shape[: a.batch_dim()])) + 1) * (max(a.shape[-2:]) + 1) * (a.nnz + 1) > _INT64_MAX:
+    batches = prod(tuple(a.shape[: a.batch_dim()]))
+    if (batches + 1) * (max(a.shape[-2:]) + 1) * (a.nnz + 1) > _INT64_MAX:
         return "its lane keys would overflow int64"
+    if axis == a.batch_dim() + a.layout.compressed_dim:
+        # one lane per plain index: offsets for each take memory and time in the plain dimension's size
+        lanes = batches * a.shape[a.batch_dim() + 1 - a.layout.compressed_dim]
+        if lanes > _LANES_PER_ENTRY * (batches * a.nnz) + _FEW_LANES:
+            return (
+                f"sorting along the compressed dimension takes one lane per plain index ({lanes} lanes for {batches * a.nnz} "
+                "entries): the generic kernel sorts the entries alone"
+            )
     return None
+
+
+# The lane sort along the compressed dimension computes offsets for every lane: it declines where the
+# lanes outnumber the entries by more than this factor (and a few), for the generic kernel's O(nnz log nnz).
+_LANES_PER_ENTRY = 8
+_FEW_LANES = 1 << 16
 
 
 def _lane_bounds(xp: Any, sorted_lanes: Any, nlanes: int) -> Any:
