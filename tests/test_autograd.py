@@ -573,3 +573,21 @@ def test_add_and_subtract_of_csr_and_a_non_contiguous_tensor() -> None:
     for op in (xs.add, xs.subtract):
         torch.testing.assert_close(op(a, b), op(d, b))
         torch.testing.assert_close(op(b, a), op(b, d))
+
+
+def test_comparisons_with_a_zero_d_tensor_that_requires_grad_stay_sparse() -> None:
+    # a bool result carries no gradient: the 0-d operand acts as a scalar there, the result sparse
+    a = sparse(xs.sparse_csr)
+    s = torch.tensor(0.5, dtype=F64, requires_grad=True)
+    for r in (a > s, xs.equal(a, s), a == xs.max(a), xs.logical_and(a, s)):
+        assert isinstance(r, xs.SparseArray)
+    torch.testing.assert_close(xs.to_dense(a > s), xs.to_dense(a) > s)
+
+
+def test_var_of_too_few_elements_keeps_the_graph() -> None:
+    # N - correction <= 0 is NaN, computed from x: a graph through x stays (backward runs, as torch's var's)
+    x = dense(1, 3)
+    for op in (xs.var, xs.std):
+        r = op(x, axis=0, correction=1)
+        assert r.requires_grad and bool(torch.isnan(r).all())
+        r.sum().backward()

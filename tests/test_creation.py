@@ -518,6 +518,12 @@ def test_from_dlpack_takes_the_namespace_layout_as_asarray_does(backend: str, xp
     kept = ns.from_dlpack(x, copy=False)
     assert kept.layout is xs.sparse_csr and kept.values() is x.values()
     assert ns.from_dlpack(x, copy=True).layout is xs.sparse_coo
+    # asarray alike, unless the layout is named (then the conversion would copy, and copy=False refuses it)
+    for space in (ns, xs.bound_namespace(backend, layout=xs.sparse_bsr, blocksize=(1, 1))):
+        assert space.asarray(x, copy=False) is x or space.asarray(x, copy=False).values() is x.values()
+        assert space.asarray(x, copy=False).layout is xs.sparse_csr
+    with pytest.raises(ValueError, match=r"^asarray: copy=False but a sparse_csr array converted to sparse_coo is a copy"):
+        ns.asarray(x, layout=xs.sparse_coo, copy=False)
     # 1-d in a compressed namespace: COO, as asarray gives it
     v = xs.to_sparse_coo(xp.asarray([1.0, 0.0]))
     assert xs.bound_namespace(backend, layout=xs.sparse_csr).from_dlpack(v).layout is xs.bound_namespace(backend, layout=xs.sparse_csr).asarray(v).layout

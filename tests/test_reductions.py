@@ -1209,3 +1209,16 @@ def test_var_and_std_of_sparse_float32_compute_in_float64(backend: str, layout: 
                 want = ref(exact, axis=axis).astype(np.float32)
             assert got.dtype == xp.float32
             np.testing.assert_allclose(to_numpy(got), want, rtol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_prod_with_a_nan_keeps_a_sparse_result_sparse() -> None:
+    # the exact-zero repair built its mask strided, the size of the dense result (800 MB here)
+    idx = np.array([[0, 5], [0, 7], [0, 1]])
+    a = xs.sparse_coo_array(idx, np.array([np.nan, 2.0]), (20000, 20000, 2))
+    r = xs.prod(a, axis=2)
+    assert isinstance(r, xs.SparseArray) and r.nnz == 2
+    got = {tuple(i): v for i, v in zip(np.asarray(r.indices()).T.tolist(), np.asarray(r.values()).tolist())}
+    assert math.isnan(got[(0, 0)]) and got[(5, 7)] == 0.0  # the fill value's 0 times 2, and NaN times 0
+    b = xs.sparse_coo_array(np.array([[0], [0], [0]]), np.array([np.nan]), (3, 2, 2))
+    np.testing.assert_array_equal(to_numpy(xs.to_dense(xs.prod(b, axis=2))), np.prod(to_numpy(xs.to_dense(b)), axis=2))

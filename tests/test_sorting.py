@@ -848,3 +848,15 @@ def test_sort_along_the_compressed_dimension_costs_the_entries_not_the_lanes(bac
         s = xs.to_sparse_coo(r if axis == 0 else xs.matrix_transpose(r)).coalesce()
         assert to_numpy(s.indices()).tolist() == [[0, 1], [7, 5]]
         assert to_numpy(s.values()).tolist() == [-1.0, 3.0]
+
+
+@pytest.mark.parametrize("backend", backend_params(["numpy", "torch"]))
+def test_isin_of_uint64_beside_signed_and_bool_operands(backend: str, xp: Any) -> None:
+    # the standard promotes no uint64 with a signed dtype: compared in float64, as NumPy compares them
+    big = 2**63 + 5
+    a = xp.asarray([0, 1, big], dtype=xp.uint64)
+    for b_host in (np.asarray([1, 0], dtype=np.int8), np.asarray([1, -1], dtype=np.int64), np.asarray([True])):
+        want = np.isin(np.asarray([0, 1, big], dtype=np.uint64), b_host).tolist()
+        b = xp.asarray(b_host)
+        assert to_numpy(xs.isin(a, b)).tolist() == want
+        assert to_numpy(xs.to_dense(xs.isin(xs.to_sparse_coo(a), b))).tolist() == want

@@ -146,6 +146,7 @@ def _from_scipy(op: str, m: Any) -> tuple[Any, bool]:
     # SciPy may hold int32 or int64 indices (both are valid components); an index of another integer dtype
     # (SciPy picks the smallest that fits only on request) is widened
     indptr, indices = (a if a.dtype in (np.int32, np.int64) else a.astype(np.int64) for a in (m.indptr, m.indices))
+    copied = copied or indptr is not m.indptr or indices is not m.indices
     return sparse_compressed_array(indptr, indices, m.data, shape, layout=layout, blocksize=blocksize, backend="numpy"), copied
 
 
@@ -179,10 +180,13 @@ def _from_gcxs(s: Any) -> tuple[Any, bool]:
     indptr, indices = (a if a.dtype in (np.int32, np.int64) else a.astype(np.int64) for a in (s.indptr, s.indices))
     if indptr.dtype != indices.dtype:
         indptr, indices = indptr.astype(np.int64), indices.astype(np.int64)
+    # an index array of another integer dtype was widened: a copy, which copy=False refuses
+    cast_indices = indptr is not s.indptr or indices is not s.indices
     fill = s.fill_value.item() if hasattr(s.fill_value, "item") else s.fill_value
     try:
         shape = tuple(int(d) for d in s.shape)
-        return sparse_compressed_array(indptr, indices, s.data, shape, layout=layout, fill_value=fill, backend="numpy", check_invariants=True), False
+        a = sparse_compressed_array(indptr, indices, s.data, shape, layout=layout, fill_value=fill, backend="numpy", check_invariants=True)
+        return a, cast_indices
     except InvariantError as exc:
         if exc.invariant != "5.6":
             raise

@@ -184,8 +184,20 @@ def _keyword_parameters(func: Any) -> tuple[frozenset[str], bool]:
 def _with_defaults(backend: Backend, func: Any, defaults: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
     # The namespace's backend is also the default backend during the call, so that lists and scalars go
     # to it where a function takes ``backend=`` only through ``**kwargs`` (``sparse_csr_array``).
+    if "layout" in defaults and _kept_as_it_is(args, kwargs):
+        defaults = {k: v for k, v in defaults.items() if k != "layout"}
     with default_backend(backend):
         return func(*args, **{**defaults, **kwargs})
+
+
+def _kept_as_it_is(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether a creation call on a sparse array with ``copy=False`` and no ``layout=`` keeps the array's
+    layout instead of the namespace's default: a conversion copies, which copy=False forbids, and the
+    namespace's layout is only a default (operations in the namespace give other layouts too, and taking
+    their results back with ``asarray(x, copy=False)`` or ``from_dlpack`` must not fail)."""
+    from .formats import SparseArray
+
+    return kwargs.get("copy") is False and "layout" not in kwargs and bool(args) and isinstance(args[0], SparseArray)
 
 
 def _to_layout(backend: Backend, func: Any, defaults: dict[str, Any], layout: Any, blocks: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
@@ -205,10 +217,7 @@ def _to_layout(backend: Backend, func: Any, defaults: dict[str, Any], layout: An
 def _from_dlpack(backend: Backend, func: Any, defaults: dict[str, Any], layout: Any, blocks: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
     """``from_dlpack`` in a namespace whose default is ``layout``: its result in the layout the namespace's
     ``asarray`` gives the same array. A sparse array of another layout is converted too, as ``asarray``
-    converts it (``from_dlpack`` has no ``layout=`` to keep it), except with ``copy=False``: a conversion
-    copies, and the layout is only the namespace's default, so the array is returned as it is (the
-    results of operations in such a namespace have other layouts too, and taking them back must not
-    fail)."""
+    converts it, except with ``copy=False`` (:func:`_kept_as_it_is`)."""
     from ._conversion import to_sparse
     from .formats import SparseArray
 
@@ -219,7 +228,7 @@ def _from_dlpack(backend: Backend, func: Any, defaults: dict[str, Any], layout: 
     def make(target: Any, changed: bool) -> Any:
         if target is result.layout and (changed or not blocks or getattr(result, "blocksize", None) == blocks["blocksize"]):
             return result
-        if kwargs.get("copy") is False:
+        if _kept_as_it_is((result,), kwargs):
             return result
         return to_sparse(result, layout=target, **_without_blocks(blocks, changed))
 
@@ -297,7 +306,7 @@ def _compressed_default(
     of specified elements (invariant 3.9)."""
     from .formats import SparseArray
 
-    if "layout" in kwargs:
+    if "layout" in kwargs or _kept_as_it_is(args, kwargs):
         return _with_defaults(backend, func, defaults, *args, **kwargs)
     first: Any = args[0] if args else None
     result_ndim = _RESULT_NDIM.get(func.__name__)

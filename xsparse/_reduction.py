@@ -33,7 +33,7 @@ from ._elementwise import convert_result, isnan, logical_and, logical_not, opera
 from ._errors import NoKernelError
 from ._indexing import astype, where
 from .backends import Backend
-from .backends.array_api.conversion import signed_twin
+from .backends.array_api.conversion import float64_on, signed_twin
 from .backends.array_api.reduction import ReduceSpec, quietly
 from .formats import Layout, SparseArray, sparse_coo, strided
 from .formats._invariants import is_half_precision
@@ -319,7 +319,8 @@ def _exact_zero_products(x: SparseArray, spec: ReduceSpec, layout: Layout | None
     c = x.coalesce() if x.layout is sparse_coo else x  # duplicates add up first, as to_dense adds them
     zeroed = c._with_values(c._vals * 0, x.fill_value * 0)
     exact = _run_modular("prod", zeroed, spec, layout, backend, xp, source)
-    has_zero = logical_not(all(c, axis=spec.axes, keepdims=spec.keepdims, layout=strided))
+    # in the result's layout: a sparse result stays sparse (a strided mask would be the size of the dense result)
+    has_zero = logical_not(all(c, axis=spec.axes, keepdims=spec.keepdims, layout=out.layout if isinstance(out, SparseArray) else strided))
     if isinstance(out, SparseArray):
         return where(logical_and(isnan(out), has_zero), exact, out)
     return xp.where(xp.isnan(out) & has_zero, exact, out)
@@ -732,8 +733,8 @@ def _statistic_dtype(xp: Any, x: Any) -> Any:
     otherwise in float32 (as for sums). Strided arrays keep their backend's rules."""
     if not isinstance(x, SparseArray) or not xp.isdtype(x.dtype, "real floating") or x.dtype == xp.float64:
         return None
-    wide = getattr(xp, "float64", None)
-    if wide is not None and xp.float64 in xp.__array_namespace_info__().dtypes(device=x.device, kind="real floating").values():
+    wide = float64_on(xp, x.device)
+    if wide is not None:
         return wide
     return xp.float32 if is_half_precision(x.dtype) else None
 

@@ -32,9 +32,11 @@ from ._common import backend_of, flag_argument, integer_argument, is_strided
 from ._conversion import matrix_transpose
 from ._elementwise import convert_result
 from ._errors import NoKernelError
+from ._indexing import astype
 from ._linalg import _as_dtype, _broadcast, check_promotion, matmul, tensordot, vecdot, working_dtype
 from ._sorting import array_operand
 from .backends import Backend
+from .backends.array_api.reduction import as_array
 from .backends.array_api import linalg_ext as _generic_linalg_ext  # noqa: F401  (registers the generic kernels)
 from .formats import CompressedArray, Layout, SparseArray
 from .formats._invariants import dtype_name, is_half_precision
@@ -89,8 +91,7 @@ def _as_array(xp: Any, result: Any) -> Any:
     standard's functions return arrays."""
     if isinstance(result, tuple):
         return type(result)(*(_as_array(xp, r) for r in result)) if hasattr(result, "_fields") else tuple(_as_array(xp, r) for r in result)
-    # NumPy gives scalars (np.generic) for 0-d results; an array is returned as it is
-    return xp.asarray(result) if isinstance(result, (np.generic, int, float, complex)) else result
+    return as_array(xp, result)
 
 
 class EighResult(NamedTuple):
@@ -524,17 +525,9 @@ def vector_norm(x: Any, /, *, axis: int | tuple[int, ...] | None = None, keepdim
 
     _axes(op, axis, x.ndim)  # checked here, so that an error names this function, not the sum it runs
     if is_half_precision(x.dtype):
-        return _in_float32(vector_norm(_in_float32(x, xp.float32), axis=axis, keepdims=keepdims, ord=ord), x.dtype)
+        # in float32, cast back, as NumPy's and torch's dense norms accumulate (21840 squared is inf in float16)
+        return astype(vector_norm(astype(x, xp.float32), axis=axis, keepdims=keepdims, ord=ord), x.dtype)
     return _as_array(xp, dispatch.call(op, (x.layout,), backend.name, xp, x, axis, flag_argument(op, "keepdims", keepdims), ord))
-
-
-def _in_float32(x: Any, dtype: Any) -> Any:
-    """``x`` (sparse or strided) cast to ``dtype``: the norms of half-precision sparse arrays are computed
-    in float32 and cast back, as NumPy's and torch's dense norms accumulate them (the square of 21840 is
-    inf in float16, its norm is not)."""
-    from ._indexing import astype
-
-    return astype(x, dtype)
 
 
 def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: int | float | str | None = "fro") -> Any:  # noqa: A002
@@ -574,7 +567,7 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: int | float | str | N
         # half precision: singular values in float32, the norm cast back as the other orders' reductions are
         return _as_array(xp, xp.astype(norm, x.dtype) if is_half_precision(x.dtype) else norm)
     if is_half_precision(x.dtype):
-        return _in_float32(matrix_norm(_in_float32(x, xp.float32), keepdims=keepdims, ord=ord), x.dtype)
+        return astype(matrix_norm(astype(x, xp.float32), keepdims=keepdims, ord=ord), x.dtype)
     return _as_array(xp, dispatch.call(op, (x.layout,), backend.name, xp, x, flag_argument(op, "keepdims", keepdims), ord))
 
 

@@ -56,6 +56,16 @@ def fill_operand(xp: Any, x: Any, fill: Any) -> Any:
 _SIGNED_TWINS = {"uint16": "int16", "uint32": "int32", "uint64": "int64"}
 
 
+def float64_on(xp: Any, device: Any) -> Any:
+    """float64 where the namespace has it on ``device`` (torch's MPS devices, array_api_strict's no_x64
+    one have none), else None: the dtype that comparisons and statistics widen to."""
+    wide = getattr(xp, "float64", None)
+    info = getattr(xp, "__array_namespace_info__", None)
+    if wide is None or info is None:
+        return wide
+    return wide if wide in info().dtypes(device=device, kind="real floating").values() else None
+
+
 def signed_twin(xp: Any, dtype: Any) -> Any:
     """The signed integer dtype of ``dtype``'s width for uint16, uint32 and uint64; None for any other dtype."""
     from ..._common import dtype_name

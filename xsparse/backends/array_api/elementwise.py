@@ -723,8 +723,10 @@ def _linear_with(xp: Any, name: str, sparse_first: bool, a: SparseArray, s: Any,
         s = s.detach()  # its value only (torch warns when a tensor that requires grad is read)
     value = complex(s) if not isinstance(s, bool) else complex(int(s))
     if xp.isdtype(a.dtype, ("real floating", "complex floating")):
-        # the scalar as the values meet it: 1e5 is inf as float16, 1e-8 is 0
-        value = complex(xp.asarray(value if xp.isdtype(a.dtype, "complex floating") else value.real, dtype=a.dtype))
+        from ..._common import scalar_for
+
+        # the scalar as the values meet it, rounded on the host: 1e5 is inf as float16, 1e-8 is 0
+        value = complex(scalar_for(xp, a.dtype, value if xp.isdtype(a.dtype, "complex floating") else value.real))
     finite = math.isfinite(value.real) and math.isfinite(value.imag)
     if name == "divide":
         return finite and value != 0 and xp.isdtype(a.dtype, ("real floating", "complex floating"))
@@ -839,13 +841,22 @@ def _tracks_gradient(d: Any) -> bool:
 
 
 def _fill_stays_zero(name: str, sparse_first: bool, a: SparseArray) -> bool:
-    """Whether ``name(a, s)`` has the fill value 0 whatever the scalar ``s`` (``0 * s``, ``0 / s``): its
-    derivative in ``s`` is 0, so a fill value, a constant, loses none of ``s``'s gradient.
+    """Whether the fill value of ``name(a, s)`` carries no gradient of the scalar ``s``: a bool result
+    (comparisons and logical functions have no gradient), or the fill value 0 whatever ``s`` (``0 * s``,
+    ``0 / s``), whose derivative in ``s`` is 0, so that a fill value, a constant, loses none of it.
 
     A 0-d operand that requires grad otherwise acts as an array, not as a scalar: the fill value it would
     give (``f + s``) is a Python number, and the gradient of the unspecified elements would be lost; as
     an array it broadcasts, and a sum with it is strided, as with an array of shape ``(1,)``."""
+    if name in _BOOL_RESULTS:
+        return True
     return is_plus_zero(a.fill_value) and (name == "multiply" or (name == "divide" and sparse_first))
+
+
+# The binary functions whose result is bool whatever the operands: no gradient flows through them.
+_BOOL_RESULTS = frozenset(
+    {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_xor"}
+)
 
 
 def _binary_mixed_kernel(name: str, sparse_first: bool) -> Callable[..., Any]:

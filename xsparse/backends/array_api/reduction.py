@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import array_api_compat
+import numpy as np
 
 from ...dispatch import register
 from ...formats import COMPRESSED, COOArray, CompressedArray, SparseArray, sparse_coo, strided
@@ -263,11 +264,8 @@ def _same(xp: Any, f: Any, n: Any) -> Any:
 
 
 def as_array(xp: Any, r: Any) -> Any:
-    """``r``, a backend's result, as an array: NumPy gives scalars for 0-d results (made 0-d arrays); an
-    array is returned as it is (torch's ``asarray`` of a tensor that requires grad warns, and would
-    copy under another rule)."""
-    import numpy as np
-
+    """``r``, a backend's result, as an array: NumPy gives scalars (``np.generic``) for 0-d results, made
+    0-d arrays; an array is returned as it is (torch's ``asarray`` of a tensor that requires grad warns)."""
     return xp.asarray(r) if isinstance(r, (np.generic, int, float, complex)) else r
 
 
@@ -277,8 +275,6 @@ def quietly(xp: Any, compute: Callable[[], Any]) -> Any:
     in docs/decisions.md); array_api_strict's warnings come through, as documented there."""
     if not array_api_compat.is_numpy_namespace(xp):
         return compute()
-    import numpy as np
-
     with np.errstate(all="ignore"):
         return compute()
 
@@ -716,7 +712,8 @@ def _var_strided(xp: Any, x: Any, spec: ReduceSpec) -> Any:
     if not spec.axes:
         return _full(xp, tuple(x.shape), xp.asarray(0.0 if spec.correction < 1 else math.nan, dtype=x.dtype, device=_device(x)))
     if _too_few(x, spec):
-        return xp.full(reduced_shape(tuple(x.shape), spec.axes, spec.keepdims), math.nan, dtype=x.dtype, device=_device(x))
+        # NaN from x's sum, not a new array: an autograd graph through x stays (its gradient is NaN, as torch's)
+        return quietly(xp, lambda: as_array(xp, xp.sum(x, axis=spec.axes, keepdims=spec.keepdims) * math.nan))
     return as_array(xp, xp.var(x, axis=spec.axes, correction=spec.correction, keepdims=spec.keepdims))
 
 

@@ -31,7 +31,7 @@ import array_api_compat
 from ...dispatch import register
 from ...formats import ANY_SPARSE, COMPRESSED, INDEXED, COOArray, CompressedArray, SparseArray, sparse_coo, strided
 from ...formats._ops import prod
-from .conversion import _linearize, coalesce_coo, compressed_to_coo, result_dtype, signed_twin, take_values
+from .conversion import _linearize, coalesce_coo, compressed_to_coo, float64_on, result_dtype, signed_twin, take_values
 from .sorting import ascending_order, sorted_values, stable_order
 
 __all__ = ["Unique", "unique", "outputs_of", "coo_positions", "sorted_unique", "isin_values", "unspecified_nans"]
@@ -259,14 +259,18 @@ def isin_values(xp: Any, x1: Any, x2: Any, invert: bool) -> Any:
     elements of an unsigned dtype (torch's uint16/32/64: both operands promoted, then cast, a bijection
     that keeps equality), and by a search where the backend's ``isin`` refuses the dtypes (:func:`_isin_by_search`).
     ``invert`` is applied here: array-api-strict's ``isin`` takes the argument and ignores it."""
-    x1, x2 = (xp.astype(v, xp.int8) if xp.isdtype(v.dtype, "bool") else v for v in (x1, x2))
+    # bool as uint8, which promotes with every integer dtype (int8 has no common dtype with uint64)
+    x1, x2 = (xp.astype(v, xp.uint8) if xp.isdtype(v.dtype, "bool") else v for v in (x1, x2))
     shape = tuple(x1.shape)
     # flat operands: torch's isin views them flat, which fails for a non-contiguous tensor (x.mT)
     x1, x2 = xp.reshape(x1, (-1,)), xp.reshape(x2, (-1,))
-    if xp.isdtype(x1.dtype, "integral") != xp.isdtype(x2.dtype, "integral") and hasattr(xp, "float64"):
-        # integers beside floating values compare as NumPy compares them, in float64 (torch would compare
-        # int32 with float16 in float16, where 2**31 - 1 is inf)
-        x1, x2 = xp.astype(x1, xp.float64), xp.astype(x2, xp.float64)
+    wide = float64_on(xp, array_api_compat.device(x1))
+    mixed = xp.isdtype(x1.dtype, "integral") != xp.isdtype(x2.dtype, "integral")
+    if wide is not None and (mixed or _no_common_dtype(xp, x1, x2)):
+        # integers beside floating values, and uint64 beside signed integers, compare as NumPy compares them,
+        # in float64 (torch would compare int32 with float16 in float16, where 2**31 - 1 is inf; the standard
+        # promotes neither pair)
+        x1, x2 = xp.astype(x1, wide), xp.astype(x2, wide)
     try:
         found = xp.isin(x1, x2)
     except (NotImplementedError, RuntimeError):
@@ -284,6 +288,14 @@ def isin_values(xp: Any, x1: Any, x2: Any, invert: bool) -> Any:
         found = _isin_by_search(xp, x1, x2)
     found = xp.reshape(found, shape)
     return xp.logical_not(found) if invert else found
+
+
+def _no_common_dtype(xp: Any, x1: Any, x2: Any) -> bool:
+    try:
+        result_dtype(xp, x1.dtype, x2.dtype)
+    except TypeError:
+        return True
+    return False
 
 
 def _isin_by_search(xp: Any, x1: Any, x2: Any) -> Any:

@@ -421,9 +421,10 @@ def _add_sparse_strided_torch(xp: Any, x: Any, y: Any) -> torch.Tensor:
     t = to_torch(a)
     # (d + 0.0) + v is d + v, sign of a zero included, but where both are -0.0 (it gives +0.0); the
     # + 0.0 costs what torch's own copy of d does
-    # (contiguous: torch adds a CSR tensor into no other, "out argument must be contiguous"; a strided
-    # operand such as x.mT keeps its strides through the + 0.0)
-    out = _plus_zero(d, torch.result_type(d, t)).contiguous().add_(t)
+    # contiguous for a CSR tensor, which torch adds into no other ("out argument must be contiguous"; a
+    # strided operand such as x.mT keeps its strides through the + 0.0)
+    out = _plus_zero(d, torch.result_type(d, t))
+    out = (out if t.layout is torch.sparse_coo else out.contiguous()).add_(t)
     if stored is not None and _holds_negative_zero(d.real if d.is_complex() else d):
         _put_negative_zeros(out, a, stored, _signed_zeros_of(d, negative=True))
     return out
@@ -445,7 +446,8 @@ def _subtract_sparse_strided_torch(xp: Any, x: Any, y: Any) -> torch.Tensor:
     if dtype.is_floating_point or dtype.is_complex:
         # torch has no sparse - dense: (+0.0 - d) + v is v - d, sign of a zero included, but where v is
         # -0.0 and d is +0.0 (it gives +0.0)
-        out = torch.rsub(y.to(dtype), 0.0).contiguous().add_(t)
+        out = torch.rsub(y.to(dtype), 0.0)
+        out = (out if t.layout is torch.sparse_coo else out.contiguous()).add_(t)
         if stored is not None:
             _put_negative_zeros(out, x, stored, _signed_zeros_of(y, negative=False))
         return out
