@@ -1626,3 +1626,25 @@ def test_matrix_norms_of_half_precision_strided_matrices() -> None:
             got = xs.linalg.matrix_norm(x, ord=ord_)
             assert got.dtype == x.dtype and float(got) == expected
             assert float(xs.linalg.matrix_norm(xs.to_sparse_csr(x), ord=ord_)) == expected
+
+
+@pytest.mark.parametrize("backend", backend_params())
+def test_matrix_norm_keepdims_has_the_layout_of_one_reduction_for_every_order(backend: str) -> None:
+    # ord 1, -1, inf and -inf reduced in two steps with keepdims: a kept size-1 sparse dimension made the
+    # norm of one matrix a (1, 1) COO array, where 'fro' (and the dense call) give a strided one
+    xp = namespace(backend)
+    host = np.array([[3.0, 0.0], [-1.0, 4.0]])
+    a = xs.to_sparse_csr(xp.asarray(host))
+    batched = xs.to_sparse_csr(xp.asarray(np.stack([host, 2 * host])))
+    for ord_ in ("fro", 1, -1, math.inf, -math.inf):
+        r = xs.linalg.matrix_norm(a, ord=ord_, keepdims=True)
+        assert not isinstance(r, xs.SparseArray) and tuple(r.shape) == (1, 1)
+        np.testing.assert_allclose(to_numpy(r), np.linalg.norm(host, ord=ord_, keepdims=True))
+        rb = xs.linalg.matrix_norm(batched, ord=ord_, keepdims=True)
+        assert xs.layout_of(rb) is xs.layout_of(xs.linalg.matrix_norm(batched, ord="fro", keepdims=True)) and tuple(rb.shape) == (2, 1, 1)
+        np.testing.assert_allclose(to_numpy(xs.to_dense(rb)).ravel(), [np.linalg.norm(host, ord=ord_), np.linalg.norm(2 * host, ord=ord_)])
+
+
+def test_trace_of_a_sparse_bool_array_names_itself() -> None:
+    with pytest.raises(TypeError, match=r"^trace: x must have a numeric dtype \(x\.dtype=bool\)\. Cast it first"):
+        xs.linalg.trace(xs.to_sparse_csr(np.eye(3, dtype=bool)))

@@ -484,6 +484,9 @@ def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
     offset = integer_argument(op, "offset", offset, "Pass an integer offset.")
     if not isinstance(x, SparseArray):
         return _as_array(xp, xp.linalg.trace(x, offset=offset, dtype=dtype))
+    if xp.isdtype(x.dtype, "bool"):
+        # (the sum it runs would name itself)
+        raise TypeError(f"{op}: x must have a numeric dtype (x.dtype={dtype_name(x.dtype)}). Cast it first, e.g. xsparse.astype(x, 'int64').")
     from ._reduction import sum as _sum
 
     return _as_array(xp, _sum(diagonal(x, offset=offset), axis=-1, dtype=dtype))

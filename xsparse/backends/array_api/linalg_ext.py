@@ -126,12 +126,19 @@ def _matrix_norm_sparse(xp: Any, a: SparseArray, keepdims: bool, ord: Any) -> An
     mag = ew.abs(a)
     if ord == "fro":
         return ew.sqrt(red.sum(ew.square(mag), axis=(-2, -1), keepdims=keepdims))
-    # 1: the largest column sum; inf: the largest row sum; negative: the smallest
+    # 1: the largest column sum; inf: the largest row sum; negative: the smallest. Reduced without keepdims,
+    # the kept dimensions added at the end: the result's layout is that of a reduction of both matrix
+    # dimensions at once, as for 'fro' (strided for one matrix; a kept size-1 sparse dimension made the
+    # second step's result sparse)
     summed = -2 if ord in (1, -1) else -1
-    sums = red.sum(mag, axis=summed, keepdims=keepdims)
-    axis = -2 if (keepdims and summed == -1) else -1
-    if ord in (1, float("inf")) and not sums.shape[axis]:
+    sums = red.sum(mag, axis=summed)
+    if ord in (1, float("inf")) and not sums.shape[-1]:
         # the largest of no sums (no columns for 1, no rows for inf): 0, as NumPy's and torch's (max would raise)
-        return red.sum(sums, axis=axis, keepdims=keepdims)
-    pick = red.max if ord in (1, float("inf")) else red.min
-    return pick(sums, axis=axis, keepdims=keepdims)
+        norm = red.sum(sums, axis=-1)
+    else:
+        norm = (red.max if ord in (1, float("inf")) else red.min)(sums, axis=-1)
+    if not keepdims:
+        return norm
+    from ... import _shape
+
+    return _shape.expand_dims(_shape.expand_dims(norm, axis=-1), axis=-1)
