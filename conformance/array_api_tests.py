@@ -44,6 +44,7 @@ __all__ = [
     "module_spec",
     "parse_args",
     "pinned_revision",
+    "suite_requirements",
     "read_xfails",
     "suite_revision",
 ]
@@ -145,17 +146,31 @@ def read_xfails(path: Path) -> list[tuple[str, str]]:
 PLAIN_MODULES = {"numpy": "array_api_compat.numpy", "torch": "array_api_compat.torch", "array_api_strict": "array_api_strict"}
 
 
-# What the suite imports (its requirements.txt), by module name and the name pip installs it by.
-SUITE_REQUIREMENTS = {"hypothesis": "hypothesis", "ndindex": "ndindex", "pytest_jsonreport": "pytest-json-report"}
+# The modules of the suite's requirements whose import name is not the package's name with "_" for "-".
+_MODULE_OF_PACKAGE = {"pytest-json-report": "pytest_jsonreport"}
 
 
-def check_requirements(requirements: dict[str, str] | None = None) -> None:
-    """Raise :class:`RunnerError` naming what to install when a library the suite imports is missing:
-    pytest then stops at the suite's conftest with a usage error and no test run."""
+def suite_requirements(suite: Path) -> dict[str, str]:
+    """The libraries the suite's ``requirements.txt`` lists, as ``{module: package}`` (none without the
+    file): the names before any version or marker, as pip reads them."""
+    path = suite / "requirements.txt"
+    if not path.is_file():
+        return {}
+    wanted = {}
+    for line in path.read_text().splitlines():
+        name = re.split(r"[\s<>=!~;\[#]", line.strip(), maxsplit=1)[0]
+        if name:
+            wanted[_MODULE_OF_PACKAGE.get(name.lower(), name.lower().replace("-", "_"))] = name
+    return wanted
+
+
+def check_requirements(requirements: dict[str, str]) -> None:
+    """Raise :class:`RunnerError` naming what to install when a library the suite imports (``{module:
+    package}``, :func:`suite_requirements`) is missing: pytest would stop at the suite's conftest with a
+    usage error and no test run."""
     import importlib.util
 
-    wanted = SUITE_REQUIREMENTS if requirements is None else requirements
-    missing = [package for module, package in wanted.items() if importlib.util.find_spec(module) is None]
+    missing = [package for module, package in requirements.items() if importlib.util.find_spec(module) is None]
     if missing:
         raise RunnerError(
             f"array_api_tests: the suite needs libraries that are not installed (missing={missing}). "
@@ -295,7 +310,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "array_api_tests") ->
         if args.report is not None:
             check_report_path(args.report)
         warning = check_revision(suite, pinned_revision(), allow_other=args.allow_other_revision)
-        check_requirements()
+        check_requirements(suite_requirements(suite))
         xfails = read_xfails(args.xfails) if args.xfails is not None else []
     except (RunnerError, OSError) as exc:
         print(exc, file=sys.stderr)

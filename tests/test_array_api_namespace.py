@@ -327,11 +327,18 @@ def test_pin_errors(tmp_path: Path) -> None:
         runner.pinned_revision(bad)
 
 
-def test_missing_suite_requirements_are_named() -> None:
+def test_missing_suite_requirements_are_named(tmp_path: Path) -> None:
     # the suite's conftest imports pytest-json-report: without it pytest stopped with a usage error and the
-    # runner printed counts of nothing
-    with pytest.raises(runner.RunnerError, match=r"missing=\['no-such-package'\]\)\. Install them with: pip install no-such-package$"):
-        runner.check_requirements({"json": "json", "xsparse_no_such_module": "no-such-package"})
+    # runner printed counts of nothing; its requirements.txt says what it imports
+    assert runner.suite_requirements(tmp_path) == {}
+    (tmp_path / "requirements.txt").write_text("pytest\npytest-json-report\nhypothesis>=6.151.0\nndindex>=1.8\n# a comment\n\nxsparse-no-such-package ; python_version>'3'\n")
+    wanted = runner.suite_requirements(tmp_path)
+    assert wanted == {
+        "pytest": "pytest", "pytest_jsonreport": "pytest-json-report", "hypothesis": "hypothesis", "ndindex": "ndindex",
+        "xsparse_no_such_package": "xsparse-no-such-package",
+    }  # fmt: skip
+    with pytest.raises(runner.RunnerError, match=r"missing=\[.*'xsparse-no-such-package'\]\)\. Install them with: pip install .*xsparse-no-such-package$"):
+        runner.check_requirements(wanted)
     runner.check_requirements({"json": "json"})
 
 
