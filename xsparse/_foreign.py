@@ -145,8 +145,8 @@ def _from_scipy(op: str, m: Any) -> tuple[Any, bool]:
     blocksize = (int(m.blocksize[0]), int(m.blocksize[1])) if fmt == "bsr" else None
     # SciPy may hold int32 or int64 indices (both are valid components); an index of another integer dtype
     # (SciPy picks the smallest that fits only on request) is widened
-    indptr, indices = (a if a.dtype in (np.int32, np.int64) else a.astype(np.int64) for a in (m.indptr, m.indices))
-    copied = copied or indptr is not m.indptr or indices is not m.indices
+    indptr, indices, widened = _compressed_indices(m.indptr, m.indices)
+    copied = copied or widened
     return sparse_compressed_array(indptr, indices, m.data, shape, layout=layout, blocksize=blocksize, backend="numpy"), copied
 
 
@@ -163,6 +163,18 @@ def _from_pydata(op: str, s: Any) -> tuple[Any, bool]:
     return sparse_coo_array(s.coords, s.data, tuple(int(d) for d in s.shape), is_coalesced=coalesced, fill_value=fill, backend="numpy"), copied
 
 
+def _compressed_indices(indptr: Any, indices: Any) -> tuple[Any, Any, bool]:
+    """The compressed and plain index arrays of another library as xsparse's components, and whether that
+    copied (which copy=False refuses): int32 and int64 kept, another integer dtype widened to int64
+    (SciPy picks the smallest that fits on request), both int64 where their dtypes differ."""
+    import numpy as np
+
+    ptr, idx = (a if a.dtype in (np.int32, np.int64) else a.astype(np.int64) for a in (indptr, indices))
+    if ptr.dtype != idx.dtype:
+        ptr, idx = ptr.astype(np.int64), idx.astype(np.int64)
+    return ptr, idx, ptr is not indptr or idx is not indices
+
+
 def _from_gcxs(s: Any) -> tuple[Any, bool]:
     """A 2-D pydata/sparse GCXS array as CSR (compressed rows) or CSC (columns), and whether that copied:
     over its own buffers, or, where a slice's indices are out of order or repeated (which GCXS allows and
@@ -174,14 +186,8 @@ def _from_gcxs(s: Any) -> tuple[Any, bool]:
     from ._errors import InvariantError
     from .formats import sparse_csc, sparse_csr
 
-    import numpy as np
-
     layout = sparse_csr if tuple(s.compressed_axes) == (0,) else sparse_csc
-    indptr, indices = (a if a.dtype in (np.int32, np.int64) else a.astype(np.int64) for a in (s.indptr, s.indices))
-    if indptr.dtype != indices.dtype:
-        indptr, indices = indptr.astype(np.int64), indices.astype(np.int64)
-    # an index array of another integer dtype was widened: a copy, which copy=False refuses
-    cast_indices = indptr is not s.indptr or indices is not s.indices
+    indptr, indices, cast_indices = _compressed_indices(s.indptr, s.indices)
     fill = s.fill_value.item() if hasattr(s.fill_value, "item") else s.fill_value
     try:
         shape = tuple(int(d) for d in s.shape)

@@ -61,6 +61,7 @@ __all__ = [
     "BINARY",
     "ANNIHILATING",
     "python_scalar",
+    "past_floating_range",
     "broadcast_shapes",
     "merge_coo",
     "broadcast_coo",  # re-exported for the linear-algebra kernels; it lives in .shape
@@ -768,17 +769,23 @@ def _gather(xp: Any, d: Any, idx: Any, shape: tuple[int, ...], sd: int) -> Any:
     return xp.broadcast_to(take_values(xp, flat, key, axis=0), (n, *shape[sd:]))
 
 
-def _integer_range(xp: Any, d: Any) -> tuple[int, int]:
-    """The smallest and largest element of the non-empty integer ``d`` (torch reduces no uint64 but on
-    the order-preserving map)."""
+def past_floating_range(xp: Any, d: Any, dtype: Any) -> bool:
+    """Whether an element of the integer array ``d`` is past the range of the floating ``dtype`` it is
+    promoted to, where it becomes inf (100000 as float16): a reduction over ``d`` only where its dtype
+    can exceed ``dtype``'s range (float16's), none otherwise (no pass, no device sync)."""
+    big = xp.finfo(dtype).max
+    if xp.iinfo(d.dtype).max <= big or not prod(tuple(d.shape)):
+        return False
     try:
-        return int(xp.min(d)), int(xp.max(d))
+        lo, hi = int(xp.min(d)), int(xp.max(d))
     except (NotImplementedError, RuntimeError):
+        # torch reduces no uint64: on the order-preserving map
         if signed_twin(xp, d.dtype) is None:
             raise
         shift = 2 ** (xp.iinfo(d.dtype).bits - 1)
         o = to_ordered(xp, d)
-        return int(xp.min(o)) + shift, int(xp.max(o)) + shift
+        lo, hi = int(xp.min(o)) + shift, int(xp.max(o)) + shift
+    return not (-big <= lo and hi <= big)
 
 
 def _nonfinite_entries(xp: Any, d: Any, shape: tuple[int, ...], sd: int, like: COOArray, dtype: Any) -> COOArray | None:
@@ -787,12 +794,7 @@ def _nonfinite_entries(xp: Any, d: Any, shape: tuple[int, ...], sd: int, like: C
     None when there is none."""
     floating = ("real floating", "complex floating")
     if xp.isdtype(d.dtype, "integral") and xp.isdtype(dtype, floating):
-        if xp.iinfo(d.dtype).max <= xp.finfo(dtype).max or not prod(tuple(d.shape)):
-            return None
-        # an integer that the product's dtype cannot hold is inf there (100000 as float16)
-        big = xp.finfo(dtype).max
-        lo, hi = _integer_range(xp, d)
-        if -big <= lo and hi <= big:
+        if not past_floating_range(xp, d, dtype):
             return None
         d = xp.astype(d, dtype)
     if not xp.isdtype(d.dtype, floating):

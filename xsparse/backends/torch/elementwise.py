@@ -46,7 +46,7 @@ from ...formats import COOArray, CompressedArray, SparseArray, sparse_coo, spars
 from ...formats._spec import Target
 from ..array_api import elementwise as generic  # registers the generic kernels that the division kernels wrap
 from ..array_api.conversion import coalesce_coo, is_plus_zero
-from ..array_api.elementwise import python_scalar
+from ..array_api.elementwise import past_floating_range, python_scalar
 from .conversion import _holds_negative_zero, complex_grad_reason, cuda_coalesce_reason, from_torch, negative_zeros, to_torch, verified
 
 __all__: list[str] = []
@@ -183,20 +183,15 @@ def _erfinv_strided_torch(xp: Any, x: torch.Tensor) -> torch.Tensor:
     return cast(torch.Tensor, torch.special.erfinv(x))
 
 
-def _finite(t: torch.Tensor, dtype: torch.dtype) -> bool:
+def _finite(xp: Any, t: torch.Tensor, dtype: torch.dtype) -> bool:
     """Whether every element is finite once promoted to ``dtype``: their sum is (inf and NaN propagate; an
     overflowing sum only sends the call to the generic kernel). One read of ``t``, several times faster
-    than isfinite().all(). An integer is finite unless ``dtype`` is floating and cannot hold it (100000 is
-    inf as float16)."""
+    than isfinite().all(). An integer is finite unless ``dtype`` is floating and cannot hold it."""
     if t.is_floating_point() or t.is_complex():
         return bool(torch.isfinite(t.sum()))
-    if not (dtype.is_floating_point or dtype.is_complex) or t.numel() == 0 or t.dtype == torch.bool:
+    if not (dtype.is_floating_point or dtype.is_complex) or t.dtype == torch.bool:
         return True
-    big = torch.finfo(dtype).max
-    if torch.iinfo(t.dtype).max <= big:
-        return True  # every integer of t's dtype is finite in dtype (all but float16's few): no pass, no sync
-    lo, hi = torch.stack(torch.aminmax(t.reshape(-1))).tolist()
-    return bool(-big <= lo and hi <= big)
+    return not past_floating_range(xp, t, dtype)
 
 
 def _same_structure_reason(a: SparseArray, other: Any) -> str | None:
@@ -222,7 +217,7 @@ def _product_reason(a: SparseArray, other: Any) -> str | None:
         return "torch's sparse mul of complex values with dense dimensions gives zero parts other signs than its dense product"
     others = [a._vals] + ([other._vals] if isinstance(other, SparseArray) else [other])
     promoted = torch.promote_types(a.dtype, other.dtype)
-    if not all(_finite(t, promoted) for t in others):
+    if not all(_finite(a._xp, t, promoted) for t in others):
         return "torch's sparse mul gives 0 where a non-finite value meets an unspecified element (IEEE 754 gives NaN)"
     return None
 
