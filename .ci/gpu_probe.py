@@ -67,27 +67,41 @@ def pruned(torch: Any, n: int, dtype: Any) -> Any:
 
 
 _DENSE_CASE = """
+import os, sys, traceback
 import cupy as cp, cupyx.scipy.sparse as cpx, numpy as np, scipy.sparse as sp, xsparse as xs
 from cupyx import cusparse
-host = sp.random(7, 5, density=0.4, format="csr", random_state=3, dtype=np.{dtype})
-want = host.toarray()
-form, index = "{form}", np.{index}
-ptr, idx, val = (cp.asarray(v) for v in (host.indptr, host.indices, host.data))
-a = xs.sparse_csr_array(ptr.astype(index), idx.astype(index), val, shape=host.shape)
-if form == "cupyx csr":
-    got = cusparse.sparseToDense(cpx.csr_matrix((val, idx, ptr), shape=host.shape))
-elif form == "cupyx csc":
-    got = cusparse.sparseToDense(cpx.csr_matrix((val, idx, ptr), shape=host.shape).tocsc())
-elif form == "cupyx coo":
-    got = cusparse.sparseToDense(cpx.csr_matrix((val, idx, ptr), shape=host.shape).tocoo())
-elif form == "xsparse csr":
-    got = xs.to_dense(a)
-elif form == "xsparse csc":
-    got = xs.to_dense(xs.to_sparse_csc(a))
-else:
-    got = xs.to_dense(xs.to_sparse_coo(a))
-cp.cuda.runtime.deviceSynchronize()
-print("max error", float(np.abs(cp.asnumpy(got) - want).max()))
+def case():
+    host = sp.random(7, 5, density=0.4, format="csr", random_state=3, dtype=np.{dtype})
+    want = host.toarray()
+    form, index = "{form}", np.{index}
+    ptr, idx, val = (cp.asarray(v) for v in (host.indptr, host.indices, host.data))
+    a = xs.sparse_csr_array(ptr.astype(index), idx.astype(index), val, shape=host.shape)
+    if form == "cupyx csr":
+        got = cusparse.sparseToDense(cpx.csr_matrix((val, idx, ptr), shape=host.shape))
+    elif form == "cupyx csc":
+        got = cusparse.sparseToDense(cpx.csr_matrix((val, idx, ptr), shape=host.shape).tocsc())
+    elif form == "cupyx coo":
+        got = cusparse.sparseToDense(cpx.csr_matrix((val, idx, ptr), shape=host.shape).tocoo())
+    elif form == "xsparse csr":
+        got = xs.to_dense(a)
+    elif form == "xsparse csc":
+        got = xs.to_dense(xs.to_sparse_csc(a))
+    else:
+        c = xs.to_sparse_coo(a)
+        cp.cuda.runtime.deviceSynchronize()
+        print("to_sparse_coo ran: coalesced", c.is_coalesced(), c.index_dtype, flush=True)
+        got = xs.to_dense(c)
+    cp.cuda.runtime.deviceSynchronize()
+    print("max error", float(np.abs(cp.asnumpy(got) - want).max()))
+
+try:
+    case()
+except BaseException:
+    # printed here and the process ended at once: CuPy's exit handlers fail in a poisoned context and
+    # bury the traceback under "Error in sys.excepthook"
+    traceback.print_exc(file=sys.stdout)
+    sys.stdout.flush()
+    os._exit(1)
 """
 
 
@@ -105,7 +119,8 @@ def dense_conversions() -> None:
             try:
                 proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=20)
                 said = (proc.stdout + proc.stderr).strip().splitlines()
-                tail = said[-1] if proc.returncode == 0 and said else "FAILED\n" + "\n".join(said[-12:])
+                said = [line for line in said if line not in ("Error in sys.excepthook:", "Original exception was:")]
+                tail = said[-1] if proc.returncode == 0 and said else "FAILED\n" + "\n".join(said[:40])
             except subprocess.TimeoutExpired:
                 tail = "FAILED: no answer in 20 s"
             print(f"{form} {dtype} {index} indices: {tail}", flush=True)

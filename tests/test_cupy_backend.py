@@ -556,3 +556,13 @@ def test_public_functions_run_the_cupy_kernels() -> None:
     # erf keeps the layout (fill value erf(0) = 0) and runs the CuPy kernel on the values
     np.testing.assert_allclose(to_numpy(xs.to_dense(xs.erf(a))), xs.erf(to_numpy(x)), rtol=1e-12)
     assert xs.erf(a).layout is CSR
+
+
+@gpu_only
+def test_to_backend_copies_device_arrays_to_the_host() -> None:
+    # NumPy's DLPack import takes host memory only: the move copies the CuPy buffers to the host
+    x = cp.asarray([[0.0, 1.5], [2.0, 0.0]])
+    for a in (x, xs.to_sparse_coo(x), xs.to_sparse_csr(x)):
+        moved = xs.to_backend(a, "numpy")
+        assert moved.backend == "numpy" if isinstance(moved, xs.SparseArray) else isinstance(moved, np.ndarray)
+        np.testing.assert_array_equal(xs.to_dense(moved), cp.asnumpy(x))

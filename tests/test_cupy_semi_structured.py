@@ -114,11 +114,11 @@ def test_importing_the_kernels_imports_no_cupy() -> None:
 
 
 def test_plan_keys_tell_shapes_and_orders_apart() -> None:
-    keys = {plan_key(n, nk, col) for n in (16, 32) for nk in (False, True) for col in (False, True)}
-    assert len(keys) == 8
-    assert plan_key(16, True, True) == plan_key(16, True, True) == (16, "nk", "col")
+    keys = {plan_key(n, nk) for n in (16, 32) for nk in (False, True)}
+    assert len(keys) == 4
+    assert plan_key(16, True) == plan_key(16, True) == (16, "nk")
     p = CusparseLtPacked(np.zeros(16, dtype=np.uint8), (64, 64), "float16", 0)
-    assert p.planned(plan_key(16, True, True)) is None
+    assert p.planned(plan_key(16, True)) is None
     assert "CusparseLtPacked(shape=(64, 64), dtype=float16, device=0, bytes=16)" == repr(p)
 
 
@@ -486,13 +486,13 @@ def test_the_plan_memo_searches_once_per_shape(monkeypatch: pytest.MonkeyPatch) 
     second = xs.matmul(a, s.t())
     assert searches == [32]
     np.testing.assert_array_equal(_host(first), _host(second))
-    choice = s.packed.planned(plan_key(32, True, True))
+    choice = s.packed.planned(plan_key(32, True))
     assert choice is not None and isinstance(choice.alg_id, int)
     assert all(name in lt_kernels._SPLIT_K_ATTRIBUTES and value > 0 for name, value in choice.split_k), choice
     xs.matmul(_device(_activations(2, (48, 128)), "float16"), s.t())
     assert searches == [32, 48]
     # one plan kept per product shape, reused by the later products of that shape
-    assert set(s.packed._made) == {plan_key(32, True, True), plan_key(48, True, True)}
+    assert set(s.packed._made) == {plan_key(32, True), plan_key(48, True)}
 
 
 @gpu

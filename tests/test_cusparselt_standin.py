@@ -4,9 +4,10 @@ CuPy's cuSPARSELt binding, without a GPU.
 The stand-in keeps the rules of cuSPARSELt that the kernels are written around, and refuses what breaks
 them: a 16-byte aligned pointer for every matrix, the descriptor's leading dimension and order, dense
 operands whose free size is a multiple of 16 (int8) or 8 (16-bit types), ``opA = N`` on the structured
-matrix, ``opB = T`` only for int8, an int32 result for int8. It computes ``D = alpha op(A) op(B) + beta C``
+matrix, ``opB = T`` only for int8, an int32 result for int8, no search of a column-ordered result (which
+failed inside cuSPARSELt 0.8.0 on an H200 and poisoned the CUDA context). It computes ``D = alpha op(A) op(B) + beta C``
 from the memory the pointers and descriptors name, so the kernels' orientations, padding, copies of
-unusable operands, column-ordered results, batch folding and plan memo are checked against NumPy's
+unusable operands, the transposed right product, batch folding and plan memo are checked against NumPy's
 product. Its "compressed" buffer is the dense matrix itself (the real one is opaque), so this is no test
 of cuSPARSELt: ``tests/test_cupy_semi_structured.py`` runs the real thing on a GPU.
 """
@@ -31,6 +32,7 @@ from test_semi_structured import random_pattern
 _ORDER_COL, _ORDER_ROW = 1, 2
 _OP_N, _OP_T = 0, 1
 _NOT_SUPPORTED = 10
+_INTERNAL_ERROR = 7
 _DTYPES = {2: np.float16, 3: np.int8, 10: np.int32}  # cudaDataType -> NumPy
 _CONFIG, _SPLIT_K, _SPLIT_K_MODE = 0, 3, 4
 
@@ -80,8 +82,7 @@ class Binding:
     CUSPARSE_COMPUTE_32F = 1
     CUSPARSE_COMPUTE_32I = 0
 
-    def __init__(self, refuse_column_order_at: str | None = None, search_split_k: int = 2) -> None:
-        self.refuse_column_order_at = refuse_column_order_at  # None, "plan" or "search"
+    def __init__(self, search_split_k: int = 2) -> None:
         self.search_split_k = search_split_k  # what the search settles (1: no split)
         self.log: list[tuple[str, Any]] = []
         self.live = 0  # descriptors, selections and plans not yet destroyed
@@ -144,8 +145,6 @@ class Binding:
         ctypes.c_int32.from_address(ptr).value = sel.attributes[attribute]
 
     def matmulPlanInit(self, handle: Any, plan: Any, md: Any, sel: Any) -> None:  # noqa: N802
-        if self.refuse_column_order_at == "plan" and md.d.order == _ORDER_COL:
-            raise CuSparseError(_NOT_SUPPORTED, "no column-ordered result here")
         plan.__dict__.update(md=md, sel=sel)
         self.log.append(("plan", None))
         self.live += 1
@@ -174,8 +173,8 @@ class Binding:
         self._run(plan, alpha, a, b, beta, c, d)
 
     def matmulSearch(self, handle: Any, plan: Any, alpha: int, a: int, b: int, beta: int, c: int, d: int, workspace: int) -> None:  # noqa: N802
-        if self.refuse_column_order_at == "search" and plan.md.d.order == _ORDER_COL:
-            raise CuSparseError(_NOT_SUPPORTED, "no column-ordered result here")
+        if plan.md.d.order == _ORDER_COL:
+            raise CuSparseError(_INTERNAL_ERROR, "the search of a column-ordered result failed (cuSPARSELt 0.8.0, H200)")
         self.log.append(("search", None))
         self._run(plan, alpha, a, b, beta, c, d)
         split = self.search_split_k
@@ -241,9 +240,9 @@ def _cupy(log: list[tuple[str, Any]], current: int = 0) -> Any:
 
 
 @contextlib.contextmanager
-def _standin(refuse_column_order_at: str | None = None, current_stream: int = 0, search_split_k: int = 2) -> Iterator[Binding]:
+def _standin(current_stream: int = 0, search_split_k: int = 2) -> Iterator[Binding]:
     """The stand-ins in place of CuPy, its cuSPARSE constants and its cuSPARSELt binding."""
-    lt = Binding(refuse_column_order_at, search_split_k)
+    lt = Binding(search_split_k)
     sp = types.SimpleNamespace(CUSPARSE_ORDER_ROW=_ORDER_ROW, CUSPARSE_ORDER_COL=_ORDER_COL, CUSPARSE_OPERATION_NON_TRANSPOSE=_OP_N, CUSPARSE_OPERATION_TRANSPOSE=_OP_T)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(lt_kernels, "_cusparselt", lambda: lt)
@@ -333,19 +332,16 @@ def test_dense_times_transposed_sparse(dtype: str, m: int, form: str, seed: int)
     _let_go(binding, packed)
 
 
-@pytest.mark.parametrize("refuse", [None, "plan", "search"])
-def test_the_plan_memo_and_the_column_order_fallback(refuse: str | None) -> None:
+def test_the_plan_memo_of_the_right_product() -> None:
     a = np.random.default_rng(1).integers(-2, 3, size=(16, 64)).astype(np.float64)
-    with _standin(refuse) as binding:
+    with _standin() as binding:
         dense, packed = _packed("float16", 32, 64, 0)
         first = lt_kernels._right_product(packed, _on_device(a.astype(np.float16)))
         second = lt_kernels._right_product(packed, _on_device(a.astype(np.float16)))
     for result in (first, second):
         np.testing.assert_array_equal(np.asarray(result, dtype=np.float64), a @ dense.T)
-    choice = packed.planned(lt_kernels.plan_key(16, True, True))
+    choice = packed.planned(lt_kernels.plan_key(16, True))
     assert choice is not None
-    # a refusal of the column-ordered result, at the plan or at the search, falls back to the row order
-    assert choice.column_order is (binding.refuse_column_order_at is None)
     # one search; the later product builds its plan with the algorithm and split-K the search settled
     assert [what for what, _ in binding.log].count("search") == 1
     assert (choice.alg_id, dict(choice.split_k)) == (3, {"CUSPARSELT_MATMUL_SPLIT_K": 2, "CUSPARSELT_MATMUL_SPLIT_K_MODE": 1})
@@ -395,7 +391,7 @@ def test_another_current_stream_is_ordered_on_the_device() -> None:
 
 def test_a_search_without_split_k_sets_only_the_algorithm() -> None:
     binding, packed = _two_products(search_split_k=1)
-    choice = packed.planned(lt_kernels.plan_key(16, True, True))
+    choice = packed.planned(lt_kernels.plan_key(16, True))
     assert choice is not None and choice.alg_id == 3 and choice.split_k == ()
     # set once, on the plan the first product keeps (the second product reuses it)
     assert [entry for entry in binding.log if entry[0] == "set"] == [("set", (_CONFIG, 3))]

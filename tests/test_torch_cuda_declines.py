@@ -491,3 +491,13 @@ def test_seeded_decompositions_leave_the_callers_cuda_generator_alone() -> None:
     u2, s2, v2 = xs.svd_lowrank(a, q=8, seed=7)
     assert on_device(s1) and torch.equal(s1, s2) and torch.equal(u1, u2) and torch.equal(v1, v2)
     np.testing.assert_allclose(to_numpy(s1), np.linalg.svd(host, compute_uv=False), rtol=1e-8)
+
+
+@needs_cuda
+def test_to_backend_copies_cuda_tensors_to_the_host() -> None:
+    # NumPy's DLPack import takes host memory only: the move copies the CUDA buffers to the host
+    x = cuda_xp().asarray([[0.0, 1.5], [2.0, 0.0]])
+    for a in (x, xs.to_sparse_coo(x), xs.to_sparse_csr(x)):
+        moved = xs.to_backend(a, "numpy")
+        assert moved.backend == "numpy" if isinstance(moved, xs.SparseArray) else isinstance(moved, np.ndarray)
+        np.testing.assert_array_equal(xs.to_dense(moved), [[0.0, 1.5], [2.0, 0.0]])

@@ -441,6 +441,15 @@ def _exportable(source: Backend, a: Any) -> Any:
     return a
 
 
+def _on_host(a: Any) -> Any:
+    """``a`` copied to the host where it lives on an accelerator (NumPy's DLPack import takes host memory only)."""
+    if array_api_compat.is_torch_array(a) and a.device.type != "cpu":
+        return a.cpu()
+    if array_api_compat.is_cupy_array(a):
+        return a.get()
+    return a
+
+
 def _read_only(a: Any) -> bool:
     """Whether ``a`` may not be written to: a read-only NumPy (or array-api-strict) array, any JAX array."""
     if array_api_compat.is_jax_array(a):
@@ -500,7 +509,7 @@ def to_backend(x: Any, backend: str | Backend, /, *, device: Any = None) -> Any:
                 except _DLPACK_ERRORS:
                     import numpy as np
 
-                    moved = xp.asarray(np.from_dlpack(a))
+                    moved = xp.asarray(np.from_dlpack(_on_host(a)))
             if _read_only(a) and _writable(moved):
                 # torch's DLPack import drops the read-only flag: writing into the result would change a
                 # read-only NumPy array or an immutable JAX array behind its owner's back

@@ -21,8 +21,10 @@ accelerated orientations are
 * ``S @ B`` (``S`` untransposed): ``D = W @ B``, with ``B`` (``cols x n``) passed row-major with ``opB = N``,
   or, when ``B`` is the transpose of a row-major array (a ``.T`` view), that array with ``opB = T``;
 * ``A @ S.t()`` (``linear``, ``addmm(bias, A, S.t())``): ``(A @ W.T).T = W @ A.T``, so ``A`` (``m x cols``,
-  row-major) is passed as is with ``opB = T`` and ``D`` is written in column order, whose memory is the
-  row-major ``m x rows`` result: no transpose is copied on either side.
+  row-major) is passed as is with ``opB = T``, and the row-major ``D`` (``rows x m``) is transposed into the
+  ``m x rows`` result by one copy. A column-ordered ``D`` would be that result with no copy (torch's
+  ``transpose_result``), but cuSPARSELt 0.8.0's algorithm search of one failed on an H200 with an internal
+  error and an illegal instruction that poisoned the CUDA context, so ``D`` is always row-major.
 
 int8 takes only ``opB = T`` (cuSPARSELt rejects ``opB = N`` for it), so a row-major ``B`` is transposed into
 a copy there; int8 products are computed into int32 and narrowed with wrap-around, as the generic kernel's
@@ -69,9 +71,6 @@ _PAD = 16
 # With at most cols / 2 kept products of |128 * 128| per result, cols <= 2048 keeps every sum below 2**24,
 # so the result is exact (and wraps to int8 like the generic kernel) whichever way the epilogue goes.
 _INT8_EXACT_COLS = 2048
-# cusparseStatus_t values with which cuSPARSELt refuses a layout it does not implement
-_CUSPARSE_STATUS_INVALID_VALUE = 3
-_CUSPARSE_STATUS_NOT_SUPPORTED = 10
 
 
 @dataclass(frozen=True)
@@ -124,11 +123,9 @@ def _cusparse() -> Any:
 @dataclass(frozen=True)
 class _Choice:
     """What the first product of one shape settled: cuSPARSELt's algorithm id, the split-K settings the
-    search picked with it (``(attribute name, value)`` pairs, set again on every later plan), and the
-    result's order."""
+    search picked with it (``(attribute name, value)`` pairs, set again on every later plan)."""
 
     alg_id: int
-    column_order: bool
     split_k: tuple[tuple[str, int], ...] = ()
 
 
@@ -137,23 +134,23 @@ class _Choice:
 _SPLIT_K_ATTRIBUTES = ("CUSPARSELT_MATMUL_SPLIT_K", "CUSPARSELT_MATMUL_SPLIT_K_MODE")
 
 
-def plan_key(n: int, b_rows_are_n: bool, column_order: bool) -> tuple[int, str, str]:
-    """The memo key of one product ``W @ B`` of a packed array: the shape and memory order of ``B`` and ``D``.
+def plan_key(n: int, b_rows_are_n: bool) -> tuple[int, str]:
+    """The memo key of one product ``W @ B`` of a packed array: the shape and memory order of ``B``.
 
     ``n`` is ``B``'s free (non-contracted) size after padding; ``b_rows_are_n`` says that ``B`` is given as
-    the row-major ``n x cols`` array (``opB = T``) rather than the row-major ``cols x n`` one (``opB = N``);
-    ``column_order`` that the result ``D`` is asked for in column order. The stored matrix and its dtype
-    are fixed per array, so these are all that select a plan.
+    the row-major ``n x cols`` array (``opB = T``) rather than the row-major ``cols x n`` one (``opB = N``).
+    The stored matrix and its dtype are fixed per array, and the result ``D`` is always row-major, so
+    these are all that select a plan.
 
     Examples
     --------
     >>> from xsparse.backends.cupy.semi_structured import plan_key
-    >>> plan_key(64, True, True)
-    (64, 'nk', 'col')
-    >>> plan_key(64, False, False) == plan_key(64, True, False)
+    >>> plan_key(64, True)
+    (64, 'nk')
+    >>> plan_key(64, False) == plan_key(64, True)
     False
     """
-    return (int(n), "nk" if b_rows_are_n else "kn", "col" if column_order else "row")
+    return (int(n), "nk" if b_rows_are_n else "kn")
 
 
 class CusparseLtPacked:
@@ -182,7 +179,7 @@ class CusparseLtPacked:
     >>> import numpy as np
     >>> from xsparse.backends.cupy.semi_structured import CusparseLtPacked, plan_key
     >>> p = CusparseLtPacked(np.zeros(16, dtype=np.uint8), (64, 128), "float16", 0)
-    >>> p.shape, p.dtype, p.device_id, p.planned(plan_key(16, True, True))
+    >>> p.shape, p.dtype, p.device_id, p.planned(plan_key(16, True))
     ((64, 128), 'float16', 0, None)
     """
 
@@ -199,13 +196,13 @@ class CusparseLtPacked:
         # the time of the next product (which searches again), never what the array is or what the
         # product means; the array and its buffer stay immutable. Concurrent first uses may both search;
         # the later answer wins, and either is valid.
-        self._plans: dict[tuple[int, str, str], _Choice] = {}
+        self._plans: dict[tuple[int, str], _Choice] = {}
         # The plans made with those choices, kept for the next products of the same shape: making a plan
         # (cusparseLtMatmulPlanInit) costs far more host time than a small product. At most _KEPT_PLANS,
         # the oldest dropped first; a plan is destroyed when the last product using it lets it go.
-        self._made: dict[tuple[int, str, str], _Plan] = {}
+        self._made: dict[tuple[int, str], _Plan] = {}
 
-    def planned(self, key: tuple[int, str, str]) -> _Choice | None:
+    def planned(self, key: tuple[int, str]) -> _Choice | None:
         """What the memo holds for a product shape (:func:`plan_key`), or ``None`` before its first product."""
         return self._plans.get(key)
 
@@ -386,20 +383,16 @@ def _convert_compressed_semi_structured_cupy(xp: Any, a: CompressedArray, target
 # -- the product W @ B ---------------------------------------------------------------------------------
 
 
-def _not_supported(exc: BaseException) -> bool:
-    return getattr(exc, "status", None) in (_CUSPARSE_STATUS_INVALID_VALUE, _CUSPARSE_STATUS_NOT_SUPPORTED)
-
-
 class _Plan:
     """The descriptors, algorithm selection and plan of one product ``D = W @ op(B)``, destroyed after use."""
 
     def __init__(
-        self, handle: Any, packed: CusparseLtPacked, n: int, b_rows_are_n: bool, column_order: bool, choice: _Choice | None,
+        self, handle: Any, packed: CusparseLtPacked, n: int, b_rows_are_n: bool, choice: _Choice | None,
     ) -> None:  # fmt: skip
         lt, sp = _cusparselt(), _cusparse()
         types = _TYPES[packed.dtype]
         rows, k = packed.shape
-        row, col = sp.CUSPARSE_ORDER_ROW, sp.CUSPARSE_ORDER_COL
+        row = sp.CUSPARSE_ORDER_ROW
         # (destroy function, object), in creation order; destroyed in reverse
         self._made: list[tuple[Any, Any]] = []
         try:
@@ -413,7 +406,8 @@ class _Plan:
                 lt.denseDescriptorInit(handle, b, k, n, n, _ALIGNMENT, types.value, row)
             self._made.append((lt.matDescriptorDestroy, b))
             d = lt.MatDescriptor()
-            lt.denseDescriptorInit(handle, d, rows, n, rows if column_order else n, _ALIGNMENT, types.output, col if column_order else row)
+            # D row-major (the module's docstring says why not in column order)
+            lt.denseDescriptorInit(handle, d, rows, n, n, _ALIGNMENT, types.output, row)
             self._made.append((lt.matDescriptorDestroy, d))
             # cuSPARSELt has no destroy function for a matmul descriptor
             self.matmul = lt.MatmulDescriptor()
@@ -457,11 +451,11 @@ def _destroy_made(made: list[tuple[Any, Any]]) -> None:
 _KEPT_PLANS = 16
 
 
-def _kept_plan(handle: Any, packed: CusparseLtPacked, key: tuple[int, str, str], n: int, b_rows_are_n: bool, choice: _Choice) -> _Plan:
+def _kept_plan(handle: Any, packed: CusparseLtPacked, key: tuple[int, str], n: int, b_rows_are_n: bool, choice: _Choice) -> _Plan:
     """The plan of this product shape, made once and kept on ``packed`` (the oldest dropped past _KEPT_PLANS)."""
     plan = packed._made.get(key)
     if plan is None:
-        plan = _Plan(handle, packed, n, b_rows_are_n, choice.column_order, choice)
+        plan = _Plan(handle, packed, n, b_rows_are_n, choice)
         with _PLANS_LOCK:  # (the eviction iterates the memo, which another thread may be filling)
             made = packed._made
             while len(made) >= _KEPT_PLANS:
@@ -473,18 +467,16 @@ def _kept_plan(handle: Any, packed: CusparseLtPacked, key: tuple[int, str, str],
 _PLANS_LOCK = threading.Lock()
 
 
-def _spmm(packed: CusparseLtPacked, dense: Any, b_rows_are_n: bool, n: int, column_order: bool) -> tuple[Any, bool]:
-    """``D = W @ B`` for the packed ``W`` and a dense ``B`` of free size ``n`` (a multiple of ``_PAD``).
+def _spmm(packed: CusparseLtPacked, dense: Any, b_rows_are_n: bool, n: int) -> Any:
+    """``D = W @ B`` (``rows x n``, row-major) for the packed ``W`` and a dense ``B`` of free size ``n`` (a multiple of ``_PAD``).
 
     ``dense`` is ``B`` as a C-contiguous, aligned CuPy array: ``cols x n`` (``opB = N``) or, with
-    ``b_rows_are_n``, ``n x cols`` (``opB = T``). Returns ``(out, in_column_order)``: ``out`` is ``D``
-    (``rows x n``, row-major), or its transpose (``n x rows``, row-major) when ``D`` went in column order,
-    which is asked for with ``column_order`` and granted where cuSPARSELt takes it. int8 gives int32.
+    ``b_rows_are_n``, ``n x cols`` (``opB = T``). int8 gives int32.
     """
     cp, lt = cupy_module(), _cusparselt()
     rows, _ = packed.shape
     out_dtype = cp.int32 if packed.dtype == "int8" else dense.dtype
-    key = plan_key(n, b_rows_are_n, column_order)
+    key = plan_key(n, b_rows_are_n)
     alpha, beta = np.ones(1, dtype=np.float32), np.zeros(1, dtype=np.float32)
     with cp.cuda.Device(packed.device_id):
         handle = _handle(packed.device_id)
@@ -499,10 +491,10 @@ def _spmm(packed: CusparseLtPacked, dense: Any, b_rows_are_n: bool, n: int, colu
             choice = packed.planned(key)
             out = None
             if choice is None:
-                choice, out = _search(handle, packed, dense, b_rows_are_n, n, column_order, out_dtype, alpha, beta)
+                choice, out = _search(handle, packed, dense, b_rows_are_n, n, out_dtype, alpha, beta)
                 packed._plans[key] = choice
             if out is None:
-                out = cp.empty((n, rows) if choice.column_order else (rows, n), dtype=out_dtype)
+                out = cp.empty((rows, n), dtype=out_dtype)
             plan = _kept_plan(handle, packed, key, n, b_rows_are_n, choice)
             workspace = cp.empty(plan.workspace_size, dtype=cp.uint8)
             lt.matmul(
@@ -514,46 +506,32 @@ def _spmm(packed: CusparseLtPacked, dense: Any, b_rows_are_n: bool, n: int, colu
                 # the result, and the buffers going back to the pool, are the current stream's again (also
                 # after a failure: what was queued on the legacy stream may still read them)
                 stream.wait_event(legacy.record())
-    return out, choice.column_order
+    return out
 
 
 def _search(
-    handle: Any, packed: CusparseLtPacked, dense: Any, b_rows_are_n: bool, n: int, column_order: bool,
-    out_dtype: Any, alpha: Any, beta: Any,
+    handle: Any, packed: CusparseLtPacked, dense: Any, b_rows_are_n: bool, n: int, out_dtype: Any, alpha: Any, beta: Any,
 ) -> tuple[_Choice, Any]:  # fmt: skip
-    """The first product of a shape: the result order cuSPARSELt takes, and its fastest algorithm."""
+    """The first product of a shape: cuSPARSELt's fastest algorithm for it, and the product it computed."""
     cp, lt = cupy_module(), _cusparselt()
     rows, _ = packed.shape
-    orders = (True, False) if column_order else (False,)
-    for order in orders:
-        # cuSPARSELt may refuse a column-ordered result when the plan is made or only when it runs
-        try:
-            plan = _Plan(handle, packed, n, b_rows_are_n, order, None)
-        except Exception as exc:
-            if order is orders[-1] or not _not_supported(exc):
-                raise
-            continue  # a row-ordered result, transposed afterwards
-        try:
-            out = cp.empty((n, rows) if order else (rows, n), dtype=out_dtype)
-            workspace = cp.empty(plan.workspace_size, dtype=cp.uint8)
-            lt.matmulSearch(
-                handle, plan.plan, alpha.ctypes.data, packed.buffer.data.ptr, dense.data.ptr, beta.ctypes.data,
-                out.data.ptr, out.data.ptr, workspace.data.ptr,
-            )  # fmt: skip
-            settled = []
-            for name in ("CUSPARSELT_MATMUL_ALG_CONFIG_ID", *_SPLIT_K_ATTRIBUTES):
-                value = np.zeros(1, dtype=np.int32)
-                lt.matmulAlgGetAttribute(handle, plan.selection, getattr(lt, name), value.ctypes.data, value.itemsize)
-                settled.append((name, int(value[0])))
-        except Exception as exc:
-            if order is orders[-1] or not _not_supported(exc):
-                raise
-            continue
-        finally:
-            plan.destroy()
-        split_k = tuple(settled[1:]) if settled[1][1] > 1 else ()
-        return _Choice(settled[0][1], order, split_k), out
-    raise AssertionError("unreachable: the last order raises rather than continues")
+    plan = _Plan(handle, packed, n, b_rows_are_n, None)
+    try:
+        out = cp.empty((rows, n), dtype=out_dtype)
+        workspace = cp.empty(plan.workspace_size, dtype=cp.uint8)
+        lt.matmulSearch(
+            handle, plan.plan, alpha.ctypes.data, packed.buffer.data.ptr, dense.data.ptr, beta.ctypes.data,
+            out.data.ptr, out.data.ptr, workspace.data.ptr,
+        )  # fmt: skip
+        settled = []
+        for name in ("CUSPARSELT_MATMUL_ALG_CONFIG_ID", *_SPLIT_K_ATTRIBUTES):
+            value = np.zeros(1, dtype=np.int32)
+            lt.matmulAlgGetAttribute(handle, plan.selection, getattr(lt, name), value.ctypes.data, value.itemsize)
+            settled.append((name, int(value[0])))
+    finally:
+        plan.destroy()
+    split_k = tuple(settled[1:]) if settled[1][1] > 1 else ()
+    return _Choice(settled[0][1], split_k), out
 
 
 def _round_up(n: int) -> int:
@@ -595,9 +573,7 @@ def _left_2d(packed: CusparseLtPacked, b: Any) -> Any:
     else:
         # one copy either way: into the n x cols form, zero-padded, which every dtype takes
         dense, rows_are_n = _padded_rows(bt, np_), True
-    out, column_order = _spmm(packed, dense, rows_are_n, np_, False)
-    d = out.T if column_order else out
-    return _narrow(d[:, :n], packed)
+    return _narrow(_spmm(packed, dense, rows_are_n, np_)[:, :n], packed)
 
 
 def _left_product(packed: CusparseLtPacked, b: Any) -> Any:
@@ -631,10 +607,8 @@ def _right_product(packed: CusparseLtPacked, a: Any) -> Any:
         dense, rows_are_n = a2.T, False  # a2 is a .T view: a2.T is B itself, row-major
     else:
         dense, rows_are_n = _padded_rows(a2, mp), True
-    out, column_order = _spmm(packed, dense, rows_are_n, mp, True)
-    # D = W @ a2.T (rows x mp); in column order its memory is the row-major mp x rows result
-    y = out if column_order else out.T
-    return _narrow(y[:m], packed).reshape(*lead, rows)
+    # D = W @ a2.T (rows x mp), transposed by the copy _narrow makes
+    return _narrow(_spmm(packed, dense, rows_are_n, mp).T[:m], packed).reshape(*lead, rows)
 
 
 # -- product kernels -------------------------------------------------------------------------------------
@@ -701,7 +675,7 @@ def _matmul_semi_structured_strided_cupy(xp: Any, a: SemiStructuredArray, b: Any
 
 @register("matmul", (strided, sparse_semi_structured), backend="cupy", supports=_supports_matmul)
 def _matmul_strided_semi_structured_cupy(xp: Any, a: Any, b: SemiStructuredArray) -> Any:
-    """strided @ semi-structured.t() -> strided (the linear case): cuSPARSELt computes (W @ a.T).T into a column-ordered result; O(nnz * m)."""
+    """strided @ semi-structured.t() -> strided (the linear case): cuSPARSELt computes W @ a.T, transposed by one copy; O(nnz * m)."""
     return _right_product(b.packed, a)
 
 
