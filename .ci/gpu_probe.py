@@ -184,6 +184,11 @@ def main() -> None:
                 xc = cp.from_dlpack(x)
                 line.append(f"xs.linear[cupy] {mean_ms(lambda: xs.linear(xc, cw), cp_sync, 20):.4f} ms")
             print(", ".join(line), flush=True)
+        if cw is not None:
+            # the cuSPARSELt product alone (no dispatch, no result view), and what the search settled
+            xc = cp.from_dlpack(torch.randn(4096, 8192, device="cuda").half())
+            alone = mean_ms(lambda: lt_kernels._spmm(cw.packed, xc, True, 4096), cp_sync, 20)
+            print(f"CuPy at 4096 rows: the product alone {alone:.4f} ms, the search's choice {cw.packed.planned(lt_kernels.plan_key(4096, True))}", flush=True)
         x = torch.randn(4096, 8192, device="cuda").half()
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]) as prof:
             for _ in range(3):

@@ -566,3 +566,21 @@ def test_to_backend_copies_device_arrays_to_the_host() -> None:
         moved = xs.to_backend(a, "numpy")
         assert moved.backend == "numpy" if isinstance(moved, xs.SparseArray) else isinstance(moved, np.ndarray)
         np.testing.assert_array_equal(xs.to_dense(moved), cp.asnumpy(x))
+
+
+@gpu_only
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+def test_buffers_off_a_16_byte_boundary_reach_cusparse_aligned(index_dtype: str) -> None:
+    # 7 stored elements: the column row of the (2, 7) int32 COO indices starts 28 bytes in (sparseToDense
+    # faulted with a misaligned address there); a dense operand x[1:] starts 8 bytes in
+    host = np.zeros((5, 6))
+    host[[0, 1, 1, 2, 3, 4, 4], [1, 0, 5, 2, 3, 0, 4]] = np.arange(1.0, 8.0)
+    a = xs.to_sparse_coo(cp.asarray(host), index_dtype=index_dtype)
+    assert a.nnz == 7 and a.is_coalesced()
+    np.testing.assert_array_equal(to_numpy(xs.to_dense(a)), host)
+    m = cupy_conversion.to_cupyx(a)
+    assert all(buf.data.ptr % 16 == 0 for buf in (m.row, m.col, m.data))
+    x = cp.arange(7.0)
+    csr = xs.to_sparse_csr(a)
+    np.testing.assert_allclose(to_numpy(xs.matmul(csr, x[1:])), host @ np.arange(1.0, 7.0))
+    cp.cuda.runtime.deviceSynchronize()

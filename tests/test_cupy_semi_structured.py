@@ -414,7 +414,7 @@ def test_dense_times_transposed_sparse(w: tuple[str, np.ndarray], m: int, form: 
         host = _activations(seed, (m, k))
         a = _shaped(host, dtype, form)
     result = _run_native("matmul", (STRIDED, SS), a, s)
-    assert result.dtype == a.dtype and result.flags.c_contiguous and tuple(result.shape) == (host @ dense.T).shape
+    assert result.dtype == a.dtype and tuple(result.shape) == (host @ dense.T).shape
     np.testing.assert_array_equal(_host(result), _expected(host @ dense.T, dtype))
     np.testing.assert_array_equal(_host(result), _host(_run_generic("matmul", (STRIDED, SS), a, s)))
 

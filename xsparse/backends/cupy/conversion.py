@@ -30,7 +30,7 @@ from ...formats._invariants import verified
 from ...formats._spec import Target
 from ..array_api.conversion import is_plus_zero
 
-__all__ = ["cupy_module", "cupyx_sparse", "compressed_matrix", "to_cupyx", "from_cupyx", "verified"]
+__all__ = ["cupy_module", "cupyx_sparse", "compressed_matrix", "to_cupyx", "from_cupyx", "verified", "aligned"]
 
 CUSPARSE_DTYPES = frozenset(np.dtype(t) for t in ("float32", "float64", "complex64", "complex128"))
 INT32_MAX = 2**31 - 1
@@ -102,7 +102,18 @@ def _sparse_reason(a: SparseArray) -> str | None:
 
 
 def _int32(x: Any) -> Any:
-    return x.astype(cupy_module().int32, copy=False)
+    return aligned(x.astype(cupy_module().int32, copy=False))
+
+
+# cuSPARSE's kernels load their arrays in vectors of up to 16 bytes: a buffer that starts elsewhere (the
+# column row of a COO's (2, nnz) int32 indices when nnz is not a multiple of 4) faulted with a misaligned
+# address in its sparseToDense on an H200, which poisons the CUDA context
+_ALIGNMENT = 16
+
+
+def aligned(x: Any) -> Any:
+    """``x`` itself where its buffer starts on a 16-byte boundary, else a copy (CuPy allocates on 256)."""
+    return x if x.data.ptr % _ALIGNMENT == 0 else x.copy()
 
 
 def compressed_matrix(container: Any, data: Any, indices: Any, indptr: Any, shape: tuple[int, int]) -> Any:
@@ -167,14 +178,15 @@ def _kept(a: SparseArray) -> dict[str, Any]:
 def _indices(a: SparseArray) -> tuple[Any, ...]:
     """``a``'s index arrays as int32 (COO: rows and columns; compressed: plain and compressed indices)."""
     if isinstance(a, COOArray):
-        idx = _int32(a._idx)
-        return idx[0], idx[1]
+        idx = a._idx.astype(cupy_module().int32, copy=False)
+        return aligned(idx[0]), aligned(idx[1])
     c = cast(CompressedArray, a)
     return _int32(c._plain), _int32(c._compressed)
 
 
 def _wrap(a: SparseArray, values: Any, transposed: bool, indices: tuple[Any, ...]) -> Any:
     sp = cupyx_sparse()
+    values = aligned(values)
     rows, cols = int(a.shape[0]), int(a.shape[1])
     if isinstance(a, COOArray):
         row, col = indices

@@ -24,7 +24,7 @@ import numpy as np
 from ...dispatch import register
 from ...formats import CompressedArray, SparseArray, sparse_bsr, sparse_csc, sparse_csr, strided
 from ..array_api.linalg import _broadcast_shapes
-from .conversion import compressed_matrix, cupy_module, cupyx_sparse, dtype_reason, fill_reason, index_reason, to_cupyx, verified
+from .conversion import aligned, compressed_matrix, cupy_module, cupyx_sparse, dtype_reason, fill_reason, index_reason, to_cupyx, verified
 
 __all__: list[str] = []
 
@@ -70,7 +70,7 @@ def _fold(a: CompressedArray, dtype: Any) -> Any:
     lin = cp.arange(nb, dtype=cp.int32)[:, None]
     indptr = cp.concatenate([(comp[:, :-1] + lin * nse).reshape(-1), cp.full(1, nb * nse, dtype=cp.int32)])
     indices = (a._plain.reshape(nb, nse).astype(cp.int32) + lin * n_plain).reshape(-1)
-    values = a._vals.reshape(nb * nse).astype(dtype, copy=False)
+    values = aligned(a._vals.reshape(nb * nse).astype(dtype, copy=False))
     container = cupyx_sparse().csr_matrix if a.layout.compressed_dim == 0 else cupyx_sparse().csc_matrix
     # each block keeps its batch's sorted, distinct plain indices (invariant 5.6), offset by the block
     return compressed_matrix(container, values, indices, indptr, (nb * m, nb * k))
@@ -97,6 +97,7 @@ def _product(mat: Any, x: Any, dtype: Any) -> Any:
         return cp.zeros(shape, dtype=dtype)
     if x.dtype != dtype:
         x = x.astype(dtype)
+    x = aligned(x)  # a view that starts off a 16-byte boundary (x[1:]) is copied, as the sparse operand's arrays are
     if x.ndim == 2 and x.flags.c_contiguous and not x.flags.f_contiguous and cusparse.check_availability("spmm"):
         if mat.format == "csr" and x.shape[1] <= _ROW_MAJOR_MAX_COLUMNS and _row_major_spmm() is not None:
             return _spmm_row_major(mat, x, dtype)

@@ -21,9 +21,9 @@ accelerated orientations are
 * ``S @ B`` (``S`` untransposed): ``D = W @ B``, with ``B`` (``cols x n``) passed row-major with ``opB = N``,
   or, when ``B`` is the transpose of a row-major array (a ``.T`` view), that array with ``opB = T``;
 * ``A @ S.t()`` (``linear``, ``addmm(bias, A, S.t())``): ``(A @ W.T).T = W @ A.T``, so ``A`` (``m x cols``,
-  row-major) is passed as is with ``opB = T``, and the row-major ``D`` (``rows x m``) is transposed into the
-  ``m x rows`` result by one copy. A column-ordered ``D`` would be that result with no copy (torch's
-  ``transpose_result``), but cuSPARSELt 0.8.0's algorithm search of one failed on an H200 with an internal
+  row-major) is passed as is with ``opB = T``, and the result is the transpose of the row-major ``D``
+  (``rows x m``) as a view, as torch's ``linear`` returns it (not C-contiguous). A column-ordered ``D``
+  would be that result in row order (torch's ``transpose_result``), but cuSPARSELt 0.8.0's algorithm search of one failed on an H200 with an internal
   error and an illegal instruction that poisoned the CUDA context, so ``D`` is always row-major.
 
 int8 takes only ``opB = T`` (cuSPARSELt rejects ``opB = N`` for it), so a row-major ``B`` is transposed into
@@ -551,10 +551,13 @@ def _padded_rows(x: Any, n: int) -> Any:
     return out
 
 
-def _narrow(y: Any, packed: CusparseLtPacked) -> Any:
-    """The C-contiguous result in the operands' dtype (int32 wraps to int8 as int8 arithmetic does)."""
+def _narrow(y: Any, packed: CusparseLtPacked, order: str = "C") -> Any:
+    """The result in the operands' dtype (int32 wraps to int8 as int8 arithmetic does): C-contiguous, or
+    with ``order="K"`` in ``y``'s memory order (``y`` itself for the 16-bit dtypes)."""
     cp = cupy_module()
-    return y.astype(cp.int8, order="C") if packed.dtype == "int8" else cp.ascontiguousarray(y)
+    if packed.dtype == "int8":
+        return y.astype(cp.int8, order=order)
+    return cp.ascontiguousarray(y) if order == "C" else y
 
 
 def _left_2d(packed: CusparseLtPacked, b: Any) -> Any:
@@ -607,8 +610,9 @@ def _right_product(packed: CusparseLtPacked, a: Any) -> Any:
         dense, rows_are_n = a2.T, False  # a2 is a .T view: a2.T is B itself, row-major
     else:
         dense, rows_are_n = _padded_rows(a2, mp), True
-    # D = W @ a2.T (rows x mp), transposed by the copy _narrow makes
-    return _narrow(_spmm(packed, dense, rows_are_n, mp).T[:m], packed).reshape(*lead, rows)
+    # D = W @ a2.T (rows x mp); the result is its transpose as a view, as torch's linear returns it (a
+    # copy into row order would read and write the whole result once more, across its memory order)
+    return _narrow(_spmm(packed, dense, rows_are_n, mp).T[:m], packed, "K").reshape(*lead, rows)
 
 
 # -- product kernels -------------------------------------------------------------------------------------
@@ -675,7 +679,7 @@ def _matmul_semi_structured_strided_cupy(xp: Any, a: SemiStructuredArray, b: Any
 
 @register("matmul", (strided, sparse_semi_structured), backend="cupy", supports=_supports_matmul)
 def _matmul_strided_semi_structured_cupy(xp: Any, a: Any, b: SemiStructuredArray) -> Any:
-    """strided @ semi-structured.t() -> strided (the linear case): cuSPARSELt computes W @ a.T, transposed by one copy; O(nnz * m)."""
+    """strided @ semi-structured.t() -> strided (the linear case): cuSPARSELt computes W @ a.T, returned transposed (a view); O(nnz * m)."""
     return _right_product(b.packed, a)
 
 
