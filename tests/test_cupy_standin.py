@@ -29,7 +29,9 @@ def test_the_cupy_kernels_python_side_on_standins() -> None:
     passed = re.search(r"(\d+) passed", proc.stdout)
     skipped = re.search(r"(\d+) skipped", proc.stdout)
     # the conversions, the products (the two custom kernels' bodies too) and the reasons to decline ran;
-    # only the tests that need CuPy itself skip
+    # only the tests that need CuPy itself skip (wrapped buffers, public functions on CuPy arrays, the move
+    # to the host, device addresses)
     assert passed is not None and int(passed.group(1)) >= 18, proc.stdout[-2000:]
-    assert skipped is not None and int(skipped.group(1)) <= 2, proc.stdout[-2000:]
-    assert proc.stdout.count("needs CuPy itself") == int(skipped.group(1)), proc.stdout[-2000:]
+    assert skipped is not None and int(skipped.group(1)) <= 5, proc.stdout[-2000:]
+    needing_cupy = sum(int(n) for n in re.findall(r"SKIPPED \[(\d+)\][^\n]*needs CuPy itself", proc.stdout))
+    assert needing_cupy == int(skipped.group(1)), proc.stdout[-2000:]

@@ -3,8 +3,9 @@
 They run ``cupyx.scipy.special``'s ufuncs in the dtype that the NumPy backend's SciPy kernels give for the
 operand (float32 for float32, float64 for most others; ``erfinv`` of small integers, bool and float16 in
 float32), so that moving a program between the CPU and the GPU keeps its dtypes: CuPy's own loops would
-give float16 operands of ``erfinv`` and int16 operands of ``erf`` another dtype than SciPy's. ``erfinv``
-copies its argument's sign onto the result, as the NumPy kernel does (``erfinv(-0.0) = -0.0``).
+give float16 operands of ``erfinv`` and int16 operands of ``erf`` another dtype than SciPy's. Both copy
+their argument's sign onto the result, as SciPy's do (``erf(-0.0) = erfinv(-0.0) = -0.0``; cupyx's
+float32 ``erf`` gave ``+0.0``).
 """
 
 from __future__ import annotations
@@ -40,10 +41,12 @@ def scipy_result_dtype(name: str, dtype: Any) -> np.dtype[Any]:
 
 @register("erf", (strided,), backend="cupy")
 def _erf_strided_cupy(xp: Any, x: Any) -> Any:
-    """erf(strided) through cupyx.scipy.special.erf, in SciPy's result dtype; O(numel)."""
+    """erf(strided) through cupyx.scipy.special.erf, in SciPy's result dtype, the sign copied; O(numel)."""
     from cupyx.scipy import special
 
-    return special.erf(x.astype(scipy_result_dtype("erf", x.dtype), copy=False))
+    y = x.astype(scipy_result_dtype("erf", x.dtype), copy=False)
+    # erf is odd, so the sign is the argument's everywhere; cupyx's float32 erf gave +0.0 for -0.0 (an H200)
+    return conversion.cupy_module().copysign(special.erf(y), y)
 
 
 @register("erfinv", (strided,), backend="cupy")
