@@ -584,3 +584,17 @@ def test_buffers_off_a_16_byte_boundary_reach_cusparse_aligned(index_dtype: str)
     csr = xs.to_sparse_csr(a)
     np.testing.assert_allclose(to_numpy(xs.matmul(csr, x[1:])), host @ np.arange(1.0, 7.0))
     cp.cuda.runtime.deviceSynchronize()
+
+
+def test_aligned_copies_only_buffers_off_a_16_byte_boundary() -> None:
+    def address(x: Any) -> int:
+        return int(x.data.ptr) if hasattr(x.data, "ptr") else int(x.ctypes.data)
+
+    x = cp.arange(9, dtype=cp.int32)
+    assert address(x) % 16 == 0 and cupy_conversion.aligned(x) is x
+    for view in (x[1:], x[2:], x[3:]):  # 4, 8 and 12 bytes in
+        moved = cupy_conversion.aligned(view)
+        assert moved is not view and address(moved) % 16 == 0
+        np.testing.assert_array_equal(to_numpy(moved), to_numpy(view))
+    view = x[4:]  # 16 bytes in: the view itself
+    assert address(view) % 16 == 0 and cupy_conversion.aligned(view) is view

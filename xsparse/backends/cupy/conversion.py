@@ -149,8 +149,9 @@ _WRAPPED: dict[int, dict[str, Any]] = {}
 def to_cupyx(a: SparseArray, dtype: Any = None, transposed: bool = False) -> Any:
     """The ``cupyx.scipy.sparse`` matrix holding the 2-D ``a`` (fill value 0), sharing its buffers.
 
-    The values are cast to ``dtype`` when one is given (a copy only where the dtype differs) and int64
-    indices are narrowed to int32 (a copy of the indices); everything else is shared. ``transposed`` (CSR
+    The values are cast to ``dtype`` when one is given (a copy only where the dtype differs), int64
+    indices are narrowed to int32 (a copy of the indices), and a buffer that does not start on a 16-byte
+    boundary is copied (``aligned``); everything else is shared. ``transposed`` (CSR
     and CSC) gives the matrix of ``a.T``: the other compressed format over the same buffers. The matrix
     is made once per array (see ``_WRAPPED``); callers do not modify it.
     """
@@ -313,6 +314,7 @@ def _dense_to_sparse(x: Any, form: str) -> Any:
     """
     from cupyx import cusparse
 
+    x = aligned(x)  # (cupyx passes an F-contiguous view on as it is, wherever it starts)
     if cusparse.check_availability("denseToSparse"):
         return cusparse.denseToSparse(x, format=form)
     sp = cupyx_sparse()

@@ -5,7 +5,7 @@ operand (float32 for float32, float64 for most others; ``erfinv`` of small integ
 float32), so that moving a program between the CPU and the GPU keeps its dtypes: CuPy's own loops would
 give float16 operands of ``erfinv`` and int16 operands of ``erf`` another dtype than SciPy's. Both copy
 their argument's sign onto the result, as SciPy's do (``erf(-0.0) = erfinv(-0.0) = -0.0``; cupyx's
-float32 ``erf`` gave ``+0.0``).
+``erf`` gave ``+0.0``).
 """
 
 from __future__ import annotations
@@ -44,9 +44,12 @@ def _erf_strided_cupy(xp: Any, x: Any) -> Any:
     """erf(strided) through cupyx.scipy.special.erf, in SciPy's result dtype, the sign copied; O(numel)."""
     from cupyx.scipy import special
 
+    cp = conversion.cupy_module()
     y = x.astype(scipy_result_dtype("erf", x.dtype), copy=False)
-    # erf is odd, so the sign is the argument's everywhere; cupyx's float32 erf gave +0.0 for -0.0 (an H200)
-    return conversion.cupy_module().copysign(special.erf(y), y)
+    # erf is odd, so the sign is the argument's everywhere but at NaN (SciPy's erf(-nan) is +nan); cupyx's
+    # erf gave +0.0 for -0.0 (an H200, a float16 operand computed in float64 as SciPy's dtype rule says)
+    r = special.erf(y)
+    return cp.where(cp.isnan(r), r, cp.copysign(r, y))
 
 
 @register("erfinv", (strided,), backend="cupy")
