@@ -210,6 +210,26 @@ def main() -> None:
         mc = cpx.csr_matrix((val, idx, ptr), shape=lap.shape)
         v = cp.ones(lap.shape[1])
         print(f"SpMV: xsparse[cupy] {mean_ms(lambda: m @ v, cp_sync, 500):.4f} ms, cupyx {mean_ms(lambda: mc @ v, cp_sync, 500):.4f} ms")
+        # each layer of xsparse's SpMV on its own (the public function, the dispatcher, the kernel's check,
+        # the kernel, its cupyx call, cuSPARSE through cupyx): where the host time above cupyx's goes
+        from cupyx import cusparse as cxs
+        from xsparse import dispatch
+        from xsparse.backends.cupy import linalg as cupy_linalg
+        from xsparse.backends.cupy.conversion import to_cupyx
+
+        xp = xs.get_backend("cupy").load()
+        layouts = (xs.sparse_csr, xs.strided)
+        kernel = dispatch.resolve("matmul", layouts, "cupy")[0]
+        layers = {
+            "xs.matmul": lambda: xs.matmul(m, v),
+            "dispatch.call": lambda: dispatch.call("matmul", layouts, "cupy", xp, m, v),
+            "the kernel's check": lambda: kernel.supports(xp, m, v),
+            "the kernel": lambda: kernel.func(xp, m, v),
+            "_product": lambda: cupy_linalg._product(to_cupyx(m, v.dtype), v, v.dtype),
+            "cupyx @": lambda: mc @ v,
+            "cupyx.cusparse.spmv": lambda: cxs.spmv(mc, v),
+        }
+        print("SpMV layers (ms):", ", ".join(f"{name} {mean_ms(fn, cp_sync, 500):.4f}" for name, fn in layers.items()), flush=True)
         profile(lambda: m @ v, 2000)
         profile(lambda: mc @ v, 2000, 10)
         tt = [torch.from_numpy(z).cuda() for z in (lap.indptr.astype(np.int64), lap.indices.astype(np.int64), lap.data)]
