@@ -565,12 +565,11 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: int | float | str | N
             norm = xp.linalg.matrix_norm(xp.astype(x, xp.float32), keepdims=keepdims, ord=ord)
             return _as_array(xp, xp.astype(norm, x.dtype))
         return _as_array(xp, xp.linalg.matrix_norm(x, keepdims=keepdims, ord=ord))
-    if ord in ("nuc", 2, -2):
-        norm = xp.linalg.matrix_norm(_widened(xp, x), keepdims=flag_argument(op, "keepdims", keepdims), ord=ord)
-        # half precision: singular values in float32, the norm cast back as the other orders' reductions are
-        return _as_array(xp, xp.astype(norm, x.dtype) if is_half_precision(x.dtype) else norm)
     if is_half_precision(x.dtype):
+        # in float32 (singular values and sums), the norm cast back
         return astype(matrix_norm(astype(x, xp.float32), keepdims=keepdims, ord=ord), x.dtype)
+    if ord in ("nuc", 2, -2):
+        return _as_array(xp, xp.linalg.matrix_norm(_widened(xp, x), keepdims=flag_argument(op, "keepdims", keepdims), ord=ord))
     return _as_array(xp, dispatch.call(op, (x.layout,), backend.name, xp, x, flag_argument(op, "keepdims", keepdims), ord))
 
 

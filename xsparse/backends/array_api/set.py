@@ -255,7 +255,7 @@ def _isin_strided_sparse(xp: Any, x1: Any, x2: SparseArray, invert: bool) -> Any
 def isin_values(xp: Any, x1: Any, x2: Any, invert: bool) -> Any:
     """Whether each element of the strided ``x1`` is in the strided ``x2`` (is not, with ``invert``), NumPy's
     answer for operands of every real or bool dtype on every backend: ``xp.isin``, bool operands as their
-    int8 twin (torch and array-api-strict test no bool), on the signed twin where the backend compares no
+    uint8 twin (torch and array-api-strict test no bool), on the signed twin where the backend compares no
     elements of an unsigned dtype (torch's uint16/32/64: both operands promoted, then cast, a bijection
     that keeps equality), and by a search where the backend's ``isin`` refuses the dtypes (:func:`_isin_by_search`).
     ``invert`` is applied here: array-api-strict's ``isin`` takes the argument and ignores it."""
@@ -264,9 +264,9 @@ def isin_values(xp: Any, x1: Any, x2: Any, invert: bool) -> Any:
     shape = tuple(x1.shape)
     # flat operands: torch's isin views them flat, which fails for a non-contiguous tensor (x.mT)
     x1, x2 = xp.reshape(x1, (-1,)), xp.reshape(x2, (-1,))
-    wide = float64_on(xp, array_api_compat.device(x1))
     mixed = xp.isdtype(x1.dtype, "integral") != xp.isdtype(x2.dtype, "integral")
-    if wide is not None and (mixed or _no_common_dtype(xp, x1, x2)):
+    wide = float64_on(xp, array_api_compat.device(x1)) if mixed or _no_common_dtype(xp, x1, x2) else None
+    if wide is not None:
         # integers beside floating values, and uint64 beside signed integers, compare as NumPy compares them,
         # in float64 (torch would compare int32 with float16 in float16, where 2**31 - 1 is inf; the standard
         # promotes neither pair)

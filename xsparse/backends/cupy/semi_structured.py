@@ -23,8 +23,9 @@ accelerated orientations are
 * ``A @ S.t()`` (``linear``, ``addmm(bias, A, S.t())``): ``(A @ W.T).T = W @ A.T``, so ``A`` (``m x cols``,
   row-major) is passed as is with ``opB = T``, and the result is the transpose of the row-major ``D``
   (``rows x m``) as a view, as torch's ``linear`` returns it (not C-contiguous). A column-ordered ``D``
-  would be that result in row order (torch's ``transpose_result``), but cuSPARSELt 0.8.0's algorithm search of one failed on an H200 with an internal
-  error and an illegal instruction that poisoned the CUDA context, so ``D`` is always row-major.
+  would be that result in row order (torch's ``transpose_result``), but cuSPARSELt 0.8.0's algorithm
+  search of one failed on an H200 with an internal error and an illegal instruction that poisoned the
+  CUDA context, so ``D`` is always row-major.
 
 int8 takes only ``opB = T`` (cuSPARSELt rejects ``opB = N`` for it), so a row-major ``B`` is transposed into
 a copy there; int8 products are computed into int32 and narrowed with wrap-around, as the generic kernel's
