@@ -225,7 +225,8 @@ def main() -> None:
             "dispatch.call": lambda: dispatch.call("matmul", layouts, "cupy", xp, m, v),
             "the kernel's check": lambda: kernel.supports(xp, m, v),
             "the kernel": lambda: kernel.func(xp, m, v),
-            "_product": lambda: cupy_linalg._product(to_cupyx(m, v.dtype), v, v.dtype),
+            "_product (direct SpMV, kept descriptor)": lambda: cupy_linalg._product(to_cupyx(m, v.dtype), v, v.dtype, m),
+            "_product (a descriptor per call)": lambda: cupy_linalg._product(to_cupyx(m, v.dtype), v, v.dtype),
             "cupyx @": lambda: mc @ v,
             "cupyx.cusparse.spmv": lambda: cxs.spmv(mc, v),
         }

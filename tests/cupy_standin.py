@@ -14,6 +14,9 @@ contracts of CuPy 14.2 that the backend relies on, checked as CuPy checks them:
 - ``cupyx.cusparse.sparseToDense``: a column-major result;
 - ``cupyx.cusparse.spmm``: a column-major ``b`` (``ValueError`` otherwise, as CuPy's), a canonical ``a``,
   ``transa``/``transb``, a column-major result;
+- ``cupy_backends.cuda.libs.cusparse`` (the low-level binding of the direct SpMV and SpMM, :class:`Library`)
+  and ``cupyx.cusparse.SpMatDescriptor``: descriptors over host memory, products computed from what the
+  descriptors name, every dense descriptor destroyed;
 - ``cupy.ElementwiseKernel``: the kernel's C body is translated line by line into Python (the subset the
   backend's two kernels are written in: declarations, ``for`` loops, casts, integer division) and run once
   per element, with CuPy's parameter rules (``raw`` arrays indexed whole, the others element by element,
@@ -23,9 +26,11 @@ contracts of CuPy 14.2 that the backend relies on, checked as CuPy checks them:
 
 from __future__ import annotations
 
+import ctypes
 import re
 import sys
 import types
+import weakref
 from typing import Any
 
 import numpy as np
@@ -178,6 +183,115 @@ class ElementwiseKernel:
         return out
 
 
+# -- CuPy's low-level cuSPARSE binding (cupy_backends.cuda.libs.cusparse), for the direct SpMV and SpMM ------
+
+_ORDER_COL, _ORDER_ROW = 1, 2
+_VALUE_TYPES = {0: np.float32, 1: np.float64, 4: np.complex64, 5: np.complex128}
+
+
+def _memory(ptr: int, rows: int, cols: int, ld: int, order: int, dtype: Any) -> np.ndarray:
+    """The (rows, cols) array a dense descriptor describes, over the memory its pointer names."""
+    item = np.dtype(dtype).itemsize
+    span = ((rows - 1) * ld + cols) if order == _ORDER_ROW else ((cols - 1) * ld + rows)
+    raw = np.frombuffer((ctypes.c_char * (max(span, 0) * item)).from_address(ptr), dtype=dtype)
+    strides = (ld * item, item) if order == _ORDER_ROW else (item, ld * item)
+    return np.lib.stride_tricks.as_strided(raw, (rows, cols), strides)
+
+
+def _scalar(ptr: int, dtype: Any) -> Any:
+    return np.frombuffer((ctypes.c_char * np.dtype(dtype).itemsize).from_address(ptr), dtype=dtype)[0]
+
+
+class SparseDescriptor:
+    """The stand-in of ``cupyx.cusparse.SpMatDescriptor``: ``desc`` names the SciPy matrix it describes."""
+
+    made: list[int] = []  # the handles of every descriptor made (a count of creations)
+    live: "weakref.WeakValueDictionary[int, SparseDescriptor]" = weakref.WeakValueDictionary()
+
+    def __init__(self, matrix: Any) -> None:
+        self.desc, self.matrix = 5000 + len(SparseDescriptor.made), matrix
+        SparseDescriptor.made.append(self.desc)
+        SparseDescriptor.live[self.desc] = self
+
+    @classmethod
+    def create(cls, matrix: Any) -> SparseDescriptor:
+        if matrix.format != "csr":
+            raise ValueError(f"the direct routes describe CSR matrices only, got {matrix.format}")
+        return cls(matrix)
+
+
+class Library:
+    """The stand-in of ``cupy_backends.cuda.libs.cusparse``: the calls of the direct SpMV and SpMM.
+
+    It keeps what the call sequences must get right: a sparse descriptor of the CSR matrix, dense
+    descriptors whose sizes, leading dimension and order describe the memory their pointer names,
+    ``op = N``, host-side ``alpha`` and ``beta`` of the value type, a buffer, and every dense descriptor
+    destroyed. SpMV and SpMM compute ``y = alpha A x + beta y`` from that memory (``y`` unread where
+    ``beta = 0``), so a wrong size, order or pointer shows as a wrong product. It is no test of cuSPARSE.
+    """
+
+    CUSPARSE_ORDER_ROW = _ORDER_ROW
+    CUSPARSE_OPERATION_NON_TRANSPOSE = 0
+
+    def __init__(self) -> None:
+        self.dense: dict[int, tuple[int, ...]] = {}
+        self.calls: list[str] = []
+        self._next = 1000
+
+    def _describe(self, *fields: int) -> int:
+        self._next += 1
+        self.dense[self._next] = fields
+        return self._next
+
+    def createDnVec(self, size: int, ptr: int, value_type: int) -> int:  # noqa: N802 - CuPy's names
+        return self._describe(size, 1, size, ptr, value_type, _ORDER_COL)
+
+    def createDnMat(self, rows: int, cols: int, ld: int, ptr: int, value_type: int, order: int) -> int:  # noqa: N802
+        if not ((ld >= cols) if order == _ORDER_ROW else (ld >= rows)):
+            raise ValueError("CUSPARSE_STATUS_INVALID_VALUE: a leading dimension below the row length")
+        return self._describe(rows, cols, ld, ptr, value_type, order)
+
+    def destroyDnVec(self, handle: int) -> None:  # noqa: N802
+        del self.dense[handle]
+
+    destroyDnMat = destroyDnVec  # noqa: N815
+
+    def spMV_bufferSize(self, *args: Any) -> int:  # noqa: N802
+        self.calls.append("spMV_bufferSize")
+        return 0  # cuSPARSE asks no buffer for many CSR products: the route still passes a valid one
+
+    def spMM_bufferSize(self, *args: Any) -> int:  # noqa: N802
+        self.calls.append("spMM_bufferSize")
+        return 7
+
+    def spMV(self, handle: Any, op: int, alpha: int, a: int, x: int, beta: int, y: int, value_type: int, alg: int, buffer: int) -> None:  # noqa: N802
+        self._product("spMV", handle, (op, op), alpha, a, x, beta, y, value_type, buffer)
+
+    def spMM(self, handle: Any, op_a: int, op_b: int, alpha: int, a: int, b: int, beta: int, c: int, value_type: int, alg: int, buffer: int) -> None:  # noqa: N802
+        self._product("spMM", handle, (op_a, op_b), alpha, a, b, beta, c, value_type, buffer)
+
+    def _product(self, name: str, handle: Any, ops: tuple[int, int], alpha: int, a: int, b: int, beta: int, c: int, value_type: int, buffer: int) -> None:
+        if ops != (0, 0) or handle != "handle" or not buffer:
+            raise ValueError(f"{name}: op N, the handle and a buffer are expected, got {ops}, {handle!r}, {buffer}")
+        dtype = _VALUE_TYPES[value_type]
+        matrix = SparseDescriptor.live[a].matrix
+        rb, cb, ldb, pb, tb, ob = self.dense[b]
+        rc, cc, ldc, pc, tc, oc = self.dense[c]
+        if not (tb == tc == value_type and matrix.dtype == dtype):
+            raise ValueError(f"{name}: the value types differ")
+        if matrix.shape != (rc, rb) or cb != cc:
+            raise ValueError(f"{name}: A (m x k) times B (k x n) into C (m x n), got {matrix.shape}, {(rb, cb)}, {(rc, cc)}")
+        B, C = _memory(pb, rb, cb, ldb, ob, dtype), _memory(pc, rc, cc, ldc, oc, dtype)
+        beta_v = _scalar(beta, dtype)
+        C[...] = _scalar(alpha, dtype) * (matrix @ B) + (beta_v * C if beta_v else 0)
+        self.calls.append(name)
+
+
+def binding() -> tuple[Library, type[SparseDescriptor], Any]:
+    """What ``_binding()`` of ``xsparse/backends/cupy/linalg.py`` returns, stood in for."""
+    return Library(), SparseDescriptor, lambda: "handle"
+
+
 class _Cupy(types.ModuleType):
     """NumPy, with CuPy's ``ElementwiseKernel``."""
 
@@ -187,11 +301,14 @@ class _Cupy(types.ModuleType):
         return getattr(np, name)
 
 
-def install() -> Any:
+def install(monkeypatch: Any = None) -> Any:
     """Put the stand-ins in place of ``cupyx`` (in ``sys.modules``) and of the CuPy backend's module
-    lookups; return the stand-in for ``cupy`` (NumPy itself)."""
+    lookups; return the stand-in for ``cupy`` (NumPy itself). With a pytest ``monkeypatch``, every change
+    is undone after the test; without one, they stay for the process (``XSPARSE_CUPY_STANDIN=1``)."""
     from xsparse.backends.cupy import conversion, linalg
 
+    set_attr = setattr if monkeypatch is None else monkeypatch.setattr
+    set_module = sys.modules.__setitem__ if monkeypatch is None else (lambda name, m: monkeypatch.setitem(sys.modules, name, m))
     cupyx = types.ModuleType("cupyx")
     cusparse = types.ModuleType("cupyx.cusparse")
     cusparse.check_availability = _check_availability  # type: ignore[attr-defined]
@@ -204,11 +321,13 @@ def install() -> Any:
     import scipy.special as special  # cupyx.scipy.special's ufuncs are SciPy's, on the device
 
     cupyx.cusparse, cupyx.scipy, scipy_.sparse, scipy_.special = cusparse, scipy_, sparse, special  # type: ignore[attr-defined]
-    sys.modules.update(
-        {"cupyx": cupyx, "cupyx.cusparse": cusparse, "cupyx.scipy": scipy_, "cupyx.scipy.sparse": sparse, "cupyx.scipy.special": special}
-    )
+    modules = {"cupyx": cupyx, "cupyx.cusparse": cusparse, "cupyx.scipy": scipy_, "cupyx.scipy.sparse": sparse, "cupyx.scipy.special": special}
+    for name, module in modules.items():
+        set_module(name, module)
     cupy = _Cupy("cupy_standin")
+    found = binding()
+    set_attr(linalg, "_binding", lambda: found)
     for module in (conversion, linalg):
-        module.cupy_module = lambda: cupy  # type: ignore[assignment]
-        module.cupyx_sparse = lambda: sparse  # type: ignore[assignment]
+        set_attr(module, "cupy_module", lambda: cupy)
+        set_attr(module, "cupyx_sparse", lambda: sparse)
     return cupy

@@ -331,8 +331,32 @@ def test_products_of_row_major_operands(layout: xs.Layout, side: str, monkeypatc
         result, expected = run_native("matmul", (STRIDED, layout), cp.asarray(host), a), host @ dense
     assert result.flags.c_contiguous and result.dtype == cp.float64
     np.testing.assert_array_equal(to_numpy(result), expected)
-    if not STANDIN:  # the stand-in has no low-level cuSPARSE binding: the transb route runs there
-        assert row_major == ([1] if (layout is CSR and side == "sparse @ dense") else [])
+    assert row_major == ([1] if (layout is CSR and side == "sparse @ dense") else [])
+
+
+@pytest.mark.parametrize("layout", [CSR, CSC])
+@pytest.mark.parametrize("side", ["sparse @ vector", "vector @ sparse"])
+def test_vector_products_call_spmv_directly(layout: xs.Layout, side: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the matrix whose kept cupyx form is CSR (CSR @ x, x @ CSC: the transposed view) goes to cuSPARSE's SpMV
+    # directly, its descriptor kept with the array; the result is written over memory that held NaNs (a
+    # freed buffer of the same size, which the memory pool hands out again): beta = 0 reads none of it
+    direct = []
+    original = cupy_linalg._spmv
+    monkeypatch.setattr(cupy_linalg, "_spmv", lambda *args: direct.append(1) or original(*args))
+    rng = np.random.default_rng(11)
+    dense = np.where(rng.random((7, 7)) < 0.4, rng.integers(-3, 4, (7, 7)), 0).astype(np.float64)
+    dense[0, 0] = 1.0
+    a = make(cp.asarray(dense), layout, "int32", dense_dim=0)
+    host = rng.integers(-3, 4, 7).astype(np.float64)
+    signature = (layout, STRIDED) if side == "sparse @ vector" else (STRIDED, layout)
+    expected = dense @ host if side == "sparse @ vector" else host @ dense
+    for _ in range(2):
+        held = cp.full(7, np.nan)
+        del held  # the pool's next 7-element buffer held NaNs
+        operands = (a, cp.asarray(host)) if side == "sparse @ vector" else (cp.asarray(host), a)
+        result = run_native("matmul", signature, *operands)
+        np.testing.assert_array_equal(to_numpy(result), expected)
+    assert len(direct) == (2 if (layout is CSR) == (side == "sparse @ vector") else 0)
 
 
 @examples

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Callable
 from typing import Any, cast
 
 import numpy as np
@@ -30,7 +31,7 @@ from ...formats._invariants import verified
 from ...formats._spec import Target
 from ..array_api.conversion import is_plus_zero
 
-__all__ = ["cupy_module", "cupyx_sparse", "compressed_matrix", "to_cupyx", "from_cupyx", "verified", "aligned"]
+__all__ = ["cupy_module", "cupyx_sparse", "compressed_matrix", "to_cupyx", "kept_with", "from_cupyx", "verified", "aligned", "pointer"]
 
 CUSPARSE_DTYPES = frozenset(np.dtype(t) for t in ("float32", "float64", "complex64", "complex128"))
 INT32_MAX = 2**31 - 1
@@ -111,11 +112,16 @@ def _int32(x: Any) -> Any:
 _ALIGNMENT = 16
 
 
+def pointer(x: Any) -> int:
+    """The address of ``x``'s first element (a device address for a CuPy array)."""
+    # (NumPy's host address where NumPy stands in for CuPy: tests/cupy_standin.py)
+    data = x.data
+    return int(data.ptr) if hasattr(data, "ptr") else int(x.ctypes.data)
+
+
 def aligned(x: Any) -> Any:
     """``x`` itself where its buffer starts on a 16-byte boundary, else a copy (CuPy allocates on 256)."""
-    # (NumPy's host address where NumPy stands in for CuPy: tests/cupy_standin.py)
-    address = x.data.ptr if hasattr(x.data, "ptr") else x.ctypes.data
-    return x if address % _ALIGNMENT == 0 else x.copy()
+    return x if pointer(x) % _ALIGNMENT == 0 else x.copy()
 
 
 def compressed_matrix(container: Any, data: Any, indices: Any, indptr: Any, shape: tuple[int, int]) -> Any:
@@ -142,7 +148,8 @@ def compressed_matrix(container: Any, data: Any, indices: Any, indptr: Any, shap
 # the narrowed indices, kept once for both orientations) and holds no reference to the array; the entry
 # goes with the array. Matrices of values cast to another dtype are not kept. Like the plan memo of the 2:4
 # path, this is a memo of derived objects, not state of the array: the kernels never modify a kept matrix
-# (cupyx's conversions copy first), and losing one costs only its rebuilding.
+# (cupyx's conversions copy first), and losing one costs only its rebuilding. The cuSPARSE descriptor of a kept
+# CSR matrix (``kept_with``) is kept in the same entry, and goes with it.
 _WRAPPED: dict[int, dict[str, Any]] = {}
 
 
@@ -165,6 +172,16 @@ def to_cupyx(a: SparseArray, dtype: Any = None, transposed: bool = False) -> Any
     if m is None:
         m = kept[name] = _wrap(a, a._vals, transposed, kept["indices"])
     return m
+
+
+def kept_with(a: SparseArray, key: str, make: Callable[[], Any]) -> Any:
+    """What ``make()`` derives from ``a``'s kept matrices (a cuSPARSE descriptor of one), made once and kept
+    in ``a``'s entry of ``_WRAPPED``, so that it goes with the array and its matrices."""
+    kept = _kept(a)
+    found = kept.get(key)
+    if found is None:
+        found = kept[key] = make()
+    return found
 
 
 def _kept(a: SparseArray) -> dict[str, Any]:

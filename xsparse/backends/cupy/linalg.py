@@ -1,8 +1,10 @@
 """Native linear-algebra kernels of the CuPy backend: cuSPARSE through cupyx, and custom CUDA kernels.
 
-* CSR/CSC @ strided runs cupyx's ``matrix @ x``: cuSPARSE SpMV for a vector, SpMM for a matrix. A batch
-  of compressed matrices is folded into one block-diagonal matrix (each batch's indices offset), multiplied
-  once and unfolded; strided @ CSR/CSC is ``(b.T @ a.T).T``, the transposed sparse operand a view.
+* CSR/CSC @ strided runs cuSPARSE's SpMV for a vector, SpMM for a matrix: a CSR matrix through CuPy's
+  low-level binding directly (its descriptor kept with the array, a row-major operand and result described
+  as they are), a CSC one through cupyx's ``matrix @ x``. A batch of compressed matrices is folded into one
+  block-diagonal matrix (each batch's indices offset), multiplied once and unfolded; strided @ CSR/CSC is
+  ``(b.T @ a.T).T``, the transposed sparse operand a view.
 * CSR @ CSR (and CSC @ CSC, as the transposed CSR product) runs cupyx's ``csr @ csr``: cuSPARSE SpGEMM.
 * SDDMM (``sampled_addmm`` on a CSR mask) and BSR @ strided have no cupyx binding; they run as
   ``cupy.ElementwiseKernel`` kernels below, one thread per result element, reading int32 or int64 indices
@@ -24,7 +26,7 @@ import numpy as np
 from ...dispatch import register
 from ...formats import CompressedArray, SparseArray, sparse_bsr, sparse_csc, sparse_csr, strided
 from ..array_api.linalg import _broadcast_shapes
-from .conversion import aligned, compressed_matrix, cupy_module, cupyx_sparse, dtype_reason, fill_reason, index_reason, to_cupyx, verified
+from .conversion import aligned, compressed_matrix, cupy_module, cupyx_sparse, dtype_reason, fill_reason, index_reason, kept_with, pointer, to_cupyx, verified
 
 __all__: list[str] = []
 
@@ -76,17 +78,27 @@ def _fold(a: CompressedArray, dtype: Any) -> Any:
     return compressed_matrix(container, values, indices, indptr, (nb * m, nb * k))
 
 
+def _owner(a: CompressedArray, dtype: Any) -> CompressedArray | None:
+    """``a`` where ``to_cupyx(a, dtype)`` is its kept matrix (its own dtype), else None (a cast, made per call)."""
+    return a if np.dtype(dtype) == np.dtype(a.dtype) else None
+
+
 def _c_order(x: Any) -> Any:
     """``x`` itself where it is C-contiguous, else a C-contiguous copy."""
     return x if x.flags.c_contiguous else cupy_module().ascontiguousarray(x)
 
 
-def _product(mat: Any, x: Any, dtype: Any) -> Any:
+def _product(mat: Any, x: Any, dtype: Any, owner: CompressedArray | None = None) -> Any:
     """``mat @ x`` for a cupyx matrix and a 1-D or 2-D CuPy array: cuSPARSE SpMV or SpMM (a matrix result
-    comes back column-major).
+    comes back row-major from a CSR matrix and a row-major ``x``, column-major otherwise).
 
-    cupyx's ``mat @ x`` hands SpMM a column-major copy of ``x``; a row-major ``x`` is instead given as
-    its transpose, which is column-major as it is, with ``transb`` (the same product, no copy).
+    ``owner`` is the array whose kept matrix ``mat`` is (``to_cupyx(owner)``, its own dtype), so that its
+    cuSPARSE descriptor is kept with it too; None for a matrix made for this call (a cast, a fold).
+
+    A CSR matrix goes to cuSPARSE's SpMV and SpMM directly (:func:`_spmv`, :func:`_spmm_row_major`) where CuPy
+    has the low-level binding. Elsewhere, cupyx's ``mat @ x`` hands SpMM a column-major copy of ``x``; a
+    row-major ``x`` is instead given as its transpose, which is column-major as it is, with ``transb`` (the
+    same product, no copy).
     """
     from cupyx import cusparse
 
@@ -98,39 +110,102 @@ def _product(mat: Any, x: Any, dtype: Any) -> Any:
     if x.dtype != dtype:
         x = x.astype(dtype)
     x = aligned(x)  # a view that starts off a 16-byte boundary (x[1:]) is copied, as the sparse operand's arrays are
-    if x.ndim == 2 and x.flags.c_contiguous and not x.flags.f_contiguous and cusparse.check_availability("spmm"):
-        if mat.format == "csr" and x.shape[1] <= _ROW_MAJOR_MAX_COLUMNS and _row_major_spmm() is not None:
-            return _spmm_row_major(mat, x, dtype)
+    row_major = x.ndim == 2 and x.flags.c_contiguous and not x.flags.f_contiguous
+    if mat.format == "csr" and _binding() is not None:
+        if x.ndim == 1:
+            return _spmv(mat, _c_order(x), dtype, owner)
+        if row_major and x.shape[1] <= _ROW_MAJOR_MAX_COLUMNS:
+            return _spmm_row_major(mat, x, dtype, owner)
+    if row_major and cusparse.check_availability("spmm"):
         return cusparse.spmm(mat, x.T, transb=True)
     return mat @ x
 
 
 # cudaDataType of the values cuSPARSE takes (library_types.h)
 _CUDA_TYPES = {"float32": 0, "float64": 1, "complex64": 4, "complex128": 5}
-_ROW_MAJOR_SPMM: list[Any] = []
+# CUSPARSE_SPMV_ALG_DEFAULT and CUSPARSE_SPMM_ALG_DEFAULT (cusparse.h): cuSPARSE picks the algorithm, as cupyx's
+_ALG_DEFAULT = 0
+_BINDING: list[Any] = []
 # cuSPARSE before 12.7.20 (CUDA 13.2) overflows its grid past 65535 * 16 dense columns in SpMM; cupyx's spmm
 # splits such an operand into pieces (CuPy #9850), so wider ones go there
 _ROW_MAJOR_MAX_COLUMNS = 65535 * 16
+# alpha = 1 and beta = 0 of each value dtype, in host memory (cuSPARSE's default pointer mode reads them there)
+_SCALARS: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
 
-def _row_major_spmm() -> Any:
-    """CuPy's low-level cuSPARSE binding, its sparse descriptor and handle, where CuPy has them (else None)."""
-    if not _ROW_MAJOR_SPMM:
+def _binding() -> Any:
+    """CuPy's low-level cuSPARSE binding, cupyx's sparse descriptor and the handle getter, where CuPy has
+    them and its cuSPARSE has the generic SpMV and SpMM (else None); looked up once, on the first product.
+
+    cupyx asks ``check_availability`` on every product (three times for a vector); the answer cannot change
+    within a process.
+    """
+    if not _BINDING:
         try:
             from cupy.cuda import device
             from cupy_backends.cuda.libs import cusparse as lib
             from cupyx import cusparse
 
-            found = (lib, cusparse.SpMatDescriptor, device.get_cusparse_handle)
-            for name in ("createDnMat", "destroyDnMat", "spMM_bufferSize", "spMM", "CUSPARSE_ORDER_ROW"):
+            for name in ("createDnVec", "destroyDnVec", "spMV_bufferSize", "spMV", "createDnMat", "destroyDnMat"):
                 getattr(lib, name)
+            for name in ("spMM_bufferSize", "spMM", "CUSPARSE_ORDER_ROW", "CUSPARSE_OPERATION_NON_TRANSPOSE"):
+                getattr(lib, name)
+            available = cusparse.check_availability("spmv") and cusparse.check_availability("spmm")
+            found = (lib, cusparse.SpMatDescriptor, device.get_cusparse_handle) if available else None
         except (ImportError, AttributeError):
             found = None
-        _ROW_MAJOR_SPMM.append(found)
-    return _ROW_MAJOR_SPMM[0]
+        _BINDING.append(found)
+    return _BINDING[0]
 
 
-def _spmm_row_major(mat: Any, x: Any, dtype: Any) -> Any:
+def _scalars(dtype: Any) -> tuple[int, int]:
+    """The host addresses of ``alpha = 1`` and ``beta = 0`` of ``dtype``."""
+    name = np.dtype(dtype).name
+    pair = _SCALARS.get(name)
+    if pair is None:
+        pair = _SCALARS[name] = (np.ones(1, dtype=dtype), np.zeros(1, dtype=dtype))
+    return pair[0].ctypes.data, pair[1].ctypes.data
+
+
+def _sparse_descriptor(mat: Any, owner: CompressedArray | None, descriptor: Any) -> Any:
+    """cuSPARSE's descriptor of the CSR matrix ``mat``: kept with ``owner`` (whose kept matrix ``mat`` is), or
+    made for this call (destroyed with the object)."""
+    if owner is None:
+        return descriptor.create(mat)
+    return kept_with(owner, "csr descriptor", lambda: descriptor.create(mat))
+
+
+def _spmv(mat: Any, x: Any, dtype: Any, owner: CompressedArray | None = None) -> Any:
+    """``mat @ x`` for a canonical cupyx CSR matrix and a contiguous vector: cuSPARSE SpMV, called directly.
+
+    cupyx's ``mat @ x`` costs some 40 us of Python per call (availability checked three times, the three
+    descriptors made and destroyed, a zero-filled result); a small product is bound by it. Here the matrix's
+    descriptor is kept with its array, and the result is not filled first: with ``beta = 0`` cuSPARSE writes
+    every element of ``y`` without reading it.
+    """
+    lib, descriptor, handle_of = _binding()
+    cp = cupy_module()
+    m = int(mat.shape[0])
+    out = cp.empty(m, dtype=dtype)
+    cuda_type = _CUDA_TYPES[np.dtype(dtype).name]
+    alpha, beta = _scalars(dtype)
+    desc_a = _sparse_descriptor(mat, owner, descriptor)
+    desc_x = lib.createDnVec(int(x.shape[0]), pointer(x), cuda_type)
+    try:
+        desc_y = lib.createDnVec(m, pointer(out), cuda_type)
+        try:
+            handle, op = handle_of(), lib.CUSPARSE_OPERATION_NON_TRANSPOSE
+            size = lib.spMV_bufferSize(handle, op, alpha, desc_a.desc, desc_x, beta, desc_y, cuda_type, _ALG_DEFAULT)
+            buffer = cp.empty(max(int(size), 1), dtype=cp.int8)
+            lib.spMV(handle, op, alpha, desc_a.desc, desc_x, beta, desc_y, cuda_type, _ALG_DEFAULT, pointer(buffer))
+        finally:
+            lib.destroyDnVec(desc_y)
+    finally:
+        lib.destroyDnVec(desc_x)
+    return out
+
+
+def _spmm_row_major(mat: Any, x: Any, dtype: Any, owner: CompressedArray | None = None) -> Any:
     """``mat @ x`` for a canonical cupyx CSR matrix and a C-contiguous 2-D ``x``: cuSPARSE SpMM with ``x`` and
     the result described row-major, as torch passes them, so nothing is copied on either side.
 
@@ -138,22 +213,21 @@ def _spmm_row_major(mat: Any, x: Any, dtype: Any) -> Any:
     ``transb``, and the column-major result needs a copy into row order. On the H200 run that route took
     2.6 to 3.8 times torch's SpMM of the same matrices (a million rows, 64 columns).
     """
-    lib, descriptor, handle_of = _row_major_spmm()
+    lib, descriptor, handle_of = _binding()
     cp = cupy_module()
     (m, _), n = mat.shape, int(x.shape[1])
     out = cp.empty((m, n), dtype=dtype)
     cuda_type = _CUDA_TYPES[np.dtype(dtype).name]
-    alpha, beta = np.ones(1, dtype=dtype), np.zeros(1, dtype=dtype)
-    desc_a = descriptor.create(mat)
-    desc_b = lib.createDnMat(int(x.shape[0]), n, n, x.data.ptr, cuda_type, lib.CUSPARSE_ORDER_ROW)
+    alpha, beta = _scalars(dtype)
+    desc_a = _sparse_descriptor(mat, owner, descriptor)
+    desc_b = lib.createDnMat(int(x.shape[0]), n, n, pointer(x), cuda_type, lib.CUSPARSE_ORDER_ROW)
     try:
-        desc_c = lib.createDnMat(m, n, n, out.data.ptr, cuda_type, lib.CUSPARSE_ORDER_ROW)
+        desc_c = lib.createDnMat(m, n, n, pointer(out), cuda_type, lib.CUSPARSE_ORDER_ROW)
         try:
             handle, op = handle_of(), lib.CUSPARSE_OPERATION_NON_TRANSPOSE
-            alg = 0  # CUSPARSE_SPMM_ALG_DEFAULT: cuSPARSE picks the algorithm for the layouts
-            size = lib.spMM_bufferSize(handle, op, op, alpha.ctypes.data, desc_a.desc, desc_b, beta.ctypes.data, desc_c, cuda_type, alg)
+            size = lib.spMM_bufferSize(handle, op, op, alpha, desc_a.desc, desc_b, beta, desc_c, cuda_type, _ALG_DEFAULT)
             buffer = cp.empty(max(int(size), 1), dtype=cp.int8)
-            lib.spMM(handle, op, op, alpha.ctypes.data, desc_a.desc, desc_b, beta.ctypes.data, desc_c, cuda_type, alg, buffer.data.ptr)
+            lib.spMM(handle, op, op, alpha, desc_a.desc, desc_b, beta, desc_c, cuda_type, _ALG_DEFAULT, pointer(buffer))
         finally:
             lib.destroyDnMat(desc_c)
     finally:
@@ -181,7 +255,7 @@ def _matmul_compressed_strided_cupy(xp: Any, a: CompressedArray, b: Any) -> Any:
     if nbd == 0 and a.nnz:
         # one matrix (SpMV or SpMM): the path of every small product, kept free of CuPy calls it does not
         # need (CuPy's indexing and copies cost microseconds of Python each)
-        return _c_order(_product(to_cupyx(a, dtype), b, dtype))
+        return _c_order(_product(to_cupyx(a, dtype), b, dtype, _owner(a, dtype)))
     vector = b.ndim == 1
     b2 = b[:, None] if vector else b
     batch = tuple(a.shape[:nbd])
@@ -212,11 +286,11 @@ def _matmul_strided_compressed_cupy(xp: Any, a: Any, b: CompressedArray) -> Any:
     out_shape = (*a.shape[:-1], b.shape[1])
     if b.nnz == 0 or 0 in out_shape:
         return cp.zeros(out_shape, dtype=dtype)
-    bt = to_cupyx(b, dtype, transposed=True)
+    bt, owner = to_cupyx(b, dtype, transposed=True), _owner(b, dtype)
     if a.ndim == 1:
-        return _product(bt, a, dtype)
+        return _product(bt, a, dtype, owner)
     # SpMM's column-major (N, M) result is the row-major (M, N) one, transposed
-    return cp.ascontiguousarray(_product(bt, a.T, dtype).T)
+    return cp.ascontiguousarray(_product(bt, a.T, dtype, owner).T)
 
 
 # -- sparse @ sparse -----------------------------------------------------------------------------------
