@@ -1518,6 +1518,33 @@ def test_torch_spgemm_results_are_sorted_only_where_needed() -> None:
         assert torch.equal(back.to_dense(), dense)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    counts=st.lists(st.integers(0, 4), min_size=1, max_size=7), n=st.integers(1, 6), shuffle=st.booleans(),
+    index_dtype=st.sampled_from(["int32", "int64"]), seed=st.integers(0, 2**32 - 1),
+)  # fmt: skip
+def test_torch_spgemm_sortedness_check_on_random_rows(counts: list[int], n: int, shuffle: bool, index_dtype: str, seed: int) -> None:
+    # rows of random lengths (empty ones first, last and between), each row's distinct columns in order or
+    # shuffled: the check finds exactly the products that need sorting, and the components come back sorted
+    torch = pytest.importorskip("torch")
+    from xsparse.backends.torch.linalg import _sorted_csr
+
+    rng = np.random.default_rng(seed)
+    rows = [np.sort(rng.choice(n, size=min(c, n), replace=False)) for c in counts]
+    if shuffle:
+        rows = [rng.permutation(r) for r in rows]
+    crow = np.concatenate([[0], np.cumsum([len(r) for r in rows])])
+    col = np.concatenate(rows).astype(np.int64)
+    vals = rng.standard_normal(col.size)
+    needs_sort = any(np.any(np.diff(r) < 0) for r in rows)
+    idt = getattr(torch, index_dtype)
+    r = torch.sparse_csr_tensor(torch.tensor(crow, dtype=idt), torch.tensor(col, dtype=idt), torch.tensor(vals), (len(rows), n), check_invariants=False)
+    out_crow, out_col, out_vals = _sorted_csr(r)
+    assert (out_col.data_ptr() == r.col_indices().data_ptr()) is (not needs_sort or col.size < 2)
+    back = torch.sparse_csr_tensor(out_crow, out_col, out_vals, (len(rows), n), check_invariants=True)
+    assert torch.equal(back.to_dense(), r.to_dense())
+
+
 @pytest.mark.parametrize("shape", [(0, 0), (0, 3), (3, 0), (2, 0, 0), (2, 3, 0)])
 def test_matrix_rank_of_matrices_without_rows_or_columns(backend: str, xp: Any, shape: tuple[int, ...]) -> None:
     # the rank is 0 (torch's answer); NumPy's matrix_rank raised on the empty singular values

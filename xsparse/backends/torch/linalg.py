@@ -375,15 +375,19 @@ def _sorted_csr(r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tens
     leaves them in any order; invariant 5.6 wants them increasing)."""
     crow, col, values = r.crow_indices(), r.col_indices(), r.values()
     nnz = col.numel()
-    if nnz > 1:
-        # Sorting costs about twice the product on a GPU (the H200 run: 3 times torch's SpGEMM in all), and
-        # a product whose rows come out sorted needs none: a check over nnz and one synchronisation first.
-        # A new row starting at position p excuses col[p] <= col[p - 1].
-        starts = torch.zeros(nnz + 1, dtype=torch.bool, device=col.device)
-        starts[crow[1:-1].to(torch.int64)] = True
-        if bool(((col[1:] > col[:-1]) | starts[1:nnz]).all()):
-            return crow, col, _plain_values(r)
-    rows = torch.repeat_interleave(torch.arange(r.shape[0], device=crow.device), (crow[1:] - crow[:-1]).to(torch.int64))
+    if nnz < 2:
+        return crow, col, _plain_values(r)
+    # Sorting costs about twice the product on a GPU (the H200 run: 3 times torch's SpGEMM in all), and
+    # a product whose rows come out sorted needs none: a check first, two passes over nnz (a comparison
+    # and its reduction) and one synchronisation. ok[p] says whether position p is in order: col[p] >
+    # col[p - 1], or p starts a row (which excuses it); ok[0] and ok[nnz], which a row may start at too,
+    # are never read.
+    ok = torch.empty(nnz + 1, dtype=torch.bool, device=col.device)
+    torch.gt(col[1:], col[:-1], out=ok[1:nnz])
+    ok[crow[1:-1]] = True
+    if bool(ok[1:nnz].all()):
+        return crow, col, _plain_values(r)
+    rows = torch.repeat_interleave(torch.arange(r.shape[0], device=crow.device), (crow[1:] - crow[:-1]).to(torch.int64), output_size=nnz)
     perm = torch.argsort(rows * r.shape[1] + col, stable=True)
     return crow, col[perm], values[perm]
 
