@@ -11,6 +11,7 @@ message they raise is matched.
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import math
 import warnings
@@ -1543,6 +1544,34 @@ def test_torch_spgemm_sortedness_check_on_random_rows(counts: list[int], n: int,
     assert (out_col.data_ptr() == r.col_indices().data_ptr()) is (not needs_sort or col.size < 2)
     back = torch.sparse_csr_tensor(out_crow, out_col, out_vals, (len(rows), n), check_invariants=True)
     assert torch.equal(back.to_dense(), r.to_dense())
+
+
+def test_torch_products_keep_one_sparse_tensor_per_array() -> None:
+    # building torch's sparse tensor is a sixth of a small SpMV: it is made once per array, for the products
+    # on either side, and goes with the array; values with autograd history, and inference mode, keep none
+    torch = pytest.importorskip("torch")
+    from xsparse.backends.torch import conversion as torch_conversion
+
+    kept = torch_conversion._KEPT
+    dense = torch.tensor([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]], dtype=torch.float64)
+    x, y = torch.tensor([1.0, -2.0, 3.0], dtype=torch.float64), torch.tensor([2.0, 5.0], dtype=torch.float64)
+    a = xs.to_sparse_csr(dense)
+    with torch.inference_mode():
+        assert torch.equal(a @ x, dense @ x)
+    assert id(a) not in kept, "a tensor made in inference mode cannot be saved for a later backward"
+    assert torch.equal(a @ x, dense @ x)
+    t = kept[id(a)]
+    assert torch.equal(y @ a, y @ dense) and torch.equal(a @ x[:, None], dense @ x[:, None]) and kept[id(a)] is t
+    xg = x.clone().requires_grad_(True)
+    (a @ xg).sum().backward()  # the kept tensor, saved for the backward of a product outside inference mode
+    assert torch.equal(xg.grad, dense.sum(dim=0))
+    a.values().requires_grad_(True)  # values that gain autograd history get it in the next product
+    (a @ x).sum().backward()
+    assert a.values().grad is not None and torch.equal(a.values().grad, torch.tensor([1.0, 3.0, -2.0], dtype=torch.float64))
+    key = id(a)
+    del a
+    gc.collect()
+    assert key not in kept, "the entry goes with the array"
 
 
 @pytest.mark.parametrize("shape", [(0, 0), (0, 3), (3, 0), (2, 0, 0), (2, 3, 0)])

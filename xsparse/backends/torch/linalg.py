@@ -46,7 +46,7 @@ from ...formats import (
 )
 from ...formats._spec import Target
 from ..array_api import linalg as generic
-from .conversion import _TORCH_LAYOUT, _plain_values, fold, from_torch, on_cuda, packed, to_torch, verified
+from .conversion import _TORCH_LAYOUT, _plain_values, fold, from_torch, kept_tensor, on_cuda, packed, to_torch, verified
 
 __all__: list[str] = []
 
@@ -212,6 +212,12 @@ class _SparseProduct(torch.autograd.Function):
         return grad_values, grad_dense, None, None, None, None, None
 
 
+def _keeps_tensor(a: CompressedArray, dense: torch.Tensor) -> bool:
+    """Whether ``a`` times ``dense`` runs torch's own product of ``a``'s kept tensor (``kept_tensor``): values
+    without autograd history, and no gradient that torch's product lacks (blocks, complex values)."""
+    return not a._vals.requires_grad and not (dense.requires_grad and (a.layout.is_blocked or a._vals.is_complex()))
+
+
 def _product_2d(
     layout: Layout, compressed: torch.Tensor, plain: torch.Tensor, values: torch.Tensor, shape: tuple[int, int],
     dense: torch.Tensor, sparse_left: bool,
@@ -299,6 +305,10 @@ def _matmul_compressed_strided_torch(xp: Any, a: CompressedArray, b: torch.Tenso
     nbd = a.batch_dim()
     vector = b.ndim == 1
     if nbd == 0:
+        if _keeps_tensor(a, b):
+            # the path of every small product: torch's SpMV or SpMM of the array's kept tensor
+            t = kept_tensor(a)
+            return torch.mv(t, b) if vector else torch.mm(t, b)
         return _product_2d(a.layout, a._compressed, a._plain, a._vals, cast(tuple[int, int], tuple(a.shape)), b, True)
     b2 = b[:, None] if vector else b
     batch = tuple(a.shape[:nbd])
@@ -344,7 +354,10 @@ def _supports_strided_compressed(xp: Any, a: torch.Tensor, b: CompressedArray) -
 def _matmul_strided_compressed_torch(xp: Any, a: torch.Tensor, b: CompressedArray) -> torch.Tensor:
     """matmul(strided, CSR/CSC/BSC) -> strided: torch.mm (MKL)."""
     a2 = a[None, :] if a.ndim == 1 else a
-    out = _product_2d(b.layout, b._compressed, b._plain, b._vals, cast(tuple[int, int], tuple(b.shape)), a2, False)
+    if _keeps_tensor(b, a):
+        out = torch.mm(a2, kept_tensor(b))
+    else:
+        out = _product_2d(b.layout, b._compressed, b._plain, b._vals, cast(tuple[int, int], tuple(b.shape)), a2, False)
     return out[0] if a.ndim == 1 else out
 
 
