@@ -311,18 +311,31 @@ def test_matmul_compressed_strided(
     np.testing.assert_allclose(to_numpy(result), to_numpy(cp.matmul(case.array.astype(result.dtype), b.astype(result.dtype))), equal_nan=True, **tol)
 
 
+def _calls(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """A list that the CuPy linalg module's function ``name`` appends to on every call (which it still makes)."""
+    calls: list[int] = []
+    original = getattr(cupy_linalg, name)
+    monkeypatch.setattr(cupy_linalg, name, lambda *args: calls.append(1) or original(*args))
+    return calls
+
+
+def _integer_matrix(rng: np.random.Generator, shape: tuple[int, int], layout: xs.Layout) -> tuple[np.ndarray, Any]:
+    """A host matrix of small integers, about half of them 0 (products exact in float64), and its CuPy
+    array in ``layout`` with int32 indices."""
+    dense = np.where(rng.random(shape) < 0.5, rng.integers(-3, 4, shape), 0).astype(np.float64)
+    dense[0, 0] = 1.0  # never empty
+    return dense, make(cp.asarray(dense), layout, "int32", dense_dim=0)
+
+
 @pytest.mark.parametrize("layout", [CSR, CSC])
 @pytest.mark.parametrize("side", ["sparse @ dense", "dense @ sparse"])
 def test_products_of_row_major_operands(layout: xs.Layout, side: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # a row-major dense operand of at least 2 x 2 goes to SpMM described row-major, result row-major too
     # (CSR @ dense), or with transb (CSC @ dense), or is the column-major transpose cupyx takes as it is
     # (dense @ sparse); CSC goes to cuSPARSE as a transposed CSR
-    row_major = []
-    original = cupy_linalg._spmm_row_major
-    monkeypatch.setattr(cupy_linalg, "_spmm_row_major", lambda *args: row_major.append(1) or original(*args))
+    row_major = _calls(monkeypatch, "_spmm_row_major")
     rng = np.random.default_rng(7)
-    dense = np.where(rng.random((5, 6)) < 0.5, rng.integers(-3, 4, (5, 6)), 0).astype(np.float64)
-    a = make(cp.asarray(dense), layout, "int32", dense_dim=0)
+    dense, a = _integer_matrix(rng, (5, 6), layout)
     if side == "sparse @ dense":
         host = rng.integers(-3, 4, (6, 4)).astype(np.float64)
         result, expected = run_native("matmul", (layout, STRIDED), a, cp.asarray(host)), dense @ host
@@ -340,22 +353,17 @@ def test_vector_products_call_spmv_directly(layout: xs.Layout, side: str, monkey
     # the matrix whose kept cupyx form is CSR (CSR @ x, x @ CSC: the transposed view) goes to cuSPARSE's SpMV
     # directly, its descriptor kept with the array; the result is written over memory that held NaNs (a
     # freed buffer of the same size, which the memory pool hands out again): beta = 0 reads none of it
-    direct = []
-    original = cupy_linalg._spmv
-    monkeypatch.setattr(cupy_linalg, "_spmv", lambda *args: direct.append(1) or original(*args))
+    direct = _calls(monkeypatch, "_spmv")
     rng = np.random.default_rng(11)
-    dense = np.where(rng.random((7, 7)) < 0.4, rng.integers(-3, 4, (7, 7)), 0).astype(np.float64)
-    dense[0, 0] = 1.0
-    a = make(cp.asarray(dense), layout, "int32", dense_dim=0)
+    dense, a = _integer_matrix(rng, (7, 7), layout)
     host = rng.integers(-3, 4, 7).astype(np.float64)
-    signature = (layout, STRIDED) if side == "sparse @ vector" else (STRIDED, layout)
+    x = cp.asarray(host)
+    signature, operands = ((layout, STRIDED), (a, x)) if side == "sparse @ vector" else ((STRIDED, layout), (x, a))
     expected = dense @ host if side == "sparse @ vector" else host @ dense
     for _ in range(2):
         held = cp.full(7, np.nan)
-        del held  # the pool's next 7-element buffer held NaNs
-        operands = (a, cp.asarray(host)) if side == "sparse @ vector" else (cp.asarray(host), a)
-        result = run_native("matmul", signature, *operands)
-        np.testing.assert_array_equal(to_numpy(result), expected)
+        del held  # the pool's next 7-element buffer, the result's, held NaNs
+        np.testing.assert_array_equal(to_numpy(run_native("matmul", signature, *operands)), expected)
     assert len(direct) == (2 if (layout is CSR) == (side == "sparse @ vector") else 0)
 
 
