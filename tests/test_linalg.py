@@ -1572,6 +1572,11 @@ def test_torch_products_keep_one_sparse_tensor_per_array() -> None:
     del a
     gc.collect()
     assert key not in kept, "the entry goes with the array"
+    c = xs.to_sparse_coo(dense, index_dtype=torch.int32)  # torch's COO indices are int64: widened once, not per product
+    assert torch.equal(c @ x, dense @ x)
+    t = kept[id(c)]
+    assert t.indices().dtype == torch.int64 and c.indices().dtype == torch.int32
+    assert torch.equal(c @ x[:, None], dense @ x[:, None]) and kept[id(c)] is t
 
 
 @pytest.mark.parametrize("shape", [(0, 0), (0, 3), (3, 0), (2, 0, 0), (2, 3, 0)])

@@ -92,17 +92,19 @@ def packed(values: torch.Tensor) -> torch.Tensor:
     return values
 
 
-# The torch tensor over a 2-D compressed array's components, per array (by id), made once for its products:
-# building it costs about 2 us of the 13 us of a small SpMV on a CPU. Values that carry autograd history are
-# never kept (each product records its own use of them), nor a tensor made in inference mode (which could not
-# be saved for a later backward). The tensor shares the array's buffers and holds no reference to the array;
-# the entry goes with the array. Like the CuPy backend's wrapped matrices, a memo of a derived object.
+# The torch tensor over a COO or compressed array's components (``to_torch``), per array (by id), made once
+# for its products: building it costs about 2 us of the 13 us of a small SpMV on a CPU, and for int32 COO
+# indices a widening copy of them (torch's COO indices are int64), which the kept tensor holds for the
+# array's lifetime instead. Values that carry autograd history are never kept (each product records its own
+# use of them), nor a tensor made in inference mode (which could not be saved for a later backward). The
+# tensor shares the array's buffers otherwise and holds no reference to the array; the entry goes with the
+# array. Like the CuPy backend's wrapped matrices, a memo of a derived object.
 _KEPT: dict[int, torch.Tensor] = {}
 
 
-def kept_tensor(a: CompressedArray) -> torch.Tensor:
-    """The torch sparse tensor of the 2-D compressed array ``a`` (indices checked), kept with ``a`` where its
-    values carry no autograd history."""
+def kept_tensor(a: SparseArray) -> torch.Tensor:
+    """``to_torch(a)`` (a COO or compressed array), kept with ``a`` where its values carry no autograd
+    history."""
     t = _KEPT.get(id(a))
     if t is None or a._vals.requires_grad:
         t = to_torch(a)

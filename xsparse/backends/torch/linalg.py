@@ -275,12 +275,12 @@ def _matmul_coo_strided_torch(xp: Any, a: COOArray, b: torch.Tensor) -> torch.Te
     if a.ndim == 3 and b.ndim == 2:
         # bmm reads b broadcast over the batch (a view of stride 0) as fast as one mm, with no fold to copy
         # (3-D half-precision operands were declined: torch has no such bmm)
-        return torch.bmm(to_torch(a), b.expand(a.shape[0], *b.shape))
+        return torch.bmm(kept_tensor(a), b.expand(a.shape[0], *b.shape))
     if a.ndim > 2 and b.ndim <= 2:
         t = _widened(_folded_coo(a))
         out = torch.mv(t, b) if b.ndim == 1 else torch.mm(t, b)
         return _narrowed(out.reshape(*a.shape[:-1], *b.shape[1:]), a.dtype)
-    t = _widened(to_torch(a))
+    t = _widened(kept_tensor(a))
     if b.ndim == 1:
         return _narrowed(torch.mv(t, b), a.dtype)
     return _narrowed(torch.mm(t, b) if a.ndim == 2 else torch.bmm(t, b), a.dtype)
