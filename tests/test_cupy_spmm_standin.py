@@ -105,11 +105,13 @@ def test_the_sparse_descriptor_is_made_once_per_array(library: Library, monkeypa
         np.testing.assert_array_equal(cupy_linalg._product(mat, x, np.dtype("float64"), a), dense @ x)
     assert len(SparseDescriptor.made) == made + 1, "SpMV and SpMM share the array's one descriptor"
     key = id(a)
-    handle = conversion._WRAPPED[key]["csr descriptor"].desc
+    described, kept = conversion._WRAPPED[key]["csr descriptor"]
+    assert described is mat
+    handle = kept.desc
     cast = conversion.to_cupyx(a, np.float32)
     for _ in range(2):
         np.testing.assert_array_equal(cupy_linalg._product(cast, np.ones(3, np.float32), np.dtype("float32")), dense.sum(axis=1))
     assert len(SparseDescriptor.made) == made + 3
-    del a, mat
+    del a, mat, described, kept
     gc.collect()
     assert key not in conversion._WRAPPED and handle not in SparseDescriptor.live, "the descriptor goes with its array"

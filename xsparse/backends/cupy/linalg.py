@@ -163,16 +163,21 @@ def _scalars(dtype: Any) -> tuple[int, int]:
     name = np.dtype(dtype).name
     pair = _SCALARS.get(name)
     if pair is None:
-        pair = _SCALARS[name] = (np.ones(1, dtype=dtype), np.zeros(1, dtype=dtype))
+        # setdefault: two threads' first products of a dtype read the one pair kept, never one dropped
+        pair = _SCALARS.setdefault(name, (np.ones(1, dtype=dtype), np.zeros(1, dtype=dtype)))
     return pair[0].ctypes.data, pair[1].ctypes.data
 
 
 def _sparse_descriptor(mat: Any, owner: CompressedArray | None, descriptor: Any) -> Any:
     """cuSPARSE's descriptor of the CSR matrix ``mat``: kept with ``owner`` (whose kept matrix ``mat`` is), or
     made for this call (destroyed with the object)."""
-    if owner is None:
-        return descriptor.create(mat)
-    return kept_with(owner, "csr descriptor", lambda: descriptor.create(mat))
+    if owner is not None:
+        # kept with the matrix it describes: an array has one CSR matrix (a CSR array's own, a CSC array's
+        # transposed view), and a descriptor is handed out for that matrix only
+        described, desc = kept_with(owner, "csr descriptor", lambda: (mat, descriptor.create(mat)))
+        if described is mat:
+            return desc
+    return descriptor.create(mat)
 
 
 def _spmv(mat: Any, x: Any, dtype: Any, owner: CompressedArray | None = None) -> Any:
