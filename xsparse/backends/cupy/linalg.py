@@ -1,8 +1,10 @@
-"""Native linear-algebra kernels of the CuPy backend: cuSPARSE through cupyx, and custom CUDA kernels.
+"""Native linear-algebra kernels of the CuPy backend: cuSPARSE (through CuPy's low-level binding and
+through cupyx), and custom CUDA kernels.
 
-* CSR/CSC @ strided runs cuSPARSE's SpMV for a vector, SpMM for a matrix: a CSR matrix through CuPy's
-  low-level binding directly (its descriptor kept with the array, a row-major operand and result described
-  as they are), a CSC one through cupyx's ``matrix @ x``. A batch of compressed matrices is folded into one
+* CSR/CSC @ strided runs cuSPARSE's SpMV for a vector, SpMM for a matrix: where the matrix cuSPARSE reads
+  is CSR (CSR @ x; x @ CSC, whose transposed view is CSR), through CuPy's low-level binding directly (its
+  descriptor kept with the array, a row-major operand and result described as they are), otherwise
+  through cupyx (``matrix @ x``, ``cupyx.cusparse.spmm``). A batch of compressed matrices is folded into one
   block-diagonal matrix (each batch's indices offset), multiplied once and unfolded; strided @ CSR/CSC is
   ``(b.T @ a.T).T``, the transposed sparse operand a view.
 * CSR @ CSR (and CSC @ CSC, as the transposed CSR product) runs cupyx's ``csr @ csr``: cuSPARSE SpGEMM.
@@ -253,7 +255,7 @@ def _supports_compressed_strided(xp: Any, a: CompressedArray, b: Any) -> str | N
 @register("matmul", (sparse_csr, strided), backend="cupy", supports=_supports_compressed_strided)
 @register("matmul", (sparse_csc, strided), backend="cupy", supports=_supports_compressed_strided)
 def _matmul_compressed_strided_cupy(xp: Any, a: CompressedArray, b: Any) -> Any:
-    """matmul(CSR/CSC, strided) -> strided: cuSPARSE SpMV (vector) or SpMM (matrix) via cupyx, batches folded block-diagonally; O(nnz * N)."""
+    """matmul(CSR/CSC, strided) -> strided: cuSPARSE SpMV (vector) or SpMM (matrix), batches folded block-diagonally; O(nnz * N)."""
     cp = cupy_module()
     dtype = _result_dtype(a.dtype, b.dtype)
     nbd = a.batch_dim()
@@ -285,7 +287,7 @@ def _supports_strided_compressed(xp: Any, a: Any, b: CompressedArray) -> str | N
 @register("matmul", (strided, sparse_csr), backend="cupy", supports=_supports_strided_compressed)
 @register("matmul", (strided, sparse_csc), backend="cupy", supports=_supports_strided_compressed)
 def _matmul_strided_compressed_cupy(xp: Any, a: Any, b: CompressedArray) -> Any:
-    """matmul(strided, CSR/CSC) -> strided: (b.T @ a.T).T, cuSPARSE SpMV or SpMM via cupyx on the transposed view; O(nnz * M)."""
+    """matmul(strided, CSR/CSC) -> strided: (b.T @ a.T).T, cuSPARSE SpMV or SpMM of the transposed view; O(nnz * M)."""
     cp = cupy_module()
     dtype = _result_dtype(a.dtype, b.dtype)
     out_shape = (*a.shape[:-1], b.shape[1])
