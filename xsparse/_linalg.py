@@ -219,8 +219,8 @@ def _check_scalars(op: str, xp: Any, dtype: Any, **scalars: Any) -> tuple[Any, .
     """Check the Python numbers ``scalars`` against the operands' ``dtype``, and return them as Python's own
     types: a NumPy float64 or complex128 is a float or complex too, which array_api_strict does not take
     beside its arrays."""
-    if all(type(v) is float for v in scalars.values()) and not _is_integral(xp, dtype):
-        return tuple(scalars.values())  # the common case: real scalars for floating operands
+    if all(type(v) is float or type(v) is int for v in scalars.values()) and not _is_integral(xp, dtype):
+        return tuple(scalars.values())  # the common case: real Python scalars for floating operands
     for name, value in scalars.items():
         if not isinstance(value, (int, float, complex)) or isinstance(value, bool):
             raise TypeError(f"{op}: {name} must be a Python number, got {type(value).__name__} ({name}={value!r}). Pass an int, float or complex.")

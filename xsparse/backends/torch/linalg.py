@@ -332,7 +332,7 @@ def _supports_strided_coo(xp: Any, a: torch.Tensor, b: COOArray) -> str | None:
 @register("matmul", (strided, sparse_coo), backend="torch", supports=_supports_strided_coo)
 def _matmul_strided_coo_torch(xp: Any, a: torch.Tensor, b: COOArray) -> torch.Tensor:
     """matmul(strided, COO) -> strided: (b.T @ a.T).T through torch.mm, which lacks strided @ COO."""
-    t, w = _widened(to_torch(b).t()), _widened(a)
+    t, w = _widened(kept_tensor(b).t()), _widened(a)
     if a.ndim == 1:
         return _narrowed(torch.mv(t, w), b.dtype)
     return _narrowed(torch.mm(t, w.mT).mT, b.dtype)
@@ -378,7 +378,7 @@ def _supports_sparse_sparse(xp: Any, a: SparseArray, b: SparseArray) -> str | No
 @register("matmul", (sparse_coo, sparse_coo), backend="torch", supports=_supports_sparse_sparse)
 def _matmul_coo_coo_torch(xp: Any, a: COOArray, b: COOArray) -> COOArray:
     """matmul(COO, COO) -> COO: torch.sparse.mm (SpGEMM)."""
-    r = _narrowed(torch.sparse.mm(_widened(to_torch(a)), _widened(to_torch(b))), a.dtype)
+    r = _narrowed(torch.sparse.mm(_widened(kept_tensor(a)), _widened(kept_tensor(b))), a.dtype)
     shape = (a.shape[0], b.shape[1])
     return cast(COOArray, from_torch(r, Target(sparse_coo, a._backend, xp, shape, 2, 0, (1, 1), a.index_dtype, 0)))
 
@@ -413,7 +413,7 @@ def _matmul_compressed_compressed_torch(xp: Any, a: CompressedArray, b: Compress
     """matmul(CSR/CSC, CSR/CSC) -> a's layout: torch.mm (SpGEMM), CSC as the transpose of a CSR product."""
     m, n = a.shape[0], b.shape[1]
     if a.layout is sparse_csr:
-        crow, col, values = _sorted_csr(torch.mm(to_torch(a), to_torch(b)))
+        crow, col, values = _sorted_csr(torch.mm(kept_tensor(a), kept_tensor(b)))
         shape = (m, n)
     else:
         # a CSC, so a.T is CSR: (a @ b).T == b.T @ a.T, whose CSR components are a @ b's CSC ones
@@ -516,16 +516,23 @@ def _sampled_addmm_csr_strided_strided_torch(
         # beta = 0 ignores the input's values, NaN and infinities too (BLAS's rule, the generic kernel's);
         # torch multiplies them by 0
         vals = torch.nan_to_num(vals, nan=0.0, posinf=0.0, neginf=0.0)
-    t = _tensor(input._compressed, input._plain, vals, tuple(input.shape), sparse_csr)
+    t = kept_tensor(input) if vals is input._vals else _tensor(input._compressed, input._plain, vals, tuple(input.shape), sparse_csr)
     r = torch.sparse.sampled_addmm(t, a, b, beta=beta, alpha=alpha)
     from ..._common import scalar_for
 
-    fill = scalar_for(xp, input.dtype, 0 if beta == 0 else beta * input.fill_value)
+    # beta = 1 keeps the fill value as it is (its kind and sign bit)
+    fill = input.fill_value if beta == 1 else scalar_for(xp, input.dtype, 0 if beta == 0 else beta * input.fill_value)
     # torch's values() of a CSR result is an alias of the sparse tensor on which view operations fail;
     # detached (or, to keep autograd's history, copied) it is a plain tensor. The pattern is the mask's:
-    # its indices are reused.
+    # its indices are reused, and torch's values have the mask's shape and dtype, so the result is built
+    # without the constructor's checks (a quarter of a small call)
     values = r.values()
-    return input._with_values(values.clone() if values.requires_grad else values.detach(), fill)
+    out = CompressedArray._trusted(
+        input._compressed, input._plain, values.clone() if values.requires_grad else values.detach(), input._shape,
+        layout=input.layout, backend=input._backend, xp=xp, fill_value=fill,
+    )  # fmt: skip
+    out._bounds_checked = input._bounds_checked
+    return out
 
 
 def _supports_reduce(xp: Any, a: CompressedArray, b: torch.Tensor, reduce: str) -> str | None:
@@ -543,7 +550,7 @@ def _supports_reduce(xp: Any, a: CompressedArray, b: torch.Tensor, reduce: str) 
 @register("matmul_reduce", (sparse_csr, strided), backend="torch", supports=_supports_reduce)
 def _matmul_reduce_csr_strided_torch(xp: Any, a: CompressedArray, b: torch.Tensor, reduce: str) -> torch.Tensor:
     """matmul_reduce(CSR, strided) -> strided: torch.sparse.mm(reduce=)."""
-    return cast(torch.Tensor, torch.sparse.mm(to_torch(a), b, reduce))
+    return cast(torch.Tensor, torch.sparse.mm(kept_tensor(a), b, reduce))
 
 
 def _supports_coo_product(xp: Any, a: COOArray, b: torch.Tensor, *rest: Any) -> str | None:
@@ -582,13 +589,13 @@ def _coo_result(r: torch.Tensor, like: COOArray, xp: Any) -> COOArray:
 @register("smm", (sparse_coo, strided), backend="torch", supports=_supports_smm)
 def _smm_coo_strided_torch(xp: Any, a: COOArray, b: torch.Tensor) -> COOArray:
     """smm(COO, strided) -> COO: torch.smm."""
-    return _coo_result(torch.smm(to_torch(a), b), a, xp)
+    return _coo_result(torch.smm(kept_tensor(a), b), a, xp)
 
 
 @register("hspmm", (sparse_coo, strided), backend="torch", supports=_supports_coo_product)
 def _hspmm_coo_strided_torch(xp: Any, a: COOArray, b: torch.Tensor) -> COOArray:
     """hspmm(COO, strided) -> hybrid COO: torch.hspmm."""
-    return _coo_result(_narrowed(torch.hspmm(_widened(to_torch(a)), _widened(b)), a.dtype), a, xp)
+    return _coo_result(_narrowed(torch.hspmm(_widened(kept_tensor(a)), _widened(b)), a.dtype), a, xp)
 
 
 def _supports_sspaddmm(xp: Any, input: COOArray, a: COOArray, b: torch.Tensor, beta: Any, alpha: Any) -> str | None:
@@ -599,7 +606,7 @@ def _supports_sspaddmm(xp: Any, input: COOArray, a: COOArray, b: torch.Tensor, b
 @register("sspaddmm", (sparse_coo, sparse_coo, strided), backend="torch", supports=_supports_sspaddmm)
 def _sspaddmm_coo_coo_strided_torch(xp: Any, input: COOArray, a: COOArray, b: torch.Tensor, beta: Any, alpha: Any) -> COOArray:
     """sspaddmm(COO, COO, strided) -> uncoalesced COO: torch.sspaddmm."""
-    return _coo_result(torch.sspaddmm(to_torch(input), to_torch(a), b, beta=beta, alpha=alpha), input, xp)
+    return _coo_result(torch.sspaddmm(kept_tensor(input), kept_tensor(a), b, beta=beta, alpha=alpha), input, xp)
 
 
 # -- spsolve ------------------------------------------------------------------------------------------
