@@ -22,6 +22,7 @@ from ._common import _STRIDED_BACKENDS, backend_of, flag_argument, integer_argum
 from ._conversion import layout_of, matrix_transpose
 from ._dtypes import result_type
 from ._elementwise import convert_result
+from ._index_key import is_integer_dtype
 from .backends import Backend
 from .backends.array_api import linalg as _generic  # registers the generic kernels
 from .backends.array_api.conversion import summed_before_cast
@@ -202,25 +203,13 @@ def _check_ndim(op: str, **operands: Any) -> None:
             )
 
 
-# whether a dtype is integral, per (type, dtype): xp.isdtype is Python code on torch, and every product with
-# scalars asks
-_INTEGRAL: dict[tuple[type, Any], bool] = {}
-
-
-def _is_integral(xp: Any, dtype: Any) -> bool:
-    key = (type(dtype), dtype)
-    found = _INTEGRAL.get(key)
-    if found is None:
-        found = _INTEGRAL[key] = bool(xp.isdtype(dtype, "integral"))
-    return found
-
-
 def _check_scalars(op: str, xp: Any, dtype: Any, **scalars: Any) -> tuple[Any, ...]:
     """Check the Python numbers ``scalars`` against the operands' ``dtype``, and return them as Python's own
     types: a NumPy float64 or complex128 is a float or complex too, which array_api_strict does not take
     beside its arrays."""
-    if all(type(v) is float or type(v) is int for v in scalars.values()) and not _is_integral(xp, dtype):
-        return tuple(scalars.values())  # the common case: real Python scalars for floating operands
+    # the common case, without xp.isdtype (Python code on torch): real Python scalars, non-integer operands
+    if all(type(v) is float or type(v) is int for v in scalars.values()) and not is_integer_dtype(dtype):
+        return tuple(scalars.values())
     for name, value in scalars.items():
         if not isinstance(value, (int, float, complex)) or isinstance(value, bool):
             raise TypeError(f"{op}: {name} must be a Python number, got {type(value).__name__} ({name}={value!r}). Pass an int, float or complex.")

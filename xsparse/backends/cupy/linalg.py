@@ -148,9 +148,10 @@ def _binding() -> Any:
             from cupy_backends.cuda.libs import cusparse as lib
             from cupyx import cusparse
 
-            for name in ("createDnVec", "destroyDnVec", "spMV_bufferSize", "spMV", "createDnMat", "destroyDnMat"):
-                getattr(lib, name)
-            for name in ("spMM_bufferSize", "spMM", "CUSPARSE_ORDER_ROW", "CUSPARSE_OPERATION_NON_TRANSPOSE"):
+            for name in (
+                "createDnVec", "destroyDnVec", "spMV_bufferSize", "spMV", "createDnMat", "destroyDnMat", "spMM_bufferSize",
+                "spMM", "CUSPARSE_ORDER_ROW", "CUSPARSE_OPERATION_NON_TRANSPOSE",
+            ):  # fmt: skip
                 getattr(lib, name)
             available = cusparse.check_availability("spmv") and cusparse.check_availability("spmm")
             found = (lib, cusparse.SpMatDescriptor, device.get_cusparse_handle) if available else None
