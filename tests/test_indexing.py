@@ -1078,7 +1078,8 @@ def test_gather_points_every_kernel(backend: str, xp: Any, layout: xs.Layout, da
 @given(data=st.data())
 def test_triangles_on_pointers_against_the_element_coo(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
     """tril and triu of one CSR/CSC matrix filtered on its pointers equal the element COO's triangles and the dense
-    ones, for every k (beyond the matrix too), and keep the layout, the index dtype and sorted slices."""
+    ones, for every k (beyond the matrix too), and keep the layout, the index dtype and sorted slices; so does
+    every kernel registered for the backend (the NumPy backend's compiled filter)."""
     from xsparse.backends.array_api.conversion import compressed_to_coo
     from xsparse.backends.array_api.creation import _triangle_compressed, triangle_coo
 
@@ -1093,6 +1094,14 @@ def test_triangles_on_pointers_against_the_element_coo(backend: str, xp: Any, la
         assert_sparse_equal(got, xp.asarray(dense), check_layout=layout)
         assert_sparse_equal(got, triangle_coo(xp, compressed_to_coo(xp, a), k, lower))
         assert got.index_dtype == a.index_dtype
+        results = run_kernels("tril" if lower else "triu", (layout,), backend, xp, a, k)
+        check_all(results, xp.asarray(dense), check_layout=layout)
+        for kernel, r in results:
+            with xs.check_sparse_tensor_invariants():
+                xs.sparse_compressed_array(r._compressed, r._plain, r._vals, r.shape, layout=layout)
+            assert r.index_dtype == a.index_dtype, kernel.describe()
+        if backend == "numpy" and _cpu.unavailable_reason() is None:
+            assert any(kernel.backend == "numpy" for kernel, _ in results), "the compiled filter did not run"
 
 
 @pytest.mark.parametrize("layout", [xs.sparse_csr, xs.sparse_csc], ids=str)
@@ -1195,6 +1204,54 @@ def test_compiled_gather_slices_against_numpy(threads: int, index_dtype: str, mo
     with pytest.raises(ValueError, match=r"^gather_slices: inconsistent arrays$"):
         native.gather_slices_fill(ptr, plain, vals.view(np.uint8), np.asarray([1]), np.asarray([0, 1], dtype=np.int64),
                                   np.empty(2, dtype=plain.dtype), np.empty(2).view(np.uint8), 1)  # fmt: skip
+
+
+@pytest.mark.skipif(_cpu.unavailable_reason() is not None, reason=str(_cpu.unavailable_reason()))
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+def test_compiled_band_against_numpy(threads: int, index_dtype: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled filter of tril and triu on a large CSR and CSC matrix (both thread counts, complex values,
+    every side of the diagonal and beyond the matrix) equals NumPy's triangles; an unsorted slice is still
+    filtered entry by entry; nothing is read outside the buffers for a malformed structure."""
+    monkeypatch.setattr(_cpu, "available_threads", lambda: threads)
+    rng = np.random.default_rng(7)
+    dense = np.where(rng.random((300, 500)) < 0.5, rng.standard_normal((300, 500)) + 1j, 0)
+    for layout in (xs.sparse_csr, xs.sparse_csc):
+        a = xs.to_sparse(dense, layout=layout, index_dtype=index_dtype)
+        assert a.nnz >= 1 << 16  # the parallel form
+        for k in (0, 1, -2, 250, -299, 499, 500, -300, 2**70, -(2**70)):
+            near = min(max(k, -600), 600)  # NumPy's tril overflows beyond int64; any k beyond the matrix is alike
+            for fn, want in ((xs.tril, np.tril(dense, near)), (xs.triu, np.triu(dense, near))):
+                got = fn(a, k=k)
+                assert_sparse_equal(got, want, check_layout=layout)
+                assert got.index_dtype == a.index_dtype
+    # slice 0 unsorted ([2, 0, 1], as no valid array has it): the kept entries in their order, not one run
+    ptr, plain, vals = np.asarray([0, 3, 4], dtype=index_dtype), np.asarray([2, 0, 1, 0], dtype=index_dtype), np.arange(4.0)
+    new_ptr, got_plain, got_vals = _cpu.band(ptr, plain, vals, 0, True)
+    np.testing.assert_array_equal(new_ptr, [0, 1, 2])
+    np.testing.assert_array_equal(got_plain, [0, 0])
+    np.testing.assert_array_equal(got_vals, [1.0, 3.0])
+    new_ptr, got_plain, got_vals = _cpu.band(ptr, plain, vals, 1, False)
+    np.testing.assert_array_equal(new_ptr, [0, 2, 2])
+    np.testing.assert_array_equal(got_plain, [2, 1])
+    np.testing.assert_array_equal(got_vals, [0.0, 2.0])
+    assert got_plain.dtype == plain.dtype
+    message = r"^band: the compressed indices are not non-decreasing from 0 to nse"
+    for bad_ptr in ([0, 3, 2], [0, 2, 5], [-1, 2, 4]):
+        with pytest.raises(ValueError, match=message):
+            _cpu.band(np.asarray(bad_ptr, dtype=index_dtype), plain, vals, 0, True)
+    # the fill pass checks the pointers it is given too: a slice's kept entries must fill its range exactly
+    native = _cpu._native_module()
+    for wrong in ([0, 2, 2], [0, 0, 2], [0, 1, 1]):
+        out_plain, out_vals = np.empty(wrong[-1], dtype=plain.dtype), np.empty(wrong[-1])
+        with pytest.raises(ValueError, match=message):
+            native.band_fill(ptr, plain, vals.view(np.uint8), 0, True, np.asarray(wrong, dtype=np.int64),
+                             out_plain, out_vals.view(np.uint8), 1)  # fmt: skip
+    with pytest.raises(ValueError, match=r"^band: inconsistent arrays$"):
+        native.band_fill(ptr, plain, vals.view(np.uint8), 0, True, np.asarray([0, 1, 2], dtype=np.int64),
+                         np.empty(3, dtype=plain.dtype), np.empty(3).view(np.uint8), 1)  # fmt: skip
+    with pytest.raises(ValueError, match=r"^band: inconsistent arrays$"):
+        native.band_count(ptr, plain, 2**63 - 1, True, np.empty(3, dtype=np.int64), 1)
 
 
 def test_take_along_a_very_wide_matrix(backend: str, xp: Any) -> None:

@@ -1088,6 +1088,54 @@ def gather_slices(indptr: np.ndarray, plain: np.ndarray, values: np.ndarray, row
     return new_ptr, out_plain, out_values
 
 
+def band(
+    indptr: np.ndarray, plain: np.ndarray, values: np.ndarray, d: int, below: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The entries of one CSR-like matrix on one side of a diagonal: slice ``i`` keeps its entries whose plain
+    index ``j`` has ``j <= i + d`` (``below``) or ``j >= i + d`` (``tril`` and ``triu`` in compressed terms).
+
+    Parameters
+    ----------
+    indptr, plain : numpy.ndarray
+        The compressed and plain indices of one matrix, of one dtype (int32 or int64).
+    values : numpy.ndarray
+        ``(nse, ...)``: one entry (dense dimensions included) per plain index.
+    d : int
+        The diagonal, as an offset of the plain index from the slice's.
+    below : bool
+        Keep the entries on or below it (``j <= i + d``), else those on or above it.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(new_ptr (len(indptr),) int64, plain (total,) of plain's dtype, values (total, ...))``, each slice's
+        kept entries in their order.
+
+    Raises
+    ------
+    ValueError
+        For offsets out of order (nothing is read outside the buffers).
+
+    Notes
+    -----
+    One pass counts each slice's kept entries, one copies their runs (``memcpy``; a sorted slice keeps one
+    run), both on :func:`available_threads` threads from 2**16 entries. O(nnz).
+    """
+    native_order = indptr.dtype.newbyteorder("=")
+    indptr, plain = np.ascontiguousarray(indptr, dtype=native_order), np.ascontiguousarray(plain, dtype=native_order)
+    # the kernel's i + d must not overflow: callers clamp d to the matrix (beyond it all or nothing is kept)
+    d = min(max(int(d), -(1 << 62)), 1 << 62)
+    threads = available_threads() if plain.shape[0] >= _PARALLEL_SCATTER_MIN_NNZ else 1
+    native = _native_module()
+    new_ptr = np.empty(indptr.shape[0], dtype=np.int64)
+    native.band_count(indptr, plain, d, below, new_ptr, threads)
+    total = int(new_ptr[-1])
+    out_plain = empty((total,), plain.dtype)
+    out_values = empty((total, *values.shape[1:]), values.dtype)
+    native.band_fill(indptr, plain, _value_bytes(values), d, below, new_ptr, out_plain, out_values.reshape(-1).view(np.uint8), threads)
+    return new_ptr, out_plain, out_values
+
+
 def take_plain(indptr: np.ndarray, plain: np.ndarray, sel: np.ndarray, n_plain: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``take`` along the plain dimension of one CSR-like matrix: the copies of its entries, slice by slice.
 

@@ -3735,6 +3735,144 @@ PyObject* py_gather_slices_fill(PyObject*, PyObject* args) {
     Py_RETURN_NONE;
 }
 
+// The entries of one compressed matrix on one side of a diagonal (tril and triu in compressed terms):
+// slice i keeps the entries whose plain index j has j <= i + d (below) or j >= i + d (above). The count
+// pass counts each slice's kept entries, in parallel over the slices, and sums the counts serially; the
+// fill pass copies each slice's runs of kept entries with memcpy, in parallel over the slices. A slice
+// sorted as the invariants require holds one run, but an unsorted one is still filtered entry by entry,
+// so the result is the mask's whatever the order. Every range is checked before it is read or written.
+template <class I>
+bool band_count(const I* ptr, int64_t m, const I* plain, int64_t nse, int64_t d, bool below, int64_t* new_ptr,
+                int threads) {
+    bool ok = true;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 256) reduction(&& : ok) if (threads > 1)
+    for (int64_t i = 0; i < m; ++i) {
+        const int64_t lo = ptr[i], hi = ptr[i + 1], bound = i + d;
+        int64_t c = 0;
+        if (lo < 0 || lo > hi || hi > nse) {
+            ok = false;
+        } else if (below) {
+            for (int64_t p = lo; p < hi; ++p) c += static_cast<int64_t>(plain[p]) <= bound;
+        } else {
+            for (int64_t p = lo; p < hi; ++p) c += static_cast<int64_t>(plain[p]) >= bound;
+        }
+        new_ptr[i + 1] = c;
+    }
+    if (!ok) return false;
+    new_ptr[0] = 0;
+    for (int64_t i = 0; i < m; ++i) new_ptr[i + 1] += new_ptr[i];
+    return true;
+}
+
+template <class I>
+bool band_fill(const I* ptr, int64_t m, const I* plain, int64_t nse, const char* vals, int64_t eb, int64_t d, bool below,
+               const int64_t* new_ptr, int64_t total, I* out_plain, char* out_vals, int threads) {
+    bool ok = true;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 256) reduction(&& : ok) if (threads > 1)
+    for (int64_t i = 0; i < m; ++i) {
+        const int64_t lo = ptr[i], hi = ptr[i + 1], a = new_ptr[i], b = new_ptr[i + 1], bound = i + d;
+        if (lo < 0 || lo > hi || hi > nse || a < 0 || a > b || b > total) {
+            ok = false;
+            continue;
+        }
+        auto kept = [&](int64_t p) {
+            const int64_t j = plain[p];
+            return below ? j <= bound : j >= bound;
+        };
+        int64_t q = a;
+        for (int64_t p = lo; p < hi;) {
+            while (p < hi && !kept(p)) ++p;
+            const int64_t start = p;
+            while (p < hi && kept(p)) ++p;
+            const int64_t n = p - start;
+            if (n == 0) continue;
+            if (n > b - q) {
+                ok = false;
+                break;
+            }
+            std::memcpy(out_plain + q, plain + start, static_cast<size_t>(n) * sizeof(I));
+            if (eb > 0) std::memcpy(out_vals + q * eb, vals + start * eb, static_cast<size_t>(n * eb));
+            q += n;
+        }
+        if (q != b) ok = false;
+    }
+    return ok;
+}
+
+// band_count(indptr, plain, d, below, new_ptr, threads): indptr (m + 1,) and plain (nse,) of one index
+// dtype, |d| at most m + n + 1 (no overflow); writes new_ptr (m + 1,) int64. band_fill(indptr, plain, values,
+// d, below, new_ptr, out_plain, out_values, threads): values and out_values flat bytes of nse and
+// new_ptr[m] entries; out_plain of plain's dtype. ValueError for offsets out of order or inconsistent arrays.
+PyObject* py_band_count(PyObject*, PyObject* args) {
+    PyObject *o_ip, *o_ix, *o_new;
+    long long d;
+    int below, threads;
+    if (!PyArg_ParseTuple(args, "OOLpOi", &o_ip, &o_ix, &d, &below, &o_new, &threads)) return nullptr;
+    threads = std::clamp(threads, 1, max_threads());
+    Buffer ip, ix, nw;
+    if (!ip.acquire(o_ip, "indptr", 1, false, true) || !ip.check_index("indptr") ||
+        !ix.acquire(o_ix, "plain", 1, false, true) || !ix.check_index("plain") ||
+        !nw.acquire(o_new, "new_ptr", 1, true, true) || !nw.check_index("new_ptr"))
+        return nullptr;
+    const int64_t m = ip.shape(0) - 1;
+    if (m < 0 || ip.itemsize() != ix.itemsize() || nw.itemsize() != 8 || nw.shape(0) != m + 1 ||
+        d > (int64_t{1} << 62) || d < -(int64_t{1} << 62)) {
+        PyErr_SetString(PyExc_ValueError, "band: inconsistent arrays");
+        return nullptr;
+    }
+    bool ok = true;
+    dispatch_index(ip.itemsize(), [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        Py_BEGIN_ALLOW_THREADS;
+        ok = band_count<I>(reinterpret_cast<const I*>(ip.ptr()), m, reinterpret_cast<const I*>(ix.ptr()), ix.shape(0), d,
+                           below != 0, reinterpret_cast<int64_t*>(nw.ptr()), threads);
+        Py_END_ALLOW_THREADS;
+    });
+    if (!ok) {
+        PyErr_Format(PyExc_ValueError, "band: %s", kStructureInvalid);
+        return nullptr;
+    }
+    Py_RETURN_NONE;
+}
+
+PyObject* py_band_fill(PyObject*, PyObject* args) {
+    PyObject *o_ip, *o_ix, *o_v, *o_new, *o_oix, *o_ov;
+    long long d;
+    int below, threads;
+    if (!PyArg_ParseTuple(args, "OOOLpOOOi", &o_ip, &o_ix, &o_v, &d, &below, &o_new, &o_oix, &o_ov, &threads)) return nullptr;
+    threads = std::clamp(threads, 1, max_threads());
+    Buffer ip, ix, v, nw, oix, ov;
+    if (!ip.acquire(o_ip, "indptr", 1, false, true) || !ip.check_index("indptr") ||
+        !ix.acquire(o_ix, "plain", 1, false, true) || !ix.check_index("plain") ||
+        !v.acquire(o_v, "values", 1, false, true) || !nw.acquire(o_new, "new_ptr", 1, false, true) ||
+        !nw.check_index("new_ptr") || !oix.acquire(o_oix, "out_plain", 1, true, true) || !oix.check_index("out_plain") ||
+        !ov.acquire(o_ov, "out_values", 1, true, true))
+        return nullptr;
+    const int64_t m = ip.shape(0) - 1, nse = ix.shape(0), total = oix.shape(0);
+    const int64_t vbytes = v.shape(0) * v.itemsize();
+    const int64_t eb = nse > 0 ? vbytes / nse : 0;
+    if (m < 0 || ip.itemsize() != ix.itemsize() || oix.itemsize() != ix.itemsize() || nw.itemsize() != 8 ||
+        nw.shape(0) != m + 1 || eb * nse != vbytes || ov.shape(0) * ov.itemsize() != total * eb ||
+        reinterpret_cast<const int64_t*>(nw.ptr())[m] != total || d > (int64_t{1} << 62) || d < -(int64_t{1} << 62)) {
+        PyErr_SetString(PyExc_ValueError, "band: inconsistent arrays");
+        return nullptr;
+    }
+    bool ok = true;
+    dispatch_index(ip.itemsize(), [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        Py_BEGIN_ALLOW_THREADS;
+        ok = band_fill<I>(reinterpret_cast<const I*>(ip.ptr()), m, reinterpret_cast<const I*>(ix.ptr()), nse, v.ptr(), eb, d,
+                          below != 0, reinterpret_cast<const int64_t*>(nw.ptr()), total, reinterpret_cast<I*>(oix.ptr()),
+                          ov.ptr(), threads);
+        Py_END_ALLOW_THREADS;
+    });
+    if (!ok) {
+        PyErr_Format(PyExc_ValueError, "band: %s", kStructureInvalid);
+        return nullptr;
+    }
+    Py_RETURN_NONE;
+}
+
 // take_plain_count(indptr, plain, count, new_ptr, threads): indptr (m + 1,) and plain (nse,) of one
 // index dtype, count (n_plain,) int64; writes new_ptr (m + 1,) int64, the running count of copies.
 // take_plain_fill(indptr, plain, count, first, order, new_ptr, entry, position, sort, threads): first
@@ -4027,6 +4165,8 @@ PyMethodDef methods[] = {
     {"gather_slices_count", py_gather_slices_count, METH_VARARGS, "gather_slices_count(indptr, nse, rows, new_ptr)"},
     {"gather_slices_fill", py_gather_slices_fill, METH_VARARGS,
      "gather_slices_fill(indptr, plain, values, rows, new_ptr, out_plain, out_values, threads)"},
+    {"band_count", py_band_count, METH_VARARGS, "band_count(indptr, plain, d, below, new_ptr, threads)"},
+    {"band_fill", py_band_fill, METH_VARARGS, "band_fill(indptr, plain, values, d, below, new_ptr, out_plain, out_values, threads)"},
     {"compressed_find", py_compressed_find, METH_VARARGS,
      "compressed_find(indptr, plain, major, minor, out, threads): positions of (slice, plain index) queries"},
     {"count_nonzero", py_count_nonzero, METH_VARARGS, "count_nonzero(values, kind, threads) -> int: of floating or complex values"},

@@ -20,10 +20,11 @@ from ...formats._ops import expand_compressed, prod
 from .conversion import compressed_to_coo, is_plus_zero, take_values
 from .shape import as_layout_of
 
-__all__ = ["triangle_coo"]
+__all__ = ["supports_triangle", "triangle_coo"]
 
 
-def _fill_zero(xp: Any, a: SparseArray, k: int, lower: bool) -> str | None:
+def supports_triangle(xp: Any, a: SparseArray, k: int, lower: bool) -> str | None:
+    """Why no kernel takes the triangle of ``a``, or None: the other side's zeros and its fill value must agree."""
     f = a.fill_value
     if is_plus_zero(f):
         # the zeros written are +0.0: a -0.0 fill value would leave the other side's unspecified elements -0.0
@@ -69,11 +70,11 @@ def triangle_coo(xp: Any, a: COOArray, k: int, lower: bool) -> COOArray:
 
 
 def _supports_tril(xp: Any, a: SparseArray, k: int) -> str | None:
-    return _fill_zero(xp, a, k, True)
+    return supports_triangle(xp, a, k, True)
 
 
 def _supports_triu(xp: Any, a: SparseArray, k: int) -> str | None:
-    return _fill_zero(xp, a, k, False)
+    return supports_triangle(xp, a, k, False)
 
 
 @register("tril", (sparse_coo,), supports=_supports_tril)

@@ -1,6 +1,7 @@
 """Native indexing kernels of the NumPy backend: SciPy's compiled slicing of CSR and CSC matrices, ``take``
 of COO arrays along a sparse dimension and of CSR/CSC matrices along the plain one by counting, and a
-compiled binary search of the slices for ``x[rows, cols]`` and ``diagonal`` of one CSR/CSC matrix.
+compiled binary search of the slices for ``x[rows, cols]`` and ``diagonal`` of one CSR/CSC matrix, and a
+compiled filter of its slices for ``tril`` and ``triu``.
 
 ``take`` repeats each entry once per position of ``indices`` that names its index. The generic kernel
 finds those positions with binary searches and restores a coalesced array's order with a lexicographic
@@ -21,6 +22,7 @@ from ..._index_key import Int, Item, Slice
 from ...dispatch import register
 from ...formats import COOArray, CompressedArray, sparse_coo, sparse_csc, sparse_csr
 from .. import _cpu
+from ..array_api.creation import supports_triangle
 from ..array_api.indexing import points_on_pointers, supports_points_compressed
 from ..array_api.linalg_ext import diagonal_on_pointers
 from ..array_api.shape import wide_enough
@@ -208,3 +210,46 @@ def _supports_diagonal(xp: Any, a: CompressedArray, offset: int) -> str | None:
 def _diagonal_unblocked_numpy(xp: Any, a: CompressedArray, offset: int) -> COOArray:
     """diagonal(CSR/CSC) -> COO: a compiled binary search of each slice for its diagonal element; O(n log of a slice)."""
     return diagonal_on_pointers(xp, a, offset, _find)
+
+
+# -- triangles of one matrix: a compiled filter of its slices ------------------------------------------
+
+
+def _supports_band(xp: Any, a: CompressedArray, k: int, lower: bool) -> str | None:
+    if a.ndim != 2:
+        return "it filters the slices of one matrix; the generic kernel reads batch and dense dimensions through the element COO"
+    if a._vals.dtype.hasobject:
+        return "the compiled kernel moves values as bytes, which Python objects are not"
+    return supports_triangle(xp, a, k, lower) or _cpu.unavailable_reason()
+
+
+def _supports_tril(xp: Any, a: CompressedArray, k: int) -> str | None:
+    return _supports_band(xp, a, k, True)
+
+
+def _supports_triu(xp: Any, a: CompressedArray, k: int) -> str | None:
+    return _supports_band(xp, a, k, False)
+
+
+def _band(xp: Any, a: CompressedArray, k: int, lower: bool) -> CompressedArray:
+    m, n = a.shape
+    k = min(max(int(k), -m - 1), n + 1)  # beyond the matrix every side is all or nothing; no overflow below
+    # a CSR row i keeps the columns j with j - i <= k (tril); a CSC column i the rows j with i - j <= k,
+    # that is j >= i - k: the same filter of the plain indices with the diagonal and the side mirrored
+    d, below = (k, lower) if a.layout.compressed_dim == 0 else (-k, not lower)
+    ptr, plain, vals = _cpu.band(np.asarray(a._compressed), np.asarray(a._plain), np.asarray(a._vals), d, below)
+    return CompressedArray._trusted(
+        ptr.astype(a.index_dtype, copy=False), plain, vals, a.shape, layout=a.layout, backend=a._backend, xp=xp, fill_value=a.fill_value
+    )
+
+
+@register("tril", (_UNBLOCKED,), backend="numpy", supports=_supports_tril)
+def _tril_unblocked_numpy(xp: Any, a: CompressedArray, k: int) -> CompressedArray:
+    """tril(CSR/CSC) of one matrix: each slice's kept entries counted and copied as runs, compiled, in parallel; O(nnz)."""
+    return _band(xp, a, k, True)
+
+
+@register("triu", (_UNBLOCKED,), backend="numpy", supports=_supports_triu)
+def _triu_unblocked_numpy(xp: Any, a: CompressedArray, k: int) -> CompressedArray:
+    """triu(CSR/CSC) of one matrix: each slice's kept entries counted and copied as runs, compiled, in parallel; O(nnz)."""
+    return _band(xp, a, k, False)
