@@ -231,6 +231,30 @@ def test_transpose_declines_slices_that_do_not_increase() -> None:
 
 
 @NATIVE
+@pytest.mark.parametrize("threads", [1, 2])
+def test_transpose_of_an_output_beyond_the_caches(threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An output of more than 8 MiB (the scatter that prefetches) equals SciPy's CSC; one slice out of order, or
+    a repeat within a slice, anywhere in it (not only where a range of slices starts) declines."""
+    monkeypatch.setattr(_cpu, "available_threads", lambda: threads)
+    rng = np.random.default_rng(12)
+    s = sp.random_array((20_000, 30_000), density=0.0015, format="csr", random_state=rng)
+    assert s.nnz * (8 + 4) > 8 << 20
+    indptr, plain, values = s.indptr.astype(np.int32)[None], s.indices.astype(np.int32)[None], s.data[None]
+    got = _cpu.transpose_compressed(indptr, plain, values, 30_000, np.int32)
+    assert got is not None
+    t = s.tocsc()
+    assert_same(got[0][0], t.indptr.astype(np.int32))
+    assert_same(got[1][0], t.indices.astype(np.int32))
+    assert_same(got[2][0], t.data)
+    row = 11_111 + int(np.flatnonzero(np.diff(s.indptr)[11_111:] >= 3)[0])  # 3 or more entries, past the first range
+    k = int(s.indptr[row])
+    for wrong in ((plain[0, k + 1], plain[0, k]), (plain[0, k], plain[0, k])):
+        bad = plain.copy()
+        bad[0, k], bad[0, k + 1] = wrong
+        assert _cpu.transpose_compressed(indptr, bad, values, 30_000, np.int32) is None
+
+
+@NATIVE
 def test_structure_helpers_reject_bad_components() -> None:
     values = np.array([[1.0, 2.0]])
     good = np.array([[0, 1, 2]], dtype=np.int64)
