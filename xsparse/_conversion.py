@@ -241,6 +241,11 @@ def to_sparse(
                  values=[2., 3.],
                  shape=(2, 2), nnz=2, dtype=float64, layout=sparse_coo, backend=numpy)
     """
+    if (
+        isinstance(x, SparseArray) and layout is x.layout
+        and sparse_dim is None and dense_dim is None and blocksize is None and index_dtype is None and fill_value is None
+    ):  # fmt: skip
+        return x  # already in that layout, nothing asked of it: the checks below would only confirm it
     op = f"to_sparse(layout={layout})"
     _check_array(op, x)
     backend = backend_of(x, op=op)

@@ -721,6 +721,15 @@ def _join_operands(
     """The layout to join in and the operands in it, with one dtype and one fill value (or an error saying
     why not): ``target``, or COO (with a warning) where a ``target`` array cannot hold an operand with its
     split into sparse and dense dimensions. ``shape`` is the result's; ``explicit``: ``target`` was asked for."""
+    first = arrays[0]
+    if isinstance(first, SparseArray) and all(
+        isinstance(a, SparseArray) and a.layout is target and a.dtype == first.dtype and a.dense_dim() == first.dense_dim()
+        and type(a.fill_value) is type(first.fill_value) and same_fill(a.fill_value, first.fill_value)
+        and (not target.is_blocked or a.blocksize == first.blocksize)
+        for a in arrays
+    ):  # fmt: skip
+        # operands alike already (layout, dtype, split, fill value, block shape): nothing to convert or check
+        return target, list(arrays)
     sparse = [a for a in arrays if isinstance(a, SparseArray)]
     fills = [a.fill_value for a in sparse]
     # +0.0 and -0.0 are two fill values (docs/decisions.md, "Signed zeros")

@@ -59,8 +59,9 @@ class CompressedArray(SparseArray):
     ) -> CompressedArray:
         """An array whose components a compiled kernel made valid by construction, built without the checks.
 
-        For the hot paths of gathers only (``A[rows]`` of one CSR matrix: whole slices of an array that was
-        checked, copied by the NumPy backend's kernels), where the cheap checks cost a quarter of the call.
+        For the hot paths of the NumPy backend's structure kernels only (``A[rows]`` of one CSR matrix: whole
+        slices of an array that was checked, copied; its triangles; joins of checked operands), where the
+        cheap checks cost a quarter of the call.
         ``fill_value`` must already be of the values' kind (the checks would make it so). The tests run
         the validator on these kernels' results.
         """

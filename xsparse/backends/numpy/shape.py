@@ -83,7 +83,8 @@ def _concat_compressed_numpy(xp: Any, arrays: list[CompressedArray], axis: int) 
     offsets = [sum(sizes[:k]) for k in range(len(arrays))]
     join = _append_slices if axis - b == first.layout.compressed_dim else _merge_slices
     ci, pi, vals = join([_components(a) for a in arrays], offsets, idt)
-    return CompressedArray(
+    # valid by construction: checked operands' slices copied whole, their offsets and indices shifted
+    return CompressedArray._trusted(
         ci.reshape(*batch, ci.shape[1]), pi.reshape(*batch, total), vals.reshape(*batch, total, *vals.shape[2:]),
         tuple(shape), layout=first.layout, backend=first._backend, xp=xp, fill_value=first.fill_value,
     )  # fmt: skip
