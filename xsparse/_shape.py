@@ -725,7 +725,7 @@ def _join_operands(
     if isinstance(first, SparseArray) and all(
         isinstance(a, SparseArray) and a.layout is target and a.dtype == first.dtype and a.dense_dim() == first.dense_dim()
         and type(a.fill_value) is type(first.fill_value) and same_fill(a.fill_value, first.fill_value)
-        and (not target.is_blocked or a.blocksize == first.blocksize)
+        and (not target.is_blocked or getattr(a, "blocksize", None) == getattr(first, "blocksize", None))
         for a in arrays
     ):  # fmt: skip
         # operands alike already (layout, dtype, split, fill value, block shape): nothing to convert or check
