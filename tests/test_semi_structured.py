@@ -531,6 +531,8 @@ ERRORS: list[Any] = [
      r"^to_sparse_semi_structured: x must be an xsparse array or a backend array, got list\. Create one"),
     ("to-sparse-layout", lambda: xs.to_sparse(_f16(), layout=xs.sparse_semi_structured), xs.LayoutError,
      r"^to_sparse\(layout=sparse_semi_structured\): the sparse_semi_structured layout has its own conversion .*Call xsparse\.to_sparse_semi_structured"),
+    ("to-sparse-layout-of-itself", lambda: xs.to_sparse(_semi(), layout=xs.sparse_semi_structured), xs.LayoutError,
+     r"^to_sparse\(layout=sparse_semi_structured\): the sparse_semi_structured layout has its own conversion .*Call xsparse\.to_sparse_semi_structured"),
     # the validator
     ("ss.1", lambda: _build([1.0], np.zeros((64, 4), dtype=np.int16)), xs.InvariantError,
      r"^invariant ss\.1 violated: values must be a strided array of the backend, got list\. Pass an array"),

@@ -663,6 +663,16 @@ def test_concat_mixed_layouts(backend: str, xp: Any) -> None:
     assert_sparse_equal(d2, xp.concat([dense, dense], axis=0))
 
 
+def test_concat_checks_its_result_when_the_full_checks_are_on(backend: str, xp: Any) -> None:
+    """An operand made without the index checks (a column out of range) joined inside
+    check_sparse_tensor_invariants: the result's check names the invariant, along either sparse dimension,
+    whichever kernel joins (the NumPy one builds its result unchecked only when the full checks are off)."""
+    bad = xs.sparse_csr_array(xp.asarray([0, 2, 3]), xp.asarray([2, 0, 7]), xp.asarray([1.0, 2.0, 3.0]), shape=(2, 3))
+    for axis, bound in ((0, 3), (1, 6)):
+        with xs.check_sparse_tensor_invariants(), pytest.raises(xs.InvariantError, match=rf"^invariant 5\.5 violated: concat: col_indices must be < {bound}"):
+            xs.concat([bad, bad], axis=axis)
+
+
 def test_concat_fill_values(backend: str, xp: Any) -> None:
     d = np.asarray([[1.5, 2.0], [1.5, 1.5]])
     a = xs.to_sparse_csr(xp.asarray(d), fill_value=1.5)

@@ -242,7 +242,7 @@ def to_sparse(
                  shape=(2, 2), nnz=2, dtype=float64, layout=sparse_coo, backend=numpy)
     """
     if (
-        isinstance(x, SparseArray) and layout is x.layout
+        isinstance(x, (COOArray, CompressedArray)) and layout is x.layout
         and sparse_dim is None and dense_dim is None and blocksize is None and index_dtype is None and fill_value is None
     ):  # fmt: skip
         return x  # already in that layout, nothing asked of it: the checks below would only confirm it
