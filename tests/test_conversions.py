@@ -274,6 +274,27 @@ def test_uncoalesced_to_dense_sums_duplicates(backend: str, xp: Any, data: st.Da
     assert_sparse_equal(coo, xp.asarray(expected))
 
 
+@SOME
+@given(data=st.data())
+def test_strictly_increasing_check_against_tuples(backend: str, xp: Any, data: st.DataObject) -> None:
+    """The check that lets coalesce keep an array whose indices are already canonical: lexicographically
+    strictly increasing columns, against Python's comparison of the columns as tuples (no sparse dimension,
+    one, several; duplicates, ties on the first rows, one column, none; past the 4096-column prefix check)."""
+    from xsparse.backends.array_api.conversion import _strictly_increasing
+
+    k = data.draw(st.integers(0, 3), label="sparse_dim")
+    n = data.draw(st.sampled_from([0, 1, 2, 5, 30, 5000]), label="n")
+    top = data.draw(st.sampled_from([1, 3, 1000]), label="index range")
+    cols = data.draw(st.lists(st.tuples(*[st.integers(0, top)] * k), min_size=min(n, 30), max_size=min(n, 30)), label="columns")
+    if n == 5000:  # a long sorted run, then the drawn columns, past the prefix the check reads first
+        cols = [tuple([0] * (k - 1) + [i]) if k else () for i in range(-5000, 0)] + cols
+    if data.draw(st.booleans(), label="sorted"):
+        cols = sorted(set(cols)) if k else cols
+    idx = np.asarray(cols, dtype=np.int64).reshape(len(cols), k).T
+    expected = all(a < b for a, b in zip(cols, cols[1:]))
+    assert _strictly_increasing(xp, xp.asarray(idx)) is expected
+
+
 @MORE
 @given(data=st.data())
 def test_coalesce_sorts_and_sums(backend: str, xp: Any, data: st.DataObject) -> None:

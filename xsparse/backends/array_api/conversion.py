@@ -331,12 +331,15 @@ def _strictly_increasing(xp: Any, idx: Any) -> bool:
         return True
     if n > 4096 and not _strictly_increasing(xp, idx[:, :1024]):
         return False
-    less = xp.zeros((n - 1,), dtype=xp.bool, device=_device(idx))
-    equal = xp.ones((n - 1,), dtype=xp.bool, device=_device(idx))
-    for d in range(idx.shape[0]):
+    # from the last row up: a column precedes the next where its index there is less, or equal and the
+    # rows below decide (one comparison for a vector, three per further row)
+    last = idx.shape[0] - 1
+    if last < 0:
+        return False  # entries of no sparse dimension: every one at the one position
+    less = idx[last, :-1] < idx[last, 1:]
+    for d in range(last - 1, -1, -1):
         left, right = idx[d, :-1], idx[d, 1:]
-        less = less | (equal & (left < right))
-        equal = equal & (left == right)
+        less = (left < right) | ((left == right) & less)
     return bool(xp.all(less))
 
 
