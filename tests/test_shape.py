@@ -673,6 +673,19 @@ def test_concat_checks_its_result_when_the_full_checks_are_on(backend: str, xp: 
             xs.concat([bad, bad], axis=axis)
 
 
+def test_new_dimensions_of_a_reduction_result(backend: str, xp: Any) -> None:
+    """A reduction's COO vector (on NumPy its index row is a stride-0 view) given new dimensions: the indices
+    stay row-major, as the invariants need (matrix_norm with keepdims of a hybrid CSR array raised
+    "indices must be contiguous" on NumPy, whose concatenation of such pieces came out column-major)."""
+    d = xp.asarray(np.asarray([[[-4.0], [0.0]], [[1.5], [0.0]]], dtype=np.float32))
+    a = xs.to_sparse(d, layout=xs.sparse_csr, dense_dim=1, index_dtype=xp.int32)
+    for order in ("fro", 1, -1, math.inf, -math.inf):
+        assert_sparse_equal(xs.linalg.matrix_norm(a, ord=order, keepdims=True), xp.linalg.matrix_norm(d, ord=order, keepdims=True))
+    v = xs.max(xs.sum(xs.abs(a), axis=-2), axis=-1)
+    for axis in (0, 1):
+        assert_sparse_equal(xs.expand_dims(v, axis=axis), xp.expand_dims(xs.to_dense(v), axis=axis))
+
+
 def test_concat_fill_values(backend: str, xp: Any) -> None:
     d = np.asarray([[1.5, 2.0], [1.5, 1.5]])
     a = xs.to_sparse_csr(xp.asarray(d), fill_value=1.5)

@@ -431,6 +431,7 @@ def take_coo(xp: Any, a: COOArray, indices: Any, axis: int) -> COOArray:
     position = xp.take(order, xp.take(lo, entry) + rank)
     new_idx = xp.take(idx, entry, axis=1)
     new_idx = xp.concat([new_idx[:axis, :], xp.astype(position, idx.dtype)[None, :], new_idx[axis + 1 :, :]], axis=0)
+    new_idx = contiguous(a._backend, xp, new_idx)  # row-major whatever the pieces' strides (see expand_dims of COO)
     vals = take_values(xp, a._vals, entry, axis=0)
     coalesced = a.is_coalesced()
     if coalesced and total > 1:

@@ -34,7 +34,7 @@ from ... import dispatch
 from ...dispatch import register
 from ...formats import ANY, INDEXED, COOArray, CompressedArray, Layout, SparseArray, sparse_coo, strided
 from ...formats._invariants import dtype_name, is_half_precision
-from ...formats._ops import prod
+from ...formats._ops import contiguous, prod
 from ...formats._spec import Target
 from .conversion import (
     _linearize,
@@ -110,7 +110,8 @@ def element_coo(xp: Any, a: SparseArray) -> COOArray:
 def _insert_unit(xp: Any, c: COOArray, position: int) -> COOArray:
     """A new size-1 sparse dimension at ``position`` (an index row of zeros)."""
     zeros = xp.zeros((1, c.nnz), dtype=c._idx.dtype, device=c.device)
-    idx = xp.concat([c._idx[:position, :], zeros, c._idx[position:, :]], axis=0)
+    # row-major whatever the pieces' strides (see expand_dims of COO)
+    idx = contiguous(c._backend, xp, xp.concat([c._idx[:position, :], zeros, c._idx[position:, :]], axis=0))
     shape = c.shape[:position] + (1,) + c.shape[position:]
     return COOArray(idx, c._vals, shape, backend=c._backend, xp=xp, coalesced=c.is_coalesced(), fill_value=c.fill_value)
 

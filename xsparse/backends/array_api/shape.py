@@ -401,7 +401,9 @@ def _expand_dims_coo(xp: Any, a: COOArray, axis: int) -> COOArray:
     shape = (*a.shape[:axis], 1, *a.shape[axis:])
     if axis <= sd:
         zero = xp.zeros((1, a.nnz), dtype=a._idx.dtype, device=a.device)
-        idx = xp.concat([a._idx[:axis, :], zero, a._idx[axis:, :]], axis=0)
+        # row-major whatever the pieces' strides: NumPy lays out a concatenation of a stride-0 row (as a
+        # reduction's x[None, :] is) and empty pieces column-major
+        idx = contiguous(a._backend, xp, xp.concat([a._idx[:axis, :], zero, a._idx[axis:, :]], axis=0))
         return COOArray(idx, a._vals, shape, backend=a._backend, xp=xp, coalesced=a.is_coalesced(), fill_value=a.fill_value)
     vals = xp.expand_dims(a._vals, axis=axis - sd + 1)
     return COOArray(a._idx, vals, shape, backend=a._backend, xp=xp, coalesced=a.is_coalesced(), fill_value=a.fill_value)
