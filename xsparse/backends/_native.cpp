@@ -3581,7 +3581,8 @@ bool take_plain_count(const I* ptr, int64_t m, const I* plain, int64_t nse, cons
 }
 
 // Fills each slice's copies; a slice whose copies do not fit its range of new_ptr (or that names a plain
-// index out of range) is left unwritten and reported, so nothing is written outside the outputs.
+// index out of range) is left unwritten and reported, so nothing is written outside the outputs. A slice
+// whose range is empty is skipped unread: the count pass (which take_plain runs first) gave it no copies.
 template <class I>
 bool take_plain_fill(const I* ptr, int64_t m, const I* plain, int64_t nse, const int64_t* count, const int64_t* first,
                      int64_t n_plain, const int64_t* order, const int64_t* new_ptr, int64_t total, int64_t* entry,
@@ -3598,6 +3599,9 @@ bool take_plain_fill(const I* ptr, int64_t m, const I* plain, int64_t nse, const
                 ok = false;
                 continue;
             }
+            // a slice given no copies is not read: the count pass, which checked every index, gave it none
+            // (few picks among many plain indices leave most slices so)
+            if (a == b) continue;
             // every write is checked against the slice's range, and the range must come out full
             int64_t q = a;
             for (int64_t e = lo; e < hi; ++e) {
