@@ -1014,6 +1014,27 @@ def test_find_in_slices_against_a_scan(backend: str, xp: Any, layout: xs.Layout,
 
 
 @pytest.mark.skipif(_cpu.unavailable_reason() is not None, reason=str(_cpu.unavailable_reason()))
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+def test_compressed_find_in_long_slices(index_dtype: str) -> None:
+    """The compiled search halves without branching: slices of every length from 0 to 300 (many halvings),
+    every plain index from below the first to past the last queried, against NumPy's searchsorted."""
+    rng = np.random.default_rng(11)
+    lengths = np.arange(301)
+    rows = [np.sort(rng.choice(1000, size=n, replace=False)) for n in lengths]
+    ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(index_dtype)
+    plain = np.concatenate(rows).astype(index_dtype)
+    major = np.repeat(np.arange(301), 1002).astype(np.int64)
+    minor = np.tile(np.arange(-1, 1001), 301).astype(np.int64)
+    got = _cpu.compressed_find(ptr, plain, major, minor)
+    expected = np.full(major.shape[0], -1, dtype=np.int64)
+    for i, row in enumerate(rows):
+        at = np.searchsorted(row, np.arange(-1, 1001))
+        hit = (at < row.shape[0]) & (row[np.minimum(at, max(row.shape[0] - 1, 0))] == np.arange(-1, 1001)) if row.shape[0] else np.zeros(1002, bool)
+        expected[i * 1002 : (i + 1) * 1002] = np.where(hit, ptr[i] + at, -1)
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.skipif(_cpu.unavailable_reason() is not None, reason=str(_cpu.unavailable_reason()))
 def test_compressed_find_reads_nothing_outside_the_buffers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_cpu, "available_threads", lambda: 2)  # the parallel form too
     ptr, plain = np.asarray([0, 2, 3], dtype=np.int32), np.asarray([1, 4, 0], dtype=np.int32)

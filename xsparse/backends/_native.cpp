@@ -3500,9 +3500,20 @@ bool find_kernel(const I* indptr, int64_t n, const I* plain, int64_t nse, const 
             ok = false;
             continue;
         }
+        if (lo == hi) continue;
+        // the first entry not below t, by halving without a branch on the comparison (a conditional
+        // move): the slices are short and their searches unpredictable, so a mispredicted branch per
+        // halving cost more than the comparisons (one thread, 200,000 searches in slices of about 10:
+        // 2.6 -> 1.6 ms for the diagonal, 3.9 -> 1.6 ms for random points)
         const int64_t t = minor[q];
-        const I* it = std::lower_bound(plain + lo, plain + hi, t, [](I v, int64_t x) { return static_cast<int64_t>(v) < x; });
-        if (it != plain + hi && static_cast<int64_t>(*it) == t) out[q] = it - plain;
+        const I* base = plain + lo;
+        for (int64_t len = hi - lo; len > 1;) {
+            const int64_t half = len / 2;
+            base = static_cast<int64_t>(base[half]) < t ? base + half : base;
+            len -= half;
+        }
+        base += static_cast<int64_t>(*base) < t;
+        if (base != plain + hi && static_cast<int64_t>(*base) == t) out[q] = base - plain;
     }
     return ok;
 }
