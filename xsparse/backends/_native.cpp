@@ -3906,7 +3906,9 @@ PyObject* py_band_fill(PyObject*, PyObject* args) {
 // index dtype, count (n_plain,) int64; writes new_ptr (m + 1,) int64, the running count of copies.
 // take_plain_fill(indptr, plain, count, first, order, new_ptr, entry, position, sort, threads): first
 // (n_plain,) the running sum of count, order (picks,); writes entry and position (new_ptr[m],) int64.
-// ValueError for offsets out of order, a plain index out of range or inconsistent counts.
+// ValueError for offsets out of order, a plain index out of range or inconsistent counts, except in a
+// slice whose range in new_ptr is empty: the fill pass does not read it, and relies on the count pass
+// (which _cpu.take_plain always runs first, on the same arrays) to have checked it and given it none.
 bool acquire_take_plain(Buffer& ip, Buffer& ix, Buffer& cnt, PyObject* o_ip, PyObject* o_ix, PyObject* o_cnt) {
     if (!ip.acquire(o_ip, "indptr", 1, false, true) || !ip.check_index("indptr") ||
         !ix.acquire(o_ix, "plain", 1, false, true) || !ix.check_index("plain") ||
