@@ -481,6 +481,36 @@ def test_searchsorted_kernel(kernel: dispatch.Kernel, backend: str, data: st.Dat
 
 @SOME
 @given(data=st.data())
+def test_numpy_searchsorted_in_a_coo_vector_against_the_generic_kernel(data: st.DataObject) -> None:
+    """The NumPy kernel (NumPy's own NaN-last order) against the generic kernel (NaN counted and placed by
+    rule): NaN among the stored values, as the fill value and among the queries, both sides, duplicates,
+    integer and float dtypes, nnz = 0, 0-d and 2-D queries."""
+    from xsparse.backends.array_api.searching import _searchsorted_coo_any
+    from xsparse.backends.numpy.sorting import _searchsorted_coo_strided_numpy, _supports_searchsorted_coo
+
+    dtype = data.draw(st.sampled_from(["float64", "float32", "int64", "int16", "uint8"]), label="dtype")
+    floating = dtype.startswith("float")
+    pool = [0, 1, 2, 3, 7] + ([-0.0, -1.5, math.inf, -math.inf, math.nan] if floating else [])
+    n = data.draw(st.integers(0, 10), label="n")
+    values = np.asarray(data.draw(st.lists(st.sampled_from(pool), min_size=n, max_size=n), label="values"), dtype=dtype)
+    size = n + data.draw(st.integers(0, 5), label="unspecified")
+    where = np.asarray(data.draw(st.permutations(range(size)), label="positions")[:n], dtype=np.int64)
+    fill = data.draw(st.sampled_from(pool), label="fill")
+    x1 = xs.sparse_coo_array(where[None, :], values, (size,), fill_value=fill)
+    if x1.nnz and data.draw(st.booleans(), label="uncoalesced"):
+        x1 = S.uncoalesced_like(np, np.random.default_rng(data.draw(st.integers(0, 2**32 - 1))), x1, "int64")
+    shape = data.draw(st.sampled_from([(), (4,), (2, 3)]), label="query shape")
+    queries = np.asarray(data.draw(st.lists(st.sampled_from(pool), min_size=math.prod(shape), max_size=math.prod(shape))), dtype=dtype).reshape(shape)
+    side = data.draw(st.sampled_from(["left", "right"]), label="side")
+    assert _supports_searchsorted_coo(np, x1, queries, side, None) is None
+    got = _searchsorted_coo_strided_numpy(np, x1, queries, side, None)
+    want = _searchsorted_coo_any(np, x1, queries, side, None)
+    assert got.dtype == np.int64 and got.shape == queries.shape
+    np.testing.assert_array_equal(got, want)
+
+
+@SOME
+@given(data=st.data())
 def test_sorted_values_is_a_stable_sort_bit_for_bit(backend: str, xp: Any, data: st.DataObject) -> None:
     """The helper that sorts without stability puts back the runs of zeros (in index order) and the NaNs
     (their signs and payloads): the result is a stable sort's, bit for bit, on every backend."""
