@@ -1328,3 +1328,20 @@ def test_4_1_a_device_without_int64_is_refused() -> None:
     no_f64 = devices["array_api_strict.Device('no_float64')"]
     a = xs.to_sparse_csr(xp.ones((2, 2), device=no_f64, dtype=xp.float32))
     assert a.nnz == 4 and a.device == no_f64 and to_numpy(xs.to_dense(a)).tolist() == [[1.0, 1.0], [1.0, 1.0]]
+
+
+def test_trusted_constructors_check_in_full_inside_the_checking_scope() -> None:
+    """The kernels' unchecked constructors skip the checks only outside check_sparse_tensor_invariants():
+    inside it their result is checked in full, since the arrays it came from may have been made outside."""
+    from xsparse.backends import get_backend
+
+    backend = get_backend("numpy")
+    ptr, plain, vals = np.asarray([0, 1, 2]), np.asarray([0, 9]), np.asarray([1.0, 2.0])
+    idx = np.asarray([[0, 1], [0, 9]])
+    xs.formats.CompressedArray._trusted(ptr, plain, vals, (2, 3), layout=xs.sparse_csr, backend=backend, xp=np, fill_value=0.0)
+    xs.formats.COOArray._trusted(idx, vals, (2, 3), backend=backend, xp=np, coalesced=True, fill_value=0.0)
+    with xs.check_sparse_tensor_invariants():
+        with pytest.raises(xs.InvariantError, match=r"^invariant 5\.5 violated: .*col_indices must be < 3"):
+            xs.formats.CompressedArray._trusted(ptr, plain, vals, (2, 3), layout=xs.sparse_csr, backend=backend, xp=np, fill_value=0.0)
+        with pytest.raises(xs.InvariantError, match=r"^invariant coo\.\d+ violated: .*"):
+            xs.formats.COOArray._trusted(idx, vals, (2, 3), backend=backend, xp=np, coalesced=True, fill_value=0.0)

@@ -1011,6 +1011,13 @@ def join_plain(
 _PARALLEL_COUNT_MIN = 1 << 18
 
 
+def _native_indices(indptr: np.ndarray, plain: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``indptr`` and ``plain`` contiguous in the machine's byte order, which the kernels read (views where
+    they already are)."""
+    native = indptr.dtype.newbyteorder("=")
+    return np.ascontiguousarray(indptr, dtype=native), np.ascontiguousarray(plain, dtype=native)
+
+
 def compressed_find(indptr: np.ndarray, plain: np.ndarray, major: np.ndarray, minor: np.ndarray) -> np.ndarray:
     """Where plain index ``minor[q]`` lies in compressed slice ``major[q]`` of one CSR-like matrix.
 
@@ -1041,8 +1048,7 @@ def compressed_find(indptr: np.ndarray, plain: np.ndarray, major: np.ndarray, mi
     minor = np.ascontiguousarray(minor, dtype=np.int64)
     out = np.empty(major.shape[0], dtype=np.int64)
     threads = available_threads() if major.shape[0] >= 4096 else 1
-    native = indptr.dtype.newbyteorder("=")  # the kernel reads the machine's byte order
-    _native_module().compressed_find(np.ascontiguousarray(indptr, dtype=native), np.ascontiguousarray(plain, dtype=native), major, minor, out, threads)
+    _native_module().compressed_find(*_native_indices(indptr, plain), major, minor, out, threads)
     return out
 
 
@@ -1074,8 +1080,7 @@ def gather_slices(indptr: np.ndarray, plain: np.ndarray, values: np.ndarray, row
     and value bytes (``memcpy``), on :func:`available_threads` threads from 2**16 entries.
     O(len(rows) + entries copied).
     """
-    native_order = indptr.dtype.newbyteorder("=")
-    indptr, plain = np.ascontiguousarray(indptr, dtype=native_order), np.ascontiguousarray(plain, dtype=native_order)
+    indptr, plain = _native_indices(indptr, plain)
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     native = _native_module()
     new_ptr = np.empty(rows.shape[0] + 1, dtype=np.int64)
@@ -1121,8 +1126,7 @@ def band(
     One pass counts each slice's kept entries, one copies their runs (``memcpy``; a sorted slice keeps one
     run), both on :func:`available_threads` threads from 2**16 entries. O(nnz).
     """
-    native_order = indptr.dtype.newbyteorder("=")
-    indptr, plain = np.ascontiguousarray(indptr, dtype=native_order), np.ascontiguousarray(plain, dtype=native_order)
+    indptr, plain = _native_indices(indptr, plain)
     # the kernel's i + d must not overflow: callers clamp d to the matrix (beyond it all or nothing is kept)
     d = min(max(int(d), -(1 << 62)), 1 << 62)
     threads = available_threads() if plain.shape[0] >= _PARALLEL_SCATTER_MIN_NNZ else 1
@@ -1166,8 +1170,7 @@ def take_plain(indptr: np.ndarray, plain: np.ndarray, sel: np.ndarray, n_plain: 
     threads: one counts each slice's copies, one writes them, sorting a slice's copies when ``sel`` is not
     ascending. O(nnz + copies (log of a slice's copies where sorted)).
     """
-    native_order = indptr.dtype.newbyteorder("=")
-    indptr, plain = np.ascontiguousarray(indptr, dtype=native_order), np.ascontiguousarray(plain, dtype=native_order)
+    indptr, plain = _native_indices(indptr, plain)
     sel = np.ascontiguousarray(sel, dtype=np.int64)
     if sel.shape[0] and (int(sel.min()) < 0 or int(sel.max()) >= n_plain):
         raise ValueError(f"take_plain: the picks must lie in [0, {n_plain}) (min={int(sel.min())}, max={int(sel.max())})")
