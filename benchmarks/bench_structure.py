@@ -20,8 +20,13 @@ Cases, target: at least as fast as SciPy (ratio <= 1.0):
 * ``diagonal`` (SciPy: ``A.diagonal()``, a dense vector; xsparse: a 1-D COO array), ``tril``,
   ``triu k=1`` (``scipy.sparse.tril(A, format="csr")``).
 * ``vstack``, ``hstack`` of ``[A, A]`` (``scipy.sparse.vstack(..., format="csr")``).
-* ``to CSC``, ``to COO`` (``A.tocsc()``, ``A.tocoo()``).
+* ``to CSC``, ``to COO`` (``A.tocsc()``, ``A.tocoo()``), ``COO to CSR`` of ``A``'s canonical COO form
+  (``tocsr()`` of SciPy's ``coo_array``).
 * ``count_nonzero``, ``vector_norm`` (``scipy.sparse.linalg.norm(A)``, the Frobenius norm).
+* ``kron T, I``: the 1-D Laplacian of 1,000 points (``--quick``: 300) times the identity, as CSR
+  (``scipy.sparse.kron(T, I, format="csr")``), the 2-D Laplacian's construction; ``kron R, S``: a
+  10,000 x 10,000 matrix with 100,000 random entries (``--quick``: 3,000 and 30,000) times a 50 x 50 one
+  with 250, as COO (``format="coo"``).
 
 Times are the best of a few repeats, ours and the reference's alternating, as wall-clock time and as CPU
 time of the process (all threads) per call; a call shorter than about 50 ms is repeated within each
@@ -97,6 +102,15 @@ def numpy_cases(quick: bool, repeats: int) -> list[dict[str, Any]]:
     i = 5
     j = int(m.indices[m.indptr[i]]) if m.indptr[i + 1] > m.indptr[i] else 7  # a stored element
     lo, hi = n // 200, n // 4
+    mcoo = m.tocoo()  # canonical: sorted by row, then column
+    coo = xs.sparse_coo_array(np.stack([mcoo.row, mcoo.col]), mcoo.data, mcoo.shape, is_coalesced=True)
+    # Kronecker products: the 1-D Laplacian with the identity (the 2-D Laplacian's construction), and two
+    # random matrices
+    k = 300 if quick else 1000
+    mt = sp.diags_array([-np.ones(k - 1), 2 * np.ones(k), -np.ones(k - 1)], offsets=[-1, 0, 1], format="csr")
+    meye = sp.eye_array(k, format="csr")
+    mr, ms = _random_csr(rng, 10 * k, 100 * k), _random_csr(rng, 50, 250)
+    t, eye, r, s = (_as_xsparse(x) for x in (mt, meye, mr, ms))
     cases = [
         ("A[i, j]", lambda: a[i, j], lambda: m[i, j]),
         ("A[i]", lambda: a[i], lambda: m[[i]]),
@@ -112,8 +126,11 @@ def numpy_cases(quick: bool, repeats: int) -> list[dict[str, Any]]:
         ("hstack", lambda: xs.hstack([a, a]), lambda: sp.hstack([m, m], format="csr")),
         ("to CSC", lambda: xs.to_sparse_csc(a), lambda: m.tocsc()),
         ("to COO", lambda: xs.to_sparse_coo(a), lambda: m.tocoo()),
+        ("COO to CSR", lambda: xs.to_sparse_csr(coo), lambda: mcoo.tocsr()),
         ("count_nonzero", lambda: xs.count_nonzero(a), lambda: m.count_nonzero()),
         ("vector_norm", lambda: xs.linalg.vector_norm(a), lambda: spla.norm(m)),
+        ("kron T, I", lambda: xs.kron(t, eye, layout=xs.sparse_csr), lambda: sp.kron(mt, meye, format="csr")),
+        ("kron R, S", lambda: xs.kron(r, s), lambda: sp.kron(mr, ms, format="coo")),
     ]
     out = []
     for name, ours, ref in cases:

@@ -879,7 +879,7 @@ _PRODUCT_OPS = ("matmul", "addmm", "smm", "hspmm", "sspaddmm", "sampled_addmm", 
 # that order bit for bit).
 SIGNS_NOT_TRACKED = frozenset({
     "sum", "prod", "max", "min", "mean", "var", "std", "cumulative_sum", "cumulative_prod", "softmax",
-    "log_softmax", *_PRODUCT_OPS, "vecdot", "spsolve", "lobpcg", "svd_lowrank", "pca_lowrank", "vector_norm",
+    "log_softmax", *_PRODUCT_OPS, "kron", "vecdot", "spsolve", "lobpcg", "svd_lowrank", "pca_lowrank", "vector_norm",
     "matrix_norm", "diagonal", "sort",
 })  # fmt: skip
 # (backend, operation) whose generic kernel calls a backend function that gets the sign of a zero wrong,
@@ -993,6 +993,38 @@ def _product(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
         return xp.asarray(out)
 
     return Trial(lambda: xs.mm(*operands, reduce=reduce), reduced, **tol)
+
+
+def _dense_kron(xp: Any, x1: Any, x2: Any) -> Any:
+    """NumPy's ``kron`` of two strided arrays with the namespace's functions (the standard has no kron): the
+    broadcast product of the interleaved dimensions."""
+    ndim = max(x1.ndim, x2.ndim)
+    s1, s2 = (1,) * (ndim - x1.ndim) + tuple(x1.shape), (1,) * (ndim - x2.ndim) + tuple(x2.shape)
+    wide1 = xp.reshape(x1, tuple(v for s in s1 for v in (s, 1)))
+    wide2 = xp.reshape(x2, tuple(v for s in s2 for v in (1, s)))
+    return xp.reshape(wide1 * wide2, tuple(a * b for a, b in zip(s1, s2)))
+
+
+@case("kron", skip=_no_semi)
+def _kron(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
+    xp = ctx.xp
+    rng = _seed(draw)
+    dtype = draw(st.sampled_from(ctx.has("float64", "float32", "int64", "complex128")))
+    index_dtype = draw(S.index_dtypes())
+    b = draw(st.integers(1, 2))
+    operands = []
+    for layout in sig:
+        if layout in (xs.strided, xs.sparse_coo) and draw(st.sampled_from(["matrix", "any"])) == "any":
+            shape = tuple(draw(st.lists(st.integers(0, 3), max_size=3)))
+        else:
+            # a matrix, or a batch of them (one pattern: compressed batches hold one count); the compiled
+            # kernels multiply matrices
+            batch = draw(st.sampled_from([(), (2,)])) if layout is not xs.strided and layout is not xs.sparse_coo else ()
+            shape = (*batch, b * draw(st.integers(0, 3)), b * draw(st.integers(0, 3)))
+        host = _batched_host(rng, shape, draw(st.sampled_from([0.0, 0.3, 1.0])), dtype)
+        operands.append(to_layout(draw, xp, host, layout, blocksize=(b, b), index_dtype=index_dtype))
+    x1, x2 = operands
+    return Trial(lambda: xs.kron(x1, x2), lambda: _dense_kron(xp, dense(x1), dense(x2)), **float_tolerance(dtype))
 
 
 @case("vecdot", skip=_no_semi)

@@ -31,6 +31,7 @@ import xsparse as xs
 from xsparse import dispatch
 from xsparse.backends.array_api.linalg import ORTHO_BPARAMS, ORTHO_FPARAMS, ORTHO_IPARAMS, LobpcgOptions, LobpcgState
 from xsparse.formats import INDEXED
+from xsparse.formats._invariants import dtype_name
 from xsparse.testing import assert_sparse_equal, check_invariants, to_numpy
 
 load_native_kernels()
@@ -510,6 +511,124 @@ def test_vecdot_kernel(kernel: dispatch.Kernel, backend: str, data: st.DataObjec
     with quiet():
         expected = xp.vecdot(xs.to_dense(x1), xs.to_dense(x2), axis=axis)
     close(result, expected, dtype)
+
+
+# -- kron --------------------------------------------------------------------------------------------------
+
+
+@st.composite
+def kron_operands(draw: Any, xp: Any, layout: xs.Layout, dtype: str) -> Any:
+    """An operand of ``layout`` for kron: COO and strided of 0 to 3 dimensions; compressed matrices, with a
+    batch or a dense dimension at times; fill value 0 mostly (a non-zero one is declined)."""
+    if layout in (xs.strided, xs.sparse_coo) and draw(st.booleans()):
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        shape = tuple(draw(st.lists(st.integers(0, 3), max_size=3)))
+        host = host_values(rng, dtype, shape) * (rng.random(shape) < draw(st.sampled_from([0.0, 0.4, 1.0])))
+        if layout is xs.strided:
+            return xp.asarray(host)
+        idt = draw(S.index_dtypes())
+        a = xs.to_sparse_coo(xp.asarray(host), index_dtype=idt)
+        return S.uncoalesced_like(xp, rng, a, idt) if a.nnz and draw(st.booleans()) else a
+    bs = (draw(st.integers(1, 2)), draw(st.integers(1, 2))) if layout.is_blocked else (1, 1)
+    m, n = bs[0] * draw(st.integers(0, 3)), bs[1] * draw(st.integers(0, 3))
+    extra = draw(st.sampled_from(["", "", "batch", "dense"]))
+    batch = (2,) if extra == "batch" else ()
+    dense = (2,) if extra == "dense" and layout is not xs.strided else ()
+    fill = 1.5 if layout is not xs.strided and dtype.startswith("float") and draw(st.integers(0, 5)) == 0 else 0
+    return draw(sparse_operands(xp, layout, batch, m, n, bs, dtype, dense=dense, fill=fill))
+
+
+@pytest.mark.parametrize(("kernel", "backend"), kernel_cases("kron", 2))
+@SOME
+@given(data=st.data())
+def test_kron_kernel(kernel: dispatch.Kernel, backend: str, data: st.DataObject) -> None:
+    xp = namespace(backend)
+    dtype = data.draw(st.sampled_from(dtypes_of(backend)))
+    layouts = [data.draw(st.sampled_from(concrete(e))) for e in kernel.signature]
+    x1, x2 = (data.draw(kron_operands(xp, layout, dtype)) for layout in layouts)
+    ndim = max(x1.ndim, x2.ndim)
+    shape = tuple(a * b for a, b in zip((1,) * (ndim - x1.ndim) + tuple(x1.shape), (1,) * (ndim - x2.ndim) + tuple(x2.shape)))
+    result = run_kernel(kernel, xp, x1, x2, shape)
+    if result is None:
+        return
+    with quiet():
+        expected = np.kron(host(x1), host(x2))
+    assert tuple(result.shape) == shape == expected.shape
+    if isinstance(result, xs.SparseArray):
+        check_invariants(result)
+        assert result.layout is xs.sparse_coo and result.is_coalesced() and result.fill_value == 0
+        # the products of the specified elements, each position once
+        counts = [
+            xs.to_sparse_coo(x).coalesce().nnz if isinstance(x, xs.SparseArray) else math.prod(tuple(x.shape))
+            for x in (x1, x2) if not isinstance(x, xs.SparseArray) or x.dense_dim() == 0
+        ]  # fmt: skip
+        if len(counts) == 2:
+            assert result.nnz == counts[0] * counts[1]
+        sparse = [x for x in (x1, x2) if isinstance(x, xs.SparseArray)]
+        wide = any(dtype_name(x.index_dtype) == "int64" for x in sparse)
+        assert dtype_name(result.indices().dtype) == ("int64" if wide else "int32")
+    close(result, xp.asarray(expected), dtype)
+    twin = generic_twin(kernel, tuple(layouts), xp, x1, x2, shape) if kernel.backend is not None else None
+    if twin is not None:
+        generic = run_kernel(twin, xp, x1, x2, shape)
+        assert_sparse_equal(result, generic)
+        # one order, one index dtype: the native kernel writes what the generic one does
+        assert np.array_equal(to_numpy(result.indices()), to_numpy(generic.indices()))
+        assert result.indices().dtype == generic.indices().dtype
+
+
+@pytest.mark.parametrize("backend", backend_params(BACKENDS))
+def test_kron_public(backend: str) -> None:
+    xp = namespace(backend)
+    a = np.asarray([[0.0, 2.0], [3.0, 0.0], [0.0, 0.0]])
+    b = np.asarray([[1.0, 0.0, -1.0], [0.0, 4.0, 0.0]])
+    expected = xp.asarray(np.kron(a, b))
+    sa, sb = xs.to_sparse_csr(xp.asarray(a)), xs.to_sparse_coo(xp.asarray(b))
+    r = xs.kron(sa, sb)
+    assert r.layout is xs.sparse_coo and r.nnz == 2 * 3 and r.is_coalesced()
+    close(r, expected, "float64")
+    for target in (xs.sparse_csr, xs.sparse_csc, xs.strided):
+        out = xs.kron(sa, sb, layout=target)
+        assert xs.layout_of(out) is target
+        close(out, expected, "float64")
+    # every element of a strided operand is specified, its zeros included (SciPy drops them)
+    r = xs.kron(sa, xp.asarray(b))
+    assert r.nnz == 2 * 6
+    close(r, expected, "float64")
+    assert xs.kron(xs.to_sparse(xp.asarray(b)), sa).nnz == 3 * 2
+    # strided operands give a strided result, of NumPy's kron
+    close(xs.kron(xp.asarray(a), xp.asarray(b)), expected, "float64")
+    # the shorter shape gets leading 1s; a 0-d operand scales
+    v = xp.asarray(np.asarray([1.0, 0.0, 5.0]))
+    close(xs.kron(sa, xs.to_sparse_coo(v)), xp.asarray(np.kron(a, [1.0, 0.0, 5.0])), "float64")
+    close(xs.kron(xs.to_sparse_coo(xp.asarray(np.asarray(2.0))), sb), xp.asarray(2.0 * b), "float64")
+    # mixed dtypes promote, duplicates of an uncoalesced operand are summed first
+    dup = xs.sparse_coo_array(xp.asarray(np.asarray([[0, 0], [1, 1]])), xp.asarray(np.asarray([1, 2], dtype=np.float32)), (1, 2))
+    r = xs.kron(dup, sa)
+    assert r.dtype == xp.float64 and r.nnz == 2
+    close(r, xp.asarray(np.kron([[0, 3]], a)), "float64")
+
+
+def test_kron_widens_indices_that_int32_cannot_hold() -> None:
+    i32 = np.int32
+    a = xs.sparse_coo_array(np.asarray([[0, 49_999], [0, 0]], dtype=i32), [1.0, 2.0], (50_000, 1))
+    b = xs.sparse_coo_array(np.asarray([[49_999], [0]], dtype=i32), [3.0], (50_000, 1))
+    r = xs.kron(a, b)
+    assert r.indices().dtype == np.int64 and r.shape == (2_500_000_000, 1)
+    assert r.indices().tolist() == [[49_999, 2_499_999_999], [0, 0]] and r.values().tolist() == [3.0, 6.0]
+    small = xs.kron(xs.sparse_coo_array(np.asarray([[1]], dtype=i32), [1.0], (2,)), xs.sparse_coo_array(np.asarray([[0]], dtype=i32), [1.0], (3,)))
+    assert small.indices().dtype == np.int32 and small.indices().tolist() == [[3]]
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+def test_kron_gradient_reaches_the_values() -> None:
+    import torch
+
+    values = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    a = xs.sparse_coo_array(torch.tensor([[0, 1], [1, 0]]), values, (2, 2))
+    weights = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64)
+    xs.kron(a, weights).values().sum().backward()
+    assert values.grad.tolist() == [10.0, 10.0]
 
 
 # -- the public functions ------------------------------------------------------------------------------------
@@ -1421,6 +1540,10 @@ ERRORS: list[tuple[Any, type[BaseException], str]] = [
     (lambda: xs.svd_lowrank(_A, q=1, seed=-1), TypeError, r"^svd_lowrank: seed must be None, a non-negative int"),
     (lambda: xs.pca_lowrank(_A, q=1, niter=1.5), TypeError, r"^pca_lowrank: niter must be an integer, got float \(niter=1\.5\)\."),
     (lambda: xs.lobpcg(_E6, X=np.zeros((6, 2))), ValueError, r"^lobpcg: the initial X has a zero column \(X\.shape=\(6, 2\)\)\. Pass linearly independent"),
+    (lambda: xs.kron(xs.to_sparse_coo(np.eye(2), fill_value=1.0), _D), xs.NoKernelError, r"^kron: no kernel for layouts \(sparse_coo, strided\) on backend 'numpy'\..*sparse only with fill value 0, got 1\.0"),
+    (lambda: xs.kron(np.eye(2, dtype=bool), _A), TypeError, r"^kron: x1 has a boolean dtype \(x1\.dtype=bool\); products are defined for numeric dtypes\. Convert"),
+    (lambda: xs.kron([1, 2], _A), TypeError, r"^kron: x1 must be an xsparse array or a backend array, got list\. Wrap"),
+    (lambda: xs.kron(xs.sparse_coo_array([[0]], [1.0], (2**40,)), xs.sparse_coo_array([[0]], [1.0], (2**40,))), ValueError, r"^kron: the result would have a dimension of 1208925819614629174706176 elements, more than int64 indices address \(x1\.shape=\(1099511627776,\), x2\.shape=\(1099511627776,\)\)\. Multiply smaller arrays\."),
     (lambda: xs.matmul(xs.to_sparse_csr(np.ones((2, 2, 2)), dense_dim=1), np.ones((1, 2, 2))), xs.NoKernelError, r"^matmul: no kernel for layouts \(sparse_csr, strided\) on backend 'numpy'\..*a batched strided operand against a sparse array contracted over a dense dimension"),
 ]
 
@@ -1434,12 +1557,12 @@ def test_error_message(fn: Any, exc: type[BaseException], match: str) -> None:
 
 
 def test_kernels_are_registered_for_every_operation() -> None:
-    ops = ("matmul", "addmm", "sampled_addmm", "matmul_reduce", "smm", "hspmm", "sspaddmm", "tensordot", "vecdot", "spsolve", "svd_lowrank", "pca_lowrank", "lobpcg")
+    ops = ("matmul", "addmm", "sampled_addmm", "matmul_reduce", "smm", "hspmm", "sspaddmm", "tensordot", "kron", "vecdot", "spsolve", "svd_lowrank", "pca_lowrank", "lobpcg")
     for op in ops:
         generic = [k for k in xs.kernels(op) if k.backend is None]
         assert generic, f"{op} has no generic kernel"
         if HAS_TORCH:
-            assert any(k.backend == "torch" for k in xs.kernels(op)) or op in ("tensordot", "vecdot"), f"{op} has no torch kernel"
+            assert any(k.backend == "torch" for k in xs.kernels(op)) or op in ("tensordot", "kron", "vecdot"), f"{op} has no torch kernel"
     assert dispatch.ambiguities() == []
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "bmm",
     "addmm",
     "tensordot",
+    "kron",
     "vecdot",
     "smm",
     "hspmm",
@@ -585,6 +586,58 @@ def tensordot(x1: Any, x2: Any, /, *, axes: int | tuple[Sequence[int], Sequence[
                 "dimensions of equal size."
             )
     return convert_result(_call(op, (layout_of(x1), layout_of(x2)), backend, xp, x1, x2, axes1, axes2), layout, op)
+
+
+def kron(x1: Any, x2: Any, /, *, layout: Layout | None = None) -> Any:
+    """The Kronecker product of two arrays (NumPy's, torch's and SciPy's ``kron``), sparse or strided.
+
+    The operand with fewer dimensions gets leading dimensions of size 1. Dimension ``d`` of the result
+    has size ``x1.shape[d] * x2.shape[d]``, and the element at ``i[d] * x2.shape[d] + j[d]`` (along every
+    ``d``) is ``x1[i] * x2[j]``: a block ``x1[i] * x2`` for every element of ``x1``.
+
+    Parameters
+    ----------
+    x1, x2
+        Numeric arrays of one backend, sparse (COO, CSR, CSC, BSR, BSC; fill value 0) or strided.
+    layout
+        The layout of the result (default: COO when an operand is sparse, strided otherwise).
+
+    Returns
+    -------
+    array
+        Strided when both operands are strided. Otherwise a coalesced COO array that specifies the
+        product of every pair of specified elements, and nothing else: as in every product, an
+        unspecified element is a structural zero (``docs/linalg.md``), and every element of a strided
+        operand is specified (its zeros included; pass ``xsparse.to_sparse(x)`` to leave them out, as
+        SciPy does). Dense dimensions of a sparse operand become sparse ones. The dtype is the operands'
+        promoted one; the indices are int64 where an operand's are, else int32 where it addresses the
+        result. A sparse operand with another fill value has no sparse Kronecker product:
+        :class:`~xsparse.NoKernelError` says so.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> a = xs.sparse_csr_array([0, 1, 2], [1, 0], [1.0, 2.0], (2, 2))
+    >>> k = xs.kron(a, xs.eye(2, layout=xs.sparse_coo))
+    >>> k.layout, k.nnz, xs.to_dense(k).tolist()
+    (xsparse.sparse_coo, 4, [[0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0], [2.0, 0.0, 0.0, 0.0], [0.0, 2.0, 0.0, 0.0]])
+    >>> xs.kron(a, np.asarray([10.0, 20.0]), layout=xs.sparse_csr).crow_indices().tolist()
+    [0, 2, 4]
+    """
+    op = "kron"
+    backend, xp = _prepare(op, x1=x1, x2=x2)
+    x1, x2 = _sum_before_cast(xp, x1, x2)
+    s1, s2 = _shape(x1), _shape(x2)
+    ndim = max(len(s1), len(s2))
+    p1, p2 = (1,) * (ndim - len(s1)) + s1, (1,) * (ndim - len(s2)) + s2
+    shape = tuple(a * b for a, b in zip(p1, p2))
+    if any(size >= 2**63 for size in shape):
+        raise ValueError(
+            f"{op}: the result would have a dimension of {max(shape)} elements, more than int64 indices address "
+            f"(x1.shape={s1}, x2.shape={s2}). Multiply smaller arrays."
+        )
+    return convert_result(_call(op, (layout_of(x1), layout_of(x2)), backend, xp, x1, x2, shape), layout, op)
 
 
 def _length(axes: Any) -> int | None:

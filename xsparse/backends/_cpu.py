@@ -1140,6 +1140,78 @@ def band(
     return new_ptr, out_plain, out_values
 
 
+def sorted_offsets(major: np.ndarray, n_major: int) -> np.ndarray:
+    """The compressed offsets of the slice indices of entries already in slice order.
+
+    Parameters
+    ----------
+    major : numpy.ndarray
+        1-D int32 or int64, non-decreasing, within ``[0, n_major)`` (else ValueError).
+    n_major : int
+        The number of slices.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n_major + 1,)`` int64: offset ``s`` is the number of entries before slice ``s``.
+
+    Notes
+    -----
+    One pass over the entries, each boundary between slices writing the offsets of the slices it opens,
+    in parallel on :func:`available_threads` threads from 2**16 entries; O(nnz + n_major). A count per
+    entry (``bincount``) or a search per slice (``searchsorted``) costs several times as much.
+    """
+    major, _ = _native_indices(major, major)
+    out = np.empty(int(n_major) + 1, dtype=np.int64)
+    threads = available_threads() if major.shape[0] >= _PARALLEL_SCATTER_MIN_NNZ else 1
+    _native_module().sorted_offsets(major, int(n_major), out, threads)
+    return out
+
+
+def kron(
+    a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray, np.ndarray], q: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The Kronecker product of two CSR matrices, as sorted COO.
+
+    Parameters
+    ----------
+    a, b : tuple of numpy.ndarray
+        ``(indptr, indices, data)`` of ``A`` (m x n) and ``B`` (p x q), 1-D, one index dtype (int32 or
+        int64, wide enough for the result's indices and entries) and one value dtype (see
+        :func:`supports_arith_dtype`).
+    q : int
+        The number of columns of ``B``.
+
+    Returns
+    -------
+    indices, data : numpy.ndarray
+        ``(2, nnz(A) * nnz(B))`` rows and columns, and the values: the product of entry ``x`` of ``A``'s row ``i`` and entry ``y`` of
+        ``B``'s row ``k`` at ``(i * p + k, col(x) * q + col(y))``, in row-major order where the rows of
+        ``A`` and ``B`` are sorted.
+
+    Raises
+    ------
+    ValueError
+        For offsets out of order (nothing is read or written outside the buffers).
+
+    Notes
+    -----
+    One pass, in parallel over the rows of ``A`` (each fills a range known in advance) on
+    :func:`available_threads` threads from 2**16 entries; B's empty rows are skipped. Integer products
+    wrap around, as in NumPy. O(nnz(A) * nnz(B) + m + p).
+    """
+    native = _native_module()
+    (aip, aix, adv), (bip, bix, bdv) = a, b
+    total = aix.shape[0] * bix.shape[0]
+    index_dtype = aip.dtype
+    b_rows = np.flatnonzero(np.diff(bip)).astype(np.int64, copy=False)
+    indices, data = empty((2, total), index_dtype), empty((total,), adv.dtype)
+    threads = available_threads() if total >= _PARALLEL_SCATTER_MIN_NNZ else 1
+    operands = [np.ascontiguousarray(x) for x in (aip, aix, adv, bip, bix, bdv)]
+    native.kron(adv.dtype.kind, *operands, b_rows, int(q), indices[0], indices[1], data, threads)
+    return indices, data
+
+
 def take_plain(indptr: np.ndarray, plain: np.ndarray, sel: np.ndarray, n_plain: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``take`` along the plain dimension of one CSR-like matrix: the copies of its entries, slice by slice.
 

@@ -4158,6 +4158,174 @@ PyObject* py_pool_release(PyObject*, PyObject*) {
 
 PyObject* py_pool_bytes(PyObject*, PyObject*) { return PyLong_FromSize_t(pooled_bytes()); }
 
+// The compressed offsets of non-decreasing slice indices (a coalesced COO array's rows): offset s is the
+// number of entries before slice s. Each slice boundary (an entry whose slice differs from the one
+// before) writes the offsets of the slices it opens; ranges of entries run in parallel, and every
+// offset is written once. False for an index out of [0, n_major) or a decrease (every index lies
+// between the first and the last where there is none).
+template <class I>
+bool sorted_offsets(const I* major, int64_t nnz, int64_t n_major, int64_t* out, int threads) {
+    if (nnz == 0) {
+        for (int64_t s = 0; s <= n_major; ++s) out[s] = 0;
+        return true;
+    }
+    const int64_t first = major[0], last = major[nnz - 1];
+    if (first < 0 || last >= n_major) return false;
+    for (int64_t s = 0; s <= first; ++s) out[s] = 0;
+    for (int64_t s = last + 1; s <= n_major; ++s) out[s] = nnz;
+    bool ok = true;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(&& : ok) if (threads > 1)
+    for (int64_t t = 1; t < nnz; ++t) {
+        const int64_t a = major[t - 1], b = major[t];
+        if (b != a) {
+            if (b < a) {
+                ok = false;
+            } else {
+                for (int64_t s = a + 1; s <= b; ++s) out[s] = t;
+            }
+        }
+    }
+    return ok;
+}
+
+// sorted_offsets(major, n_major, out, threads): major (nnz,) int32 or int64, out (n_major + 1,) int64. ValueError
+// for an index out of range or out of order.
+PyObject* py_sorted_offsets(PyObject*, PyObject* args) {
+    PyObject *o_major, *o_out;
+    long long n_major;
+    int threads;
+    if (!PyArg_ParseTuple(args, "OLOi", &o_major, &n_major, &o_out, &threads)) return nullptr;
+    threads = std::clamp(threads, 1, max_threads());
+    Buffer major, out;
+    if (!major.acquire(o_major, "major", 1, false, true) || !major.check_index("major") ||
+        !out.acquire(o_out, "out", 1, true, true) || !out.check_index("out"))
+        return nullptr;
+    if (n_major < 0 || out.itemsize() != 8 || out.shape(0) != n_major + 1) {
+        PyErr_SetString(PyExc_ValueError, "sorted_offsets: inconsistent arrays");
+        return nullptr;
+    }
+    bool ok = true;
+    dispatch_index(major.itemsize(), [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        Py_BEGIN_ALLOW_THREADS;
+        ok = sorted_offsets<I>(reinterpret_cast<const I*>(major.ptr()), major.shape(0), n_major,
+                               reinterpret_cast<int64_t*>(out.ptr()), threads);
+        Py_END_ALLOW_THREADS;
+    });
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "sorted_offsets: a slice index is out of range or smaller than the one before");
+        return nullptr;
+    }
+    Py_RETURN_NONE;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Kronecker product of two CSR matrices A (m x n) and B (p x q), as sorted COO. Result row i * p + k
+// holds, for each entry a of A's row i and then each entry b of B's row k, column col(a) * q + col(b)
+// and value val(a) * val(b): rows and columns increase where A's and B's rows are sorted. A's row i
+// fills the range that starts at ptr_a[i] * nnz(B), so A's rows are written in parallel with no count
+// pass; only B's non-empty rows (brows) are visited. Every range is checked before it is read or
+// written; the column indices are not (they only enter the arithmetic of the result's).
+template <class I, class T>
+bool kron_fill(const I* ap, int64_t m, const I* ai, const T* av, int64_t annz, const I* bp, int64_t p, const I* bi,
+               const T* bv, int64_t bnnz, const int64_t* brows, int64_t nbrows, int64_t q, I* out_row, I* out_col,
+               T* out_val, int threads) {
+    if (ap[0] != 0 || static_cast<int64_t>(ap[m]) != annz || bp[0] != 0 || static_cast<int64_t>(bp[p]) != bnnz) return false;
+    for (int64_t r = 0; r < nbrows; ++r) {
+        const int64_t k = brows[r];
+        if (k < 0 || k >= p || bp[k] < 0 || bp[k] > bp[k + 1] || bp[k + 1] > bnnz) return false;
+    }
+    bool ok = true;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 64) reduction(&& : ok) if (threads > 1)
+    for (int64_t i = 0; i < m; ++i) {
+        const int64_t lo = ap[i], hi = ap[i + 1];
+        if (lo < 0 || lo > hi || hi > annz) {
+            ok = false;
+            continue;
+        }
+        if (lo == hi) continue;
+        int64_t t = lo * bnnz;
+        const int64_t end = hi * bnnz;
+        for (int64_t r = 0; r < nbrows; ++r) {
+            const int64_t k = brows[r], blo = bp[k], bhi = bp[k + 1];
+            if ((hi - lo) * (bhi - blo) > end - t) {
+                ok = false;
+                break;
+            }
+            const I row = static_cast<I>(i * p + k);
+            for (int64_t a = lo; a < hi; ++a) {
+                const int64_t base = static_cast<int64_t>(ai[a]) * q;
+                const T x = av[a];
+                for (int64_t b = blo; b < bhi; ++b, ++t) {
+                    out_row[t] = row;
+                    out_col[t] = static_cast<I>(base + bi[b]);
+                    out_val[t] = merge_apply<kMergeMultiply>(x, bv[b]);
+                }
+            }
+        }
+        if (ok && t != end) ok = false;
+    }
+    return ok;
+}
+
+// kron(kind, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, b_rows, q, out_row, out_col, out_data, threads):
+// one index dtype for every index array but b_rows (int64, B's non-empty rows), one value dtype ('i' of 4 or 8
+// bytes, 'f', 'c'); out_* of nnz(A) * nnz(B) entries. ValueError for offsets out of order or inconsistent arrays.
+PyObject* py_kron(PyObject*, PyObject* args) {
+    int kind, threads;
+    long long q;
+    PyObject *o_ap, *o_ai, *o_av, *o_bp, *o_bi, *o_bv, *o_br, *o_or, *o_oc, *o_ov;
+    if (!PyArg_ParseTuple(args, "COOOOOOOLOOOi", &kind, &o_ap, &o_ai, &o_av, &o_bp, &o_bi, &o_bv, &o_br, &q, &o_or, &o_oc,
+                          &o_ov, &threads))
+        return nullptr;
+    threads = std::clamp(threads, 1, max_threads());
+    Buffer ap, ai, av, bp, bi, bv, br, orow, ocol, oval;
+    if (!ap.acquire(o_ap, "a_indptr", 1, false, true) || !ap.check_index("a_indptr") ||
+        !ai.acquire(o_ai, "a_indices", 1, false, true) || !ai.check_index("a_indices") ||
+        !av.acquire(o_av, "a_data", 1, false, true) || !bp.acquire(o_bp, "b_indptr", 1, false, true) ||
+        !bp.check_index("b_indptr") || !bi.acquire(o_bi, "b_indices", 1, false, true) || !bi.check_index("b_indices") ||
+        !bv.acquire(o_bv, "b_data", 1, false, true) || !br.acquire(o_br, "b_rows", 1, false, true) ||
+        !br.check_index("b_rows") || !orow.acquire(o_or, "out_row", 1, true, true) || !orow.check_index("out_row") ||
+        !ocol.acquire(o_oc, "out_col", 1, true, true) || !ocol.check_index("out_col") ||
+        !oval.acquire(o_ov, "out_data", 1, true, true))
+        return nullptr;
+    const int64_t m = ap.shape(0) - 1, p = bp.shape(0) - 1, annz = ai.shape(0), bnnz = bi.shape(0);
+    const Py_ssize_t is = ap.itemsize();
+    const bool consistent = m >= 0 && p >= 0 && q >= 0 && ai.itemsize() == is && bp.itemsize() == is &&
+                            bi.itemsize() == is && orow.itemsize() == is && ocol.itemsize() == is && br.itemsize() == 8 &&
+                            av.shape(0) == annz && bv.shape(0) == bnnz && av.itemsize() == bv.itemsize() &&
+                            oval.itemsize() == av.itemsize() && (bnnz == 0 || annz <= INT64_MAX / bnnz) &&
+                            orow.shape(0) == annz * bnnz && ocol.shape(0) == annz * bnnz && oval.shape(0) == annz * bnnz;
+    if (!consistent) {
+        PyErr_SetString(PyExc_ValueError, "kron: inconsistent arrays");
+        return nullptr;
+    }
+    bool valid = true;
+    const bool ok = dispatch_arith(kind, av.itemsize(), [&](auto vtag) {
+        using T = typename decltype(vtag)::type;
+        dispatch_index(is, [&](auto itag) {
+            using I = typename decltype(itag)::type;
+            Py_BEGIN_ALLOW_THREADS;
+            valid = kron_fill<I, T>(reinterpret_cast<const I*>(ap.ptr()), m, reinterpret_cast<const I*>(ai.ptr()),
+                                    reinterpret_cast<const T*>(av.ptr()), annz, reinterpret_cast<const I*>(bp.ptr()), p,
+                                    reinterpret_cast<const I*>(bi.ptr()), reinterpret_cast<const T*>(bv.ptr()), bnnz,
+                                    reinterpret_cast<const int64_t*>(br.ptr()), br.shape(0), q,
+                                    reinterpret_cast<I*>(orow.ptr()), reinterpret_cast<I*>(ocol.ptr()),
+                                    reinterpret_cast<T*>(oval.ptr()), threads);
+            Py_END_ALLOW_THREADS;
+        });
+    });
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "kron: unsupported value type (buffer format '%s')", av.format());
+        return nullptr;
+    }
+    if (!valid) {
+        PyErr_Format(PyExc_ValueError, "kron: %s", kStructureInvalid);
+        return nullptr;
+    }
+    Py_RETURN_NONE;
+}
+
 PyMethodDef methods[] = {
     {"max_threads", py_max_threads, METH_NOARGS, "Number of threads the parallel kernels use (OpenMP's maximum)."},
     {"scatter_copy_limit", py_scatter_copy_limit, METH_VARARGS,
@@ -4203,6 +4371,10 @@ PyMethodDef methods[] = {
     {"count_nonzero", py_count_nonzero, METH_VARARGS, "count_nonzero(values, kind, threads) -> int: of floating or complex values"},
     {"join_plain", py_join_plain, METH_VARARGS,
      "join_plain(indptrs, plains, values, offsets, nb, n_major, out_indptr, out_plain, out_values, threads)"},
+    {"sorted_offsets", py_sorted_offsets, METH_VARARGS,
+     "sorted_offsets(major, n_major, out, threads): the compressed offsets of non-decreasing slice indices"},
+    {"kron", py_kron, METH_VARARGS,
+     "kron(kind, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, b_rows, q, out_row, out_col, out_data, threads)"},
     {nullptr, nullptr, 0, nullptr},
 };
 

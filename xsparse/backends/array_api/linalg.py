@@ -34,7 +34,7 @@ from ... import dispatch
 from ...dispatch import register
 from ...formats import ANY, INDEXED, COOArray, CompressedArray, Layout, SparseArray, sparse_coo, strided
 from ...formats._invariants import dtype_name, is_half_precision
-from ...formats._ops import contiguous, prod
+from ...formats._ops import contiguous, lexsort_indices, prod
 from ...formats._spec import Target
 from .conversion import (
     _linearize,
@@ -50,6 +50,7 @@ from .conversion import (
     through_signed,
 )
 from .elementwise import broadcast_coo
+from .shape import regroup_coo, wide_enough
 from .reduction import quietly
 
 __all__ = [
@@ -827,6 +828,109 @@ def _tensordot_strided_strided(xp: Any, x1: Any, x2: Any, axes1: tuple[int, ...]
         m1, m2 = _as_matrix(xp, x1, free1, tuple(axes1)), _as_matrix(xp, x2, tuple(axes2), free2)
         return xp.reshape(promoted_matmul(xp, m1, m2), tuple(x1.shape[d] for d in free1) + tuple(x2.shape[d] for d in free2))
     return promoted_product(xp, lambda u, v: xp.tensordot(u, v, axes=(list(axes1), list(axes2))), x1, x2)
+
+
+# -- kron ------------------------------------------------------------------------------------------
+
+
+def _supports_kron(xp: Any, x1: Any, x2: Any, shape: tuple[int, ...]) -> str | None:
+    for x in (x1, x2):
+        if isinstance(x, SparseArray) and not _is_zero(x.fill_value):
+            return f"a Kronecker product with a sparse operand is sparse only with fill value 0, got {x.fill_value!r}"
+    return None
+
+
+def _kron_entries(xp: Any, x: Any, ndim: int) -> tuple[Any, Any]:
+    """The int64 indices ``(ndim, n)`` (leading unit dimensions added) and the values ``(n,)`` of ``x``'s
+    entries in lexicographic order, each position once: a sparse ``x``'s specified elements (coalesced,
+    its dense dimensions regrouped as sparse ones), every element of a strided ``x``."""
+    if isinstance(x, SparseArray):
+        c = coalesce_coo(xp, element_coo(xp, x))
+        c = regroup_coo(xp, c, c.dense_dim())
+        idx, vals, dev = xp.astype(c._idx, xp.int64), c._vals, c.device
+    else:
+        dev = array_api_compat.device(x)
+        n = prod(tuple(x.shape))
+        flat = xp.arange(n, dtype=xp.int64, device=dev)
+        idx = xp.stack(_unravel(xp, flat, tuple(x.shape), xp.int64)) if x.ndim else xp.zeros((0, n), dtype=xp.int64, device=dev)
+        vals = xp.reshape(x, (n,))
+    if idx.shape[0] < ndim:
+        idx = xp.concat([xp.zeros((ndim - idx.shape[0], idx.shape[1]), dtype=xp.int64, device=dev), idx], axis=0)
+    return idx, vals
+
+
+def _runs(xp: Any, idx: Any) -> tuple[Any, Any]:
+    """Where each run of equal prefixes (every index row but the last) starts among the sorted columns of
+    ``idx``, and its length."""
+    n = idx.shape[1]
+    dev = array_api_compat.device(idx)
+    if idx.shape[0] <= 1 or n == 0:
+        # one run (no prefix), or none
+        starts = xp.zeros((1 if n else 0,), dtype=xp.int64, device=dev)
+    else:
+        prefix = idx[:-1, :]
+        differs = xp.any(prefix[:, 1:] != prefix[:, :-1], axis=0)
+        starts = xp.nonzero(xp.concat([xp.ones((1,), dtype=xp.bool, device=dev), differs]))[0]
+        starts = xp.astype(starts, xp.int64)
+    ends = xp.concat([starts[1:], xp.full((1,), n, dtype=xp.int64, device=dev)]) if n else starts
+    return starts, ends - starts
+
+
+@register("kron", (INDEXED, INDEXED), supports=_supports_kron)
+@register("kron", (INDEXED, strided), supports=_supports_kron)
+@register("kron", (strided, INDEXED), supports=_supports_kron)
+def _kron_indexed(xp: Any, x1: Any, x2: Any, shape: tuple[int, ...]) -> COOArray:
+    """kron with a sparse operand -> coalesced COO: every pair of entries, written in the result's order; O(nnz1 * nnz2)."""
+    # The result's index along dimension d is i[d] * x2.shape[d] + j[d], so its lexicographic order is that
+    # of (i[0], j[0], i[1], j[1], ...). The entries of both operands are grouped into runs of one prefix
+    # (every index but the last); a pair of runs gives the consecutive result entries of one result
+    # prefix, in the order of the pairs of their entries (x1's major). Pairs of runs are in the result's
+    # order as they come for two dimensions or fewer (the prefixes are then one index); for more they are
+    # sorted, which costs the number of pairs of runs, not of entries.
+    ndim = len(shape)
+    (ia, va), (ib, vb) = _kron_entries(xp, x1, ndim), _kron_entries(xp, x2, ndim)
+    dev = array_api_compat.device(va)
+    s2 = (1,) * (ndim - x2.ndim) + tuple(x2.shape)
+    start_a, count_a = _runs(xp, ia)
+    start_b, count_b = _runs(xp, ib)
+    ra, rb = int(start_a.shape[0]), int(start_b.shape[0])
+    pair = xp.arange(ra * rb, dtype=xp.int64, device=dev)
+    run_a, run_b = pair // max(rb, 1), pair % max(rb, 1)
+    if ndim > 2 and ra * rb > 1:
+        prefix = [
+            xp.take(xp.take(ia[d, :], start_a), run_a) * s2[d] + xp.take(xp.take(ib[d, :], start_b), run_b)
+            for d in range(ndim - 1)
+        ]
+        order = lexsort_indices(xp, xp.stack(prefix))
+        run_a, run_b = xp.take(run_a, order), xp.take(run_b, order)
+    per_b = xp.take(count_b, run_b)
+    first = xp.cumulative_sum(xp.take(count_a, run_a) * per_b, include_initial=True)
+    total = int(first[-1])
+    owner = xp.repeat(xp.arange(ra * rb, dtype=xp.int64, device=dev), first[1:] - first[:-1])
+    local = xp.arange(total, dtype=xp.int64, device=dev) - xp.take(first, owner)
+    width = xp.take(per_b, owner)
+    ea = xp.take(xp.take(start_a, run_a), owner) + local // width
+    eb = xp.take(xp.take(start_b, run_b), owner) + local % width
+    sparse = [x for x in (x1, x2) if isinstance(x, SparseArray)]
+    idt = xp.int64 if any(dtype_name(_index_dtype(xp, x)) == "int64" for x in sparse) else xp.int32
+    idt = wide_enough(xp, idt, total, *shape)
+    rows = [xp.take(ia[d, :], ea) * s2[d] + xp.take(ib[d, :], eb) for d in range(ndim)]
+    idx = xp.astype(xp.stack(rows), idt) if ndim else xp.zeros((0, total), dtype=idt, device=dev)
+    vals = promoted_product(xp, lambda u, v: u * v, xp.take(va, ea), xp.take(vb, eb))
+    backend = sparse[0]._backend
+    return COOArray(idx, vals, shape, backend=backend, xp=xp, coalesced=True, fill_value=0)
+
+
+@register("kron", (strided, strided))
+def _kron_strided_strided(xp: Any, x1: Any, x2: Any, shape: tuple[int, ...]) -> Any:
+    """kron(strided, strided) -> strided: the broadcast product of the interleaved dimensions; O(size of the result)."""
+    ndim = len(shape)
+    a = xp.reshape(x1, (1,) * (ndim - x1.ndim) + tuple(x1.shape))
+    b = xp.reshape(x2, (1,) * (ndim - x2.ndim) + tuple(x2.shape))
+    # a[i0, None, i1, None, ...] * b[None, j0, None, j1, ...], then (i0, j0) merged, (i1, j1) merged, ...
+    wide_a = xp.reshape(a, tuple(v for s in a.shape for v in (s, 1)))
+    wide_b = xp.reshape(b, tuple(v for s in b.shape for v in (1, s)))
+    return xp.reshape(promoted_product(xp, lambda u, v: u * v, wide_a, wide_b), shape)
 
 
 def _conj_sparse(xp: Any, c: COOArray) -> COOArray:

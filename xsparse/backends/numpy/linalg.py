@@ -36,15 +36,16 @@ complex128, and batch shapes they cannot broadcast.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ..._common import scalar_for
 from ...dispatch import register
-from ...formats import COOArray, CompressedArray, sparse_coo, sparse_csc, sparse_csr, strided
+from ...formats import INDEXED, COOArray, CompressedArray, sparse_coo, sparse_csc, sparse_csr, strided
 from ...formats._invariants import check_coo_bounds
 from .. import _cpu
+from ..array_api.shape import wide_enough
 from .conversion import fold
 
 __all__: list[str] = []
@@ -551,3 +552,36 @@ def _sampled_addmm_csr_strided_strided_numpy(
     ci, pi, vals = _csr_components(c, dtype)
     out = _cpu.csr_sddmm(ci, pi, vals if beta != 0 else None, a3, bt, alpha=alpha, beta=beta)
     return c._with_values(out.reshape(c._plain.shape), scalar_for(xp, dtype, 0))
+
+
+# -- kron ----------------------------------------------------------------------------------------------
+
+
+def _supports_kron(xp: Any, x1: Any, x2: Any, shape: tuple[int, ...]) -> str | None:
+    reason = _cpu.unavailable_reason()
+    if reason is not None:
+        return reason
+    if x1.ndim != 2 or x2.ndim != 2:
+        return "it multiplies two matrices; the generic kernel takes other shapes"
+    for x in (x1, x2):
+        if x.dense_dim() or x.fill_value != 0:
+            return "it multiplies matrices without dense dimensions, of fill value 0"
+    if not _cpu.supports_arith_dtype(np.result_type(x1.dtype, x2.dtype)):
+        return "the compiled kernel multiplies int32, int64, floating and complex values only"
+    return None
+
+
+@register("kron", (INDEXED, INDEXED), backend="numpy", supports=_supports_kron)
+def _kron_indexed_numpy(xp: Any, x1: Any, x2: Any, shape: tuple[int, ...]) -> COOArray:
+    """kron of two sparse matrices -> coalesced COO: their CSR forms, one compiled pass over the result in parallel; O(nnz1 * nnz2)."""
+    from ..._conversion import to_sparse
+
+    a, b = (cast(CompressedArray, to_sparse(x, layout=sparse_csr)) for x in (x1, x2))
+    dtype = np.result_type(a.dtype, b.dtype)
+    wide = np.dtype(np.int64) if np.dtype(np.int64) in (a.index_dtype, b.index_dtype) else np.dtype(np.int32)
+    idt = np.dtype(wide_enough(xp, wide, a.nnz * b.nnz, *shape))
+    operands = [
+        (np.asarray(c._compressed, dtype=idt), np.asarray(c._plain, dtype=idt), np.asarray(c._vals, dtype=dtype)) for c in (a, b)
+    ]
+    indices, values = _cpu.kron(operands[0], operands[1], b.shape[1])
+    return COOArray(indices, values, shape, backend=x1._backend, xp=xp, coalesced=True, fill_value=0)
