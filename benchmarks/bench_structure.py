@@ -27,6 +27,8 @@ Cases, target: at least as fast as SciPy (ratio <= 1.0):
   (``scipy.sparse.kron(T, I, format="csr")``), the 2-D Laplacian's construction; ``kron R, S``: a
   10,000 x 10,000 matrix with 100,000 random entries (``--quick``: 3,000 and 30,000) times a 50 x 50 one
   with 250, as COO (``format="coo"``).
+* ``block_diag`` of ``[A, A]``, and of 1,000 (``--quick``: 100) CSR matrices of 10 x 10 with about 30
+  entries each (``scipy.sparse.block_diag(..., format="csr")``).
 
 Times are the best of a few repeats, ours and the reference's alternating, as wall-clock time and as CPU
 time of the process (all threads) per call; a call shorter than about 50 ms is repeated within each
@@ -111,6 +113,9 @@ def numpy_cases(quick: bool, repeats: int) -> list[dict[str, Any]]:
     meye = sp.eye_array(k, format="csr")
     mr, ms = _random_csr(rng, 10 * k, 100 * k), _random_csr(rng, 50, 250)
     t, eye, r, s = (_as_xsparse(x) for x in (mt, meye, mr, ms))
+    # block_diag of many small blocks: 1,000 (--quick: 100) CSR matrices of 10 x 10, 30 entries each
+    mblocks = [_random_csr(rng, 10, 30) for _ in range(100 if quick else 1000)]
+    blocks = [_as_xsparse(x) for x in mblocks]
     cases = [
         ("A[i, j]", lambda: a[i, j], lambda: m[i, j]),
         ("A[i]", lambda: a[i], lambda: m[[i]]),
@@ -131,6 +136,8 @@ def numpy_cases(quick: bool, repeats: int) -> list[dict[str, Any]]:
         ("vector_norm", lambda: xs.linalg.vector_norm(a), lambda: spla.norm(m)),
         ("kron T, I", lambda: xs.kron(t, eye, layout=xs.sparse_csr), lambda: sp.kron(mt, meye, format="csr")),
         ("kron R, S", lambda: xs.kron(r, s), lambda: sp.kron(mr, ms, format="coo")),
+        ("block_diag", lambda: xs.block_diag(a, a), lambda: sp.block_diag([m, m], format="csr")),
+        ("block_diag many", lambda: xs.block_diag(*blocks), lambda: sp.block_diag(mblocks, format="csr")),
     ]
     out = []
     for name, ours, ref in cases:

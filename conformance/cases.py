@@ -20,6 +20,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import array_api_compat
 import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
@@ -684,6 +685,36 @@ def _concat(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
     if isinstance(x, xs.CompressedArray):
         axis = draw(st.sampled_from(range(c.batch_dim + 2)))  # the sparse and batch dimensions
     return Trial(lambda: xs.concat([x, y], axis=axis), lambda: xp.concat([dense(x), dense(y)], axis=axis))
+
+
+def _dense_block_diag(xp: Any, mats: list[Any]) -> Any:
+    """The block-diagonal matrix of strided matrices: each between zeros, the rows joined."""
+    dtype = xp.result_type(*(m.dtype for m in mats))
+    width = sum(int(m.shape[1]) for m in mats)
+    rows, before = [], 0
+    for m in mats:
+        r, c = int(m.shape[0]), int(m.shape[1])
+        dev = array_api_compat.device(m)
+        pad = [xp.zeros((r, before), dtype=dtype, device=dev), xp.astype(m, dtype), xp.zeros((r, width - before - c), dtype=dtype, device=dev)]
+        rows.append(xp.concat(pad, axis=1))
+        before += c
+    return xp.concat(rows, axis=0)
+
+
+@case("block_diag", skip=_no_semi)
+def _block_diag(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
+    xp = ctx.xp
+    rng = _seed(draw)
+    dtype = draw(st.sampled_from(ctx.has("float64", "int64", "complex128")))
+    blocked = isinstance(sig[0], xs.Layout) and sig[0].is_blocked
+    b = draw(st.integers(1, 2)) if blocked else 1
+    index_dtype = draw(S.index_dtypes())
+    mats = []
+    for _ in range(draw(st.integers(1, 3))):
+        shape = (b * draw(st.integers(0, 3)), b * draw(st.integers(0, 3)))
+        host = _batched_host(rng, shape, draw(st.sampled_from([0.0, 0.3, 1.0])), dtype)
+        mats.append(to_layout(draw, xp, host, sig[0], blocksize=(b, b), index_dtype=index_dtype))
+    return Trial(lambda: xs.block_diag(*mats), lambda: _dense_block_diag(xp, [dense(m) for m in mats]))
 
 
 def _slice(draw: Draw, size: int) -> slice:

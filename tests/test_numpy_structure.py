@@ -573,23 +573,44 @@ def test_transpose_leaves_a_hypersparse_result_to_the_scatter() -> None:
     counts=st.lists(st.integers(0, 4), max_size=40), n_extra=st.integers(0, 3), index_dtype=st.sampled_from(INDEX_DTYPES)
 )
 def test_sorted_offsets_match_a_count(counts: list[int], n_extra: int, index_dtype: np.dtype) -> None:
-    """The offsets of sorted row indices (empty rows first, last and between) are the running count."""
+    """The offsets of coalesced entries (empty rows first, last and between) are the running count."""
     n_major = len(counts) + n_extra
     major = np.repeat(np.arange(len(counts)), counts).astype(index_dtype)
+    minor = np.concatenate([np.arange(c) for c in counts] or [np.zeros(0)]).astype(index_dtype)
     expected = np.concatenate([[0], np.cumsum(np.bincount(major, minlength=n_major))])
-    np.testing.assert_array_equal(_cpu.sorted_offsets(major, n_major), expected)
+    np.testing.assert_array_equal(_cpu.sorted_offsets(major, minor, n_major), expected)
 
 
 @NATIVE
 @pytest.mark.parametrize("threads", [1, 2])
 def test_sorted_offsets_large_and_out_of_order(threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Entries out of row-major order, repeated or out of range give None, and nothing is written outside
+    the offsets (a huge or negative row in the middle once wrote past them)."""
     monkeypatch.setattr(_cpu, "available_threads", lambda: threads)
-    major = np.sort(np.random.default_rng(0).integers(0, 50_000, 300_000))
+    rng = np.random.default_rng(0)
+    keys = np.unique(rng.integers(0, 50_000 * 7, 300_000))
+    major, minor = keys // 7, keys % 7
     expected = np.concatenate([[0], np.cumsum(np.bincount(major, minlength=60_000))])
-    np.testing.assert_array_equal(_cpu.sorted_offsets(major, 60_000), expected)
-    for bad in (np.concatenate([major[:150_000], [0], major[150_000:]]), np.append(major, 60_000), np.insert(major, 0, -1)):
-        with pytest.raises(ValueError, match="out of range or smaller than the one before"):
-            _cpu.sorted_offsets(bad, 60_000)
+    np.testing.assert_array_equal(_cpu.sorted_offsets(major, minor, 60_000), expected)
+    cases = [
+        (np.insert(major, 150_000, 0), np.insert(minor, 150_000, 0)),  # a row out of order
+        (np.insert(major, 150_000, major[150_000]), np.insert(minor, 150_000, minor[150_000])),  # a repeated position
+        (np.insert(major, 150_000, 1 << 40), np.insert(minor, 150_000, 0)),  # huge, in the middle
+        (np.insert(major, 150_000, -5), np.insert(minor, 150_000, 0)),  # negative, in the middle
+        (np.append(major, 60_000), np.append(minor, 0)),  # beyond the last row
+        (major[::-1].copy(), minor[::-1].copy()),
+    ]
+    for bad_major, bad_minor in cases:
+        assert _cpu.sorted_offsets(bad_major, bad_minor, 60_000) is None
+
+
+def test_coo_wrongly_marked_coalesced_converts_as_any_other() -> None:
+    """The coalesced flag is the caller's word: entries out of order or repeated are sorted and summed."""
+    a = xs.sparse_coo_array(np.array([[0, 0, 1], [1, 1, 0]]), np.array([1.0, 2.0, 4.0]), (2, 2), is_coalesced=True)
+    c = xs.to_sparse_csr(a)
+    assert c.col_indices().tolist() == [1, 0] and c.values().tolist() == [3.0, 4.0]
+    with xs.check_sparse_tensor_invariants():
+        xs.sparse_csr_array(c.crow_indices(), c.col_indices(), c.values(), c.shape)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -24,6 +24,8 @@ from conftest import backend_skip_reason, load_native_kernels
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from test_conversions import assert_same_components
+
 import strategies as S
 import xsparse as xs
 from xsparse import dispatch
@@ -1433,3 +1435,101 @@ def test_torch_hybrid_diagonal_of_one_element_is_densified_right() -> None:
                 expected = np.diagonal(d, offset, -2, -1)
             r = xs.linalg.diagonal(a, offset=offset)
             np.testing.assert_array_equal(to_numpy(xs.to_dense(r)), expected)
+
+
+# -- block_diag ----------------------------------------------------------------------------------------
+
+
+def _host_block_diag(hosts: list[np.ndarray]) -> np.ndarray:
+    """SciPy's ``block_diag`` rule by hand: a 0-d array is 1 x 1, a 1-D one a row."""
+    mats = [h.reshape(1, -1) if h.ndim < 2 else h for h in hosts]
+    dtype = np.result_type(*mats) if mats else np.float64
+    out = np.zeros((sum(m.shape[0] for m in mats), sum(m.shape[1] for m in mats)), dtype=dtype)
+    r = c = 0
+    for m in mats:
+        out[r : r + m.shape[0], c : c + m.shape[1]] = m
+        r, c = r + m.shape[0], c + m.shape[1]
+    return out
+
+
+@st.composite
+def block_diag_operand(draw: Any, xp: Any, layout: xs.Layout, dtype: str, blocksize: tuple[int, int]) -> Any:
+    """A matrix of ``layout`` and fill value 0 (COO and strided also 0-d, 1-D, and hybrid COO matrices)."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    if layout in (xs.strided, xs.sparse_coo):
+        shape = tuple(draw(st.lists(st.integers(0, 3), max_size=2)))
+        host = (rng.integers(-4, 5, size=shape) * (rng.random(shape) < draw(st.sampled_from([0.0, 0.5, 1.0])))).astype(dtype)
+        if layout is xs.strided:
+            return xp.asarray(host)
+        a = xs.to_sparse_coo(xp.asarray(host), draw(st.integers(0, len(shape))), index_dtype=draw(S.index_dtypes()))
+        return S.uncoalesced_like(xp, rng, a, dtype_name(a.index_dtype)) if a.nnz and draw(st.booleans()) else a
+    m, n = blocksize[0] * draw(st.integers(0, 3)), blocksize[1] * draw(st.integers(0, 3))
+    blocks = rng.random((m // blocksize[0], n // blocksize[1])) < draw(st.sampled_from([0.0, 0.5, 1.0]))
+    host = np.kron(blocks, np.ones(blocksize)) * rng.integers(1, 5, size=(m, n)) if blocks.size else np.zeros((m, n))
+    kw = {"blocksize": blocksize} if layout.is_blocked else {}
+    return xs.to_sparse(xp.asarray(host.astype(dtype)), layout=layout, index_dtype=draw(S.index_dtypes()), **kw)
+
+
+@pytest.mark.parametrize("layout", [xs.strided, *SPARSE_LAYOUTS], ids=str)
+@SOME
+@given(data=st.data())
+def test_block_diag(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
+    """block_diag of operands of ``layout`` and others equals SciPy's rule on the dense arrays, in the first
+    operand's layout (or ``layout=``); the compressed kernel's components are those of the COO route."""
+    dtype = data.draw(st.sampled_from(["float64", "int64"]), label="dtype")
+    bs = (data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2))) if layout.is_blocked else (1, 1)
+    layouts = [layout, *data.draw(st.lists(st.sampled_from([layout, xs.strided, xs.sparse_coo, xs.sparse_csr]), max_size=3))]
+    if layout.is_blocked:
+        layouts = [layout] * len(layouts)  # whole blocks
+    arrays = [data.draw(block_diag_operand(xp, lay, dtype, bs), label=f"operand {i}") for i, lay in enumerate(layouts)]
+    expected = _host_block_diag([to_numpy(xs.to_dense(a)) if isinstance(a, xs.SparseArray) else to_numpy(a) for a in arrays])
+    target = data.draw(st.sampled_from([None, None, xs.sparse_coo, xs.sparse_csr, xs.strided]), label="target")
+    if target is None and layout is xs.strided and any(isinstance(a, xs.SparseArray) for a in arrays):
+        with pytest.raises(xs.DensificationError, match=r"^block_diag: the first operand is strided"):
+            xs.block_diag(*arrays)
+        return
+    result = xs.block_diag(*arrays, layout=target)
+    assert xs.layout_of(result) is (target or layout)
+    assert_sparse_equal(result, xp.asarray(expected))
+    sparse = [a for a in arrays if isinstance(a, xs.SparseArray)]
+    if isinstance(result, (xs.COOArray, xs.CompressedArray)) and sparse:
+        wide = any(dtype_name(a.index_dtype) == "int64" for a in sparse)
+        assert dtype_name(result.index_dtype) == ("int64" if wide else "int32")
+        if result.layout.is_blocked:
+            assert result.blocksize == bs
+        if isinstance(result, xs.CompressedArray):
+            via_coo = xs.to_sparse(xs.block_diag(*arrays, layout=xs.sparse_coo), layout=result.layout, blocksize=result.blocksize if result.layout.is_blocked else None)
+            assert_same_components(result, via_coo)
+
+
+def test_block_diag_shapes_dtypes_and_errors(backend: str, xp: Any) -> None:
+    a = xs.to_sparse_csr(xp.asarray(np.asarray([[1.0, 0.0], [0.0, 2.0]])))
+    # torch's rule for fewer dimensions: 0-d is 1 x 1, 1-D a row; an empty row or column takes its place
+    r = xs.block_diag(a, xs.to_sparse_coo(xp.asarray(np.asarray(3.0))), xp.asarray(np.zeros((0,))), xp.asarray(np.zeros((2, 0))))
+    assert r.shape == (6, 3) and r.layout is xs.sparse_csr and r.nnz == 3
+    assert_sparse_equal(r, xp.asarray(_host_block_diag([np.diag([1.0, 2.0]), np.asarray(3.0), np.zeros(0), np.zeros((2, 0))])))
+    mixed = xs.block_diag(xs.to_sparse_coo(xp.asarray(np.asarray([[1, 2]], dtype=np.float32))), a)
+    assert mixed.dtype == xp.float64 and mixed.layout is xs.sparse_coo and mixed.is_coalesced()
+    assert xs.layout_of(xs.block_diag(xp.asarray(np.eye(2)), xp.asarray(np.eye(1)))) is xs.strided
+    with pytest.raises(ValueError, match=r"^block_diag: needs at least one array \(arrays=\(\)\)\. Pass"):
+        xs.block_diag()
+    with pytest.raises(ValueError, match=r"^block_diag: every array must have 2 dimensions or fewer \(shapes=\[\(2, 2\), \(1, 1, 1\)\]\)\. Pass"):
+        xs.block_diag(a, xp.asarray(np.ones((1, 1, 1))))
+    one = xs.to_sparse_coo(xp.asarray(np.eye(2)), fill_value=1.0)
+    with pytest.raises(xs.DensificationError, match=r"^block_diag: the blocks off the diagonal are zeros, and array 1 has fill value 1\.0"):
+        xs.block_diag(a, one)
+    assert_sparse_equal(xs.block_diag(a, one, layout=xs.strided), xp.asarray(_host_block_diag([np.diag([1.0, 2.0]), np.eye(2)])))
+    b = xs.to_sparse_bsr(xp.asarray(np.ones((2, 2))), blocksize=(2, 2))
+    with pytest.raises(ValueError, match=r"^block_diag: the block shape \(2, 2\) of a sparse_bsr result must divide every array \(shapes=\[\(2, 2\), \(1, 1\)\]\)\. Pass"):
+        xs.block_diag(b, xp.asarray(np.ones((1, 1))))
+    with pytest.raises(ValueError, match=r"^block_diag: layout=sparse_bsr needs a block shape, and no array has one"):
+        xs.block_diag(a, layout=xs.sparse_bsr)
+    with pytest.raises(xs.BackendMismatchError, match=r"^block_diag: "):
+        xs.block_diag(a, xs.to_sparse_csr(np.eye(2)) if backend != "numpy" else xs.to_backend(xs.to_sparse_csr(np.eye(2)), "array_api_strict"))
+
+
+def test_block_diag_widens_indices_that_int32_cannot_hold() -> None:
+    big = xs.sparse_coo_array(np.asarray([[0], [0]], dtype=np.int32), [1.0], (2**30, 1))
+    r = xs.block_diag(big, big, big)
+    assert r.shape == (3 * 2**30, 3) and r.indices().dtype == np.int64
+    assert r.indices().tolist() == [[0, 2**30, 2**31], [0, 1, 2]]

@@ -187,6 +187,7 @@ from ._reduction import (  # noqa: A004  (the Array API names shadow builtins, a
     var,
 )
 from ._shape import (
+    block_diag,
     broadcast_arrays,
     broadcast_shapes,
     broadcast_to,
@@ -419,6 +420,7 @@ __all__ = [
     "diff",
     "flip",
     "concat",
+    "block_diag",
     "stack",
     "hstack",
     "vstack",

@@ -51,6 +51,7 @@ __all__ = [
     "unstack",
     "diff",
     "concat",
+    "block_diag",
     "stack",
     "hstack",
     "vstack",
@@ -789,6 +790,15 @@ def _join_operands(
     return target, out
 
 
+def _strided_first(op: str, items: list[Any], first_sparse: SparseArray) -> DensificationError:
+    """The error of a join whose result would take a strided first operand's layout and densify the others."""
+    return DensificationError(
+        f"{op}: the first operand is strided and another is {first_sparse.layout}, so a result in the first's layout "
+        f"would densify it (layouts={[str(layout_of(a)) for a in items]}). Pass layout=xsparse.strided to densify "
+        f"explicitly, or a sparse layout such as layout=xsparse.{first_sparse.layout}."
+    )
+
+
 def concat(arrays: Sequence[Any], /, *, axis: int | None = 0, layout: Layout | None = None) -> Any:
     """Join arrays along an existing dimension (every layout, batched and hybrid included).
 
@@ -856,11 +866,7 @@ def concat(arrays: Sequence[Any], /, *, axis: int | None = 0, layout: Layout | N
     if not sparse:
         return convert_result(dispatch.call(op, (strided,), backend.name, xp, items, ax), layout, op)
     if layout is None and not isinstance(items[0], SparseArray):
-        raise DensificationError(
-            f"{op}: the first operand is strided and another is {sparse[0].layout}, so a result in the first's layout "
-            f"would densify it (layouts={[str(layout_of(a)) for a in items]}). Pass layout=xsparse.strided to densify "
-            f"explicitly, or a sparse layout such as layout=xsparse.{sparse[0].layout}."
-        )
+        raise _strided_first(op, items, sparse[0])
     target = layout if layout is not None else items[0].layout
     if not dispatch.resolve(op, (target,), backend.name):
         # the semi-structured layout: converting the operands to it first would fail with that conversion's error
@@ -876,6 +882,115 @@ def concat(arrays: Sequence[Any], /, *, axis: int | None = 0, layout: Layout | N
         blocksize = next(a.blocksize for a in items if isinstance(a, CompressedArray) and a.layout.is_blocked)
         return to_sparse(result, layout=layout, blocksize=blocksize)
     return convert_result(result, layout, op)
+
+
+def block_diag(*arrays: Any, layout: Layout | None = None) -> Any:
+    """A block-diagonal matrix of the arrays (torch's ``block_diag``, SciPy's ``scipy.sparse.block_diag``).
+
+    Parameters
+    ----------
+    *arrays
+        Matrices, strided or sparse of any layouts but semi-structured, of one backend; a 0-d array
+        counts as a 1 x 1 matrix and a 1-D array of ``n`` elements as a 1 x n one, as in torch.
+    layout
+        The layout of the result. By default the first array's, as for :func:`concat`: a strided first
+        array with sparse others is an error unless ``layout`` says which (``layout=xsparse.strided``
+        densifies explicitly).
+
+    Returns
+    -------
+    array
+        ``(sum of rows, sum of columns)``, the arrays along the diagonal in order and zeros elsewhere, in
+        the operands' promoted dtype. The blocks off the diagonal are unspecified, so every sparse array
+        must have fill value 0 (another would densify: an error says what to do); a strided array keeps its
+        elements that are not 0, as in :func:`concat`. A hybrid COO matrix's dense dimension is regrouped.
+        The indices are int64 where an array's are, otherwise int32 where that addresses the result. A
+        blocked result takes the block shape of the first blocked array, which must divide every array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xsparse as xs
+    >>> a = xs.sparse_csr_array([0, 1, 2], [1, 0], [1.0, 2.0], (2, 2))
+    >>> d = xs.block_diag(a, np.asarray([[3.0, 0.0, 4.0]]))
+    >>> d.layout, d.crow_indices().tolist(), xs.to_dense(d).tolist()
+    (xsparse.sparse_csr, [0, 1, 2, 4], [[0.0, 1.0, 0.0, 0.0, 0.0], [2.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 3.0, 0.0, 4.0]])
+    """
+    op = "block_diag"
+    if not arrays:
+        raise ValueError(f"{op}: needs at least one array (arrays=()). Pass the matrices as arguments, block_diag(a, b, ...).")
+    for a in arrays:
+        _operand(op, a)
+    layout = layout_argument(op, layout)
+    backend = backend_of(*arrays, op=op)
+    xp = backend.load()
+    items = []
+    for a in arrays:
+        if a.ndim > 2:
+            raise ValueError(
+                f"{op}: every array must have 2 dimensions or fewer (shapes={[tuple(x.shape) for x in arrays]}). Pass "
+                "matrices, or join batches with concat."
+            )
+        items.append(a if a.ndim == 2 else reshape(a, (1, int(a.shape[0]) if a.ndim == 1 else 1)))
+    shape = (sum(int(a.shape[0]) for a in items), sum(int(a.shape[1]) for a in items))
+    dtype = result_type(*items)
+    if layout is strided:
+        items = [to_dense(a) for a in items]  # asked for: densify every operand explicitly
+    sparse = [a for a in items if isinstance(a, SparseArray)]
+    if (not sparse and layout is None) or layout is strided:
+        strided_items = [xp.astype(a, dtype, copy=False) for a in items]
+        return dispatch.call(op, (strided,), backend.name, xp, strided_items, shape)
+    if layout is None and not isinstance(items[0], SparseArray):
+        raise _strided_first(op, items, sparse[0])
+    target = layout if layout is not None else items[0].layout
+    if not dispatch.resolve("convert", (sparse_coo, target), backend.name):
+        raise NoKernelError(
+            f"{op}: no kernel builds a {target} result on backend '{backend.name}' (layouts={[str(layout_of(a)) for a in items]}, "
+            f"layout={layout}). Pass another layout, e.g. layout=xsparse.sparse_csr."
+        )
+    for i, a in enumerate(items):
+        if isinstance(a, SparseArray) and not same_fill(a.fill_value, scalar_for(xp, a.dtype, 0)):
+            raise DensificationError(
+                f"{op}: the blocks off the diagonal are zeros, and array {i} has fill value {a.fill_value!r}, which one "
+                "sparse result cannot hold as well without storing every unspecified element. Give it fill value 0 "
+                "(to_dense() and to_sparse(...)), or pass layout=xsparse.strided for a dense result."
+            )
+    blocksize = None
+    if target.is_blocked:
+        blocked = [a for a in sparse if isinstance(a, CompressedArray) and a.layout.is_blocked]
+        if not blocked:
+            raise ValueError(
+                f"{op}: layout={target} needs a block shape, and no array has one (layouts={[str(layout_of(a)) for a in items]}). "
+                f"Convert an array with xsparse.to_{target}(a, blocksize=(rows, columns)) first."
+            )
+        blocksize = blocked[0].blocksize
+        if any(a.shape[0] % blocksize[0] or a.shape[1] % blocksize[1] for a in items):
+            raise ValueError(
+                f"{op}: the block shape {blocksize} of a {target} result must divide every array (shapes="
+                f"{[tuple(a.shape) for a in items]}). Pass layout=xsparse.sparse_csr, or arrays of whole blocks."
+            )
+    # int32 only where every sparse array has it (strided arrays alone take to_sparse's int64)
+    index_dtype = "int64" if not sparse or any(dtype_name(getattr(a, "index_dtype", "int32")) == "int64" for a in sparse) else "int32"
+    alike = target.is_compressed and all(
+        isinstance(a, CompressedArray) and a.layout is target and a.blocksize == (blocksize or (1, 1)) for a in items
+    )
+    join = target if alike else sparse_coo
+    operands = []
+    for a in items:
+        if isinstance(a, SparseArray):
+            # a compressed matrix has no dense dimension; a hybrid COO one is regrouped by the kernel
+            c = a if a.layout is join else to_sparse(a, layout=join)
+            c = summed_before_cast(xp, c, dtype)
+            if c.dtype != dtype:
+                c = c._with_values(xp.astype(c._vals, dtype), scalar_for(xp, dtype, 0))
+        else:
+            c = to_sparse(xp.astype(a, dtype, copy=False), layout=join, index_dtype=index_dtype)
+        operands.append(c)
+    result = dispatch.call(op, (join,), backend.name, xp, operands, shape)
+    if result.layout is not target:
+        with converting_for(op, target, "the result"):
+            result = to_sparse(result, layout=target, blocksize=blocksize)
+    return result
 
 
 def stack(arrays: Sequence[Any], /, *, axis: int = 0, layout: Layout | None = None) -> Any:

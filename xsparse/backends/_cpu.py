@@ -1140,32 +1140,34 @@ def band(
     return new_ptr, out_plain, out_values
 
 
-def sorted_offsets(major: np.ndarray, n_major: int) -> np.ndarray:
-    """The compressed offsets of the slice indices of entries already in slice order.
+def sorted_offsets(major: np.ndarray, minor: np.ndarray, n_major: int) -> np.ndarray | None:
+    """The compressed offsets of the entries of a coalesced COO matrix, or None where they are not coalesced.
 
     Parameters
     ----------
-    major : numpy.ndarray
-        1-D int32 or int64, non-decreasing, within ``[0, n_major)`` (else ValueError).
+    major, minor : numpy.ndarray
+        1-D int32 or int64 slice and plain indices of the entries.
     n_major : int
         The number of slices.
 
     Returns
     -------
-    numpy.ndarray
-        ``(n_major + 1,)`` int64: offset ``s`` is the number of entries before slice ``s``.
+    numpy.ndarray or None
+        ``(n_major + 1,)`` int64: offset ``s`` is the number of entries before slice ``s``. None where
+        the entries are not in row-major order with distinct positions, or a slice index lies outside
+        ``[0, n_major)``: the caller sorts them instead.
 
     Notes
     -----
-    One pass over the entries, each boundary between slices writing the offsets of the slices it opens,
-    in parallel on :func:`available_threads` threads from 2**16 entries; O(nnz + n_major). A count per
-    entry (``bincount``) or a search per slice (``searchsorted``) costs several times as much.
+    Two passes over the entries, in parallel on :func:`available_threads` threads from 2**16 entries:
+    one checks the order, one writes at each boundary between slices the offsets of the slices it opens;
+    O(nnz + n_major). A count per entry (``bincount``) or a search per slice (``searchsorted``) costs
+    several times as much.
     """
-    major, _ = _native_indices(major, major)
+    major, minor = _native_indices(major, minor)
     out = np.empty(int(n_major) + 1, dtype=np.int64)
     threads = available_threads() if major.shape[0] >= _PARALLEL_SCATTER_MIN_NNZ else 1
-    _native_module().sorted_offsets(major, int(n_major), out, threads)
-    return out
+    return out if _native_module().sorted_offsets(major, minor, int(n_major), out, threads) else None
 
 
 def kron(

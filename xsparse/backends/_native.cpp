@@ -4158,49 +4158,52 @@ PyObject* py_pool_release(PyObject*, PyObject*) {
 
 PyObject* py_pool_bytes(PyObject*, PyObject*) { return PyLong_FromSize_t(pooled_bytes()); }
 
-// The compressed offsets of non-decreasing slice indices (a coalesced COO array's rows): offset s is the
-// number of entries before slice s. Each slice boundary (an entry whose slice differs from the one
-// before) writes the offsets of the slices it opens; ranges of entries run in parallel, and every
-// offset is written once. False for an index out of [0, n_major) or a decrease (every index lies
-// between the first and the last where there is none).
+// The compressed offsets of the entries of a coalesced COO matrix (slice index major, plain index minor):
+// offset s is the number of entries before slice s. A first pass checks that the entries are in
+// row-major order with distinct positions and their slices within [0, n_major), and returns false
+// (writing nothing) where they are not; the second writes, at each boundary between slices, the offsets
+// of the slices it opens, every offset once. Both run over ranges of entries in parallel.
 template <class I>
-bool sorted_offsets(const I* major, int64_t nnz, int64_t n_major, int64_t* out, int threads) {
+bool sorted_offsets(const I* major, const I* minor, int64_t nnz, int64_t n_major, int64_t* out, int threads) {
     if (nnz == 0) {
         for (int64_t s = 0; s <= n_major; ++s) out[s] = 0;
         return true;
     }
     const int64_t first = major[0], last = major[nnz - 1];
     if (first < 0 || last >= n_major) return false;
-    for (int64_t s = 0; s <= first; ++s) out[s] = 0;
-    for (int64_t s = last + 1; s <= n_major; ++s) out[s] = nnz;
     bool ok = true;
 #pragma omp parallel for num_threads(threads) schedule(static) reduction(&& : ok) if (threads > 1)
     for (int64_t t = 1; t < nnz; ++t) {
-        const int64_t a = major[t - 1], b = major[t];
-        if (b != a) {
-            if (b < a) {
-                ok = false;
-            } else {
-                for (int64_t s = a + 1; s <= b; ++s) out[s] = t;
-            }
-        }
+        const I a = major[t - 1], b = major[t];
+        ok = ok && (a < b || (a == b && minor[t - 1] < minor[t]));
     }
-    return ok;
+    if (!ok) return false;
+    for (int64_t s = 0; s <= first; ++s) out[s] = 0;
+    for (int64_t s = last + 1; s <= n_major; ++s) out[s] = nnz;
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+    for (int64_t t = 1; t < nnz; ++t) {
+        const int64_t a = major[t - 1], b = major[t];
+        for (int64_t s = a + 1; s <= b; ++s) out[s] = t;
+    }
+    return true;
 }
 
-// sorted_offsets(major, n_major, out, threads): major (nnz,) int32 or int64, out (n_major + 1,) int64. ValueError
-// for an index out of range or out of order.
+// sorted_offsets(major, minor, n_major, out, threads) -> bool: major and minor (nnz,) of one index dtype, out
+// (n_major + 1,) int64; False (out unwritten) where the entries are not in row-major order with distinct
+// positions, or a slice index is out of range.
 PyObject* py_sorted_offsets(PyObject*, PyObject* args) {
-    PyObject *o_major, *o_out;
+    PyObject *o_major, *o_minor, *o_out;
     long long n_major;
     int threads;
-    if (!PyArg_ParseTuple(args, "OLOi", &o_major, &n_major, &o_out, &threads)) return nullptr;
+    if (!PyArg_ParseTuple(args, "OOLOi", &o_major, &o_minor, &n_major, &o_out, &threads)) return nullptr;
     threads = std::clamp(threads, 1, max_threads());
-    Buffer major, out;
+    Buffer major, minor, out;
     if (!major.acquire(o_major, "major", 1, false, true) || !major.check_index("major") ||
+        !minor.acquire(o_minor, "minor", 1, false, true) || !minor.check_index("minor") ||
         !out.acquire(o_out, "out", 1, true, true) || !out.check_index("out"))
         return nullptr;
-    if (n_major < 0 || out.itemsize() != 8 || out.shape(0) != n_major + 1) {
+    if (n_major < 0 || out.itemsize() != 8 || out.shape(0) != n_major + 1 || minor.itemsize() != major.itemsize() ||
+        minor.shape(0) != major.shape(0)) {
         PyErr_SetString(PyExc_ValueError, "sorted_offsets: inconsistent arrays");
         return nullptr;
     }
@@ -4208,15 +4211,11 @@ PyObject* py_sorted_offsets(PyObject*, PyObject* args) {
     dispatch_index(major.itemsize(), [&](auto itag) {
         using I = typename decltype(itag)::type;
         Py_BEGIN_ALLOW_THREADS;
-        ok = sorted_offsets<I>(reinterpret_cast<const I*>(major.ptr()), major.shape(0), n_major,
-                               reinterpret_cast<int64_t*>(out.ptr()), threads);
+        ok = sorted_offsets<I>(reinterpret_cast<const I*>(major.ptr()), reinterpret_cast<const I*>(minor.ptr()),
+                               major.shape(0), n_major, reinterpret_cast<int64_t*>(out.ptr()), threads);
         Py_END_ALLOW_THREADS;
     });
-    if (!ok) {
-        PyErr_SetString(PyExc_ValueError, "sorted_offsets: a slice index is out of range or smaller than the one before");
-        return nullptr;
-    }
-    Py_RETURN_NONE;
+    return PyBool_FromLong(ok);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -4372,7 +4371,7 @@ PyMethodDef methods[] = {
     {"join_plain", py_join_plain, METH_VARARGS,
      "join_plain(indptrs, plains, values, offsets, nb, n_major, out_indptr, out_plain, out_values, threads)"},
     {"sorted_offsets", py_sorted_offsets, METH_VARARGS,
-     "sorted_offsets(major, n_major, out, threads): the compressed offsets of non-decreasing slice indices"},
+     "sorted_offsets(major, minor, n_major, out, threads) -> bool: the compressed offsets of a coalesced COO matrix"},
     {"kron", py_kron, METH_VARARGS,
      "kron(kind, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, b_rows, q, out_row, out_col, out_data, threads)"},
     {nullptr, nullptr, 0, nullptr},

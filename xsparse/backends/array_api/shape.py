@@ -483,6 +483,65 @@ def _concat_coo(xp: Any, arrays: list[COOArray], axis: int) -> COOArray:
     return COOArray(xp.astype(indices, idt), out, tuple(shape), backend=first._backend, xp=xp, coalesced=True, fill_value=first.fill_value)
 
 
+# -- block_diag ------------------------------------------------------------------------------------
+
+
+@register("block_diag", (strided,))
+def _block_diag_strided(xp: Any, arrays: list[Any], shape: tuple[int, int]) -> Any:
+    """block_diag(strided, ...) -> strided: each matrix between zeros, the rows joined; O(rows * columns)."""
+    dev = array_api_compat.device(arrays[0])
+    dtype = arrays[0].dtype
+    rows, before = [], 0
+    for a in arrays:
+        m, n = (int(s) for s in a.shape)
+        left = xp.zeros((m, before), dtype=dtype, device=dev)
+        right = xp.zeros((m, shape[1] - before - n), dtype=dtype, device=dev)
+        rows.append(xp.concat([left, a, right], axis=1))
+        before += n
+    return xp.concat(rows, axis=0)
+
+
+@register("block_diag", (sparse_coo,))
+def _block_diag_coo(xp: Any, arrays: list[COOArray], shape: tuple[int, int]) -> COOArray:
+    """block_diag(COO, ...) -> COO: each operand's entries shifted to its diagonal block (dense dimensions regrouped); O(N)."""
+    arrays = [regroup_coo(xp, a, a.dense_dim()) for a in arrays]
+    first = arrays[0]
+    total = sum(a.nnz for a in arrays)
+    idt = _common_index_dtype(xp, arrays, total, shape)
+    parts, corner = [], [0, 0]
+    for a in arrays:
+        idx = xp.astype(a._idx, idt)
+        if corner != [0, 0]:
+            idx = idx + xp.reshape(xp.asarray(corner, dtype=idt, device=first.device), (2, 1))
+        parts.append(idx)
+        corner = [corner[0] + a.shape[0], corner[1] + a.shape[1]]
+    # the operands' entries follow one another down the rows
+    coalesced = all(a.is_coalesced() for a in arrays)
+    return COOArray(
+        xp.concat(parts, axis=1), xp.concat([a._vals for a in arrays], axis=0), shape, backend=first._backend, xp=xp,
+        coalesced=coalesced, fill_value=first.fill_value,
+    )  # fmt: skip
+
+
+@register("block_diag", (COMPRESSED,))
+def _block_diag_compressed(xp: Any, arrays: list[CompressedArray], shape: tuple[int, int]) -> CompressedArray:
+    """block_diag(compressed, ...) of one layout and block shape -> that layout: slices joined, plain indices shifted; O(N)."""
+    first = arrays[0]
+    cd = first.layout.compressed_dim
+    block = first.blocksize[1 - cd]
+    total = sum(a.nnz for a in arrays)
+    idt = _common_index_dtype(xp, arrays, total, shape)
+    pointers, plains, entries, shift = [], [], 0, 0
+    for i, a in enumerate(arrays):
+        c = xp.astype(a._compressed, idt)
+        pointers.append((c if i == len(arrays) - 1 else c[:-1]) + entries)
+        plains.append(xp.astype(a._plain, idt) + shift)
+        entries += a.nnz
+        shift += a.shape[1 - cd] // block
+    values = contiguous(first._backend, xp, xp.concat([a._vals for a in arrays], axis=0))
+    return _compressed(first, xp.concat(pointers), xp.concat(plains), values, shape)
+
+
 # -- compressed ----------------------------------------------------------------------------------
 
 

@@ -126,11 +126,13 @@ def _convert_coo_compressed_numpy(xp: Any, a: COOArray, target: Target) -> Compr
     if a._coalesced and cd == 0 and not (wide and index_dtype == np.int32):
         # entries in row-major order already (a kron, a product, a coalesced array): the offsets are one
         # pass over the rows, the plain indices a copy (not a view, which would keep the row indices
-        # alive), the values shared
-        indptr = _cpu.sorted_offsets(major, math.prod(batch) * n_major).astype(index_dtype, copy=False)
-        indices = np.array(minor, dtype=index_dtype)
-        ci, pi, values = _split_batches(indptr, indices, np.asarray(a._vals), batch, n_major, target.layout)
-        return CompressedArray(ci, pi, values, target.shape, layout=target.layout, backend=target.backend, xp=xp, fill_value=a.fill_value)
+        # alive), the values shared. The order is checked on the way (the flag is the caller's word):
+        # entries out of it are sorted below, as any others are.
+        offsets = _cpu.sorted_offsets(major, minor.astype(major.dtype, copy=False), math.prod(batch) * n_major)
+        if offsets is not None:
+            indptr, indices = offsets.astype(index_dtype, copy=False), np.array(minor, dtype=index_dtype)
+            ci, pi, values = _split_batches(indptr, indices, np.asarray(a._vals), batch, n_major, target.layout)
+            return CompressedArray(ci, pi, values, target.shape, layout=target.layout, backend=target.backend, xp=xp, fill_value=a.fill_value)
     work = np.int64 if wide or index_dtype == np.int64 else np.int32
     indptr, indices, data = _cpu.coo_to_compressed(
         major.astype(work, copy=False), minor.astype(work, copy=False), np.asarray(a._vals),
