@@ -594,3 +594,75 @@ def test_fill_values_are_rounded_to_the_dtype(backend: str, dtype: str) -> None:
     if not dtype.startswith("complex"):
         big = xs.sparse_coo_array([[0]], d[:1], (2,), fill_value=1e300)
         assert big.fill_value == (1e300 if dtype == "float64" else math.inf)
+
+
+# -- random ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", [xs.sparse_coo, xs.sparse_csr, xs.sparse_csc, xs.strided], ids=str)
+@SOME
+@given(data=st.data())
+def test_random(backend: str, xp: Any, layout: xs.Layout, data: st.DataObject) -> None:
+    """random draws round(density * size) (or nnz) distinct positions and values of the dtype's kind; one
+    seed and dtype give one array on every backend."""
+    ndim = 2 if layout in (xs.sparse_csr, xs.sparse_csc) else data.draw(st.integers(0, 3), label="ndim")
+    shape = tuple(data.draw(st.lists(st.integers(0, 6), min_size=ndim, max_size=ndim), label="shape"))
+    size = math.prod(shape)
+    dtype = data.draw(st.sampled_from(["float64", "float32", "int32", "complex128", "bool"]), label="dtype")
+    seed = data.draw(st.integers(0, 2**32 - 1), label="seed")
+    if data.draw(st.booleans(), label="by nnz"):
+        count = data.draw(st.integers(0, size), label="nnz")
+        kwargs: dict[str, Any] = {"nnz": count}
+    else:
+        density = data.draw(st.floats(0, 1), label="density")
+        count, kwargs = int(round(density * size)), {"density": density}
+    idt = data.draw(st.sampled_from(["int32", "int64"]), label="index_dtype")
+    r = xs.random(shape, **kwargs, layout=layout, dtype=dtype, seed=seed, backend=backend, index_dtype=idt)
+    assert xs.layout_of(r) is layout and tuple(r.shape) == shape
+    host = to_numpy(xs.to_dense(r) if isinstance(r, xs.SparseArray) else r)
+    assert host.dtype == np.dtype(dtype)
+    coo = xs.random(shape, **kwargs, dtype=dtype, seed=seed, backend=backend, index_dtype=idt)
+    assert coo.nnz == count and coo.is_coalesced() and str(coo.index_dtype).endswith(idt)
+    assert_sparse_equal(coo, xp.asarray(host))  # the invariants, and the same array in every layout
+    values = to_numpy(coo.values())
+    if dtype.startswith("float"):
+        assert np.all((values >= 0) & (values < 1))
+    elif dtype == "complex128":
+        assert np.all((values.real >= 0) & (values.real < 1) & (values.imag >= 0) & (values.imag < 1))
+    elif dtype == "bool":
+        assert values.all()
+    reference = xs.random(shape, **kwargs, dtype=dtype, seed=seed, index_dtype=idt)  # on NumPy
+    np.testing.assert_array_equal(to_numpy(xs.to_dense(coo)), to_numpy(xs.to_dense(reference)))
+
+
+def test_random_positions_are_uniform() -> None:
+    """Every row and column of a large draw holds about its share of the positions (within 5 sigma)."""
+    r = xs.random((200, 300), density=0.3, seed=7)
+    rows, cols = (np.bincount(np.asarray(r.indices()[d]), minlength=n) for d, n in ((0, 200), (1, 300)))
+    for counts, n, per in ((rows, 200, 300), (cols, 300, 200)):
+        expected, sigma = 0.3 * per, math.sqrt(per * 0.3 * 0.7)
+        assert np.all(np.abs(counts - expected) < 5 * sigma), (counts.min(), counts.max())
+    assert xs.random((5, 5), nnz=25, seed=1).nnz == 25
+    g = np.random.default_rng(3)
+    a, b = xs.random((9, 9), 0.5, seed=g), xs.random((9, 9), 0.5, seed=g)  # a Generator advances
+    assert a.indices().tolist() != b.indices().tolist()
+    bsr = xs.random((4, 6), nnz=3, layout=xs.sparse_bsr, blocksize=(2, 3), seed=0)
+    assert bsr.layout is xs.sparse_bsr and int(np.count_nonzero(np.asarray(xs.to_dense(bsr)))) == 3
+
+
+@pytest.mark.parametrize(
+    ("call", "exc", "match"),
+    [
+        (lambda: xs.random((3, 3), 1.5), ValueError, r"^random: density must be a number in \[0, 1\] \(density=1\.5\)\. Pass"),
+        (lambda: xs.random((3, 3), nnz=10), ValueError, r"^random: nnz must lie in \[0, 9\] for shape \(3, 3\) \(nnz=10\)\. Ask"),
+        (lambda: xs.random((2**40, 2**40)), ValueError, r"^random: the array would have 1208925819614629174706176 elements, more than int64"),
+        (lambda: xs.random((3,), seed="x"), TypeError, r"^random: seed must be None, a non-negative int"),
+        (lambda: xs.random((3, -1)), ValueError, r"^random: shape must be non-negative sizes \(shape=\(3, -1\)\)\. Pass"),
+        (lambda: xs.random((3,), index_dtype="float32"), TypeError, r"^random: index_dtype must be int32 or int64 \(index_dtype='float32'\)\. Pass"),
+        (lambda: xs.random((2**31, 2), nnz=1, index_dtype="int32"), ValueError, r"^random: int32 indices cannot address shape \(2147483648, 2\)"),
+        (lambda: xs.random((4, 4), layout=xs.sparse_bsr), ValueError, r"^random: the result cannot be given layout=sparse_bsr: .*Pass blocksize="),
+    ],
+)
+def test_random_errors(call: Any, exc: type[Exception], match: str) -> None:
+    with pytest.raises(exc, match=match):
+        call()

@@ -33,6 +33,7 @@ from ._creation import (
     full_like,
     ones,
     ones_like,
+    random,
     spdiags,
     zeros_like,
     sparse_bsc_array,
@@ -277,6 +278,7 @@ __all__ = [
     "full_like",
     "empty_like",
     "spdiags",
+    "random",
     # conversion
     "to_sparse",
     "to_sparse_coo",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -17,6 +18,7 @@ from ._common import (
 )  # fmt: skip
 from ._errors import InvariantError, LayoutError
 from .backends import Backend
+from .formats._invariants import index_overflows
 from .formats._ops import contiguous
 from .formats import (
     COOArray,
@@ -30,6 +32,8 @@ from .formats import (
     sparse_csr,
     strided,
 )
+
+_INT64_MAX = 2**63 - 1
 
 __all__ = [
     "sparse_coo_array",
@@ -48,6 +52,7 @@ __all__ = [
     "full_like",
     "empty_like",
     "spdiags",
+    "random",
     "asarray",
     "arange",
     "linspace",
@@ -818,15 +823,131 @@ def _spdiags(op: str, b: Backend, xp: Any, diagonals: Any, offsets: Any, shape: 
             f"{op}: offsets must be distinct (offsets={[int(o) for o in off]}). Sum the diagonals of equal offset first."
         )
     result = dispatch.call("spdiags", (strided, strided), b.name, xp, diag, off, shp, b)
+    return _coo_in_layout(op, result, layout, blocksize)
+
+
+def random(
+    shape: int | Sequence[int],
+    /,
+    density: float = 0.01,
+    *,
+    nnz: int | None = None,
+    layout: Layout = sparse_coo,
+    dtype: Any = None,
+    seed: Any = None,
+    device: Any = None,
+    backend: str | Backend | None = None,
+    blocksize: tuple[int, int] | None = None,
+    index_dtype: Any = None,
+) -> Any:
+    """A sparse array with elements at random positions (SciPy's ``random_array``, pydata/sparse's ``random``).
+
+    Parameters
+    ----------
+    shape
+        The array's shape.
+    density
+        The share of the elements that are specified, in ``[0, 1]``: ``round(density * size)`` of them.
+    nnz
+        The number of specified elements instead of ``density``.
+    layout
+        The result's layout (default COO); BSR and BSC need ``blocksize`` and store the whole blocks that
+        hold a drawn element; ``strided`` gives the dense array.
+    dtype
+        The values' dtype (default: the backend's default floating dtype). Floating values are uniform in
+        ``[0, 1)``, complex ones in that square, integers uniform over the dtype's range, booleans True.
+    seed
+        None, an int, a sequence of ints or a NumPy ``Generator``: the positions and values are drawn with
+        NumPy's generator on the host, so one seed and dtype give one array on every backend and device.
+    device, backend
+        Where the array is created.
+    blocksize
+        The block shape of a BSR or BSC result.
+    index_dtype
+        ``"int32"`` or ``"int64"`` (the default) for the indices.
+
+    Returns
+    -------
+    SparseArray
+        A coalesced COO array (or the ``layout`` asked for) whose positions are distinct and uniformly
+        distributed among all, with fill value 0.
+
+    Examples
+    --------
+    >>> import xsparse as xs
+    >>> a = xs.random((4, 5), density=0.25, seed=0)
+    >>> a.layout, a.nnz, a.is_coalesced()
+    (xsparse.sparse_coo, 5, True)
+    >>> b = xs.random((4, 5), nnz=5, seed=0, layout=xs.sparse_csr)
+    >>> bool((xs.to_dense(b) == xs.to_dense(a)).all())
+    True
+    """
+    op = "random"
+    b = backend_of(op=op, backend=backend)
+    xp = b.load()
+    dt = resolve_dtype(xp, dtype, op)
+    device = device_argument(op, b, device)
+    shp = _shape_arg(op, (shape,) if hasattr(shape, "__index__") else shape)
+    if shp is None or any(s < 0 for s in shp):
+        raise ValueError(f"{op}: shape must be non-negative sizes (shape={shape!r}). Pass a shape such as (2, 3).")
+    size = math.prod(shp)
+    if size > _INT64_MAX:
+        raise ValueError(
+            f"{op}: the array would have {size} elements, more than int64 positions address (shape={shp}). Ask for a smaller shape."
+        )
+    if nnz is not None:
+        count = integer_argument(op, "nnz", nnz)
+        if not 0 <= count <= size:
+            raise ValueError(f"{op}: nnz must lie in [0, {size}] for shape {shp} (nnz={count}). Ask for at most every element.")
+    else:
+        if isinstance(density, bool) or not isinstance(density, (int, float, np.integer, np.floating)) or not 0 <= density <= 1:
+            raise ValueError(f"{op}: density must be a number in [0, 1] (density={density!r}). Pass the share of specified elements.")
+        count = int(round(float(density) * size))
+    if index_dtype is not None and dtype_name(resolve_dtype(xp, index_dtype, op)) not in ("int32", "int64"):
+        raise TypeError(f"{op}: index_dtype must be int32 or int64 (index_dtype={index_dtype!r}). Pass 'int32' or 'int64'.")
+    idt = xp.int64 if index_dtype is None else resolve_dtype(xp, index_dtype, op)
+    if dtype_name(idt) == "int32" and index_overflows("int32", max((*shp, count, 0))):
+        raise ValueError(
+            f"{op}: int32 indices cannot address shape {shp} with {count} elements (index_dtype=int32). Pass index_dtype='int64'."
+        )
+    from ._linalg import _check_seed
+
+    rng = np.random.default_rng(_check_seed(op, seed))
+    flat = np.sort(rng.choice(size, size=count, replace=False, shuffle=False)) if count else np.zeros(0, dtype=np.int64)
+    host_idx = np.stack(np.unravel_index(flat, shp)) if shp else np.zeros((0, count), dtype=np.int64)
+    vdt = dt if dt is not None else _default_float(xp, device)
+    values = xp.asarray(_random_values(rng, dtype_name(vdt), count), device=device)
+    indices = xp.asarray(host_idx.astype(np.int64), device=device)
+    coo = COOArray(
+        xp.astype(indices, idt), xp.astype(values, vdt), shp, backend=b, xp=xp, coalesced=True, fill_value=_fill(xp, vdt, 0), op=op
+    )
+    return _coo_in_layout(op, coo, layout, blocksize)
+
+
+def _coo_in_layout(op: str, coo: COOArray, layout: Layout, blocksize: Any) -> Any:
+    """A created COO array in the ``layout`` asked for (the conversion's errors naming ``op``)."""
     if layout is sparse_coo:
-        return result
+        return coo
     from ._conversion import to_dense, to_sparse
     from ._elementwise import converting_for
 
     if layout is strided:
-        return to_dense(result)
+        return to_dense(coo)
     with converting_for(op, layout, "the result"):
-        return to_sparse(result, layout=layout, blocksize=blocksize)
+        return to_sparse(coo, layout=layout, blocksize=blocksize)
+
+
+def _random_values(rng: np.random.Generator, dtype: str, count: int) -> np.ndarray:
+    """``count`` random values of ``dtype`` on the host: uniform in [0, 1) (both parts of a complex value),
+    uniform over an integer dtype's range, True for bool; a dtype NumPy lacks (bfloat16) as float32."""
+    if dtype == "bool":
+        return np.ones(count, dtype=bool)
+    if dtype.startswith(("int", "uint")):
+        info = np.iinfo(np.dtype(dtype))
+        return rng.integers(info.min, info.max, size=count, dtype=np.dtype(dtype), endpoint=True)
+    if dtype.startswith("complex"):
+        return (rng.random(count) + 1j * rng.random(count)).astype(dtype)
+    return rng.random(count).astype(dtype if dtype in ("float16", "float32", "float64") else "float32")
 
 
 def _like(op: str, x: Any, fill_value: Any, dtype: Any, device: Any, layout: Layout | None, blocksize: Any, empty: bool) -> Any:
