@@ -661,8 +661,24 @@ def test_random_positions_are_uniform() -> None:
         (lambda: xs.random((3,), index_dtype="float32"), TypeError, r"^random: index_dtype must be int32 or int64 \(index_dtype='float32'\)\. Pass"),
         (lambda: xs.random((2**31, 2), nnz=1, index_dtype="int32"), ValueError, r"^random: int32 indices cannot address shape \(2147483648, 2\)"),
         (lambda: xs.random((4, 4), layout=xs.sparse_bsr), ValueError, r"^random: the result cannot be given layout=sparse_bsr: .*Pass blocksize="),
+        (lambda: xs.random((3, 3), 0.5, nnz=2), ValueError, r"^random: give density or nnz, not both \(density=0\.5, nnz=2\)\. Leave one out\."),
+        (lambda: xs.random((3, 3), layout="csr"), TypeError, r"^random: layout must be an xsparse layout or None \(layout='csr'\)\. Pass"),
     ],
 )
 def test_random_errors(call: Any, exc: type[Exception], match: str) -> None:
     with pytest.raises(exc, match=match):
         call()
+
+
+@pytest.mark.parametrize(("backend_name", "dtype"), [("numpy", "float16"), ("numpy", "float32"), ("numpy", "complex64"), ("torch", "bfloat16"), ("torch", "float16")])
+def test_random_values_of_narrow_dtypes_stay_below_one(backend_name: str, dtype: str) -> None:
+    """A draw below 1 that rounds to 1 in a narrower dtype (1 in 4096 for float16, 1 in 500 for bfloat16)
+    becomes the largest value below 1: the values lie in [0, 1) whatever the dtype."""
+    if backend_name == "torch":
+        pytest.importorskip("torch")
+    r = xs.random((200_000,), nnz=200_000, seed=0, dtype=dtype, backend=backend_name)
+    v = to_numpy(r.values().float() if dtype == "bfloat16" else r.values())
+    parts = (v.real, v.imag) if np.iscomplexobj(v) else (v,)
+    for p in parts:
+        assert p.min() >= 0 and p.max() < 1
+    assert xs.random((3, 3), layout=None, seed=0).layout is xs.sparse_coo

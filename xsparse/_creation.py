@@ -829,10 +829,10 @@ def _spdiags(op: str, b: Backend, xp: Any, diagonals: Any, offsets: Any, shape: 
 def random(
     shape: int | Sequence[int],
     /,
-    density: float = 0.01,
+    density: float | None = None,
     *,
     nnz: int | None = None,
-    layout: Layout = sparse_coo,
+    layout: Layout | None = sparse_coo,
     dtype: Any = None,
     seed: Any = None,
     device: Any = None,
@@ -847,12 +847,13 @@ def random(
     shape
         The array's shape.
     density
-        The share of the elements that are specified, in ``[0, 1]``: ``round(density * size)`` of them.
+        The share of the elements that are specified, in ``[0, 1]``: ``round(density * size)`` of them
+        (0.01 unless ``nnz`` is given).
     nnz
-        The number of specified elements instead of ``density``.
+        The number of specified elements, instead of ``density``.
     layout
-        The result's layout (default COO); BSR and BSC need ``blocksize`` and store the whole blocks that
-        hold a drawn element; ``strided`` gives the dense array.
+        The result's layout (COO, the default, for None too); BSR and BSC need ``blocksize`` and store the
+        whole blocks that hold a drawn element; ``strided`` gives the dense array.
     dtype
         The values' dtype (default: the backend's default floating dtype). Floating values are uniform in
         ``[0, 1)``, complex ones in that square, integers uniform over the dtype's range, booleans True.
@@ -895,11 +896,17 @@ def random(
         raise ValueError(
             f"{op}: the array would have {size} elements, more than int64 positions address (shape={shp}). Ask for a smaller shape."
         )
+    from ._elementwise import layout_argument
+
+    layout = layout_argument(op, layout) or sparse_coo
+    if nnz is not None and density is not None:
+        raise ValueError(f"{op}: give density or nnz, not both (density={density!r}, nnz={nnz!r}). Leave one out.")
     if nnz is not None:
         count = integer_argument(op, "nnz", nnz)
         if not 0 <= count <= size:
             raise ValueError(f"{op}: nnz must lie in [0, {size}] for shape {shp} (nnz={count}). Ask for at most every element.")
     else:
+        density = 0.01 if density is None else density
         if isinstance(density, bool) or not isinstance(density, (int, float, np.integer, np.floating)) or not 0 <= density <= 1:
             raise ValueError(f"{op}: density must be a number in [0, 1] (density={density!r}). Pass the share of specified elements.")
         count = int(round(float(density) * size))
@@ -918,9 +925,13 @@ def random(
     vdt = dt if dt is not None else _default_float(xp, device)
     values = xp.asarray(_random_values(rng, dtype_name(vdt), count), device=device)
     indices = xp.asarray(host_idx.astype(np.int64), device=device)
-    coo = COOArray(
-        xp.astype(indices, idt), xp.astype(values, vdt), shp, backend=b, xp=xp, coalesced=True, fill_value=_fill(xp, vdt, 0), op=op
-    )
+    values = xp.astype(values, vdt)
+    if xp.isdtype(vdt, "real floating"):
+        # a draw below 1 may round to 1 in a narrower dtype (float16, bfloat16): the largest value below 1
+        # takes its place
+        below_one = xp.asarray(1 - xp.finfo(vdt).eps / 2, dtype=vdt, device=device)
+        values = xp.where(values < 1, values, below_one)
+    coo = COOArray(xp.astype(indices, idt), values, shp, backend=b, xp=xp, coalesced=True, fill_value=_fill(xp, vdt, 0), op=op)
     return _coo_in_layout(op, coo, layout, blocksize)
 
 
@@ -938,16 +949,21 @@ def _coo_in_layout(op: str, coo: COOArray, layout: Layout, blocksize: Any) -> An
 
 
 def _random_values(rng: np.random.Generator, dtype: str, count: int) -> np.ndarray:
-    """``count`` random values of ``dtype`` on the host: uniform in [0, 1) (both parts of a complex value),
-    uniform over an integer dtype's range, True for bool; a dtype NumPy lacks (bfloat16) as float32."""
+    """``count`` random values of ``dtype`` on the host: uniform in [0, 1) (both parts of a complex value,
+    float32 for the dtypes narrower than float64), uniform over an integer dtype's range, True for bool."""
     if dtype == "bool":
         return np.ones(count, dtype=bool)
     if dtype.startswith(("int", "uint")):
         info = np.iinfo(np.dtype(dtype))
         return rng.integers(info.min, info.max, size=count, dtype=np.dtype(dtype), endpoint=True)
+    # drawn in the dtype's own precision where NumPy has one (a float64 draw below 1 may round to 1 in float32)
+    if dtype == "complex64":
+        return rng.random(count, dtype=np.float32) + 1j * rng.random(count, dtype=np.float32)
     if dtype.startswith("complex"):
-        return (rng.random(count) + 1j * rng.random(count)).astype(dtype)
-    return rng.random(count).astype(dtype if dtype in ("float16", "float32", "float64") else "float32")
+        return rng.random(count) + 1j * rng.random(count)
+    if dtype == "float64":
+        return rng.random(count)
+    return rng.random(count, dtype=np.float32)  # float32, and float16 or bfloat16 after a cast
 
 
 def _like(op: str, x: Any, fill_value: Any, dtype: Any, device: Any, layout: Layout | None, blocksize: Any, empty: bool) -> Any:
