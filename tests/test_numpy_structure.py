@@ -611,6 +611,11 @@ def test_coo_wrongly_marked_coalesced_converts_as_any_other() -> None:
     assert c.col_indices().tolist() == [1, 0] and c.values().tolist() == [3.0, 4.0]
     with xs.check_sparse_tensor_invariants():
         xs.sparse_csr_array(c.crow_indices(), c.col_indices(), c.values(), c.shape)
+    # indices out of range are the validator's error, whichever path reads them
+    for rows, cols in (([0, 1], [0, 5]), ([0, 3], [0, 1]), ([-1, 0], [0, 0])):
+        bad = xs.sparse_coo_array(np.array([rows, cols]), np.array([1.0, 2.0]), (2, 2), is_coalesced=True)
+        with pytest.raises(xs.InvariantError, match=r"^invariant coo\.5 violated: to_sparse\(layout=sparse_csr\): indices\[[01]\] must lie in \[0, 2\)"):
+            xs.to_sparse_csr(bad)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -4171,13 +4171,13 @@ bool sorted_offsets(const I* major, const I* minor, int64_t nnz, int64_t n_major
     }
     const int64_t first = major[0], last = major[nnz - 1];
     if (first < 0 || last >= n_major) return false;
-    bool ok = true;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(&& : ok) if (threads > 1)
+    int out_of_order = 0;  // without branches, so that the check vectorises
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(| : out_of_order) if (threads > 1)
     for (int64_t t = 1; t < nnz; ++t) {
         const I a = major[t - 1], b = major[t];
-        ok = ok && (a < b || (a == b && minor[t - 1] < minor[t]));
+        out_of_order |= static_cast<int>(b < a) | (static_cast<int>(a == b) & static_cast<int>(minor[t] <= minor[t - 1]));
     }
-    if (!ok) return false;
+    if (out_of_order) return false;
     for (int64_t s = 0; s <= first; ++s) out[s] = 0;
     for (int64_t s = last + 1; s <= n_major; ++s) out[s] = nnz;
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)

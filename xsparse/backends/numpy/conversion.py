@@ -110,29 +110,34 @@ def _supports_coo_compressed(xp: Any, a: COOArray, target: Target) -> str | None
 
 @register("convert", (sparse_coo, COMPRESSED), backend="numpy", supports=_supports_coo_compressed)
 def _convert_coo_compressed_numpy(xp: Any, a: COOArray, target: Target) -> CompressedArray:
-    """to_sparse_{csr,csc}(COO): counting scatter, per-slice sort and duplicate sum; O(nnz), 2 threads."""
+    """to_sparse_{csr,csc}(COO): one pass over the rows of entries in row order, else a counting scatter, per-slice sort and duplicate sum; O(nnz), 2 threads."""
     nb_dims = a.sparse_dim() - 2
     batch = a.shape[:nb_dims]
     idx = np.asarray(a._idx)
-    if not a._bounds_checked and a.nnz:
-        check_coo_bounds(a)  # folded keys of indices out of range would land in other rows or batches
     cd = target.layout.compressed_dim
     n_major, n_minor = a.shape[nb_dims + cd], a.shape[nb_dims + 1 - cd]
     major, minor = idx[nb_dims + cd], idx[nb_dims + 1 - cd]
     index_dtype = np.dtype(target.index_dtype)
+    wide = math.prod(batch) * n_major > _INT32_MAX or max(n_minor, a.nnz) > _INT32_MAX
+    # entries in row-major order already (a kron, a product, a coalesced array) need no sort
+    in_order = a._coalesced and cd == 0 and not (wide and index_dtype == np.int32)
+    unchecked = not a._bounds_checked and a.nnz > 0
+    if unchecked and (nb_dims or not in_order):
+        check_coo_bounds(a)  # folded keys of indices out of range would land in other rows or batches
+        unchecked = False
     if nb_dims:
         major = fold([*idx[:nb_dims], major], (*batch, n_major))
-    wide = math.prod(batch) * n_major > _INT32_MAX or max(n_minor, a.nnz) > _INT32_MAX
-    if a._coalesced and cd == 0 and not (wide and index_dtype == np.int32):
-        # entries in row-major order already (a kron, a product, a coalesced array): the offsets are one
-        # pass over the rows, the plain indices a copy (not a view, which would keep the row indices
-        # alive), the values shared. The order is checked on the way (the flag is the caller's word):
-        # entries out of it are sorted below, as any others are.
+    if in_order:
+        # the offsets are one pass over the rows, which checks their order and range on the way (the flag
+        # is the caller's word: entries out of order are sorted below, as any others are); the plain
+        # indices a copy (not a view, which would keep the row indices alive), the values shared
         offsets = _cpu.sorted_offsets(major, minor.astype(major.dtype, copy=False), math.prod(batch) * n_major)
-        if offsets is not None:
+        if offsets is not None and (not unchecked or (int(minor.min()) >= 0 and int(minor.max()) < n_minor)):
             indptr, indices = offsets.astype(index_dtype, copy=False), np.array(minor, dtype=index_dtype)
             ci, pi, values = _split_batches(indptr, indices, np.asarray(a._vals), batch, n_major, target.layout)
             return CompressedArray(ci, pi, values, target.shape, layout=target.layout, backend=target.backend, xp=xp, fill_value=a.fill_value)
+        if unchecked:
+            check_coo_bounds(a)  # its error names the index out of range
     work = np.int64 if wide or index_dtype == np.int64 else np.int32
     indptr, indices, data = _cpu.coo_to_compressed(
         major.astype(work, copy=False), minor.astype(work, copy=False), np.asarray(a._vals),
