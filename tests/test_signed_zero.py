@@ -326,3 +326,16 @@ def test_complex_duplicates_sum_part_by_part(backend: str) -> None:
         a = xs.to_backend(xs.sparse_coo_array(np.zeros((1, len(v)), dtype=np.int64), np.asarray(v), (1,)), backend)
         for got, want in ((xs.to_dense(a), total), (a.coalesce().values(), total), (xs.to_dense(xs.atan(a)), np.arctan(total))):
             _same(np.asarray(xs.to_backend(got, "numpy")), np.asarray([want]))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "array_api_strict"])
+def test_outer_of_sparse_vectors_keeps_the_sign_of_each_product(backend: str) -> None:
+    """Every element of an outer product is one product, so its sign of zero is IEEE's (-0.0 * 1.0 is
+    -0.0, -0.0 * -3.0 is +0.0): the sparse result is a Kronecker product, not a matmul summing from +0."""
+    pytest.importorskip(backend)
+    xp = xs.get_backend(backend).load()
+    v1, v2 = xp.asarray([-0.0, 2.0], dtype=xp.float64), xp.asarray([1.0, -3.0], dtype=xp.float64)
+    s1, s2 = (xs.sparse_coo_array(xp.asarray([[0, 1]]), v, (2,)) for v in (v1, v2))
+    got = xs.linalg.outer(s1, s2)
+    assert got.layout is xs.sparse_coo and got.nnz == 4
+    assert_sparse_equal(got, xp.linalg.outer(v1, v2))

@@ -420,6 +420,7 @@ def test_products(d1: str, d2: str, layout: Any, data: Any) -> None:
         u, v = a[0], b[:, 0]
         got = xs.linalg.outer(xs.to_sparse_coo(to_torch(u)), xs.to_sparse_coo(to_torch(v)))
         np.testing.assert_array_equal(to_numpy(got), exact(np.outer(u, v)))
+        np.testing.assert_array_equal(to_numpy(xs.kron(x, y)), exact(np.kron(a, b)))
 
 
 @pytest.mark.parametrize("dtype", ["uint16", "uint32", "uint64"])

@@ -575,7 +575,9 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: int | float | str | N
 
 def outer(x1: Any, x2: Any, /) -> Any:
     """The outer product of two vectors: a product of an ``(n, 1)`` and a ``(1, m)`` matrix, laid out as
-    :func:`xsparse.matmul` lays out products (strided with a strided operand, else ``x1``'s layout).
+    :func:`xsparse.matmul` lays out products (strided with a strided operand, else ``x1``'s layout, COO).
+    Two sparse vectors of fill value 0 multiply as :func:`xsparse.kron` of those matrices: every element is
+    one product, its sign of zero included.
 
     Examples
     --------
@@ -605,7 +607,14 @@ def outer(x1: Any, x2: Any, /) -> Any:
     # promoted first, by the standard's table (torch's products refuse some mixed unsigned dtypes)
     dt = result_type(x1, x2)
     x1, x2 = (x if x.dtype == dt else astype(x, dt) for x in (x1, x2))
-    return matmul(reshape(x1, (x1.shape[0], 1)), reshape(x2, (1, x2.shape[0])))
+    column, row = reshape(x1, (x1.shape[0], 1)), reshape(x2, (1, x2.shape[0]))
+    if all(isinstance(x, SparseArray) and x.fill_value == 0 for x in (x1, x2)):
+        # each element one product, nothing summed: the Kronecker product keeps its sign where a zero's
+        # is (-0.0 * 1.0), which a sparse matmul accumulating from +0 would not
+        from ._linalg import kron
+
+        return kron(column, row)
+    return matmul(column, row)
 
 
 def _numeric(op: str, xp: Any, x1: Any, x2: Any) -> None:

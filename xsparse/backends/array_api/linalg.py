@@ -916,7 +916,7 @@ def _kron_indexed(xp: Any, x1: Any, x2: Any, shape: tuple[int, ...]) -> COOArray
     idt = wide_enough(xp, idt, total, *shape)
     rows = [xp.take(ia[d, :], ea) * s2[d] + xp.take(ib[d, :], eb) for d in range(ndim)]
     idx = xp.astype(xp.stack(rows), idt) if ndim else xp.zeros((0, total), dtype=idt, device=dev)
-    vals = promoted_product(xp, lambda u, v: u * v, xp.take(va, ea), xp.take(vb, eb))
+    vals = promoted_product(xp, lambda u, v: u * v, take_values(xp, va, ea, axis=0), take_values(xp, vb, eb, axis=0))
     backend = sparse[0]._backend
     return COOArray(idx, vals, shape, backend=backend, xp=xp, coalesced=True, fill_value=0)
 
