@@ -333,6 +333,21 @@ def blocksize_argument(op: str, blocksize: Any) -> tuple[int, int]:
     return rows, cols
 
 
+def seed_argument(op: str, seed: Any) -> Any:
+    """``seed`` as the kernels take it: None, a NumPy generator or seed sequence, or what seeds one."""
+    if seed is None or isinstance(seed, (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)):
+        return seed
+    try:
+        np.random.SeedSequence(seed)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"{op}: seed must be None, a non-negative int, a sequence of them or a NumPy Generator (seed={seed!r}). "
+            "Pass an integer such as seed=0."
+        ) from exc
+    # a NumPy integer seeds torch's generator too, which takes Python ints only
+    return int(seed) if isinstance(seed, np.integer) else seed
+
+
 def flag_argument(op: str, name: str, value: Any) -> bool:
     """A boolean argument: ``True`` or ``False`` (NumPy's bools too). ``bool()`` would read ``"no"`` as true."""
     if isinstance(value, bool) or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_")):

@@ -14,7 +14,7 @@ from .backends.array_api import creation as _generic_creation  # noqa: F401  (re
 from .backends.array_api.conversion import is_plus_zero, signed_twin, through_signed
 from ._common import (
     backend_of, blocksize_argument, device_argument, dtype_name, fill_argument, flag_argument, integer_argument, is_strided,
-    refuse_foreign, resolve_dtype, scalar_for, shape_argument,
+    refuse_foreign, resolve_dtype, scalar_for, seed_argument, shape_argument,
 )  # fmt: skip
 from ._errors import InvariantError, LayoutError
 from .backends import Backend
@@ -910,16 +910,14 @@ def random(
         if isinstance(density, bool) or not isinstance(density, (int, float, np.integer, np.floating)) or not 0 <= density <= 1:
             raise ValueError(f"{op}: density must be a number in [0, 1] (density={density!r}). Pass the share of specified elements.")
         count = int(round(float(density) * size))
-    if index_dtype is not None and dtype_name(resolve_dtype(xp, index_dtype, op)) not in ("int32", "int64"):
-        raise TypeError(f"{op}: index_dtype must be int32 or int64 (index_dtype={index_dtype!r}). Pass 'int32' or 'int64'.")
     idt = xp.int64 if index_dtype is None else resolve_dtype(xp, index_dtype, op)
+    if dtype_name(idt) not in ("int32", "int64"):
+        raise TypeError(f"{op}: index_dtype must be int32 or int64 (index_dtype={index_dtype!r}). Pass 'int32' or 'int64'.")
     if dtype_name(idt) == "int32" and index_overflows("int32", max((*shp, count, 0))):
         raise ValueError(
             f"{op}: int32 indices cannot address shape {shp} with {count} elements (index_dtype=int32). Pass index_dtype='int64'."
         )
-    from ._linalg import _check_seed
-
-    rng = np.random.default_rng(_check_seed(op, seed))
+    rng = np.random.default_rng(seed_argument(op, seed))
     flat = np.sort(rng.choice(size, size=count, replace=False, shuffle=False)) if count else np.zeros(0, dtype=np.int64)
     host_idx = np.stack(np.unravel_index(flat, shp)) if shp else np.zeros((0, count), dtype=np.int64)
     vdt = dt if dt is not None else _default_float(xp, device)

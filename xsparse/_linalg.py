@@ -18,7 +18,7 @@ from typing import Any, cast
 import numpy as np
 
 from . import dispatch
-from ._common import _STRIDED_BACKENDS, backend_of, flag_argument, integer_argument, is_strided, known_backend, namespace_of
+from ._common import _STRIDED_BACKENDS, backend_of, flag_argument, integer_argument, is_strided, known_backend, namespace_of, seed_argument
 from ._conversion import layout_of, matrix_transpose
 from ._dtypes import result_type
 from ._elementwise import convert_result
@@ -784,21 +784,6 @@ def _convert_all(results: tuple[Any, ...], layout: Layout | None, op: str) -> tu
     return tuple(convert_result(r, layout, op) for r in results)
 
 
-def _check_seed(op: str, seed: Any) -> Any:
-    """``seed`` as the kernels take it: None, a NumPy generator or seed sequence, or what seeds one."""
-    if seed is None or isinstance(seed, (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)):
-        return seed
-    try:
-        np.random.SeedSequence(seed)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"{op}: seed must be None, a non-negative int, a sequence of them or a NumPy Generator (seed={seed!r}). "
-            "Pass an integer such as seed=0."
-        ) from exc
-    # a NumPy integer seeds torch's generator too, which takes Python ints only
-    return int(seed) if isinstance(seed, np.integer) else seed
-
-
 def _decomposition_dtype(op: str, xp: Any, A: Any, **others: Any) -> Any:
     """The dtype the decomposition runs in: the promotion of the floating operands among ``A`` and ``others``,
     float32 for half precision (:func:`working_dtype`).
@@ -872,7 +857,7 @@ def svd_lowrank(
     if not 1 <= q <= min(A.shape):
         raise ValueError(f"{op}: q must lie in [1, min(A.shape)] (q={q}, A.shape={_shape(A)}). Ask for a smaller rank.")
     niter = _lowrank_niter(op, niter)
-    seed = _check_seed(op, seed)
+    seed = seed_argument(op, seed)
     if M is not None:
         _check_operand(op, "M", M)
         backend_of(A, M, op=op)
@@ -926,7 +911,7 @@ def pca_lowrank(
     backend, xp = _matrix_operand(op, A)
     q = min(6, *A.shape) if q is None else integer_argument(op, "q", q)
     niter = _lowrank_niter(op, niter)
-    seed = _check_seed(op, seed)
+    seed = seed_argument(op, seed)
     if not 1 <= q <= min(A.shape):
         raise ValueError(f"{op}: q must lie in [1, min(A.shape)] (q={q}, A.shape={_shape(A)}). Ask for a smaller rank.")
     A = _as_dtype(A, _decomposition_dtype(op, xp, A), xp)
@@ -1065,7 +1050,7 @@ def lobpcg(
             "niter to bound the iterations."
         )
     tol = float(tol)
-    seed = _check_seed(op, seed)
+    seed = seed_argument(op, seed)
     largest = True if largest is None else largest
     options = _lobpcg_options(op, tol, method, tracker, ortho_iparams, ortho_fparams, ortho_bparams)
     result = _call(op, (layout_of(A),), backend, xp, A, k, B, X, n, iK, niter, tol, flag_argument(op, "largest", largest), options, seed)

@@ -33,7 +33,7 @@ from ._conversion import matrix_transpose
 from ._elementwise import convert_result
 from ._errors import NoKernelError
 from ._indexing import astype
-from ._linalg import _as_dtype, _broadcast, check_promotion, matmul, tensordot, vecdot, working_dtype
+from ._linalg import _as_dtype, _broadcast, check_promotion, kron, matmul, tensordot, vecdot, working_dtype
 from ._sorting import array_operand
 from .backends import Backend
 from .backends.array_api.reduction import as_array
@@ -611,8 +611,6 @@ def outer(x1: Any, x2: Any, /) -> Any:
     if all(isinstance(x, SparseArray) and x.fill_value == 0 for x in (x1, x2)):
         # each element one product, nothing summed: the Kronecker product keeps its sign where a zero's
         # is (-0.0 * 1.0), which a sparse matmul accumulating from +0 would not
-        from ._linalg import kron
-
         return kron(column, row)
     return matmul(column, row)
 
