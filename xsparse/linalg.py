@@ -17,6 +17,9 @@ Strided arrays go to the backend's own ``linalg`` namespace. Sparse arrays:
   densification: the backend's dense routine runs on :func:`xsparse.to_dense` of the operand, whose size
   is that of the matrices the routine returns. :func:`xsparse.svd_lowrank`, :func:`xsparse.lobpcg` and
   :func:`xsparse.spsolve` are the sparse methods that never form the dense matrix.
+
+Not in the standard: SciPy's Krylov solvers ``cg``, ``bicgstab`` and ``gmres``, on every backend, with
+the system matrix entering through products only.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from ._conversion import matrix_transpose
 from ._elementwise import convert_result
 from ._errors import NoKernelError
 from ._indexing import astype
+from ._iterative import bicgstab, cg, gmres
 from ._linalg import _as_dtype, _broadcast, check_promotion, kron, matmul, tensordot, vecdot, working_dtype
 from ._sorting import array_operand
 from .backends import Backend
@@ -42,12 +46,15 @@ from .formats import CompressedArray, Layout, SparseArray
 from .formats._invariants import dtype_name, is_half_precision
 
 __all__ = [
+    "bicgstab",
+    "cg",
     "cholesky",
     "cross",
     "det",
     "diagonal",
     "eigh",
     "eigvalsh",
+    "gmres",
     "inv",
     "matmul",
     "matrix_norm",

@@ -17,9 +17,7 @@ __all__ = ["assert_sparse_equal", "to_numpy", "generic_to_dense", "check_invaria
 
 def to_numpy(x: Any) -> np.ndarray:
     """A NumPy copy of a strided array of any backend (for comparison only)."""
-    from ._repr import _host
-
-    return np.array(_host(x))
+    return np.array(generic.to_host(x))
 
 
 def check_invariants(a: SparseArray) -> None:

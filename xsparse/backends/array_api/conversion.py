@@ -34,6 +34,27 @@ def _device(x: Any) -> Any:
     return array_api_compat.device(x)
 
 
+def to_host(x: Any) -> Any:
+    """A NumPy copy (or view) of a strided array of any backend, on the host: for printing, for comparing,
+    and for the few numbers an iterative method works on there (bfloat16, which NumPy lacks, widened)."""
+    import numpy as np
+
+    if hasattr(x, "resolve_conj"):
+        # torch refuses to export a tensor that requires grad or carries a lazy conjugate, and exports a
+        # lazy negation without applying it; values on an accelerator are copied to the host
+        x = x.detach().resolve_conj().resolve_neg().cpu()
+        try:
+            return np.from_dlpack(x)
+        except (TypeError, RuntimeError, BufferError):  # a dtype NumPy lacks (bfloat16): read it widened
+            return np.from_dlpack(x.cfloat() if x.is_complex() else x.float())
+    try:
+        return np.from_dlpack(x)
+    except (TypeError, ValueError, RuntimeError, BufferError, AttributeError):
+        if hasattr(x, "get"):  # CuPy
+            return np.asarray(x.get())
+        return np.from_dlpack(x, device="cpu")
+
+
 def _fill_scalar(xp: Any, dtype: Any, fill: Any) -> Any:
     from ..._common import scalar_for
 

@@ -49,6 +49,7 @@ from .conversion import (
     take_values,
     through_signed,
 )
+from . import iterative
 from .elementwise import broadcast_coo
 from .shape import regroup_coo, wide_enough
 from .reduction import quietly
@@ -979,59 +980,9 @@ def _vecdot_strided_strided(xp: Any, x1: Any, x2: Any, axis: int) -> Any:
 # -- spsolve: restarted GMRES ------------------------------------------------------------------------
 
 
-def _dot(xp: Any, u: Any, v: Any) -> complex:
-    return complex(xp.sum(xp.conj(u) * v)) if xp.isdtype(u.dtype, "complex floating") else float(xp.sum(u * v))
-
-
-def _norm(xp: Any, v: Any) -> float:
-    return math.sqrt(abs(_dot(xp, v, v)))
-
-
 def solver_tolerance(xp: Any, dtype: Any) -> float:
     """The relative residual the iterative solver reaches: 100 machine epsilons of the dtype."""
     return 100.0 * float(xp.finfo(dtype).eps)
-
-
-def gmres(xp: Any, matvec: Callable[[Any], Any], b: Any, *, rtol: float, restart: int, maxiter: int) -> tuple[Any, float, int]:
-    """Solve ``A x = b`` (``b`` 1-D) by GMRES(restart) with modified Gram-Schmidt Arnoldi; the small
-    Hessenberg least-squares problems run on the host (``(restart + 1) x restart`` numbers).
-
-    Returns ``(x, relative residual, iterations)``.
-    """
-    import numpy as np
-
-    complex_ = xp.isdtype(b.dtype, "complex floating")
-    x = xp.zeros_like(b)
-    bnorm = _norm(xp, b)
-    if bnorm == 0:
-        return x, 0.0, 0
-    iterations = 0
-    while True:
-        r = b - matvec(x)
-        residual = _norm(xp, r) / bnorm
-        if residual <= rtol or iterations >= maxiter:
-            return x, residual, iterations
-        basis = [r / (residual * bnorm)]
-        h = np.zeros((restart + 1, restart), dtype=np.complex128 if complex_ else np.float64)
-        e1 = np.zeros(restart + 1, dtype=h.dtype)
-        e1[0] = residual * bnorm
-        y = np.zeros(0, dtype=h.dtype)
-        for j in range(restart):
-            w = matvec(basis[j])
-            for i in range(j + 1):
-                coef = _dot(xp, basis[i], w)
-                h[i, j] = coef
-                w = w - coef * basis[i]
-            norm = _norm(xp, w)
-            h[j + 1, j] = norm
-            iterations += 1
-            y = np.linalg.lstsq(h[: j + 2, : j + 1], e1[: j + 2], rcond=None)[0]
-            estimate = float(np.linalg.norm(h[: j + 2, : j + 1] @ y - e1[: j + 2])) / bnorm
-            if estimate <= rtol or norm == 0 or iterations >= maxiter:
-                break
-            basis.append(w / norm)
-        for i in range(y.shape[0]):
-            x = x + (complex(y[i]) if complex_ else float(y[i].real)) * basis[i]
 
 
 def _supports_spsolve(xp: Any, a: SparseArray, b: Any) -> str | None:
@@ -1057,13 +1008,18 @@ def _spsolve_indexed_strided(xp: Any, a: SparseArray, b: Any) -> Any:
     columns = [rhs] if rhs.ndim == 1 else [rhs[:, j] for j in range(rhs.shape[1])]
     solutions = []
     for j, column in enumerate(columns):
-        if not math.isfinite(_norm(xp, column)):
+        column_norm = iterative.norm(xp, column)
+        if not math.isfinite(column_norm):
             raise ValueError(
                 f"spsolve: the right-hand side holds a NaN or an infinity (column {j}, shape={tuple(rhs.shape)}), which the "
                 "iterative solver cannot take. Pass finite values, or solve on the NumPy backend (xsparse.to_backend(A, "
                 "'numpy')), whose direct solver propagates them."
             )
-        x, residual, iterations = gmres(xp, matvec, column, rtol=rtol, restart=min(max(n, 1), 50), maxiter=max(20 * n, 100))
+        restart = min(max(n, 1), 50)
+        x, _, residual, iterations = iterative.gmres(
+            xp, matvec, column, xp.zeros_like(column), tol=rtol * column_norm, restart=restart, maxiter=-(-max(20 * n, 100) // restart)
+        )
+        residual = residual / column_norm if column_norm else 0.0
         if not residual <= rtol:
             raise ValueError(
                 f"spsolve: the iterative solver did not converge (relative residual={residual:.3g}, rtol={rtol:.3g}, "

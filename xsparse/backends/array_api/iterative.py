@@ -1,0 +1,274 @@
+"""Krylov solvers for ``A x = b`` written against the Array API: conjugate gradients, BiCGSTAB and
+restarted GMRES.
+
+``A`` and the preconditioner enter as callables (``matvec(v)`` is ``A @ v``, ``psolve(r)`` is ``M @ r``,
+``M`` approximating the inverse of ``A``), so the solvers know neither layouts nor backends: the public
+layer (:mod:`xsparse._iterative`) hands them products through the dispatcher. Vectors stay on the
+backend's device; the scalars of the recurrences (inner products, norms) and GMRES's small Hessenberg
+least-squares problem live on the host, as Python numbers and NumPy arrays of at most
+``(restart + 1) x restart`` entries.
+
+Every solver stops when ``|b - A x| <= tol`` (the caller turns SciPy's ``rtol`` and ``atol`` into ``tol``)
+and reports SciPy's ``info``: 0 on convergence, the number of iterations (GMRES: restart cycles) when it
+ran out of them, and -1 on a breakdown (a zero or non-finite denominator of the recurrence, or a
+non-finite residual), with the last iterate whose residual was finite.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import array_api_compat
+
+from .conversion import to_host
+
+__all__ = ["Solution", "cg", "bicgstab", "gmres", "norm"]
+
+BREAKDOWN = -1
+
+
+class Solution(NamedTuple):
+    """A solver's result: the iterate, SciPy's ``info``, the residual norm ``|b - A x|`` the solver last
+    measured, and the iterations run (GMRES: inner iterations, over every restart cycle)."""
+
+    x: Any
+    info: int
+    residual: float
+    iterations: int
+
+
+def dot(xp: Any, u: Any, v: Any) -> Any:
+    """``u^H v`` as a Python float (real dtypes) or complex, so that scaling a vector by it keeps its dtype."""
+    value = xp.vecdot(u, v)
+    return complex(value) if xp.isdtype(u.dtype, "complex floating") else float(value)
+
+
+def norm(xp: Any, v: Any) -> float:
+    """The 2-norm of the vector ``v``, as a Python float."""
+    return float(xp.linalg.vector_norm(v))
+
+
+def _identity(r: Any) -> Any:
+    return r
+
+
+def _start(xp: Any, matvec: Callable[[Any], Any], b: Any, x: Any, tol: float) -> tuple[Any, float, Solution | None]:
+    """The residual of the start ``x``, its norm, and the solver's result where there is nothing to iterate."""
+    r = b - matvec(x)
+    residual = norm(xp, r)
+    if residual <= tol:
+        return r, residual, Solution(x, 0, residual, 0)
+    if not math.isfinite(residual):
+        return r, residual, Solution(x, BREAKDOWN, residual, 0)
+    return r, residual, None
+
+
+def cg(
+    xp: Any,
+    matvec: Callable[[Any], Any],
+    b: Any,
+    x: Any,
+    *,
+    tol: float,
+    maxiter: int,
+    psolve: Callable[[Any], Any] | None = None,
+    callback: Callable[[Any], Any] | None = None,
+) -> Solution:
+    """Preconditioned conjugate gradients (Hestenes & Stiefel) for Hermitian positive definite ``A`` and ``M``,
+    from ``x``; one product with ``A`` and one with ``M`` per iteration."""
+    precondition = psolve or _identity
+    r, residual, done = _start(xp, matvec, b, x, tol)
+    if done is not None:
+        return done
+    z = precondition(r)
+    rho = dot(xp, r, z)
+    p = z
+    for it in range(1, maxiter + 1):
+        q = matvec(p)
+        curvature = dot(xp, p, q)
+        if curvature == 0 or rho == 0 or not _finite(curvature):
+            return Solution(x, BREAKDOWN, residual, it - 1)
+        alpha = rho / curvature
+        x_next, r_next = x + alpha * p, r - alpha * q
+        next_residual = norm(xp, r_next)
+        if not math.isfinite(next_residual):
+            return Solution(x, BREAKDOWN, residual, it - 1)
+        x, r, residual = x_next, r_next, next_residual
+        if callback is not None:
+            callback(x)
+        if residual <= tol:
+            return Solution(x, 0, residual, it)
+        z = precondition(r)
+        rho_next = dot(xp, r, z)
+        p = z + (rho_next / rho) * p
+        rho = rho_next
+    return Solution(x, maxiter, residual, maxiter)
+
+
+def bicgstab(
+    xp: Any,
+    matvec: Callable[[Any], Any],
+    b: Any,
+    x: Any,
+    *,
+    tol: float,
+    maxiter: int,
+    psolve: Callable[[Any], Any] | None = None,
+    callback: Callable[[Any], Any] | None = None,
+) -> Solution:
+    """BiCGSTAB (van der Vorst 1992), right-preconditioned, for any nonsingular ``A``, from ``x``; two products
+    with ``A`` and two with ``M`` per iteration."""
+    precondition = psolve or _identity
+    r, residual, done = _start(xp, matvec, b, x, tol)
+    if done is not None:
+        return done
+    shadow = r
+    rho_prev = alpha = omega = 1.0
+    p = v = None
+    for it in range(1, maxiter + 1):
+        rho = dot(xp, shadow, r)
+        if rho == 0 or not _finite(rho):
+            return Solution(x, BREAKDOWN, residual, it - 1)
+        p = r if p is None or v is None else r + ((rho / rho_prev) * (alpha / omega)) * (p - omega * v)
+        p_hat = precondition(p)
+        v = matvec(p_hat)
+        denominator = dot(xp, shadow, v)
+        if denominator == 0 or not _finite(denominator):
+            return Solution(x, BREAKDOWN, residual, it - 1)
+        alpha = rho / denominator
+        s = r - alpha * v
+        s_norm = norm(xp, s)
+        if s_norm <= tol:
+            x = x + alpha * p_hat
+            if callback is not None:
+                callback(x)
+            return Solution(x, 0, s_norm, it)
+        s_hat = precondition(s)
+        t = matvec(s_hat)
+        tt = dot(xp, t, t)
+        omega = dot(xp, t, s) / tt if tt else 0.0
+        if omega == 0 or not _finite(omega) or not math.isfinite(s_norm):
+            return Solution(x, BREAKDOWN, residual, it - 1)
+        x_next, r_next = x + alpha * p_hat + omega * s_hat, s - omega * t
+        next_residual = norm(xp, r_next)
+        if not math.isfinite(next_residual):
+            return Solution(x, BREAKDOWN, residual, it - 1)
+        x, r, residual = x_next, r_next, next_residual
+        if callback is not None:
+            callback(x)
+        if residual <= tol:
+            return Solution(x, 0, residual, it)
+        rho_prev = rho
+    return Solution(x, maxiter, residual, maxiter)
+
+
+def gmres(
+    xp: Any,
+    matvec: Callable[[Any], Any],
+    b: Any,
+    x: Any,
+    *,
+    tol: float,
+    restart: int,
+    maxiter: int,
+    psolve: Callable[[Any], Any] | None = None,
+    callback: Callable[[Any], Any] | None = None,
+    callback_type: str = "x",
+) -> Solution:
+    """GMRES(restart) (Saad & Schultz 1986), right-preconditioned, from ``x``, for at most ``maxiter`` restart
+    cycles; one product with ``A`` and one with ``M`` per inner iteration.
+
+    The Arnoldi basis is orthogonalised by classical Gram-Schmidt applied twice (two products with the
+    stacked basis per step, where modified Gram-Schmidt would make one small operation per basis vector),
+    and the Hessenberg matrix is reduced by Givens rotations on the host as it grows, so that each step
+    knows its residual norm without a solve. Right preconditioning (``A M y = b``, ``x = M y``) makes that
+    norm the residual of ``b - A x`` itself; each cycle ends by measuring it directly.
+    """
+    import numpy as np
+
+    precondition = psolve or _identity
+    complex_ = xp.isdtype(b.dtype, "complex floating")
+    host = np.complex128 if complex_ else np.float64
+    device = array_api_compat.device(b)
+    r = b - matvec(x)
+    residual = norm(xp, r)
+    iterations = 0
+    for cycle in range(maxiter + 1):
+        if residual <= tol:
+            return Solution(x, 0, residual, iterations)
+        if not math.isfinite(residual):
+            return Solution(x, BREAKDOWN, residual, iterations)
+        if cycle == maxiter:
+            break
+        basis = [r / residual]
+        h = np.zeros((restart + 1, restart), dtype=host)
+        cs, sn = np.zeros(restart, dtype=host), np.zeros(restart, dtype=host)
+        g = np.zeros(restart + 1, dtype=host)
+        g[0] = residual
+        steps = 0
+        for j in range(restart):
+            w = matvec(precondition(basis[j]))
+            stacked = xp.stack(basis)
+            coefficients = xp.vecdot(stacked, w)
+            w = w - xp.matmul(coefficients, stacked)
+            again = xp.vecdot(stacked, w)
+            w = w - xp.matmul(again, stacked)
+            column = to_host(coefficients + again).astype(host)
+            w_norm = norm(xp, w)
+            if not (np.all(np.isfinite(column)) and math.isfinite(w_norm)):
+                break  # the cycle's basis so far still gives a finite update; the residual check then decides
+            iterations += 1
+            steps = j + 1
+            h[: j + 1, j] = column
+            h[j + 1, j] = w_norm
+            for i in range(j):  # the previous rotations, applied to the new column
+                h[i, j], h[i + 1, j] = cs[i] * h[i, j] + sn[i] * h[i + 1, j], -np.conj(sn[i]) * h[i, j] + cs[i] * h[i + 1, j]
+            cs[j], sn[j] = _givens(h[j, j], h[j + 1, j])
+            h[j, j], h[j + 1, j] = cs[j] * h[j, j] + sn[j] * h[j + 1, j], 0.0
+            g[j], g[j + 1] = cs[j] * g[j], -np.conj(sn[j]) * g[j]
+            if callback is not None and callback_type == "pr_norm":
+                callback(float(abs(g[j + 1])))
+            if abs(g[j + 1]) <= tol or w_norm == 0:
+                break
+            basis.append(w / w_norm)
+        if steps == 0:
+            return Solution(x, BREAKDOWN, residual, iterations)
+        y = _upper_triangular_solve(h[:steps, :steps], g[:steps])
+        if not np.all(np.isfinite(y)):
+            return Solution(x, BREAKDOWN, residual, iterations)
+        weights = xp.asarray(y if complex_ else y.real, dtype=b.dtype, device=device)
+        x = x + precondition(xp.matmul(weights, xp.stack(basis[:steps])))
+        r = b - matvec(x)
+        residual = norm(xp, r)
+        if callback is not None and callback_type == "x":
+            callback(x)
+    return Solution(x, maxiter, residual, iterations)
+
+
+def _finite(value: complex | float) -> bool:
+    return math.isfinite(abs(value))
+
+
+def _givens(a: Any, b: Any) -> tuple[Any, Any]:
+    """``(c, s)`` with real ``c`` and ``[[c, s], [-conj(s), c]] @ [a, b] = [rho, 0]``."""
+    if b == 0:
+        return 1.0, 0.0
+    if a == 0:
+        return 0.0, b.conjugate() / abs(b)
+    scale = math.hypot(abs(a), abs(b))
+    c = abs(a) / scale
+    return c, (a / abs(a)) * b.conjugate() / scale
+
+
+def _upper_triangular_solve(r: Any, g: Any) -> Any:
+    """Back substitution on the host's small triangular factor (a zero pivot gives a non-finite answer)."""
+    import numpy as np
+
+    n = r.shape[0]
+    y = np.zeros(n, dtype=r.dtype)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for i in range(n - 1, -1, -1):
+            y[i] = (g[i] - r[i, i + 1 :] @ y[i + 1 :]) / r[i, i]
+    return y
