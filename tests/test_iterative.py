@@ -24,7 +24,7 @@ from xsparse.testing import to_numpy
 load_native_kernels()
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
-BACKENDS = ["numpy", "torch", "array_api_strict"]
+BACKENDS = ["numpy", "torch", "array_api_strict", "cupy"]
 SOLVERS = {"cg": xs.linalg.cg, "bicgstab": xs.linalg.bicgstab, "gmres": xs.linalg.gmres}
 SCIPY = {"cg": spl.cg, "bicgstab": spl.bicgstab, "gmres": spl.gmres}
 SOME = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -76,9 +76,9 @@ def tolerance(dtype: str) -> float:
     preconditioned=st.booleans(),
 )
 def test_solvers_against_the_dense_solve(
-    backend: str, solver: str, n: int, density: float, dtype: str, layout: xs.Layout, index_dtype: str, seed: int, preconditioned: bool
+    backend: str, xp: Any, solver: str, n: int, density: float, dtype: str, layout: xs.Layout, index_dtype: str, seed: int, preconditioned: bool
 ) -> None:
-    xp = namespace(backend)
+    # xp creates on the device that --device names (torch=cuda on a GPU machine)
     rng = np.random.default_rng(seed)
     host = random_system(rng, n, density, dtype, hermitian=solver == "cg")
     rhs = rng.standard_normal(n).astype(dtype)

@@ -236,3 +236,17 @@ def test_integer_products_with_many_unspecified_elements_wrap_around() -> None:
         assert_sparse_equal(xs.prod(a, axis=1), jnp.prod(d, axis=1))
     c = xs.to_sparse_coo(jnp.full((70,), 3, dtype=jnp.int32), fill_value=3)
     assert int(xs.prod(c)) == int(jnp.prod(jnp.full((70,), 3, dtype=jnp.int32)))
+
+
+@pytest.mark.parametrize("solver", ["cg", "bicgstab", "gmres"])
+def test_iterative_solvers_on_immutable_arrays(solver: str) -> None:
+    # GMRES keeps its basis in one array written in place; JAX's arrays cannot be written, so it stacks a list
+    rng = np.random.default_rng(5)
+    host = rng.standard_normal((12, 12)) * (rng.random((12, 12)) < 0.3)
+    host = host + host.T if solver == "cg" else host
+    host = host + np.diag(np.abs(host).sum(axis=1) + 1.0)
+    b = np.arange(1.0, 13.0)
+    kwargs = {"restart": 4} if solver == "gmres" else {}
+    x, info = getattr(xs.linalg, solver)(xs.to_sparse_csr(jnp.asarray(host)), jnp.asarray(b), rtol=1e-12, **kwargs)
+    assert info == 0 and isinstance(x, jax.Array)
+    np.testing.assert_allclose(np.asarray(x), np.linalg.solve(host, b), rtol=1e-9)

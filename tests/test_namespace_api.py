@@ -732,6 +732,11 @@ def test_linalg_errors(xp: Any) -> None:
         xs.linalg.cross(s, s, axis=0)
     with pytest.raises(ValueError, match=r"outer: both operands must be 1-D"):
         xs.linalg.outer(s, s)
+    fives = xs.sparse_coo_array(xp.asarray([[0]]), xp.asarray([1.0], dtype=xp.float64), (3,), fill_value=5.0)
+    with pytest.raises(xs.NoKernelError, match=r"^outer: the outer product of two sparse vectors is sparse only for fill values 0 \(x1 fill_value=5\.0, x2 fill_value=5\.0\)\. Pass xsparse\.to_dense\(x2\)"):
+        xs.linalg.outer(fives, fives)
+    dense = xs.linalg.outer(fives, xs.to_dense(fives))
+    assert [[float(v) for v in row] for row in xs.testing.to_numpy(dense)] == [[1.0, 5.0, 5.0], [5.0, 25.0, 25.0], [5.0, 25.0, 25.0]]
     with pytest.raises(ValueError, match=r"diagonal: x must have at least 2 dimensions"):
         xs.linalg.diagonal(xs.to_sparse_coo(xp.asarray([1.0])))
     with pytest.raises(TypeError, match=r"diagonal: offset must be an integer, got str \(offset='1'\)\. Pass an integer offset\."):

@@ -148,8 +148,9 @@ def test_csr_matmul_matches_dense(
     if shared:
         mats = mats[:1]
     nse = max(len(x[1]) for x in mats)
-    # batches of equal nse: pad every matrix's arrays to the largest (the padding lies past indptr[-1])
-    indptr = np.stack([x[0] for x in mats])
+    # batches of equal nse: every matrix padded to the largest with explicit zeros at column 0 of its last
+    # row (its offsets end at nse, as invariant 5.2 asks; a matrix without rows has no entries to pad)
+    indptr = np.stack([np.r_[x[0][:-1], nse] if m else x[0] for x in mats])
     indices = np.stack([np.r_[x[1], np.zeros(nse - len(x[1]), x[1].dtype)] for x in mats])
     data = np.stack([np.r_[x[2], np.zeros(nse - len(x[2]), dtype)] for x in mats])
     rows_d, rows_out = (m, n) if transpose else (n, m)

@@ -256,6 +256,11 @@ def to_sparse(
         raise ValueError(f"{op}: to_sparse makes sparse arrays, not strided ones (layout={layout}). Call xsparse.to_dense instead.")
     if isinstance(x, SparseArray) and _is_already(x, target):
         return x
+    if not isinstance(x, SparseArray) and not getattr(x.dtype, "isnative", True):
+        # a NumPy array of the other byte order ('>f8' on a little-endian machine): its values would keep
+        # that order in the sparse array, which the compiled kernels and NumPy's reductions do not read
+        # (the constructors convert their components the same way)
+        x = x.astype(x.dtype.newbyteorder("="))
     return cast(SparseArray, _convert(op, x, target))
 
 

@@ -141,7 +141,30 @@ def _value_array(op: str, xp: Any, obj: Any, dtype: Any, device: Any) -> Any:
         if device is not None:
             arr = xp.asarray(arr, device=device)
         return arr
+    if dtype is not None:
+        obj = _representable(op, obj, dtype)
     return xp.asarray(obj, dtype=dtype, device=device)
+
+
+def _representable(op: str, obj: Any, dtype: Any) -> Any:
+    """``obj`` (Python integers, or a nest of them) for the backend's ``asarray`` with an integer ``dtype``,
+    refusing an integer the dtype cannot hold (NumPy raises its own OverflowError, torch wraps: -1 as uint8
+    is 255). Unsigned 64-bit integers past int64's range go through NumPy, which reads them (torch's
+    ``asarray`` reads Python integers as int64 first)."""
+    name = dtype_name(dtype)
+    if name == "bool" or not name.startswith(("int", "uint")):
+        return obj
+    info = np.iinfo(name)
+    leaves = list(_leaves(obj)) if isinstance(obj, (list, tuple)) else [obj]
+    bad = next((v for v in leaves if isinstance(v, int) and not isinstance(v, bool) and not info.min <= v <= info.max), None)
+    if bad is not None:
+        raise ValueError(
+            f"{op}: the values hold {bad}, which {name} cannot represent (range [{info.min}, {info.max}]). Pass values "
+            f"in that range, or a wider dtype."
+        )
+    if name == "uint64" and any(isinstance(v, int) and v > 2**63 - 1 for v in leaves):
+        return np.asarray(obj, dtype=np.uint64)
+    return obj
 
 
 def _contiguous(backend: Backend, xp: Any, x: Any) -> Any:
@@ -733,8 +756,15 @@ def eye(
     if layout is strided:
         return xp.eye(rows, cols, k=k, dtype=dt, device=device)
     vdt = dt if dt is not None else _default_float(xp, device)
-    diagonal = xp.ones((1, cols), dtype=vdt, device=device)
-    return _spdiags(op, b, xp, diagonal, xp.asarray([k], dtype=xp.int64, device=device), (rows, cols), layout, blocksize)
+    # the elements (i, i + k) inside the matrix, built directly: O(their number), however wide the matrix
+    first, stop = max(0, -k), max(0, min(rows, cols - k))
+    count = max(0, stop - first)
+    i = xp.arange(first, first + count, dtype=xp.int64, device=device)
+    coo = COOArray(
+        xp.stack([i, i + k]), xp.ones((count,), dtype=vdt, device=device), (rows, cols), backend=b, xp=xp, coalesced=True,
+        fill_value=_fill(xp, vdt, 0), op=op,
+    )
+    return _coo_in_layout(op, coo, layout, blocksize)
 
 
 def _diagonal_layout(op: str, layout: Any, blocksize: Any) -> Layout:
@@ -804,13 +834,20 @@ def spdiags(
 
 def _spdiags(op: str, b: Backend, xp: Any, diagonals: Any, offsets: Any, shape: Any, layout: Layout, blocksize: Any) -> Any:
     """:func:`spdiags` into ``layout`` (checked), with the errors of the conversion naming ``op``."""
-    diag = diagonals if is_strided(diagonals) else xp.asarray(diagonals)
-    off = offsets if is_strided(offsets) else xp.asarray(offsets, device=array_api_compat.device(diag))
-    if diag.ndim == 1 and off.ndim == 0:
-        diag, off = diag[None, :], xp.reshape(off, (1,))
     shp = _shape_arg(op, shape)
     if shp is None or len(shp) != 2 or min(shp) < 0:
         raise ValueError(f"{op}: shape must be two non-negative sizes (shape={shape!r}). Pass (rows, columns).")
+    rows, cols = shp
+    distinct_checked = False
+    if isinstance(offsets, (list, tuple)) and all(isinstance(o, int) and not isinstance(o, bool) for o in offsets):
+        # Python integers of any size: a diagonal past the last column or row is empty, and clamped to the
+        # matrix's edge its offset fits int64 (2**63 would otherwise make NumPy read the list as floats)
+        _distinct_offsets(op, list(offsets))
+        offsets, distinct_checked = [max(-rows, min(o, cols)) for o in offsets], True
+    diag = diagonals if is_strided(diagonals) else xp.asarray(diagonals)
+    off = offsets if is_strided(offsets) else xp.asarray(offsets, dtype=xp.int64 if distinct_checked else None, device=array_api_compat.device(diag))
+    if diag.ndim == 1 and off.ndim == 0:
+        diag, off = diag[None, :], xp.reshape(off, (1,))
     if diag.ndim != 2 or off.ndim != 1 or diag.shape[0] != off.shape[0]:
         raise ValueError(
             f"{op}: diagonals must be 2-D and offsets 1-D with one offset per row of diagonals "
@@ -818,12 +855,23 @@ def _spdiags(op: str, b: Backend, xp: Any, diagonals: Any, offsets: Any, shape: 
         )
     if not xp.isdtype(off.dtype, "integral"):
         raise TypeError(f"{op}: offsets must be integers (dtype={dtype_name(off.dtype)}). Pass an integer array or a list of ints.")
-    if off.shape[0] > 1 and int(xp.max(xp.unique_counts(off).counts)) > 1:
-        raise ValueError(
-            f"{op}: offsets must be distinct (offsets={[int(o) for o in off]}). Sum the diagonals of equal offset first."
-        )
+    if not distinct_checked and off.shape[0] > 1 and int(xp.max(xp.unique_counts(off).counts)) > 1:
+        _distinct_offsets(op, [int(o) for o in off])
+    # clamped to the matrix's edges as above: an unsigned offset past int64 would wrap to a negative one,
+    # and a signed one near int64's ends would overflow the kernel's row arithmetic
+    if xp.isdtype(off.dtype, "unsigned integer"):
+        if int(xp.iinfo(off.dtype).max) > cols:
+            off = xp.minimum(off, xp.asarray(cols, dtype=off.dtype, device=array_api_compat.device(off)))
+        off = xp.astype(off, xp.int64)
+    else:
+        off = xp.clip(xp.astype(off, xp.int64), -rows, cols)
     result = dispatch.call("spdiags", (strided, strided), b.name, xp, diag, off, shp, b)
     return _coo_in_layout(op, result, layout, blocksize)
+
+
+def _distinct_offsets(op: str, offsets: list[int]) -> None:
+    if len(set(offsets)) != len(offsets):
+        raise ValueError(f"{op}: offsets must be distinct (offsets={offsets}). Sum the diagonals of equal offset first.")
 
 
 def random(
@@ -899,6 +947,8 @@ def random(
     from ._elementwise import layout_argument
 
     layout = layout_argument(op, layout) or sparse_coo
+    if blocksize is not None and (layout is strided or layout is sparse_coo):
+        _diagonal_layout(op, layout, blocksize)  # its error: blocksize would be ignored
     if nnz is not None and density is not None:
         raise ValueError(f"{op}: give density or nnz, not both (density={density!r}, nnz={nnz!r}). Leave one out.")
     if nnz is not None:
@@ -1193,6 +1243,8 @@ def asarray(
         kwargs["copy"] = copy
     if copy is False and layout is not None and layout is not strided:
         raise ValueError(f"{op}: copy=False but a {layout} array made from strided data is a copy (layout={layout}). Pass copy=None to allow a copy.")
+    if dt is not None and isinstance(obj, (list, tuple, int)):
+        obj = _representable(op, obj, dt)
     obj = _read_buffer(obj)
     return _to_layout(op, xp.asarray(obj, **kwargs), layout, blocksize, fill_value, sparse_dim=sparse_dim, dense_dim=dense_dim)
 

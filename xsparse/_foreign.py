@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ._errors import InvariantError
+
 __all__ = ["foreign_sparse_kind", "refuse_foreign_sparse", "from_foreign_sparse"]
 
 
@@ -135,14 +137,26 @@ def _from_scipy(op: str, m: Any) -> tuple[Any, bool]:
         indices = np.stack([np.asarray(c, dtype=index_dtype) for c in coords]) if len(coords) else np.zeros((0, m.nnz), np.int64)
         copied = True  # the coordinate rows are stacked into one array
         return sparse_coo_array(indices, m.data, shape, is_coalesced=bool(m.has_canonical_format)), copied
-    if not m.has_canonical_format:
-        # SciPy lets a compressed matrix hold duplicates, which mean their sum, and unsorted indices: summed
-        # and sorted on a copy (SciPy's sum_duplicates works in place, on the user's matrix; it keeps sums
-        # that are 0), as invariant 5.6 asks
-        m, copied = m.copy(), True
-        m.sum_duplicates()
     layout = {"csr": sparse_csr, "csc": sparse_csc, "bsr": sparse_bsr}[fmt]
     blocksize = (int(m.blocksize[0]), int(m.blocksize[1])) if fmt == "bsr" else None
+    try:
+        if not m.has_canonical_format:
+            # SciPy lets a compressed matrix hold duplicates, which mean their sum, and unsorted indices:
+            # summed and sorted on a copy (SciPy's sum_duplicates works in place, on the user's matrix; it
+            # keeps sums that are 0), as invariant 5.6 asks
+            m, copied = m.copy(), True
+            m.sum_duplicates()
+    except (ValueError, TypeError, IndexError) as e:
+        # SciPy accepts a malformed matrix at construction and trips over it here: the validator says
+        # which invariant its components break (SciPy's message only where the validator finds none)
+        indptr, indices, _ = _compressed_indices(m.indptr, m.indices)
+        try:
+            sparse_compressed_array(indptr, indices, m.data, shape, layout=layout, blocksize=blocksize, backend="numpy", check_invariants=True)
+        except InvariantError as bad:
+            raise InvariantError(bad.invariant, bad.detail, op) from None
+        raise ValueError(
+            f"{op}: SciPy cannot read this {fmt} matrix ({e}). Check it with m.check_format(full_check=True), which says what is wrong."
+        ) from None
     # SciPy may hold int32 or int64 indices (both are valid components); an index of another integer dtype
     # (SciPy picks the smallest that fits only on request) is widened
     indptr, indices, widened = _compressed_indices(m.indptr, m.indices)
@@ -157,7 +171,7 @@ def _from_pydata(op: str, s: Any) -> tuple[Any, bool]:
     if type(s).__name__ == "GCXS" and s.ndim == 2 and tuple(s.compressed_axes) in ((0,), (1,)):
         return _from_gcxs(s)
     if type(s).__name__ != "COO":
-        s, copied = s.tocoo(), True  # GCXS, DOK: pydata/sparse's own conversion
+        s, copied = s.asformat("coo"), True  # GCXS, DOK: pydata/sparse's own conversion (DOK has no tocoo)
     fill = s.fill_value.item() if hasattr(s.fill_value, "item") else s.fill_value
     coalesced = bool(getattr(s, "sorted", False)) and not bool(getattr(s, "has_duplicates", True))
     return sparse_coo_array(s.coords, s.data, tuple(int(d) for d in s.shape), is_coalesced=coalesced, fill_value=fill, backend="numpy"), copied
@@ -165,12 +179,18 @@ def _from_pydata(op: str, s: Any) -> tuple[Any, bool]:
 
 def _compressed_indices(indptr: Any, indices: Any) -> tuple[Any, Any, bool]:
     """The compressed and plain index arrays of another library as xsparse's components, and whether that
-    copied (which copy=False refuses): int32 and int64 kept, another integer dtype widened to int64
+    copied (which copy=False refuses): int32 and int64 kept, a narrower integer dtype widened to int64
     (SciPy picks the smallest that fits on request), both int64 where their dtypes differ."""
     import numpy as np
 
-    ptr, idx = (a if a.dtype in (np.int32, np.int64) else a.astype(np.int64) for a in (indptr, indices))
-    if ptr.dtype != idx.dtype:
+    kept = (np.dtype(np.int32), np.dtype(np.int64))
+
+    def widened(a: Any) -> Any:
+        # a float or a uint64 index would not convert exactly: passed on, for the constructor to refuse
+        return a.astype(np.int64) if a.dtype not in kept and a.dtype.kind in "iu" and a.dtype != np.uint64 else a
+
+    ptr, idx = widened(indptr), widened(indices)
+    if ptr.dtype != idx.dtype and ptr.dtype in kept and idx.dtype in kept:
         ptr, idx = ptr.astype(np.int64), idx.astype(np.int64)
     return ptr, idx, ptr is not indptr or idx is not indices
 

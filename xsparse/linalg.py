@@ -619,6 +619,13 @@ def outer(x1: Any, x2: Any, /) -> Any:
         # each element one product, nothing summed: the Kronecker product keeps its sign where a zero's
         # is (-0.0 * 1.0), which a sparse matmul accumulating from +0 would not
         return kron(column, row)
+    if isinstance(x1, SparseArray) and isinstance(x2, SparseArray):
+        # a fill value other than 0: the elements (i, j) with one operand specified are x1[i] * f2 or
+        # f1 * x2[j], no one value, so the product has no sparse form
+        raise NoKernelError(
+            f"{op}: the outer product of two sparse vectors is sparse only for fill values 0 (x1 fill_value={x1.fill_value!r}, "
+            f"x2 fill_value={x2.fill_value!r}). Pass xsparse.to_dense(x2) for a strided result."
+        )
     return matmul(column, row)
 
 

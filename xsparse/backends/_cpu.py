@@ -550,8 +550,8 @@ def csr_matmul(
         The CSR components of ``A``: ``indptr`` ``(nb, n_major + 1)``, ``indices`` and ``data``
         ``(nb, nse)``, or 1-D for one matrix (also ``nb = 1``: one matrix for every batch). The indices
         are int32 or int64 (of one dtype, else both are widened to int64), the values float32,
-        float64, complex64 or complex128. Checked as they are read: offsets out of order or out of
-        range, or an index out of range, raise ValueError.
+        float64, complex64 or complex128. Checked as they are read: offsets out of order, not starting
+        at 0 or not ending at nse, or an index out of range, raise ValueError.
     n_minor : int
         The number of columns of ``A``.
     d : numpy.ndarray

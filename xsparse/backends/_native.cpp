@@ -1094,6 +1094,9 @@ struct CsrView {
     // Whether the caller vouches that the offsets and indices were already checked (an array whose
     // bounds an earlier kernel or the validator checked): the kernels then skip their own checks.
     bool checked = false;
+    // Whether the view's rows are a range of a larger matrix's (a thread's share): its first offset
+    // need not be 0, nor its last nse, and the caller checks the matrix's ends itself.
+    bool partial = false;
     const I* ptr(int64_t b) const { return indptr + b * ptr_bs; }
     const I* idx(int64_t b) const { return indices + b * idx_bs; }
     const T* val(int64_t b) const { return data + b * val_bs; }
@@ -1219,8 +1222,12 @@ inline bool indices_in_range(const I* idx, int64_t n, int64_t bound) {
 // there are no columns, no entries. Checked block by block before the block is computed (its offsets
 // then stay in cache for the computation), so the kernels' row loops need no checks of their own.
 template <class I>
-inline bool offsets_valid(const I* ptr, int64_t i0, int64_t i1, int64_t nse, bool no_columns) {
-    bool ok = ptr[i0] >= 0 && ptr[i1] <= nse && !(no_columns && ptr[i1] > ptr[i0]);
+inline bool offsets_valid(const I* ptr, int64_t i0, int64_t i1, int64_t n_major, int64_t nse, bool no_columns) {
+    // the first offset is 0 and the last nse (invariants 5.1 and 5.2), checked where a range reaches
+    // them: entries before the first offset or after the last would be skipped silently. n_major < 0
+    // marks the rows of a view that are a range of a larger matrix's, whose ends are checked apart.
+    bool ok = (i0 == 0 && n_major >= 0 ? ptr[0] == 0 : ptr[i0] >= 0) && (i1 == n_major ? ptr[i1] == nse : ptr[i1] <= nse) &&
+              !(no_columns && ptr[i1] > ptr[i0]);
     for (int64_t i = i0; i < i1; ++i) ok &= ptr[i] <= ptr[i + 1];
     return ok;
 }
@@ -1228,7 +1235,7 @@ inline bool offsets_valid(const I* ptr, int64_t i0, int64_t i1, int64_t nse, boo
 // The two checks through a view: nothing to do for a view whose bounds were already checked.
 template <class I, class T>
 inline bool rows_valid(const CsrView<I, T>& A, const I* ptr, int64_t i0, int64_t i1) {
-    return A.checked || offsets_valid(ptr, i0, i1, A.nse, A.n_minor == 0);
+    return A.checked || offsets_valid(ptr, i0, i1, A.partial ? -1 : A.n_major, A.nse, A.n_minor == 0);
 }
 
 template <class I, class T>
@@ -1825,6 +1832,10 @@ bool csr_mm_scatter(const CsrView<I, T>& A, View3<const T> D, View3<T> O, const 
         return ok;
     }
     const int64_t m = A.n_major;
+    // the threads take ranges of rows, as views of their own (partial): the matrix's ends are checked here
+    for (int64_t b = 0; b < nb && !A.checked; ++b) {
+        if (A.ptr(b)[0] != 0 || A.ptr(b)[m] != A.nse) return false;
+    }
     int used = 1;
 #pragma omp parallel num_threads(threads) reduction(&& : ok)
     {
@@ -1849,7 +1860,7 @@ bool csr_mm_scatter(const CsrView<I, T>& A, View3<const T> D, View3<T> O, const 
             // Rows [r0, r1) of batch b as a matrix of their own.
             CsrView<I, T> Ab = A;
             Ab.indptr = A.ptr(b) + r0, Ab.indices = A.idx(b), Ab.data = A.val(b);
-            Ab.ptr_bs = Ab.idx_bs = Ab.val_bs = 0, Ab.nb = 1, Ab.n_major = r1 - r0;
+            Ab.ptr_bs = Ab.idx_bs = Ab.val_bs = 0, Ab.nb = 1, Ab.n_major = r1 - r0, Ab.partial = true;
             View3<const T> Dr = D;
             Dr.base = D.base + b * D.s0 + r0 * D.s1, Dr.s0 = 0;
             View3<T> Or = target;
@@ -1946,7 +1957,7 @@ PyObject* py_csr_mm(PyObject*, PyObject* args) {
     }
     if (!in_range) {
         PyErr_SetString(PyExc_ValueError,
-                        "csr_mm: the compressed indices are not non-decreasing within [0, nse], or an index is out of range");
+                        "csr_mm: the compressed indices are not non-decreasing from 0 to nse, or an index is out of range");
         return nullptr;
     }
     Py_RETURN_NONE;
@@ -2111,7 +2122,7 @@ PyObject* py_spgemm_count(PyObject*, PyObject* args) {
     });
     if (!valid) {
         PyErr_SetString(PyExc_ValueError,
-                        "spgemm: the compressed indices are not non-decreasing within [0, nse], or an index is out of range");
+                        "spgemm: the compressed indices are not non-decreasing from 0 to nse, or an index is out of range");
         return nullptr;
     }
     return PyLong_FromLongLong(reinterpret_cast<int64_t*>(counts.ptr())[comp_shape(aip, 1) - 1]);
@@ -2177,7 +2188,7 @@ PyObject* py_spgemm_fill(PyObject*, PyObject* args) {
     }
     if (!valid) {
         PyErr_SetString(PyExc_ValueError,
-                        "spgemm_fill: an operand's compressed indices are not non-decreasing within [0, nse], an index "
+                        "spgemm_fill: an operand's compressed indices are not non-decreasing from 0 to nse, an index "
                         "is out of range, or c_indptr is not the result of spgemm_count");
         return nullptr;
     }
@@ -2293,7 +2304,7 @@ PyObject* py_sddmm(PyObject*, PyObject* args) {
     }
     if (!in_range) {
         PyErr_SetString(PyExc_ValueError,
-                        "sddmm: the compressed indices are not non-decreasing within [0, nse], or an index is out of range");
+                        "sddmm: the compressed indices are not non-decreasing from 0 to nse, or an index is out of range");
         return nullptr;
     }
     Py_RETURN_NONE;
@@ -2497,7 +2508,7 @@ bool merge_count_kernel(const CsrView<I, T>& A, const CsrView<I, T>& B, I* cp, i
         const int64_t i0 = bounds[chunk], i1 = bounds[chunk + 1];
         const I* ap = A.indptr;
         const I* bp = B.indptr;
-        bool good = offsets_valid(ap, i0, i1, A.nse, A.n_minor == 0) && offsets_valid(bp, i0, i1, B.nse, B.n_minor == 0);
+        bool good = offsets_valid(ap, i0, i1, m, A.nse, A.n_minor == 0) && offsets_valid(bp, i0, i1, m, B.nse, B.n_minor == 0);
         for (int64_t i = i0; good && i < i1; ++i) {
             const int64_t sa = ap[i], ea = ap[i + 1], sb = bp[i], eb = bp[i + 1];
             good = row_canonical(A.indices, sa, ea, A.n_minor) && row_canonical(B.indices, sb, eb, B.n_minor);
@@ -2522,8 +2533,8 @@ bool merge_fill_kernel(const CsrView<I, T>& A, const CsrView<I, T>& B, const I* 
         const int64_t i0 = bounds[chunk], i1 = bounds[chunk + 1];
         const I* ap = A.indptr;
         const I* bp = B.indptr;
-        bool good = offsets_valid(ap, i0, i1, A.nse, A.n_minor == 0) && offsets_valid(bp, i0, i1, B.nse, B.n_minor == 0) &&
-                    offsets_valid(cp, i0, i1, nnz, false);
+        bool good = offsets_valid(ap, i0, i1, m, A.nse, A.n_minor == 0) && offsets_valid(bp, i0, i1, m, B.nse, B.n_minor == 0) &&
+                    offsets_valid(cp, i0, i1, m, nnz, false);
         for (int64_t i = i0; good && i < i1; ++i) {
             if (cp[i] == cp[i + 1]) continue;  // nothing to write (most rows of a product)
             good = merge_fill_row<Op>(A.indices, A.data, ap[i], ap[i + 1], B.indices, B.data, bp[i], bp[i + 1], ci, cd,
@@ -2578,7 +2589,7 @@ CsrView<I, T> flat_csr(const Buffer& ip, const Buffer& ix, const Buffer& dv, int
 }
 
 const char kMergeInvalid[] =
-    "merge: an operand's compressed indices are not non-decreasing within [0, nse], or a row's indices are not "
+    "merge: an operand's compressed indices are not non-decreasing from 0 to nse, or a row's indices are not "
     "strictly increasing within [0, n_minor) (a compressed array must be canonical)";
 
 // merge_count(op, kind, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, n_minor, c_indptr, threads) -> nnz
@@ -2694,7 +2705,7 @@ bool row_sums_kernel(const CsrView<I, T>& A, T* out, int threads) {
         bool good = true;
         for (int64_t r = bounds[chunk], i1 = bounds[chunk + 1]; good && r < i1; r += kCheckRows) {
             const int64_t r1 = std::min(i1, r + kCheckRows);
-            good = offsets_valid(ptr, r, r1, A.nse, A.n_minor == 0);
+            good = offsets_valid(ptr, r, r1, m, A.nse, A.n_minor == 0);
             for (int64_t i = r; good && i < r1; ++i) {
                 T s = T(0);
                 for (int64_t k = ptr[i], e = ptr[i + 1]; k < e; ++k) s = sum_add(s, v[k]);
@@ -2783,7 +2794,7 @@ bool col_sums_kernel(const CsrView<I, T>& A, T* out, uint8_t* seen, bool* seen_k
             }
             for (int64_t r = bounds[chunk], i1 = bounds[chunk + 1]; good && r < i1; r += kCheckRows) {
                 const int64_t r1 = std::min(i1, r + kCheckRows);
-                good = offsets_valid(ptr, r, r1, A.nse, n == 0) &&
+                good = offsets_valid(ptr, r, r1, A.n_major, A.nse, n == 0) &&
                        indices_in_range(idx + ptr[r], static_cast<int64_t>(ptr[r1] - ptr[r]), n);
                 if (!good) break;
                 if (mk != nullptr) {
@@ -2878,7 +2889,7 @@ PyObject* py_csr_sums(PyObject*, PyObject* args) {
     }
     if (!valid) {
         PyErr_SetString(PyExc_ValueError,
-                        "csr_sums: the compressed indices are not non-decreasing within [0, nse], or an index is out of range");
+                        "csr_sums: the compressed indices are not non-decreasing from 0 to nse, or an index is out of range");
         return nullptr;
     }
     return PyBool_FromLong(seen_known);
@@ -2941,7 +2952,7 @@ template <class I, class Fn>
 bool for_each_block(const I* ptr, int64_t m, int64_t nse, int64_t r, int64_t r1, Fn&& fn) {
     while (r < r1) {
         const int64_t b = r / m, i0 = r - b * m, i1 = std::min({m, i0 + (r1 - r), i0 + kCheckRows});
-        if (!offsets_valid(ptr + b * (m + 1), i0, i1, nse, false)) return false;
+        if (!offsets_valid(ptr + b * (m + 1), i0, i1, m, nse, false)) return false;
         fn(b, i0, i1);
         r += i1 - i0;
     }
@@ -3178,7 +3189,7 @@ bool join_plain_kernel(const std::vector<JoinPart<I>>& parts, int64_t nb, int64_
         bool good = true;
         for (int64_t r = bounds[c], r1 = bounds[c + 1]; good && r < r1;) {
             const int64_t b = r / m, i0 = r - b * m, i1 = std::min({m, i0 + (r1 - r), i0 + kCheckRows});
-            for (const JoinPart<I>& a : parts) good = good && offsets_valid(a.ptr + b * (m + 1), i0, i1, a.nse, false);
+            for (const JoinPart<I>& a : parts) good = good && offsets_valid(a.ptr + b * (m + 1), i0, i1, m, a.nse, false);
             if (!good) break;
             O* op = optr + b * (m + 1);
             const int64_t base = b * total;

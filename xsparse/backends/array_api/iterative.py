@@ -24,7 +24,7 @@ import array_api_compat
 
 from .conversion import to_host
 
-__all__ = ["Solution", "cg", "bicgstab", "gmres", "norm"]
+__all__ = ["Solution", "cg", "bicgstab", "gmres", "inner", "norm"]
 
 BREAKDOWN = -1
 
@@ -39,10 +39,12 @@ class Solution(NamedTuple):
     iterations: int
 
 
-def dot(xp: Any, u: Any, v: Any) -> Any:
-    """``u^H v`` as a Python float (real dtypes) or complex, so that scaling a vector by it keeps its dtype."""
-    value = xp.vecdot(u, v)
-    return complex(value) if xp.isdtype(u.dtype, "complex floating") else float(value)
+def inner(xp: Any, dtype: Any) -> Callable[[Any, Any], Any]:
+    """``(u, v) -> u^H v`` for vectors of ``dtype``, as a Python float (real dtypes) or complex, so that scaling
+    a vector by it keeps its dtype (the dtype's kind is read once per solve, not once per product)."""
+    if xp.isdtype(dtype, "complex floating"):
+        return lambda u, v: complex(xp.vecdot(u, v))
+    return lambda u, v: float(xp.vecdot(u, v))
 
 
 def norm(xp: Any, v: Any) -> float:
@@ -78,21 +80,26 @@ def cg(
 ) -> Solution:
     """Preconditioned conjugate gradients (Hestenes & Stiefel) for Hermitian positive definite ``A`` and ``M``,
     from ``x``; one product with ``A`` and one with ``M`` per iteration."""
-    precondition = psolve or _identity
+    dot = inner(xp, b.dtype)
     r, residual, done = _start(xp, matvec, b, x, tol)
     if done is not None:
         return done
-    z = precondition(r)
-    rho = dot(xp, r, z)
+    z = r if psolve is None else psolve(r)
+    rho = dot(r, z)
     p = z
     for it in range(1, maxiter + 1):
         q = matvec(p)
-        curvature = dot(xp, p, q)
+        curvature = dot(p, q)
         if curvature == 0 or rho == 0 or not _finite(curvature):
             return Solution(x, BREAKDOWN, residual, it - 1)
         alpha = rho / curvature
         x_next, r_next = x + alpha * p, r - alpha * q
-        next_residual = norm(xp, r_next)
+        if psolve is None:
+            # without a preconditioner z is r, and r^H r is both the next rho and the residual's square
+            z, rho_next = r_next, dot(r_next, r_next)
+            next_residual = math.sqrt(abs(rho_next))
+        else:
+            next_residual = norm(xp, r_next)
         if not math.isfinite(next_residual):
             return Solution(x, BREAKDOWN, residual, it - 1)
         x, r, residual = x_next, r_next, next_residual
@@ -100,8 +107,9 @@ def cg(
             callback(x)
         if residual <= tol:
             return Solution(x, 0, residual, it)
-        z = precondition(r)
-        rho_next = dot(xp, r, z)
+        if psolve is not None:
+            z = psolve(r)
+            rho_next = dot(r, z)
         p = z + (rho_next / rho) * p
         rho = rho_next
     return Solution(x, maxiter, residual, maxiter)
@@ -121,6 +129,7 @@ def bicgstab(
     """BiCGSTAB (van der Vorst 1992), right-preconditioned, for any nonsingular ``A``, from ``x``; two products
     with ``A`` and two with ``M`` per iteration."""
     precondition = psolve or _identity
+    dot = inner(xp, b.dtype)
     r, residual, done = _start(xp, matvec, b, x, tol)
     if done is not None:
         return done
@@ -128,13 +137,13 @@ def bicgstab(
     rho_prev = alpha = omega = 1.0
     p = v = None
     for it in range(1, maxiter + 1):
-        rho = dot(xp, shadow, r)
+        rho = dot(shadow, r)
         if rho == 0 or not _finite(rho):
             return Solution(x, BREAKDOWN, residual, it - 1)
         p = r if p is None or v is None else r + ((rho / rho_prev) * (alpha / omega)) * (p - omega * v)
         p_hat = precondition(p)
         v = matvec(p_hat)
-        denominator = dot(xp, shadow, v)
+        denominator = dot(shadow, v)
         if denominator == 0 or not _finite(denominator):
             return Solution(x, BREAKDOWN, residual, it - 1)
         alpha = rho / denominator
@@ -147,8 +156,8 @@ def bicgstab(
             return Solution(x, 0, s_norm, it)
         s_hat = precondition(s)
         t = matvec(s_hat)
-        tt = dot(xp, t, t)
-        omega = dot(xp, t, s) / tt if tt else 0.0
+        tt = dot(t, t)
+        omega = dot(t, s) / tt if tt else 0.0
         if omega == 0 or not _finite(omega) or not math.isfinite(s_norm):
             return Solution(x, BREAKDOWN, residual, it - 1)
         x_next, r_next = x + alpha * p_hat + omega * s_hat, s - omega * t
@@ -181,7 +190,8 @@ def gmres(
     cycles; one product with ``A`` and one with ``M`` per inner iteration.
 
     The Arnoldi basis is orthogonalised by classical Gram-Schmidt applied twice (two products with the
-    stacked basis per step, where modified Gram-Schmidt would make one small operation per basis vector),
+    basis, kept as the rows of one array, per step, where modified Gram-Schmidt would make one small
+    operation per basis vector),
     and the Hessenberg matrix is reduced by Givens rotations on the host as it grows, so that each step
     knows its residual norm without a solve. Right preconditioning (``A M y = b``, ``x = M y``) makes that
     norm the residual of ``b - A x`` itself; each cycle ends by measuring it directly.
@@ -195,6 +205,7 @@ def gmres(
     r = b - matvec(x)
     residual = norm(xp, r)
     iterations = 0
+    basis = _Basis(xp, restart + 1, b)
     for cycle in range(maxiter + 1):
         if residual <= tol:
             return Solution(x, 0, residual, iterations)
@@ -202,15 +213,15 @@ def gmres(
             return Solution(x, BREAKDOWN, residual, iterations)
         if cycle == maxiter:
             break
-        basis = [r / residual]
+        basis.restart(r / residual)
         h = np.zeros((restart + 1, restart), dtype=host)
         cs, sn = np.zeros(restart, dtype=host), np.zeros(restart, dtype=host)
         g = np.zeros(restart + 1, dtype=host)
         g[0] = residual
         steps = 0
         for j in range(restart):
-            w = matvec(precondition(basis[j]))
-            stacked = xp.stack(basis)
+            w = matvec(precondition(basis.row(j)))
+            stacked = basis.rows()
             coefficients = xp.vecdot(stacked, w)
             w = w - xp.matmul(coefficients, stacked)
             again = xp.vecdot(stacked, w)
@@ -239,12 +250,49 @@ def gmres(
         if not np.all(np.isfinite(y)):
             return Solution(x, BREAKDOWN, residual, iterations)
         weights = xp.asarray(y if complex_ else y.real, dtype=b.dtype, device=device)
-        x = x + precondition(xp.matmul(weights, xp.stack(basis[:steps])))
+        x = x + precondition(xp.matmul(weights, basis.rows(steps)))
         r = b - matvec(x)
         residual = norm(xp, r)
         if callback is not None and callback_type == "x":
             callback(x)
     return Solution(x, maxiter, residual, iterations)
+
+
+class _Basis:
+    """GMRES's Krylov basis: rows of one preallocated ``(capacity, n)`` array written in place, where the
+    backend's arrays can be written (NumPy, torch, CuPy, array-api-strict); a list stacked on demand where
+    they cannot (JAX), at the cost of a copy per step."""
+
+    def __init__(self, xp: Any, capacity: int, like: Any) -> None:
+        self.xp = xp
+        self.array = xp.zeros((capacity, int(like.shape[0])), dtype=like.dtype, device=array_api_compat.device(like))
+        self.listed: list[Any] | None = None
+        self.count = 0
+
+    def restart(self, first: Any) -> None:
+        self.count = 0
+        if self.listed is not None:
+            self.listed = []
+        self.append(first)
+
+    def append(self, v: Any) -> None:
+        if self.listed is None:
+            try:
+                self.array[self.count, ...] = v
+                self.count += 1
+                return
+            except (TypeError, ValueError, NotImplementedError):  # an immutable array type
+                self.listed = [self.array[i, ...] for i in range(self.count)]
+        self.listed.append(v)
+        self.count += 1
+
+    def row(self, i: int) -> Any:
+        return self.array[i, ...] if self.listed is None else self.listed[i]
+
+    def rows(self, count: int | None = None) -> Any:
+        """The first ``count`` rows (default: all written) as one ``(count, n)`` array."""
+        count = self.count if count is None else count
+        return self.array[:count, ...] if self.listed is None else self.xp.stack(self.listed[:count])
 
 
 def _finite(value: complex | float) -> bool:

@@ -159,8 +159,10 @@ def _convert_compressed_strided_numpy(xp: Any, a: CompressedArray, target: Targe
     batch = a.shape[:nb_dims]
     nb, nse = math.prod(batch), a.nnz
     ci = np.asarray(a._compressed).reshape(nb, a._compressed.shape[-1]).astype(np.int64)
-    if not a._bounds_checked and nb and bool(np.any(ci[:, -1] != nse)):
-        check_index_data(a)  # invariant 5.2: the last offset is the number of entries (read below as nse)
+    if not a._bounds_checked and nb and bool(np.any(ci[:, -1] != nse) or np.any(ci[:, 0] != 0)):
+        # invariants 5.1 and 5.2: the offsets run from 0 to the number of entries (read below as nse);
+        # the kernel reads only the entries within them
+        check_index_data(a)
     n_major = ci.shape[1] - 1
     indptr = np.empty(nb * n_major + 1, dtype=np.int64)
     indptr[: nb * n_major] = (ci[:, :-1] + (np.arange(nb) * nse)[:, None]).reshape(-1)

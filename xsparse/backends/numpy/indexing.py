@@ -21,6 +21,7 @@ import numpy as np
 from ..._index_key import Int, Item, Slice
 from ...dispatch import register
 from ...formats import COOArray, CompressedArray, sparse_coo, sparse_csc, sparse_csr
+from ...formats._invariants import check_index_data
 from .. import _cpu
 from ..array_api.creation import supports_triangle
 from ..array_api.indexing import points_on_pointers, supports_points_compressed
@@ -36,6 +37,21 @@ _WIDE = 1 << 22
 _SCIPY_DTYPES = frozenset(
     {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "complex64", "complex128"}
 )
+
+
+def _check_ends(a: CompressedArray) -> None:
+    """Raise the validator's error where an unchecked array's offsets do not start at 0 or do not end at
+    the number of entries (invariants 5.1 and 5.2): the kernels below read only the slices they select,
+    and an entry outside every slice would otherwise be missing from the result without a word."""
+    if a._bounds_checked:
+        return
+    ci, nse = np.asarray(a._compressed), int(a._plain.shape[-1])
+    if ci.ndim == 1:
+        bad = int(ci[0]) != 0 or int(ci[-1]) != nse
+    else:
+        bad = bool(np.any(ci[..., 0] != 0)) or bool(np.any(ci[..., -1] != nse))
+    if bad:
+        check_index_data(a)
 
 
 def _python_slice(s: Slice) -> slice:
@@ -64,6 +80,7 @@ def _getitem_unblocked_numpy(xp: Any, a: CompressedArray, items: Sequence[Item])
     """x[rows, cols] of a 2-D CSR/CSC with slices of any step: SciPy's compiled slicing; O(nnz of the slices)."""
     from scipy import sparse
 
+    _check_ends(a)
     make = sparse.csr_array if a.layout is sparse_csr else sparse.csc_array
     m = make((a._vals, a._plain, a._compressed), shape=a.shape)
     rows, cols = (_python_slice(s) for s in items if isinstance(s, Slice))
@@ -93,6 +110,8 @@ def _getitem_element_numpy(xp: Any, a: CompressedArray, items: Sequence[Item]) -
     major, minor = (it.index for it in cast("Sequence[Int]", items)[:: 1 - 2 * a.layout.compressed_dim])
     ptr, plain = a._compressed, a._plain
     lo, hi = int(ptr[major]), int(ptr[major + 1])
+    if not a._bounds_checked and not (0 <= lo <= hi <= plain.shape[0] and int(ptr[0]) == 0 and int(ptr[-1]) == plain.shape[0]):
+        check_index_data(a)  # a slice out of order or out of range (a negative start would wrap), or entries outside every slice
     at = lo + int(plain[lo:hi].searchsorted(minor))
     nse = int(at < hi and int(plain[at]) == minor)
     # valid by construction (no index, at most one value of the checked array): built without the checks
@@ -164,6 +183,7 @@ def _supports_take_sparse(xp: Any, a: CompressedArray, indices: Any, axis: int) 
 @register("take", (_UNBLOCKED,), backend="numpy", supports=_supports_take_sparse)
 def _take_unblocked_numpy(xp: Any, a: CompressedArray, indices: Any, axis: int) -> CompressedArray:
     """take(CSR/CSC) along a sparse dim: whole slices copied (A[rows]), or picks counted and copies written slice by slice (A[:, cols]); compiled, in parallel; O(nnz + result)."""
+    _check_ends(a)
     sel = np.asarray(indices, dtype=np.int64)
     k = int(sel.shape[0])
     shape = (*a.shape[:axis], k, *a.shape[axis + 1 :])
@@ -197,6 +217,7 @@ def _supports_points(xp: Any, a: CompressedArray, positions: list[Any], shape: t
 @register("gather_points", (_UNBLOCKED,), backend="numpy", supports=_supports_points)
 def _gather_points_unblocked_numpy(xp: Any, a: CompressedArray, positions: list[Any], shape: tuple[int, ...]) -> COOArray:
     """x[rows, cols] of one CSR/CSC matrix: a compiled binary search per point, in parallel; O(points * log of a slice)."""
+    _check_ends(a)
     return points_on_pointers(xp, a, positions, shape, _find)
 
 
@@ -209,6 +230,7 @@ def _supports_diagonal(xp: Any, a: CompressedArray, offset: int) -> str | None:
 @register("diagonal", (_UNBLOCKED,), backend="numpy", supports=_supports_diagonal)
 def _diagonal_unblocked_numpy(xp: Any, a: CompressedArray, offset: int) -> COOArray:
     """diagonal(CSR/CSC) -> COO: a compiled binary search of each slice for its diagonal element; O(n log of a slice)."""
+    _check_ends(a)
     return diagonal_on_pointers(xp, a, offset, _find)
 
 
@@ -232,6 +254,7 @@ def _supports_triu(xp: Any, a: CompressedArray, k: int) -> str | None:
 
 
 def _band(xp: Any, a: CompressedArray, k: int, lower: bool) -> CompressedArray:
+    _check_ends(a)
     m, n = a.shape
     k = min(max(int(k), -m - 1), n + 1)  # beyond the matrix every side is all or nothing; no overflow below
     # a CSR row i keeps the columns j with j - i <= k (tril); a CSC column i the rows j with i - j <= k,

@@ -566,6 +566,10 @@ def _supports_kron(xp: Any, x1: Any, x2: Any, shape: tuple[int, ...]) -> str | N
     for x in (x1, x2):
         if x.dense_dim() or x.fill_value != 0:
             return "it multiplies matrices without dense dimensions, of fill value 0"
+        if isinstance(x, COOArray) and x.shape[0] > 8 * x.nnz + 4096:
+            # a tall, nearly empty matrix (the column of an outer product of long vectors): its CSR form
+            # would be mostly offsets, O(rows) memory for a result of a few entries
+            return "a COO operand has far more rows than entries; the generic kernel works on the entries alone"
     if not _cpu.supports_arith_dtype(np.result_type(x1.dtype, x2.dtype)):
         return "the compiled kernel multiplies int32, int64, floating and complex values only"
     return None
