@@ -856,3 +856,22 @@ def test_torch_half_precision_batched_coo_product(dtype: str) -> None:
     got = xs.matmul(xs.to_sparse_coo(a), b)
     assert got.dtype == dt
     torch.testing.assert_close(got.float(), torch.matmul(a.float(), b.float()))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_large_products_follow_the_machines_load(monkeypatch: pytest.MonkeyPatch, threads: int) -> None:
+    """Products from _PRODUCT_PARALLEL_MIN entries up take available_threads() (smaller ones one thread):
+    the result is the same whatever the count, to the bit for a gather (each row summed by one thread)."""
+    monkeypatch.setattr(_cpu, "available_threads", lambda: threads)
+    rng = np.random.default_rng(threads)
+    a = sp.random_array((4000, 3000), density=_cpu._PRODUCT_PARALLEL_MIN / (4000 * 3000) * 1.5, format="csr", random_state=rng)
+    assert a.nnz >= _cpu._PRODUCT_PARALLEL_MIN
+    x = rng.standard_normal(3000)
+    assert _cpu.product_threads(a.nnz) == threads and _cpu.product_threads(_cpu._PRODUCT_PARALLEL_MIN - 1) == 1
+    got = _cpu.csr_matmul(a.indptr, a.indices, a.data, 3000, x)
+    np.testing.assert_allclose(got, a @ x, rtol=1e-12, atol=1e-12)
+    native = _cpu._native_module()
+    for count in (1, 2):
+        out = np.empty(4000)
+        native.csr_mm(a.indptr, a.indices, a.data, 3000, x, out, None, 1.0, 0.0, False, False, count)
+        np.testing.assert_array_equal(out, got)

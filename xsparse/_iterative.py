@@ -64,7 +64,8 @@ def cg(
         The preconditioner, approximating the inverse of ``A`` (Hermitian positive definite): applied as
         ``M @ r``, and given as ``A`` is.
     callback
-        Called as ``callback(xk)`` after every iteration with the current iterate.
+        Called as ``callback(xk)`` after every iteration with the current iterate: the solver's own
+        array, which the next iteration updates in place (as SciPy's does); copy it to keep it.
     layout
         The layout of ``x`` (default strided).
 
@@ -302,12 +303,28 @@ class _System:
                     f"{op}: {name} has fill value {A.fill_value!r}; a system matrix's unspecified elements are zeros. Pass a "
                     "matrix with fill value 0 (xsparse.to_sparse(xsparse.to_dense(A)) builds one)."
                 )
-            layouts, backend_name = (layout_of(A), strided), self.backend.name
-            return lambda v: dispatch.call("matmul", layouts, backend_name, xp, A, v)
+            return _repeated_product(xp, A, (layout_of(A), strided), self.backend.name, dtype, n)
         A = xp.astype(A, dtype, copy=False)
         if not bool(xp.all(xp.isfinite(A))):
             raise ValueError(f"{op}: {name} holds a NaN or an infinity (shape={tuple(A.shape)}). Pass a matrix of finite values.")
         return lambda v: xp.matmul(A, v)
+
+
+def _repeated_product(xp: Any, A: SparseArray, layouts: tuple[Layout, Layout], backend: str, dtype: Any, n: int) -> Callable[[Any], Any]:
+    """``v -> A @ v`` by the matmul kernel chosen once: the first product goes through the dispatcher (whose
+    errors name invalid indices, and after which the kernels trust ``A``'s), the next ones to the kernel
+    directly, for vectors of the kind it accepted. Its checks cost a torch SpMV of 10,000 rows a third of
+    its time, at every step."""
+    kernel = dispatch.chosen("matmul", layouts, backend, xp, A, xp.zeros((n,), dtype=dtype, device=A.device))
+    first = [True]
+
+    def product(v: Any) -> Any:
+        if kernel is None or first[0] or v.dtype != dtype or tuple(v.shape) != (n,):
+            first[0] = False
+            return dispatch.call("matmul", layouts, backend, xp, A, v)
+        return kernel.func(xp, A, v)
+
+    return product
 
 
 def _untracked(b: Any) -> contextlib.AbstractContextManager[Any]:

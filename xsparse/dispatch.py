@@ -161,6 +161,20 @@ def resolve(op: str, layouts: Sequence[Hashable], backend: str) -> list[Kernel]:
     return list(_resolved(op, tuple(layouts), backend))
 
 
+def chosen(op: str, layouts: Sequence[Hashable], backend: str, xp: Any, *args: Any, **kwargs: Any) -> Kernel | None:
+    """The kernel :func:`call` runs for these arguments (the first whose ``supports`` accepts them), or
+    None where none does or it is a declared rewrite (which warns: left to ``call``).
+
+    For a caller that repeats one operation on arguments of the same kinds, such as an iterative
+    solver's products with one matrix: it calls ``kernel.func(xp, ...)`` directly after a first call
+    through :func:`call` (whose error handling names invalid indices), skipping the checks each time.
+    """
+    for kernel in _resolved(op, tuple(layouts), backend):
+        if kernel.supports is None or kernel.supports(xp, *args, **kwargs) is None:
+            return None if kernel.rewrite else kernel
+    return None
+
+
 def _resolve(op: str, layouts: Sequence[Hashable], backend: str, kernels: Sequence[Kernel]) -> list[Kernel]:
     candidates = [k for k in list(kernels) if k.matches(layouts)]
     native = [k for k in candidates if k.backend == backend and not k.rewrite]

@@ -101,7 +101,8 @@ def _import_native_once() -> tuple[ModuleType | None, str | None]:
     # a few percent on an idle machine. So unless the user chose a policy, ask for a passive one, for
     # the import only. The environment is the process's: while the import runs (a few milliseconds,
     # once), other threads can read OMP_WAIT_POLICY=PASSIVE, and a subprocess or library they start
-    # then inherits it; after it, the variable is gone again.
+    # then inherits it; after it, the variable is gone again. (Passive waiting costs each parallel
+    # region a wake-up of its threads, about 20 us: see product_threads for the products it shapes.)
     chosen = "OMP_WAIT_POLICY" in os.environ
     if not chosen:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
@@ -585,13 +586,30 @@ def csr_matmul(
     if out is None:
         rows = n_minor if transpose else indptr.shape[-1] - 1
         out = empty((*d.shape[:-2], rows, d.shape[-1]) if d.ndim > 1 else (rows,), dtype=data.dtype)
-    if native.csr_mm(indptr, indices, data, n_minor, d, out, c, alpha, beta, transpose, checked) is NotImplemented:
+    threads = product_threads(indices.size * (d.shape[-1] if d.ndim > 1 else 1))
+    if native.csr_mm(indptr, indices, data, n_minor, d, out, c, alpha, beta, transpose, checked, threads) is NotImplemented:
         # index arrays of two dtypes, or rows that are not contiguous: normalised, once
         if indptr.dtype != indices.dtype:
             indptr, indices = _same_index_dtype(indptr, indices)
         native.csr_mm(np.ascontiguousarray(indptr), _rows_contiguous(indices), _rows_contiguous(data), n_minor, d, out,
-                      c, alpha, beta, transpose, checked)  # fmt: skip
+                      c, alpha, beta, transpose, checked, threads)  # fmt: skip
     return out
+
+
+# Products of fewer entries times columns run on one thread: with passive waiting (see
+# _import_native_once) a parallel region first wakes its threads, about 20 us, which outweighs halving a
+# product this small (a SpMV of 50,000 entries: 37 us on two threads, 20 on one, SciPy's 22; measured on
+# 2 CPUs). Larger ones read the machine's load first (1 us, :func:`available_threads`).
+_PRODUCT_PARALLEL_MIN = 1 << 18
+
+
+def product_threads(work: int) -> int:
+    """The ``threads`` argument of a compiled product of ``work`` entries times columns: 1 below
+    ``_PRODUCT_PARALLEL_MIN``, else :func:`available_threads`. Threads that another library leaves
+    spinning count as busy there: OpenBLAS's, after NumPy's dot in every step of an iterative solver,
+    made a two-thread SpMV of 800,000 entries wait for its second thread, at 1.5 times the time of one
+    (measured on 2 CPUs)."""
+    return available_threads() if work >= _PRODUCT_PARALLEL_MIN else 1
 
 
 def csr_spgemm(
@@ -704,12 +722,32 @@ def available_threads() -> int:
     cpus = _cpu_count()
     if cpus < 2:
         return 1
-    try:
-        with open("/proc/loadavg", "rb") as f:
-            running = int(f.read().split()[3].split(b"/")[0])
-    except (OSError, ValueError, IndexError):
+    running = _running_tasks()
+    if running is None:
         return cpus
     return max(1, min(cpus, cpus - (running - 1)))
+
+
+# The descriptor of /proc/loadavg, opened once (-1 where it cannot be): re-reading an open file with
+# pread costs 1 us, where opening it each time cost 8, which a product of 262,144 entries pays.
+_LOADAVG: list[int] = []
+
+
+def _running_tasks() -> int | None:
+    """The number of tasks running at this instant, by ``/proc/loadavg``; None where it cannot be read."""
+    if not _LOADAVG:
+        try:
+            fd = os.open("/proc/loadavg", os.O_RDONLY)
+        except OSError:
+            fd = -1
+        _LOADAVG.append(fd)  # two threads at once may each open one: the first is kept
+    fd = _LOADAVG[0]
+    if fd < 0:
+        return None
+    try:
+        return int(os.pread(fd, 128, 0).split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def supports_arith_dtype(dtype: Any) -> bool:

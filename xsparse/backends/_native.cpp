@@ -1891,8 +1891,9 @@ PyObject* py_csr_mm(PyObject*, PyObject* args) {
     Py_complex alpha, beta;
     int transpose;
     int checked = 0;
-    if (!PyArg_ParseTuple(args, "OOOLOOODDp|p", &o_ip, &o_ix, &o_dv, &n_minor, &o_d, &o_out, &o_c, &alpha, &beta,
-                          &transpose, &checked))
+    int threads = 0;  // 0: every thread OpenMP has (max_threads); else at most this many (the caller's load check)
+    if (!PyArg_ParseTuple(args, "OOOLOOODDp|pi", &o_ip, &o_ix, &o_dv, &n_minor, &o_d, &o_out, &o_c, &alpha, &beta,
+                          &transpose, &checked, &threads))
         return nullptr;
     Buffer ip, ix, dv, d, out, c;
     const bool has_c = o_c != Py_None;
@@ -1932,6 +1933,13 @@ PyObject* py_csr_mm(PyObject*, PyObject* args) {
             const T a = scalar_from<T>(alpha), bt = scalar_from<T>(beta);
             const bool use_c = has_c && bt != T(0);
             auto run = [&] {
+                // fewer threads for this call only: the kernels read max_threads(), the calling thread's
+                // OpenMP setting, which is restored after
+                const int all = max_threads();
+                const bool fewer = threads > 0 && threads < all;
+#ifdef _OPENMP
+                if (fewer) omp_set_num_threads(threads);
+#endif
                 if (transpose) {
                     in_range = csr_mm_scatter<I, T>(A, D, O, use_c ? &C : nullptr, a, bt);
                 } else {
@@ -1939,6 +1947,10 @@ PyObject* py_csr_mm(PyObject*, PyObject* args) {
                     in_range = (a == T(1) && !use_c) ? csr_mm_gather<true, I, T>(A, D, O, ep)
                                                      : csr_mm_gather<false, I, T>(A, D, O, ep);
                 }
+#ifdef _OPENMP
+                if (fewer) omp_set_num_threads(all);
+#endif
+                (void)fewer;
             };
             // Releasing the GIL costs about as much as a small product; as numpy does, only work
             // worth a few microseconds releases it.

@@ -24,7 +24,7 @@ import array_api_compat
 
 from .conversion import to_host
 
-__all__ = ["Solution", "cg", "bicgstab", "gmres", "inner", "norm"]
+__all__ = ["Solution", "cg", "bicgstab", "gmres", "inner", "norm", "project"]
 
 BREAKDOWN = -1
 
@@ -42,9 +42,20 @@ class Solution(NamedTuple):
 def inner(xp: Any, dtype: Any) -> Callable[[Any, Any], Any]:
     """``(u, v) -> u^H v`` for vectors of ``dtype``, as a Python float (real dtypes) or complex, so that scaling
     a vector by it keeps its dtype (the dtype's kind is read once per solve, not once per product)."""
+    # the @ of two vectors is the backend's dot (BLAS in NumPy and torch), by the array's own operator:
+    # vecdot, which conjugates for itself, is a generic broadcasting routine in array-api-compat's torch
+    # namespace (20 us a call), and its matmul checks promotion first (a third of a 10,000-element dot)
     if xp.isdtype(dtype, "complex floating"):
-        return lambda u, v: complex(xp.vecdot(u, v))
-    return lambda u, v: float(xp.vecdot(u, v))
+        return lambda u, v: complex(xp.conj(u) @ v)
+    return lambda u, v: float(u @ v)
+
+
+def project(xp: Any, dtype: Any) -> Callable[[Any, Any], Any]:
+    """``(V, w) -> V^H w`` for the rows ``V`` of a basis and a vector ``w`` of ``dtype``, on the device (one
+    matrix-vector product; conjugating the vector and the result, not the basis, for complex dtypes)."""
+    if xp.isdtype(dtype, "complex floating"):
+        return lambda rows, w: xp.conj(rows @ xp.conj(w))
+    return lambda rows, w: rows @ w
 
 
 def norm(xp: Any, v: Any) -> float:
@@ -86,31 +97,38 @@ def cg(
         return done
     z = r if psolve is None else psolve(r)
     rho = dot(r, z)
-    p = z
+    # x, r and p are the solver's own arrays (x is a copy of the start), updated in place as SciPy's are:
+    # a new array per update cost a third of each step at 10,000 unknowns; p starts as a copy, since z
+    # may be r itself
+    p = xp.asarray(z, copy=True)
     for it in range(1, maxiter + 1):
         q = matvec(p)
         curvature = dot(p, q)
         if curvature == 0 or rho == 0 or not _finite(curvature):
             return Solution(x, BREAKDOWN, residual, it - 1)
         alpha = rho / curvature
-        x_next, r_next = x + alpha * p, r - alpha * q
+        r -= alpha * q
         if psolve is None:
             # without a preconditioner z is r, and r^H r is both the next rho and the residual's square
-            z, rho_next = r_next, dot(r_next, r_next)
+            rho_next = dot(r, r)
             next_residual = math.sqrt(abs(rho_next))
         else:
-            next_residual = norm(xp, r_next)
+            next_residual = norm(xp, r)
         if not math.isfinite(next_residual):
-            return Solution(x, BREAKDOWN, residual, it - 1)
-        x, r, residual = x_next, r_next, next_residual
+            return Solution(x, BREAKDOWN, residual, it - 1)  # x not yet moved: its residual was finite
+        x += alpha * p
+        residual = next_residual
         if callback is not None:
             callback(x)
         if residual <= tol:
             return Solution(x, 0, residual, it)
-        if psolve is not None:
+        if psolve is None:
+            z = r
+        else:
             z = psolve(r)
             rho_next = dot(r, z)
-        p = z + (rho_next / rho) * p
+        p *= rho_next / rho
+        p += z
         rho = rho_next
     return Solution(x, maxiter, residual, maxiter)
 
@@ -140,7 +158,12 @@ def bicgstab(
         rho = dot(shadow, r)
         if rho == 0 or not _finite(rho):
             return Solution(x, BREAKDOWN, residual, it - 1)
-        p = r if p is None or v is None else r + ((rho / rho_prev) * (alpha / omega)) * (p - omega * v)
+        if p is None or v is None:
+            p = xp.asarray(r, copy=True)  # the solver's own, updated in place below
+        else:
+            p -= omega * v
+            p *= (rho / rho_prev) * (alpha / omega)
+            p += r
         p_hat = precondition(p)
         v = matvec(p_hat)
         denominator = dot(shadow, v)
@@ -206,6 +229,7 @@ def gmres(
     residual = norm(xp, r)
     iterations = 0
     basis = _Basis(xp, restart + 1, b)
+    onto = project(xp, b.dtype)
     for cycle in range(maxiter + 1):
         if residual <= tol:
             return Solution(x, 0, residual, iterations)
@@ -222,10 +246,10 @@ def gmres(
         for j in range(restart):
             w = matvec(precondition(basis.row(j)))
             stacked = basis.rows()
-            coefficients = xp.vecdot(stacked, w)
-            w = w - xp.matmul(coefficients, stacked)
-            again = xp.vecdot(stacked, w)
-            w = w - xp.matmul(again, stacked)
+            coefficients = onto(stacked, w)
+            w = w - coefficients @ stacked
+            again = onto(stacked, w)
+            w = w - again @ stacked
             column = to_host(coefficients + again).astype(host)
             w_norm = norm(xp, w)
             if not (np.all(np.isfinite(column)) and math.isfinite(w_norm)):

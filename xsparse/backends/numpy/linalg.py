@@ -162,7 +162,8 @@ def _sparse_times_strided(a: CompressedArray, b: np.ndarray, c: Any = None, alph
         # The kernel checks the bounds of the indices it reads (all of them, for one matrix) unless an
         # earlier product or the validator did: the array is immutable, so once is enough.
         checked = a._bounds_checked
-        if native.csr_mm(ci, pi, vals, m if csc else n, b, out, None, 1.0, 0.0, csc, checked) is NotImplemented:
+        threads = _cpu.product_threads(pi.shape[0] * (b.shape[1] if b.ndim == 2 else 1))
+        if native.csr_mm(ci, pi, vals, m if csc else n, b, out, None, 1.0, 0.0, csc, checked, threads) is NotImplemented:
             out = _cpu.csr_matmul(ci, pi, vals, m if csc else n, b, transpose=csc, checked=checked)
         if b.ndim == 1 or b.shape[1] > 0:  # with no columns, the scatter form reads no index
             a._bounds_checked = True
