@@ -245,27 +245,25 @@ class _System:
                 "xsparse.spsolve for a matrix of them."
             )
         n = self.n = int(b.shape[0])
-        for name, x in arrays.items():
+        for name, x in {"b": b, **arrays}.items():
             if x.dtype == xp.bool:
                 raise TypeError(f"{op}: {name} has a boolean dtype ({name}.dtype=bool). Convert it to a floating dtype first.")
-        if b.dtype == xp.bool:
-            raise TypeError(f"{op}: b has a boolean dtype (b.dtype=bool). Convert it to a floating dtype first.")
         floating = [x.dtype for x in (b, *arrays.values()) if xp.isdtype(x.dtype, _FLOATING)]
         if floating:
             dtype = working_dtype(xp, xp.result_type(*floating))
         else:
-            dtype = xp.__array_namespace_info__().default_dtypes(device=_device(b))["real floating"]
+            dtype = xp.__array_namespace_info__().default_dtypes(device=array_api_compat.device(b))["real floating"]
         self.dtype = dtype
         self.matvec = self._operator("A", A, n)
         self.psolve = None if M is None else self._operator("M", M, n)
-        self.b = _finite_vector(op, "b", xp.astype(b, dtype, copy=False))
+        self.b = _finite_vector(op, xp, "b", xp.astype(b, dtype, copy=False))
         if x0 is None:
-            self.x0 = xp.zeros((n,), dtype=dtype, device=_device(b))
+            self.x0 = xp.zeros((n,), dtype=dtype, device=array_api_compat.device(b))
         else:
             if isinstance(x0, SparseArray) or tuple(x0.shape) != (n,):
                 shape = f"layout={x0.layout}" if isinstance(x0, SparseArray) else f"x0.shape={tuple(x0.shape)}"
                 raise ValueError(f"{op}: x0 must be a strided array of b's shape ({shape}, b.shape=({n},)). Pass a strided ({n},) guess.")
-            self.x0 = _finite_vector(op, "x0", xp.astype(x0, dtype, copy=True))
+            self.x0 = _finite_vector(op, xp, "x0", xp.astype(x0, dtype, copy=True))
         rtol = _tolerance(op, "rtol", rtol)
         atol = _tolerance(op, "atol", atol)
         self.bnorm = iterative.norm(xp, self.b)
@@ -307,7 +305,7 @@ class _System:
         A = xp.astype(A, dtype, copy=False)
         if not bool(xp.all(xp.isfinite(A))):
             raise ValueError(f"{op}: {name} holds a NaN or an infinity (shape={tuple(A.shape)}). Pass a matrix of finite values.")
-        return lambda v: xp.matmul(A, v)
+        return lambda v: A @ v  # the array's own operator: array-api-compat's matmul checks promotion each time
 
 
 def _repeated_product(xp: Any, A: SparseArray, layouts: tuple[Layout, Layout], backend: str, dtype: Any, n: int) -> Callable[[Any], Any]:
@@ -352,8 +350,7 @@ def _checked_callable(op: str, name: str, f: Callable[[Any], Any], xp: Any, dtyp
     return product
 
 
-def _finite_vector(op: str, name: str, v: Any) -> Any:
-    xp = namespace_of(backend_of(v, op=op))
+def _finite_vector(op: str, xp: Any, name: str, v: Any) -> Any:
     if not bool(xp.all(xp.isfinite(v))):
         raise ValueError(f"{op}: {name} holds a NaN or an infinity ({name}.shape={tuple(v.shape)}). Pass finite values.")
     return v
@@ -363,7 +360,3 @@ def _tolerance(op: str, name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)) or float(value) < 0:
         raise ValueError(f"{op}: {name} must be a finite non-negative number ({name}={value!r}). Pass e.g. {name}=1e-5.")
     return float(value)
-
-
-def _device(x: Any) -> Any:
-    return array_api_compat.device(x)

@@ -152,17 +152,30 @@ def _supports_compressed_strided(xp: Any, a: CompressedArray, target: Target) ->
     return _cpu_reason(a.dtype, a.fill_value)
 
 
+def check_offset_ends(a: CompressedArray) -> None:
+    """Raise the validator's error where an unchecked array's offsets do not start at 0 or do not end at
+    the number of entries (invariants 5.1 and 5.2): the kernels that read only the slices they select
+    (to_dense, indexing's pointer searches) would leave an entry outside every slice out of the result
+    without a word."""
+    if a._bounds_checked:
+        return
+    ci, nse = np.asarray(a._compressed), int(a._plain.shape[-1])
+    if ci.ndim == 1:
+        bad = int(ci[0]) != 0 or int(ci[-1]) != nse
+    else:
+        bad = bool(np.any(ci[..., 0] != 0)) or bool(np.any(ci[..., -1] != nse))
+    if bad:
+        check_index_data(a)
+
+
 @register("convert", (COMPRESSED, strided), backend="numpy", supports=_supports_compressed_strided)
 def _convert_compressed_strided_numpy(xp: Any, a: CompressedArray, target: Target) -> Any:
     """to_dense(compressed): parallel scatter into zeros, then un-block; O(numel)."""
     nb_dims = a.batch_dim()
     batch = a.shape[:nb_dims]
     nb, nse = math.prod(batch), a.nnz
+    check_offset_ends(a)  # nse is read below as the last offset
     ci = np.asarray(a._compressed).reshape(nb, a._compressed.shape[-1]).astype(np.int64)
-    if not a._bounds_checked and nb and bool(np.any(ci[:, -1] != nse) or np.any(ci[:, 0] != 0)):
-        # invariants 5.1 and 5.2: the offsets run from 0 to the number of entries (read below as nse);
-        # the kernel reads only the entries within them
-        check_index_data(a)
     n_major = ci.shape[1] - 1
     indptr = np.empty(nb * n_major + 1, dtype=np.int64)
     indptr[: nb * n_major] = (ci[:, :-1] + (np.arange(nb) * nse)[:, None]).reshape(-1)

@@ -27,7 +27,7 @@ from ..array_api.creation import supports_triangle
 from ..array_api.indexing import points_on_pointers, supports_points_compressed
 from ..array_api.linalg_ext import diagonal_on_pointers
 from ..array_api.shape import wide_enough
-from .conversion import fold
+from .conversion import check_offset_ends, fold
 
 __all__: list[str] = []
 
@@ -37,21 +37,6 @@ _WIDE = 1 << 22
 _SCIPY_DTYPES = frozenset(
     {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "complex64", "complex128"}
 )
-
-
-def _check_ends(a: CompressedArray) -> None:
-    """Raise the validator's error where an unchecked array's offsets do not start at 0 or do not end at
-    the number of entries (invariants 5.1 and 5.2): the kernels below read only the slices they select,
-    and an entry outside every slice would otherwise be missing from the result without a word."""
-    if a._bounds_checked:
-        return
-    ci, nse = np.asarray(a._compressed), int(a._plain.shape[-1])
-    if ci.ndim == 1:
-        bad = int(ci[0]) != 0 or int(ci[-1]) != nse
-    else:
-        bad = bool(np.any(ci[..., 0] != 0)) or bool(np.any(ci[..., -1] != nse))
-    if bad:
-        check_index_data(a)
 
 
 def _python_slice(s: Slice) -> slice:
@@ -80,7 +65,7 @@ def _getitem_unblocked_numpy(xp: Any, a: CompressedArray, items: Sequence[Item])
     """x[rows, cols] of a 2-D CSR/CSC with slices of any step: SciPy's compiled slicing; O(nnz of the slices)."""
     from scipy import sparse
 
-    _check_ends(a)
+    check_offset_ends(a)
     make = sparse.csr_array if a.layout is sparse_csr else sparse.csc_array
     m = make((a._vals, a._plain, a._compressed), shape=a.shape)
     rows, cols = (_python_slice(s) for s in items if isinstance(s, Slice))
@@ -183,7 +168,7 @@ def _supports_take_sparse(xp: Any, a: CompressedArray, indices: Any, axis: int) 
 @register("take", (_UNBLOCKED,), backend="numpy", supports=_supports_take_sparse)
 def _take_unblocked_numpy(xp: Any, a: CompressedArray, indices: Any, axis: int) -> CompressedArray:
     """take(CSR/CSC) along a sparse dim: whole slices copied (A[rows]), or picks counted and copies written slice by slice (A[:, cols]); compiled, in parallel; O(nnz + result)."""
-    _check_ends(a)
+    check_offset_ends(a)
     sel = np.asarray(indices, dtype=np.int64)
     k = int(sel.shape[0])
     shape = (*a.shape[:axis], k, *a.shape[axis + 1 :])
@@ -217,7 +202,7 @@ def _supports_points(xp: Any, a: CompressedArray, positions: list[Any], shape: t
 @register("gather_points", (_UNBLOCKED,), backend="numpy", supports=_supports_points)
 def _gather_points_unblocked_numpy(xp: Any, a: CompressedArray, positions: list[Any], shape: tuple[int, ...]) -> COOArray:
     """x[rows, cols] of one CSR/CSC matrix: a compiled binary search per point, in parallel; O(points * log of a slice)."""
-    _check_ends(a)
+    check_offset_ends(a)
     return points_on_pointers(xp, a, positions, shape, _find)
 
 
@@ -230,7 +215,7 @@ def _supports_diagonal(xp: Any, a: CompressedArray, offset: int) -> str | None:
 @register("diagonal", (_UNBLOCKED,), backend="numpy", supports=_supports_diagonal)
 def _diagonal_unblocked_numpy(xp: Any, a: CompressedArray, offset: int) -> COOArray:
     """diagonal(CSR/CSC) -> COO: a compiled binary search of each slice for its diagonal element; O(n log of a slice)."""
-    _check_ends(a)
+    check_offset_ends(a)
     return diagonal_on_pointers(xp, a, offset, _find)
 
 
@@ -254,7 +239,7 @@ def _supports_triu(xp: Any, a: CompressedArray, k: int) -> str | None:
 
 
 def _band(xp: Any, a: CompressedArray, k: int, lower: bool) -> CompressedArray:
-    _check_ends(a)
+    check_offset_ends(a)
     m, n = a.shape
     k = min(max(int(k), -m - 1), n + 1)  # beyond the matrix every side is all or nothing; no overflow below
     # a CSR row i keeps the columns j with j - i <= k (tril); a CSC column i the rows j with i - j <= k,
