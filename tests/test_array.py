@@ -31,8 +31,8 @@ COMPONENTS = {
 
 
 def _host(x: Any) -> np.ndarray:
-    """The values of an array of any backend as NumPy (a view on the CPU, a copy from CuPy)."""
-    return np.asarray(x.get()) if hasattr(x, "get") else np.from_dlpack(x)
+    """The values of an array of any backend, on any device, as a NumPy copy."""
+    return to_numpy(x)
 
 
 def _make(xp: Any, layout: xs.Layout, dense: Any = DENSE, dtype: str = "float64", **kwargs: Any) -> xs.SparseArray:
@@ -107,11 +107,13 @@ def test_fill_value_and_dtypes(xp: Any, layout: xs.Layout) -> None:
 
 
 def _shares_memory(a: Any, b: Any) -> bool:
-    if hasattr(a, "get"):  # CuPy: _host copies
+    if hasattr(a, "get"):  # CuPy
         import cupy
 
         return bool(cupy.shares_memory(a, b))
-    return bool(np.shares_memory(_host(a), _host(b)))
+    if hasattr(a, "untyped_storage"):  # torch, CUDA tensors too
+        return bool(a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr())
+    return bool(np.shares_memory(np.from_dlpack(a), np.from_dlpack(b)))
 
 
 def test_transpose(xp: Any, layout: xs.Layout) -> None:

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import xsparse as xs
 import xsparse.backends
 from xsparse.backends import Backend, backend_of_array
-from xsparse.testing import check_invariants
+from xsparse.testing import check_invariants, to_numpy
 
 torch = pytest.importorskip("torch")
 strict = pytest.importorskip("array_api_strict")
@@ -36,8 +36,8 @@ def _ns(name: str) -> Any:
 
 
 def _host(x: Any) -> np.ndarray:
-    """A NumPy view of a CPU array of any of the backends (for comparing values)."""
-    return np.from_dlpack(x)
+    """A NumPy copy of an array of any of the backends, on any device (for comparing values)."""
+    return to_numpy(x)
 
 
 def _dtype_name(x: Any) -> str:

@@ -172,7 +172,8 @@ def test_spdiags_every_kernel(backend: str, xp: Any, layout: xs.Layout | None, d
 
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Sparse (CSR|CSC) tensor support is in beta")
-            t = torch.sparse.spdiags(diagonals, off.to(torch.int64), (m, n), layout=None if layout is None else getattr(torch, str(layout)))
+            # torch's spdiags has no CUDA kernel: its answer from the CPU
+            t = torch.sparse.spdiags(diagonals.cpu(), off.cpu().to(torch.int64), (m, n), layout=None if layout is None else getattr(torch, str(layout)))
             np.testing.assert_array_equal(to_numpy(t.to_dense()), to_numpy(xs.to_dense(r)))
 
 
@@ -554,6 +555,28 @@ def test_empty_arrays_on_a_device_without_int64_take_int32_indices(layout: xs.La
         z = make((2, 4), dtype=st.float32, device=dev, layout=layout, backend="array_api_strict", **blocks)
         assert z.index_dtype == st.int32 and z.device == dev and z.nnz == 0 and z.shape == (2, 4) and z.dtype == st.float32
     assert xs.zeros((2, 4), layout=layout, backend="array_api_strict", **blocks).index_dtype == st.int64
+
+
+def test_components_given_as_lists_go_to_the_device_of_the_array_components() -> None:
+    # a list of indices beside values on a CUDA device was made on the CPU, and the device check refused the
+    # pair (the H200 run); array_api_strict's second device stands in for it. Arrays are never moved:
+    # indices on another device than the values are still refused, and device= still moves everything.
+    st = pytest.importorskip("array_api_strict")
+    dev = st.Device("device1")
+    v = st.asarray([1.0, 2.0], device=dev)
+    for a in (
+        xs.sparse_csr_array([0, 1, 2], [0, 1], v, (2, 2)),
+        xs.sparse_csr_array(st.asarray([0, 1, 2], device=dev), [0, 1], [1.0, 2.0], (2, 2)),
+        xs.sparse_coo_array([[0, 1], [1, 0]], v, (2, 2)),
+        xs.sparse_coo_array(st.asarray([[0, 1], [1, 0]], device=dev), [1.0, 2.0], (2, 2)),
+    ):
+        parts = (a._values(), a._indices()) if a.layout is xs.sparse_coo else (a.values(), a.crow_indices(), a.col_indices())
+        assert a.device == dev and {c.device for c in parts} == {dev}
+        np.testing.assert_array_equal(to_numpy(xs.to_dense(a)), np.asarray([[1.0, 0.0], [0.0, 2.0]] if a.layout is xs.sparse_csr else [[0.0, 1.0], [2.0, 0.0]]))
+    with pytest.raises(xs.InvariantError, match=r"^invariant 4\.2 violated: sparse_coo_array: indices is on device .*CPU_DEVICE.* but values are on device .*device1"):
+        xs.sparse_coo_array(st.asarray([[0, 1], [1, 0]]), v, (2, 2))
+    moved = xs.sparse_coo_array(st.asarray([[0, 1], [1, 0]]), v, (2, 2), device=st.Device("device2"))
+    assert moved.device == st.Device("device2") and moved._indices().device == st.Device("device2")
 
 
 @pytest.mark.parametrize(

@@ -250,3 +250,23 @@ def test_iterative_solvers_on_immutable_arrays(solver: str) -> None:
     x, info = getattr(xs.linalg, solver)(xs.to_sparse_csr(jnp.asarray(host)), jnp.asarray(b), rtol=1e-12, **kwargs)
     assert info == 0 and isinstance(x, jax.Array)
     np.testing.assert_allclose(np.asarray(x), np.linalg.solve(host, b), rtol=1e-9)
+
+
+@pytest.mark.parametrize("op", ["floor_divide", "remainder"])
+def test_integer_division_by_zero_gives_zero_as_on_every_backend(op: str) -> None:
+    """jax.numpy's own 7 // 0 is -2 (torch's on CUDA is -1): xsparse gives NumPy's 0 there too, so that a
+    program moved between backends keeps its answer; the other elements are JAX's."""
+    assert int(jnp.floor_divide(jnp.asarray(7), jnp.asarray(0))) != 0  # what the guard is for
+    h1 = np.asarray([[7, 0, -7, 0], [0, 5, 0, -3]], dtype=np.int32)
+    h2 = np.asarray([[0, 0, 2, 0], [3, 0, 0, 2]], dtype=np.int32)
+    f = getattr(xs, op)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = getattr(np, op)(h1, h2)
+    for layout in (xs.sparse_coo, xs.sparse_csr):
+        x, y = xs.to_sparse(jnp.asarray(h1), layout=layout), xs.to_sparse(jnp.asarray(h2), layout=layout)
+        r = f(x, y)
+        assert r.fill_value == 0
+        np.testing.assert_array_equal(np.asarray(xs.to_dense(r)), want)
+    np.testing.assert_array_equal(np.asarray(f(jnp.asarray(h1), jnp.asarray(h2))), want)
+    np.testing.assert_array_equal(np.asarray(f(jnp.asarray(h1), 0)), np.zeros_like(h1))
+    np.testing.assert_array_equal(np.asarray(f(7, jnp.asarray(h2))), getattr(np, op)(np.int32(7), np.where(h2 == 0, 1, h2)) * (h2 != 0))

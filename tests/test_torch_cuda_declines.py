@@ -250,6 +250,10 @@ def test_kernels_that_coalesce_decline_a_stored_negative_zero_on_cuda(monkeypatc
     assert reason("convert", "_convert_to_sparse_torch", negative, target(xs.sparse_csr, (2, 2))) == expected
     csc = xs.to_sparse_csc(coo_of([-0.0, 1.0], coalesced=True))
     assert reason("convert", "_convert_to_sparse_torch", csc, target(xs.sparse_coo, (2, 2))) == expected
+    # COO to CSC coalesces the transpose, a coalesced COO's too (the H200 run: a -0.0 came out +0.0); to CSR not
+    assert reason("convert", "_convert_to_sparse_torch", coo_of([-0.0, 1.0], coalesced=True), target(xs.sparse_csc, (2, 2))) == expected
+    assert reason("convert", "_convert_to_sparse_torch", coo_of([0.5, 1.0], coalesced=True), target(xs.sparse_csc, (2, 2))) is None
+    assert reason("convert", "_convert_to_sparse_torch", coo_of([-0.0, 1.0], coalesced=True), target(xs.sparse_csr, (2, 2))) is None
     assert reason("convert", "_convert_to_sparse_torch", xs.to_sparse_csc(coo_of([0.5, 1.0], coalesced=True)), target(xs.sparse_coo, (2, 2))) is None
     # COO * COO coalesces an uncoalesced operand; a coalesced one holding -0.0 is not coalesced again
     assert reason("multiply", "_multiply_coo_coo_torch", negative, positive) == expected

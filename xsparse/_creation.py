@@ -18,6 +18,7 @@ from ._common import (
 )  # fmt: skip
 from ._errors import InvariantError, LayoutError
 from .backends import Backend
+from .formats._base import array_device
 from .formats._invariants import index_overflows
 from .formats._ops import contiguous
 from .formats import (
@@ -74,15 +75,28 @@ def _not_sparse(op: str, invariant: str, name: str, obj: Any) -> None:
         )
 
 
-def _index_array(op: str, name: str, xp: Any, obj: Any, device: Any, invariant: str) -> Any:
-    """An index component on the backend: arrays keep their dtype (int32 or int64), lists become int64."""
+def _lists_device(op: str, device: Any, *components: Any) -> Any:
+    """Where the components given as Python lists go: ``device``, or where it is None the device of the
+    first component that is an array (a list of indices beside CUDA values is made on CUDA, not on the
+    backend's default device); arrays stay where they are, and one on another device is refused later."""
+    if device is not None:
+        return device
+    for c in components:
+        if c is not None and not isinstance(c, SparseArray) and is_strided(c, op):
+            return array_device(c)
+    return None
+
+
+def _index_array(op: str, name: str, xp: Any, obj: Any, device: Any, invariant: str, lists_on: Any = None) -> Any:
+    """An index component on the backend: arrays keep their dtype (int32 or int64), lists become int64
+    (on ``device``, else on ``lists_on``)."""
     _not_sparse(op, invariant, name, obj)
     if is_strided(obj, op):
         arr = xp.asarray(obj, device=device) if device is not None else obj
     else:
         try:
             # Without dtype=, so that a list of floats is refused below instead of truncated to integers.
-            arr = xp.asarray(obj, device=device)
+            arr = xp.asarray(obj, device=device if device is not None else lists_on)
             if not xp.isdtype(arr.dtype, ("bool", "numeric")):  # NumPy's object or str arrays
                 raise TypeError(f"the list holds {dtype_name(arr.dtype)} elements")
         except (TypeError, ValueError, OverflowError) as exc:
@@ -132,7 +146,7 @@ def _native_order(arr: Any) -> Any:
     return arr
 
 
-def _value_array(op: str, xp: Any, obj: Any, dtype: Any, device: Any) -> Any:
+def _value_array(op: str, xp: Any, obj: Any, dtype: Any, device: Any, lists_on: Any = None) -> Any:
     _not_sparse(op, "2.3", "values", obj)
     if is_strided(obj, op):
         arr = _native_order(obj)
@@ -143,7 +157,7 @@ def _value_array(op: str, xp: Any, obj: Any, dtype: Any, device: Any) -> Any:
         return arr
     if dtype is not None:
         obj = _representable(op, obj, dtype)
-    return xp.asarray(obj, dtype=dtype, device=device)
+    return xp.asarray(obj, dtype=dtype, device=device if device is not None else lists_on)
 
 
 def _representable(op: str, obj: Any, dtype: Any) -> Any:
@@ -267,8 +281,9 @@ def sparse_coo_array(
             f"{op}: only one of indices and values was given (indices={'None' if indices is None else '...'}, "
             f"values={'None' if values is None else '...'}). Give both, or neither with a shape for an empty array."
         )
-    idx = _contiguous(b, xp, _index_array(op, "indices", xp, indices, device, "2.1"))
-    vals = _value_array(op, xp, values, dt, device)
+    on = _lists_device(op, device, values, indices)
+    idx = _contiguous(b, xp, _index_array(op, "indices", xp, indices, device, "2.1", on))
+    vals = _value_array(op, xp, values, dt, device, on)
     if idx.ndim != 2:
         raise InvariantError("coo.1", f"indices must be 2-D (sparse_dim, nse), got shape {tuple(idx.shape)}. A list of index tuples must be transposed first.", op)
     if vals.ndim == 0:
@@ -365,9 +380,10 @@ def sparse_compressed_array(
             f"{op}: only {given} of the three components were given. Give all three (or none, with a shape, for an empty array)."
         )
     cname, pname = layout.index_names
-    ci = _contiguous(b, xp, _index_array(op, cname, xp, compressed_indices, device, "2.1"))
-    pi = _contiguous(b, xp, _index_array(op, pname, xp, plain_indices, device, "2.2"))
-    vals = _value_array(op, xp, values, dt, device)
+    on = _lists_device(op, device, values, compressed_indices, plain_indices)
+    ci = _contiguous(b, xp, _index_array(op, cname, xp, compressed_indices, device, "2.1", on))
+    pi = _contiguous(b, xp, _index_array(op, pname, xp, plain_indices, device, "2.2", on))
+    vals = _value_array(op, xp, values, dt, device, on)
     if vals.ndim == 0:
         vals = xp.broadcast_to(vals, tuple(pi.shape))
     vals = _contiguous(b, xp, vals)

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 import array_api_compat
+import numpy as np
 
 from ... import dispatch
 from ...dispatch import register
@@ -482,12 +483,17 @@ BINARY = (
 ANNIHILATING = frozenset({"multiply", "logical_and", "bitwise_and"})
 
 
-# The standard leaves an integer division by zero (x // 0, x % 0) unspecified, but the call must not fail;
-# torch raises for it ("RuntimeError: ZeroDivisionError", CPU), on the values as on two fill values 0 // 0.
-# Where the backend raises for an integer division whose divisor holds a 0, it is redone with 1 in place
-# of each zero divisor, and those elements are 0: NumPy's result (x // 0 == x % 0 == 0) and that of
-# array_api_compat's NumPy namespace. A backend that does not raise keeps its own result, at no cost.
+# The standard leaves an integer division by zero (x // 0, x % 0) unspecified, but the call must not fail,
+# and a program moved between backends or devices should not change its answer. xsparse gives NumPy's 0
+# for both on every backend. Backends differ: NumPy and CuPy give 0; torch raises on the CPU
+# ("RuntimeError: ZeroDivisionError", which the fill values alone provoke: 0 // 0 of two sparse operands)
+# and gives -1 on CUDA (every bit set); jax.numpy gives -2 for 7 // 0. A tiny division by zero on the
+# operands' namespace, device and dtype, once, says which: where the backend gives 0, its own division
+# runs at no cost; where it raises, the division is redone with 1 in place of each zero divisor and 0 put
+# there (only when it raised); where it gives something else, every division is done that way.
 _INTEGER_DIVISION = frozenset({"floor_divide", "remainder"})
+_GIVES_ZERO, _RAISES, _GIVES_OTHER = "gives 0", "raises", "gives another value"
+_ZERO_DIVISOR: dict[tuple[str, str, str, str], str] = {}
 
 
 def _is_integer(xp: Any, v: Any) -> bool:
@@ -497,23 +503,50 @@ def _is_integer(xp: Any, v: Any) -> bool:
     return isinstance(v, int) or bool(xp.isdtype(v.dtype, ("integral", "bool")))
 
 
-def _masked_division(xp: Any, f: Callable[[Any, Any], Any], x: Any, y: Any) -> Any:
-    """``f(x, y)`` with 1 in place of each integer divisor ``y == 0``, and 0 there; None where no divisor is 0."""
+def _zero_divisor_behaviour(xp: Any, name: str, f: Callable[[Any, Any], Any], x: Any, y: Any) -> str:
+    """What the backend's integer ``name`` does with a zero divisor on the device and dtype of the array
+    among ``x`` and ``y``: one of _GIVES_ZERO, _RAISES, _GIVES_OTHER (a division of two elements, once)."""
+    arr = x if hasattr(x, "dtype") else y
+    dev = array_api_compat.device(arr)
+    key = (getattr(xp, "__name__", type(xp).__name__), name, str(dev), str(arr.dtype))
+    found = _ZERO_DIVISOR.get(key)
+    if found is None:
+        n = xp.asarray([7, 0], dtype=arr.dtype, device=dev)
+        try:
+            with np.errstate(divide="ignore", invalid="ignore"):  # NumPy's (and array_api_strict's) warning
+                r = f(n, xp.zeros_like(n))
+        except (NotImplementedError, RuntimeError, TypeError, ZeroDivisionError):
+            found = _RAISES  # (a dtype it does not divide raises again in the call itself)
+        else:
+            found = _GIVES_ZERO if not bool(xp.any(r != 0)) else _GIVES_OTHER
+        _ZERO_DIVISOR[key] = found
+    return found
+
+
+def _masked_division(xp: Any, f: Callable[[Any, Any], Any], x: Any, y: Any, when_zero_only: bool = True) -> Any:
+    """``f(x, y)`` with 1 in place of each integer divisor ``y == 0``, and 0 there; with ``when_zero_only``,
+    None where no divisor is 0 (a look at the divisor, which waits for a GPU: without it, no wait)."""
     if isinstance(y, int):
-        return xp.zeros_like(f(x, 1)) if y == 0 else None
+        if y == 0:
+            return xp.zeros_like(f(x, 1))
+        return None if when_zero_only else f(x, y)
     zero = y == 0
-    if not bool(xp.any(zero)):
+    if when_zero_only and not bool(xp.any(zero)):
         return None
     out = f(x, xp.where(zero, xp.ones_like(y), y))
     return xp.where(zero, xp.zeros_like(out), out)
 
 
-def _zero_safe_division(xp: Any, f: Callable[[Any, Any], Any], x: Any, y: Any) -> Any:
-    """``f(x, y)`` for ``floor_divide`` or ``remainder``, 0 where the backend raised for an integer ``y == 0``."""
+def _zero_safe_division(xp: Any, name: str, f: Callable[[Any, Any], Any], x: Any, y: Any) -> Any:
+    """``f(x, y)`` for ``floor_divide`` or ``remainder``, 0 where an integer ``y`` is 0, on every backend."""
+    integers = _is_integer(xp, x) and _is_integer(xp, y)
+    if integers and (hasattr(x, "dtype") or hasattr(y, "dtype")):
+        if _zero_divisor_behaviour(xp, name, f, x, y) == _GIVES_OTHER:
+            return _masked_division(xp, f, x, y, when_zero_only=False)
     try:
         return f(x, y)
     except (NotImplementedError, RuntimeError):
-        if not (_is_integer(xp, x) and _is_integer(xp, y)):
+        if not integers:
             raise
         try:
             out = _masked_division(xp, f, x, y)
@@ -531,7 +564,7 @@ def _binary_func(name: str) -> Callable[[Any, Any, Any], Any]:
             plain = f
 
             def f(x: Any, y: Any) -> Any:
-                return _zero_safe_division(xp, plain, x, y)
+                return _zero_safe_division(xp, name, plain, x, y)
 
         try:
             out = f(x, y)

@@ -273,8 +273,12 @@ def _supports_to_sparse(xp: Any, x: Any, target: Target) -> str | None:
         # with fill value +0.0 a -0.0 is specified (docs/decisions.md, "Fill values"); torch leaves it out
         return "torch's to_sparse leaves out -0.0, which is a specified element"
     sorts = isinstance(x, CompressedArray) and target.layout is sparse_coo and (x.layout.compressed_dim == 1 or x.layout.is_blocked)
-    if sorts or (isinstance(x, COOArray) and not x.is_coalesced() and target.layout is not sparse_coo):
-        # the kernel sorts CSC/BSR/BSC entries with coalesce, and torch's to_sparse coalesces an uncoalesced COO
+    # torch's COO -> CSC coalesces the transpose (TensorConversions.cpp), a coalesced COO's too: on CUDA that
+    # lost a -0.0 (the H200 run of tests/test_conversions.py)
+    coalesces = isinstance(x, COOArray) and (target.layout is Layout.sparse_csc or (not x.is_coalesced() and target.layout is not sparse_coo))
+    if sorts or coalesces:
+        # the kernel sorts CSC/BSR/BSC entries with coalesce, and torch's to_sparse coalesces a COO on its way
+        # to CSC, and an uncoalesced one on its way to any other layout
         reason = cuda_coalesce_reason(x)
         if reason is not None:
             return reason
