@@ -163,6 +163,24 @@ def test_a_wrong_native_kernel_fails_with_its_example(private_registry: None) ->
     assert "1 FAIL" in runner.summary(outcomes)
 
 
+def test_the_command_prints_why_a_signature_failed_as_it_goes(private_registry: None, capsys: pytest.CaptureFixture[str]) -> None:
+    # the GPU runs are cut by time limits; the report at the end was lost with them, so the progress line of
+    # a failure is followed by its detail
+    from xsparse.__main__ import conformance
+
+    dispatch.register("negative", (xs.sparse_csr,), backend="numpy", priority=10)(_wrong_negative)
+    assert conformance("numpy", 3, "negative", None) == 1
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.split() == ["FAIL", "negative(sparse_csr)"])
+    detail = []
+    for line in lines[at + 1 :]:
+        if not line.startswith("      | "):
+            break
+        detail.append(line)
+    assert detail and any("Error" in line for line in detail), lines[at : at + 10]
+    assert lines[at + 1 + len(detail)].split()[0] == "pass"  # the next signature's progress line
+
+
 def test_a_native_kernel_that_declines_every_example_reads_idle(private_registry: None) -> None:
     dispatch._REGISTRY["negative"] = [k for k in dispatch._REGISTRY["negative"] if k.backend != "numpy"]
     dispatch.register("negative", (xs.sparse_csr,), backend="numpy", supports=lambda xp, x: "it takes no example")(_wrong_negative)

@@ -356,3 +356,18 @@ def test_pyproject_lists_every_package_and_the_conformance_data() -> None:
     }
     # what conformance/array_api_tests.py reads next to itself
     assert {"array_api_tests_rev.txt", "README.md", "xfails/numpy.txt", "xfails/torch.txt"} <= shipped
+
+
+def test_conformance_shards_share_the_operations(capsys: pytest.CaptureFixture[str]) -> None:
+    # the GPU runs split the suite over processes: --shard K/N runs every N-th operation from the K-th
+    ran = []
+    for k in (1, 2, 3):
+        assert cli.main(["conformance", "--backend", "numpy", "--ops", "negative,abs,sin,cos", "--max-examples", "1", "--shard", f"{k}/3"]) == 0
+        out = capsys.readouterr().out
+        assert f"operations {k} of every 3" in out
+        ran.append({line.split()[1].split("(")[0] for line in out.splitlines() if line.startswith("  pass")})
+    assert ran == [{"negative", "cos"}, {"abs"}, {"sin"}]
+    for bad in ("0/2", "3/2", "2", "a/b"):
+        with pytest.raises(SystemExit):
+            cli.main(["conformance", "--backend", "numpy", "--shard", bad])
+        assert "--shard must be K/N with 1 <= K <= N" in capsys.readouterr().err

@@ -109,8 +109,17 @@ def bench(quick: bool, gpu: bool = False) -> int:
     return int(module.main(["--quick"] if quick else []))
 
 
-def conformance(backend: str, max_examples: int, ops: str | None, seed: int | None, device: str | None = None) -> int:
+# the last lines of a failure's detail that the progress prints (the exception and its example)
+_DETAIL_LINES = 40
+
+
+def conformance(
+    backend: str, max_examples: int, ops: str | None, seed: int | None, device: str | None = None, shard: tuple[int, int] = (1, 1)
+) -> int:
     """Run the sparse conformance suite on ``backend``; print progress, the table and the failures.
+
+    ``shard`` (k, n) runs the k-th of every n selected operations (1-based), so that n processes share a
+    run: ``--shard 1/4`` to ``--shard 4/4`` together run each operation once.
 
     Returns 0 when no (operation, layout signature) fails, 1 otherwise, 2 when the suite cannot run.
     """
@@ -149,13 +158,19 @@ def conformance(backend: str, max_examples: int, ops: str | None, seed: int | No
     except ValueError as exc:
         print(f"python -m xsparse conformance: {exc}", file=sys.stderr)
         return 2
+    k, n = shard
+    selected = selected[k - 1 :: n]
     name = ctx.backend  # the backend's own name, for an alias such as array_api_compat.numpy
 
     def progress(outcome: runner.Outcome) -> None:
         print(f"  {outcome.status:<12} {outcome.name}", flush=True)
+        if outcome.failed:
+            # why, at once as well as in the report at the end: a run cut short by a time limit keeps it
+            print("\n".join(f"      | {line}" for line in outcome.detail.rstrip().splitlines()[-_DETAIL_LINES:]), flush=True)
 
     on = "" if device is None else f" on device {device}"
-    print(f"xsparse {xs.__version__}: conformance of backend '{name}'{on} ({max_examples} examples per layout signature)")
+    part = "" if n == 1 else f", operations {k} of every {n}"
+    print(f"xsparse {xs.__version__}: conformance of backend '{name}'{on} ({max_examples} examples per layout signature{part})")
     outcomes = runner.run(name, max_examples=max_examples, ops=selected, seed_value=seed, progress=progress, device=device)
     print()
     print("\n".join(runner.format_table(outcomes, name)))
@@ -215,6 +230,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="create every input on this device of the backend (cuda, cuda:1 for torch; device1 for array_api_strict); "
         "default: the backend's default device",
     )  # fmt: skip
+    conf.add_argument(
+        "--shard", default="1/1", metavar="K/N",
+        help="run the K-th of every N operations (1 <= K <= N), so that N processes share the suite (default 1/1: all)",
+    )  # fmt: skip
     commands.add_parser(
         ARRAY_API_TESTS,
         add_help=False,
@@ -222,12 +241,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "{numpy,torch,array_api_strict} [--max-examples N]; see --help of the sub-command)",
     )
     args = parser.parse_args(argv)
-    if args.command == "conformance" and args.max_examples < 1:
-        conf.error(f"--max-examples must be at least 1 (got {args.max_examples})")
+    shard = (1, 1)
+    if args.command == "conformance":
+        if args.max_examples < 1:
+            conf.error(f"--max-examples must be at least 1 (got {args.max_examples})")
+        k, slash, n = args.shard.partition("/")
+        if not (slash and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+            conf.error(f"--shard must be K/N with 1 <= K <= N, e.g. 2/4 (got {args.shard!r})")
+        shard = (int(k), int(n))
     if args.command == "bench":
         return bench(args.quick, args.gpu)
     if args.command == "conformance":
-        return conformance(args.backend, args.max_examples, args.ops, args.seed, args.device)
+        return conformance(args.backend, args.max_examples, args.ops, args.seed, args.device, shard)
     print(f"xsparse {xs.__version__}")
     print("\n".join(backends_report()))
     print()
