@@ -50,12 +50,16 @@ def _batch_reason(batch: tuple[int, ...], other: tuple[int, ...], what: str) -> 
 
 def _fold_reason(a: CompressedArray) -> str | None:
     """Why the block-diagonal fold of ``a``'s batches cannot have int32 indices, or None."""
+    if a.ndim == 2:  # no batch (every small product: a few microseconds of Python less)
+        return index_reason(*a.shape, a.nnz)
     nb = math.prod(a.shape[: a.batch_dim()])
     return index_reason(*(nb * s for s in a.shape[a.batch_dim() :]), nb * a.nnz)
 
 
 def _result_dtype(*dtypes: Any) -> Any:
     # the four floating dtypes promote among themselves as the Array API's table says
+    if all(d == dtypes[0] for d in dtypes[1:]):  # the common case, without result_type's cost
+        return np.dtype(dtypes[0])
     return np.result_type(*(np.dtype(d) for d in dtypes))
 
 
@@ -123,16 +127,18 @@ def _product(mat: Any, x: Any, dtype: Any, owner: CompressedArray | None = None)
     return mat @ x
 
 
-# cudaDataType of the values cuSPARSE takes (library_types.h)
-_CUDA_TYPES = {"float32": 0, "float64": 1, "complex64": 4, "complex128": 5}
+# cudaDataType of the values cuSPARSE takes (library_types.h), by NumPy dtype (a dtype's name is a Python
+# property of some microseconds, read twice a product where it was the key)
+_CUDA_TYPES = {np.dtype(name): code for name, code in (("float32", 0), ("float64", 1), ("complex64", 4), ("complex128", 5))}
 # CUSPARSE_SPMV_ALG_DEFAULT and CUSPARSE_SPMM_ALG_DEFAULT (cusparse.h): cuSPARSE picks the algorithm, as cupyx's
 _ALG_DEFAULT = 0
 _BINDING: list[Any] = []
 # cuSPARSE before 12.7.20 (CUDA 13.2) overflows its grid past 65535 * 16 dense columns in SpMM; cupyx's spmm
 # splits such an operand into pieces (CuPy #9850), so wider ones go there
 _ROW_MAJOR_MAX_COLUMNS = 65535 * 16
-# alpha = 1 and beta = 0 of each value dtype, in host memory (cuSPARSE's default pointer mode reads them there)
-_SCALARS: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+# the host addresses of alpha = 1 and beta = 0 of each value dtype, and the arrays that hold them (cuSPARSE's
+# default pointer mode reads them in host memory)
+_SCALARS: dict[np.dtype[Any], tuple[int, int, np.ndarray, np.ndarray]] = {}
 
 
 def _binding() -> Any:
@@ -161,14 +167,14 @@ def _binding() -> Any:
     return _BINDING[0]
 
 
-def _scalars(dtype: Any) -> tuple[int, int]:
-    """The host addresses of ``alpha = 1`` and ``beta = 0`` of ``dtype``."""
-    name = np.dtype(dtype).name
-    pair = _SCALARS.get(name)
-    if pair is None:
+def _scalars(dtype: np.dtype[Any]) -> tuple[int, int]:
+    """The host addresses of ``alpha = 1`` and ``beta = 0`` of ``dtype`` (a NumPy dtype)."""
+    kept = _SCALARS.get(dtype)
+    if kept is None:
+        one, zero = np.ones(1, dtype=dtype), np.zeros(1, dtype=dtype)
         # setdefault: two threads' first products of a dtype read the one pair kept, never one dropped
-        pair = _SCALARS.setdefault(name, (np.ones(1, dtype=dtype), np.zeros(1, dtype=dtype)))
-    return pair[0].ctypes.data, pair[1].ctypes.data
+        kept = _SCALARS.setdefault(dtype, (one.ctypes.data, zero.ctypes.data, one, zero))
+    return kept[0], kept[1]
 
 
 def _sparse_descriptor(mat: Any, owner: CompressedArray | None, descriptor: Any) -> Any:
@@ -195,7 +201,8 @@ def _spmv(mat: Any, x: Any, dtype: Any, owner: CompressedArray | None = None) ->
     cp = cupy_module()
     m = int(mat.shape[0])
     out = cp.empty(m, dtype=dtype)
-    cuda_type = _CUDA_TYPES[np.dtype(dtype).name]
+    dtype = np.dtype(dtype)
+    cuda_type = _CUDA_TYPES[dtype]
     alpha, beta = _scalars(dtype)
     desc_a = _sparse_descriptor(mat, owner, descriptor)
     desc_x = lib.createDnVec(int(x.shape[0]), pointer(x), cuda_type)
@@ -225,7 +232,8 @@ def _spmm_row_major(mat: Any, x: Any, dtype: Any, owner: CompressedArray | None 
     cp = cupy_module()
     (m, _), n = mat.shape, int(x.shape[1])
     out = cp.empty((m, n), dtype=dtype)
-    cuda_type = _CUDA_TYPES[np.dtype(dtype).name]
+    dtype = np.dtype(dtype)
+    cuda_type = _CUDA_TYPES[dtype]
     alpha, beta = _scalars(dtype)
     desc_a = _sparse_descriptor(mat, owner, descriptor)
     desc_b = lib.createDnMat(int(x.shape[0]), n, n, pointer(x), cuda_type, lib.CUSPARSE_ORDER_ROW)
