@@ -163,3 +163,21 @@ def test_tall_nearly_empty_operands_of_kron_stay_on_their_entries() -> None:
     v = xs.sparse_coo_array([[2**31 - 2]], [1.5], (2**31 - 1,))
     o = xs.linalg.outer(v, v)
     assert o.indices().tolist() == [[2**31 - 2], [2**31 - 2]] and o.values().tolist() == [2.25]
+
+
+def test_torch_tensors_on_the_meta_device_are_refused_by_the_constructors() -> None:
+    # a meta tensor holds a shape and no values: the array was made, and every operation on it failed inside
+    # torch ("Tensor.item() cannot be called on meta tensors")
+    torch = pytest.importorskip("torch")
+    meta = torch.empty(2, device="meta")
+    msg = r"is a torch tensor on the 'meta' device, which holds no values \(shape=\((2,|1, 2)\)\)\. Create it on a device that holds data"
+    with pytest.raises(ValueError, match=rf"^sparse_coo_array: values {msg}"):
+        xs.sparse_coo_array([[0, 1]], meta, (3,))
+    with pytest.raises(ValueError, match=rf"^sparse_coo_array: indices {msg}"):
+        xs.sparse_coo_array(torch.zeros((1, 2), dtype=torch.int64, device="meta"), torch.ones(2), (3,))
+    with pytest.raises(ValueError, match=rf"^sparse_compressed_array\(layout=sparse_csr\): values {msg}"):
+        xs.sparse_csr_array([0, 1, 2], [0, 1], meta, (2, 2))
+    with pytest.raises(ValueError, match=rf"^sparse_coo_array: indices {msg}"):
+        xs.sparse_coo_array([[0, 1]], [1.0, 2.0], (3,), device="meta", backend="torch")
+    a = xs.sparse_coo_array([[0, 1]], torch.ones(2), (3,))  # the same on the CPU is fine
+    assert xs.to_dense(a).tolist() == [1.0, 1.0, 0.0]

@@ -75,6 +75,18 @@ def _not_sparse(op: str, invariant: str, name: str, obj: Any) -> None:
         )
 
 
+def _refuse_meta(op: str, name: str, arr: Any) -> Any:
+    """``arr``, unless it is a torch tensor on the ``meta`` device, which holds shapes and no values: every
+    operation on such a sparse array failed later inside torch (``Tensor.item() cannot be called on meta
+    tensors``)."""
+    if getattr(arr, "is_meta", False):
+        raise ValueError(
+            f"{op}: {name} is a torch tensor on the 'meta' device, which holds no values (shape={tuple(arr.shape)}). "
+            "Create it on a device that holds data ('cpu', 'cuda'), e.g. with torch.empty_like(t, device='cpu')."
+        )
+    return arr
+
+
 def _lists_device(op: str, device: Any, *components: Any) -> Any:
     """Where the components given as Python lists go: ``device``, or where it is None the device of the
     first component that is an array (a list of indices beside CUDA values is made on CUDA, not on the
@@ -82,7 +94,7 @@ def _lists_device(op: str, device: Any, *components: Any) -> Any:
     if device is not None:
         return device
     for c in components:
-        if c is not None and not isinstance(c, SparseArray) and is_strided(c, op):
+        if c is not None and not isinstance(c, SparseArray) and is_strided(c, op) and not getattr(c, "is_meta", False):
             return array_device(c)
     return None
 
@@ -109,7 +121,7 @@ def _index_array(op: str, name: str, xp: Any, obj: Any, device: Any, invariant: 
             _refuse_wide_integers(op, name, obj)  # only such a list makes uint64 or float64 of Python ints
         if 0 in tuple(arr.shape) or xp.isdtype(arr.dtype, "integral"):
             arr = xp.astype(arr, xp.int64)
-    arr = _native_order(arr)
+    arr = _refuse_meta(op, name, _native_order(arr))
     if dtype_name(arr.dtype) not in ("int32", "int64"):
         raise InvariantError(
             "1.3",
@@ -154,10 +166,10 @@ def _value_array(op: str, xp: Any, obj: Any, dtype: Any, device: Any, lists_on: 
             arr = xp.astype(arr, dtype)
         if device is not None:
             arr = xp.asarray(arr, device=device)
-        return arr
+        return _refuse_meta(op, "values", arr)
     if dtype is not None:
         obj = _representable(op, obj, dtype)
-    return xp.asarray(obj, dtype=dtype, device=device if device is not None else lists_on)
+    return _refuse_meta(op, "values", xp.asarray(obj, dtype=dtype, device=device if device is not None else lists_on))
 
 
 def _representable(op: str, obj: Any, dtype: Any) -> Any:
