@@ -126,6 +126,72 @@ def dense_conversions() -> None:
             print(f"{form} {dtype} {index} indices: {tail}", flush=True)
 
 
+def spmv_floor(cp: Any, cupy_linalg: Any, mc: Any, v: Any, sync: Callable[[], Any]) -> None:
+    """What CuPy's low-level binding costs per SpMV at best: every descriptor and the buffer made once, only
+    the values' pointers set per call (dnVecSetValues); and with cusparseSpMV_preprocess where the binding
+    has it. The next step for the CuPy SpMV's host time, measured before it is written."""
+    try:
+        lib, descriptor, handle_of = cupy_linalg._binding()
+        dtype = np.dtype(v.dtype)
+        cuda_type = cupy_linalg._CUDA_TYPES[dtype]
+        alpha, beta = cupy_linalg._scalars(dtype)
+        desc_a = descriptor.create(mc)
+        out = cp.empty(mc.shape[0], dtype=dtype)
+        desc_x = lib.createDnVec(int(v.shape[0]), v.data.ptr, cuda_type)
+        desc_y = lib.createDnVec(int(out.shape[0]), out.data.ptr, cuda_type)
+        op = lib.CUSPARSE_OPERATION_NON_TRANSPOSE
+        size = lib.spMV_bufferSize(handle_of(), op, alpha, desc_a.desc, desc_x, beta, desc_y, cuda_type, 0)
+        buffer = cp.empty(max(int(size), 1), dtype=cp.int8)
+
+        def kept() -> None:
+            lib.dnVecSetValues(desc_x, v.data.ptr)
+            lib.dnVecSetValues(desc_y, out.data.ptr)
+            lib.spMV(handle_of(), op, alpha, desc_a.desc, desc_x, beta, desc_y, cuda_type, 0, buffer.data.ptr)
+
+        def bare() -> None:
+            lib.spMV(handle_of(), op, alpha, desc_a.desc, desc_x, beta, desc_y, cuda_type, 0, buffer.data.ptr)
+
+        print(f"SpMV floor (ms): all kept, pointers set {mean_ms(kept, sync, 2000):.4f}, the spMV call alone {mean_ms(bare, sync, 2000):.4f}", flush=True)
+        if hasattr(lib, "spMV_preprocess"):
+            lib.spMV_preprocess(handle_of(), op, alpha, desc_a.desc, desc_x, beta, desc_y, cuda_type, 0, buffer.data.ptr)
+            print(f"SpMV floor after spMV_preprocess (ms): {mean_ms(bare, sync, 2000):.4f}", flush=True)
+        else:
+            print("CuPy's binding has no spMV_preprocess")
+        lib.destroyDnVec(desc_x)
+        lib.destroyDnVec(desc_y)
+    except Exception:
+        traceback.print_exc()
+
+
+def spgemm_check_variants(torch: Any, tm: Any, sync: Callable[[], Any]) -> None:
+    """The torch SpGEMM's sortedness check (xsparse's, and two cheaper forms) on torch's product alone."""
+    try:
+        from xsparse.backends.torch.linalg import _sorted_csr
+
+        r = tm @ tm
+        crow, col = r.crow_indices(), r.col_indices()
+        nnz = col.numel()
+        inner = crow[1:-1].to(torch.int64)
+
+        def index_fill() -> bool:
+            ok = torch.empty(nnz + 1, dtype=torch.bool, device=col.device)
+            torch.gt(col[1:], col[:-1], out=ok[1:nnz])
+            ok.index_fill_(0, inner, True)
+            return bool(ok[1:nnz].all())
+
+        def sync_only() -> bool:
+            return bool(torch.gt(col[1:2], col[:1]).all())
+
+        print(
+            f"SpGEMM result: nnz {nnz}, index dtype {col.dtype}; the check (ms): xsparse's {mean_ms(lambda: _sorted_csr(r), sync, 200):.4f}, "
+            f"with index_fill_ {mean_ms(index_fill, sync, 200):.4f}, one tiny comparison and its wait {mean_ms(sync_only, sync, 200):.4f}; "
+            f"torch.mm alone {mean_ms(lambda: tm @ tm, sync, 50):.4f}; sorted: {index_fill()}",
+            flush=True,
+        )
+    except Exception:
+        traceback.print_exc()
+
+
 def main() -> None:
     section("cuSPARSE sparseToDense, one process per form")
     dense_conversions()
@@ -231,11 +297,15 @@ def main() -> None:
             "cupyx.cusparse.spmv": lambda: cxs.spmv(mc, v),
         }
         print("SpMV layers (ms):", ", ".join(f"{name} {mean_ms(fn, cp_sync, 500):.4f}" for name, fn in layers.items()), flush=True)
+        spmv_floor(cp, cupy_linalg, mc, v, cp_sync)
         profile(lambda: m @ v, 2000)
         profile(lambda: mc @ v, 2000, 10)
         tt = [torch.from_numpy(z).cuda() for z in (lap.indptr.astype(np.int64), lap.indices.astype(np.int64), lap.data)]
         mt, tm = xs.sparse_csr_array(*tt, shape=lap.shape), torch.sparse_csr_tensor(*tt, size=lap.shape)
+        vt = torch.ones(lap.shape[1], dtype=torch.float64, device="cuda")
+        print(f"SpMV: torch's own {mean_ms(lambda: tm @ vt, torch_sync, 500):.4f} ms, xsparse[torch] {mean_ms(lambda: mt @ vt, torch_sync, 500):.4f} ms")
         print(f"SpGEMM: xsparse[torch] {mean_ms(lambda: mt @ mt, torch_sync, 50):.4f} ms, torch {mean_ms(lambda: tm @ tm, torch_sync, 50):.4f} ms")
+        spgemm_check_variants(torch, tm, torch_sync)
         profile(lambda: mt @ mt, 100)
     except Exception:
         traceback.print_exc()
