@@ -152,6 +152,21 @@ def spmv_floor(cp: Any, cupy_linalg: Any, mc: Any, v: Any, sync: Callable[[], An
             lib.spMV(handle_of(), op, alpha, desc_a.desc, desc_x, beta, desc_y, cuda_type, 0, buffer.data.ptr)
 
         print(f"SpMV floor (ms): all kept, pointers set {mean_ms(kept, sync, 2000):.4f}, the spMV call alone {mean_ms(bare, sync, 2000):.4f}", flush=True)
+        # cusparseSpMVAlg_t: CUSPARSE_SPMV_CSR_ALG1 = 2, CUSPARSE_SPMV_CSR_ALG2 = 3 (cusparse.h); the default is 0
+        for alg in (2, 3):
+            try:
+                alg_size = lib.spMV_bufferSize(handle_of(), op, alpha, desc_a.desc, desc_x, beta, desc_y, cuda_type, alg)
+                alg_buffer = cp.empty(max(int(alg_size), 1), dtype=cp.int8)
+
+                def with_alg(alg: int = alg, alg_buffer: Any = alg_buffer) -> None:
+                    lib.spMV(handle_of(), op, alpha, desc_a.desc, desc_x, beta, desc_y, cuda_type, alg, alg_buffer.data.ptr)
+
+                with_alg()
+                sync()
+                error = float(cp.abs(out - mc @ v).max())
+                print(f"SpMV floor with algorithm {alg} (ms): {mean_ms(with_alg, sync, 2000):.4f} (max error {error:.3g})", flush=True)
+            except Exception as exc:
+                print(f"SpMV algorithm {alg}: {type(exc).__name__}: {exc}")
         if hasattr(lib, "spMV_preprocess"):
             lib.spMV_preprocess(handle_of(), op, alpha, desc_a.desc, desc_x, beta, desc_y, cuda_type, 0, buffer.data.ptr)
             print(f"SpMV floor after spMV_preprocess (ms): {mean_ms(bare, sync, 2000):.4f}", flush=True)
