@@ -179,5 +179,10 @@ def test_torch_tensors_on_the_meta_device_are_refused_by_the_constructors() -> N
         xs.sparse_csr_array([0, 1, 2], [0, 1], meta, (2, 2))
     with pytest.raises(ValueError, match=rf"^sparse_coo_array: indices {msg}"):
         xs.sparse_coo_array([[0, 1]], [1.0, 2.0], (3,), device="meta", backend="torch")
+    # refused before a move that device= asks for (torch's own error there: "Cannot copy out of meta tensor")
+    with pytest.raises(ValueError, match=rf"^sparse_coo_array: values {msg}"):
+        xs.sparse_coo_array([[0, 1]], meta, (3,), device="cpu")
+    with pytest.raises(ValueError, match=rf"^sparse_coo_array: indices {msg}"):
+        xs.sparse_coo_array(torch.zeros((1, 2), dtype=torch.int64, device="meta"), torch.ones(2), (3,), device="cpu")
     a = xs.sparse_coo_array([[0, 1]], torch.ones(2), (3,))  # the same on the CPU is fine
     assert xs.to_dense(a).tolist() == [1.0, 1.0, 0.0]

@@ -104,7 +104,7 @@ def _index_array(op: str, name: str, xp: Any, obj: Any, device: Any, invariant: 
     (on ``device``, else on ``lists_on``)."""
     _not_sparse(op, invariant, name, obj)
     if is_strided(obj, op):
-        arr = xp.asarray(obj, device=device) if device is not None else obj
+        arr = xp.asarray(_refuse_meta(op, name, obj), device=device) if device is not None else obj
     else:
         try:
             # Without dtype=, so that a list of floats is refused below instead of truncated to integers.
@@ -161,7 +161,7 @@ def _native_order(arr: Any) -> Any:
 def _value_array(op: str, xp: Any, obj: Any, dtype: Any, device: Any, lists_on: Any = None) -> Any:
     _not_sparse(op, "2.3", "values", obj)
     if is_strided(obj, op):
-        arr = _native_order(obj)
+        arr = _refuse_meta(op, "values", _native_order(obj))
         if dtype is not None and dtype_name(arr.dtype) != dtype_name(dtype):
             arr = xp.astype(arr, dtype)
         if device is not None:

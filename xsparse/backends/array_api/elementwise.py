@@ -493,7 +493,7 @@ ANNIHILATING = frozenset({"multiply", "logical_and", "bitwise_and"})
 # there (only when it raised); where it gives something else, every division is done that way.
 _INTEGER_DIVISION = frozenset({"floor_divide", "remainder"})
 _GIVES_ZERO, _RAISES, _GIVES_OTHER = "gives 0", "raises", "gives another value"
-_ZERO_DIVISOR: dict[tuple[str, str, str, str], str] = {}
+_ZERO_DIVISOR: dict[tuple[str, ...], str] = {}
 
 
 def _is_integer(xp: Any, v: Any) -> bool:
@@ -504,32 +504,41 @@ def _is_integer(xp: Any, v: Any) -> bool:
 
 
 def _zero_divisor_behaviour(xp: Any, name: str, f: Callable[[Any, Any], Any], x: Any, y: Any) -> str:
-    """What the backend's integer ``name`` does with a zero divisor on the device and dtype of the array
-    among ``x`` and ``y``: one of _GIVES_ZERO, _RAISES, _GIVES_OTHER (a division of two elements, once)."""
-    arr = x if hasattr(x, "dtype") else y
-    dev = array_api_compat.device(arr)
-    key = (getattr(xp, "__name__", type(xp).__name__), name, str(dev), str(arr.dtype))
+    """What the backend's integer ``name`` does where the array ``y`` holds a 0: _GIVES_ZERO, _RAISES or
+    _GIVES_OTHER. Found once per namespace, operation, device and operand kinds, by dividing a few
+    dividends of ``x``'s dtype (or the Python int 7) by zeros of ``y``'s dtype, so that the promotion is the
+    call's own (a bool dividend by an int64 divisor divides as int64)."""
+    dev = array_api_compat.device(y)
+    dividend = str(x.dtype) if hasattr(x, "dtype") else "int"
+    key = (getattr(xp, "__name__", type(xp).__name__), name, str(dev), dividend, str(y.dtype))
     found = _ZERO_DIVISOR.get(key)
-    if found is None:
-        n = xp.asarray([7, 0], dtype=arr.dtype, device=dev)
+    if found is not None:
+        return found
+    if not hasattr(x, "dtype"):
+        n: Any = 7
+    elif xp.isdtype(x.dtype, "signed integer"):
+        n = xp.asarray([7, -7, 0], dtype=x.dtype, device=dev)
+    else:
+        n = xp.asarray([1, 0], dtype=x.dtype, device=dev)
+    try:
+        with np.errstate(divide="ignore", invalid="ignore"):  # NumPy's (and array_api_strict's) warning
+            r = f(n, xp.zeros(tuple(n.shape) if hasattr(n, "shape") else (1,), dtype=y.dtype, device=dev))
+    except (NotImplementedError, RuntimeError, TypeError, ZeroDivisionError):
+        found = _RAISES  # (a dtype it does not divide raises again in the call itself)
+    else:
         try:
-            with np.errstate(divide="ignore", invalid="ignore"):  # NumPy's (and array_api_strict's) warning
-                r = f(n, xp.zeros_like(n))
-        except (NotImplementedError, RuntimeError, TypeError, ZeroDivisionError):
-            found = _RAISES  # (a dtype it does not divide raises again in the call itself)
-        else:
             found = _GIVES_ZERO if not bool(xp.any(r != 0)) else _GIVES_OTHER
+        except Exception:  # noqa: BLE001 - a traced value (inside jax.jit) cannot be read: mask, whatever the backend gives
+            return _GIVES_OTHER
+    if dev is not None:  # (a tracer has no device: nothing learnt for later calls)
         _ZERO_DIVISOR[key] = found
     return found
 
 
 def _masked_division(xp: Any, f: Callable[[Any, Any], Any], x: Any, y: Any, when_zero_only: bool = True) -> Any:
-    """``f(x, y)`` with 1 in place of each integer divisor ``y == 0``, and 0 there; with ``when_zero_only``,
-    None where no divisor is 0 (a look at the divisor, which waits for a GPU: without it, no wait)."""
-    if isinstance(y, int):
-        if y == 0:
-            return xp.zeros_like(f(x, 1))
-        return None if when_zero_only else f(x, y)
+    """``f(x, y)`` for an array ``y``, with 1 in place of each integer divisor ``y == 0`` and 0 there; with
+    ``when_zero_only``, None where no divisor is 0 (a look at the divisor, which waits for a GPU: without
+    it, no wait)."""
     zero = y == 0
     if when_zero_only and not bool(xp.any(zero)):
         return None
@@ -540,13 +549,16 @@ def _masked_division(xp: Any, f: Callable[[Any, Any], Any], x: Any, y: Any, when
 def _zero_safe_division(xp: Any, name: str, f: Callable[[Any, Any], Any], x: Any, y: Any) -> Any:
     """``f(x, y)`` for ``floor_divide`` or ``remainder``, 0 where an integer ``y`` is 0, on every backend."""
     integers = _is_integer(xp, x) and _is_integer(xp, y)
-    if integers and (hasattr(x, "dtype") or hasattr(y, "dtype")):
+    if integers and isinstance(y, int) and hasattr(x, "dtype"):
+        # a Python int divisor: 0 gives zeros (in the dtype of a division by 1), any other a plain division
+        return xp.zeros_like(f(x, 1)) if y == 0 else f(x, y)
+    if integers and hasattr(y, "dtype"):
         if _zero_divisor_behaviour(xp, name, f, x, y) == _GIVES_OTHER:
             return _masked_division(xp, f, x, y, when_zero_only=False)
     try:
         return f(x, y)
     except (NotImplementedError, RuntimeError):
-        if not integers:
+        if not (integers and hasattr(y, "dtype")):
             raise
         try:
             out = _masked_division(xp, f, x, y)
