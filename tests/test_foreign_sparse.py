@@ -361,3 +361,28 @@ def test_asarray_buffer_reads_the_buffer_format(backend: str) -> None:
     i = xs.asarray(array.array("i", [4, 5]), backend=backend)
     assert str(i.dtype).split(".")[-1] == "int32"
     assert np.asarray(xs.to_backend(i, "numpy")).tolist() == [4, 5]
+
+
+def test_scipy_coo_edited_after_its_canonical_flag_is_not_trusted_as_coalesced() -> None:
+    # SciPy's has_canonical_format is a cache: coordinates edited in place leave it True; an array taken as
+    # coalesced with unsorted or repeated indices gave wrong answers to the kernels that trust the flag
+    sp = pytest.importorskip("scipy.sparse")
+    from xsparse.testing import assert_sparse_equal, to_numpy
+
+    m = sp.coo_array((np.asarray([1.0, 2.0, 3.0]), (np.asarray([0, 1, 1]), np.asarray([2, 0, 1]))), shape=(2, 3))
+    m.sum_duplicates()
+    assert m.has_canonical_format and xs.asarray(m).is_coalesced()
+    for cols in ([2, 1, 0], [2, 1, 1]):  # a row out of order, then a repeat
+        m.coords[1][:] = cols
+        assert m.has_canonical_format  # SciPy's stale flag
+        a = xs.asarray(m)
+        assert not a.is_coalesced()
+        np.testing.assert_array_equal(to_numpy(xs.to_dense(a)), m.toarray())
+        np.testing.assert_array_equal(to_numpy(xs.to_dense(xs.coalesce(a))), m.toarray())
+        assert_sparse_equal(a @ np.ones(3), m.toarray() @ np.ones(3))
+    # three dimensions: the order is lexicographic over every coordinate
+    t = sp.coo_array((np.ones(3), (np.asarray([0, 0, 1]), np.asarray([1, 1, 0]), np.asarray([0, 2, 0]))), shape=(2, 2, 3))
+    t.sum_duplicates()
+    assert xs.asarray(t).is_coalesced()
+    t.coords[2][:] = [2, 0, 0]
+    assert not xs.asarray(t).is_coalesced()

@@ -136,7 +136,9 @@ def _from_scipy(op: str, m: Any) -> tuple[Any, bool]:
         index_dtype = index_dtype if index_dtype in (np.int32, np.int64) else np.dtype(np.int64)
         indices = np.stack([np.asarray(c, dtype=index_dtype) for c in coords]) if len(coords) else np.zeros((0, m.nnz), np.int64)
         copied = True  # the coordinate rows are stacked into one array
-        return sparse_coo_array(indices, m.data, shape, is_coalesced=bool(m.has_canonical_format)), copied
+        # SciPy's canonical flag is a cache that an in-place edit of the coordinates leaves stale: the flag
+        # is believed only where the stacked copy is in strictly increasing order (a pass over it)
+        return sparse_coo_array(indices, m.data, shape, is_coalesced=bool(m.has_canonical_format) and _strictly_increasing(indices)), copied
     layout = {"csr": sparse_csr, "csc": sparse_csc, "bsr": sparse_bsr}[fmt]
     blocksize = (int(m.blocksize[0]), int(m.blocksize[1])) if fmt == "bsr" else None
     try:
@@ -162,6 +164,18 @@ def _from_scipy(op: str, m: Any) -> tuple[Any, bool]:
     indptr, indices, widened = _compressed_indices(m.indptr, m.indices)
     copied = copied or widened
     return sparse_compressed_array(indptr, indices, m.data, shape, layout=layout, blocksize=blocksize, backend="numpy"), copied
+
+
+def _strictly_increasing(indices: np.ndarray) -> bool:
+    """Whether the columns of the (ndim, nnz) ``indices`` are in strictly increasing lexicographic order
+    (sorted, no repeats: a coalesced COO array); O(ndim * nnz), with no linearised key to overflow."""
+    if indices.shape[1] < 2:
+        return True
+    later, earlier = indices[:, 1:], indices[:, :-1]
+    ahead = later[-1] > earlier[-1]
+    for d in range(indices.shape[0] - 2, -1, -1):
+        ahead = (later[d] > earlier[d]) | ((later[d] == earlier[d]) & ahead)
+    return bool(ahead.all())
 
 
 def _from_pydata(op: str, s: Any) -> tuple[Any, bool]:
