@@ -166,7 +166,7 @@ def _from_scipy(op: str, m: Any) -> tuple[Any, bool]:
     return sparse_compressed_array(indptr, indices, m.data, shape, layout=layout, blocksize=blocksize, backend="numpy"), copied
 
 
-def _strictly_increasing(indices: np.ndarray) -> bool:
+def _strictly_increasing(indices: Any) -> bool:
     """Whether the columns of the (ndim, nnz) ``indices`` are in strictly increasing lexicographic order
     (sorted, no repeats: a coalesced COO array); O(ndim * nnz), with no linearised key to overflow."""
     if indices.shape[1] < 2:
