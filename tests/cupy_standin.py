@@ -244,6 +244,7 @@ class Library:
         return self._next
 
     def createDnVec(self, size: int, ptr: int, value_type: int) -> int:  # noqa: N802 - CuPy's names
+        self.calls.append("createDnVec")
         return self._describe(size, 1, size, ptr, value_type, _ORDER_COL)
 
     def createDnMat(self, rows: int, cols: int, ld: int, ptr: int, value_type: int, order: int) -> int:  # noqa: N802
@@ -253,6 +254,12 @@ class Library:
 
     def destroyDnVec(self, handle: int) -> None:  # noqa: N802
         del self.dense[handle]
+
+    def dnVecSetValues(self, handle: int, ptr: int) -> None:  # noqa: N802
+        """Point a dense vector's descriptor at other memory (of its size and value type)."""
+        size, cols, ld, _, value_type, order = self.dense[handle]
+        self.dense[handle] = (size, cols, ld, ptr, value_type, order)
+        self.calls.append("dnVecSetValues")
 
     destroyDnMat = destroyDnVec  # noqa: N815
 
@@ -292,10 +299,25 @@ def binding() -> tuple[Library, type[SparseDescriptor], Any]:
     return Library(), SparseDescriptor, lambda: "handle"
 
 
+class _Stream:
+    """CuPy's current stream, as the kernels read it: one stream (the null stream's pointer, 0)."""
+
+    ptr = 0
+
+
+class _Cuda:
+    """``cupy.cuda``, as far as the kernels use it."""
+
+    @staticmethod
+    def get_current_stream() -> _Stream:
+        return _Stream()
+
+
 class _Cupy(types.ModuleType):
-    """NumPy, with CuPy's ``ElementwiseKernel``."""
+    """NumPy, with CuPy's ``ElementwiseKernel`` and current stream."""
 
     ElementwiseKernel = ElementwiseKernel
+    cuda = _Cuda
 
     def __getattr__(self, name: str) -> Any:
         return getattr(np, name)

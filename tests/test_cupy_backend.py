@@ -353,18 +353,20 @@ def test_vector_products_call_spmv_directly(layout: xs.Layout, side: str, monkey
     # the matrix whose kept cupyx form is CSR (CSR @ x, x @ CSC: the transposed view) goes to cuSPARSE's SpMV
     # directly, its descriptor kept with the array; the result is written over memory that held NaNs (a
     # freed buffer of the same size, which the memory pool hands out again): beta = 0 reads none of it
+    # each product has a vector of its own: the array keeps its SpMV descriptors and buffer, and points them
+    # at each call's vectors
     direct = _calls(monkeypatch, "_spmv")
     rng = np.random.default_rng(11)
     dense, a = _integer_matrix(rng, (7, 7), layout)
-    host = rng.integers(-3, 4, 7).astype(np.float64)
-    x = cp.asarray(host)
-    signature, operands = ((layout, STRIDED), (a, x)) if side == "sparse @ vector" else ((STRIDED, layout), (x, a))
-    expected = dense @ host if side == "sparse @ vector" else host @ dense
-    for _ in range(2):
+    for _ in range(3):
+        host = rng.integers(-3, 4, 7).astype(np.float64)
+        x = cp.asarray(host)
+        signature, operands = ((layout, STRIDED), (a, x)) if side == "sparse @ vector" else ((STRIDED, layout), (x, a))
+        expected = dense @ host if side == "sparse @ vector" else host @ dense
         held = cp.full(7, np.nan)
         del held  # the pool's next 7-element buffer, the result's, held NaNs
         np.testing.assert_array_equal(to_numpy(run_native("matmul", signature, *operands)), expected)
-    assert len(direct) == (2 if (layout is CSR) == (side == "sparse @ vector") else 0)
+    assert len(direct) == (3 if (layout is CSR) == (side == "sparse @ vector") else 0)
 
 
 @examples

@@ -115,3 +115,68 @@ def test_the_sparse_descriptor_is_made_once_per_array(library: Library, monkeypa
     del a, mat, described, kept
     gc.collect()
     assert key not in conversion._WRAPPED and handle not in SparseDescriptor.live, "the descriptor goes with its array"
+    assert not library.dense, "the SpMV plan's dense descriptors go with it"
+
+
+def test_an_arrays_spmvs_reuse_one_plan(library: Library, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the SpMVs of an array's kept matrix make its two dense descriptors and buffer once, and point them at
+    # each call's vectors (cusparseDnVecSetValues): every product is the right one, with its own vectors
+    import cupy_standin
+    import xsparse as xs
+    from xsparse.backends.cupy import conversion
+
+    cupy_standin.install(monkeypatch)
+    monkeypatch.setattr(cupy_linalg, "_binding", lambda: (library, SparseDescriptor, lambda: "handle"))
+    dense = np.array([[1.0, 0.0, 2.0], [0.0, 0.0, 3.0]])
+    a = xs.to_sparse_csr(dense)
+    mat = conversion.to_cupyx(a)
+    results = [cupy_linalg._product(mat, np.array(x, dtype=np.float64), np.dtype("float64"), a) for x in ([1, 2, 3], [4, 5, 6], [-1, 0, 1])]
+    for x, r in zip(([1, 2, 3], [4, 5, 6], [-1, 0, 1]), results):
+        np.testing.assert_array_equal(r, dense @ np.array(x, dtype=np.float64))
+    assert library.calls.count("createDnVec") == 2 and library.calls.count("spMV_bufferSize") == 1
+    assert library.calls.count("spMV") == 3 and library.calls.count("dnVecSetValues") == 6
+    # a matrix made for one call (a cast) has no array to keep a plan with: descriptors made and destroyed
+    cast = conversion.to_cupyx(a, np.float32)
+    np.testing.assert_array_equal(cupy_linalg._product(cast, np.ones(3, np.float32), np.dtype("float32")), dense.sum(axis=1))
+    assert library.calls.count("createDnVec") == 4 and len(library.dense) == 2, "the plan's two remain, the cast's are gone"
+
+
+def test_threads_sharing_a_plan_get_their_own_products(library: Library, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the plan's lock holds the pointers and the SpMV together: threads on one stream never run with each
+    # other's vectors
+    import threading
+
+    import cupy_standin
+    import xsparse as xs
+    from xsparse.backends.cupy import conversion
+
+    cupy_standin.install(monkeypatch)
+    monkeypatch.setattr(cupy_linalg, "_binding", lambda: (library, SparseDescriptor, lambda: "handle"))
+    rng = np.random.default_rng(5)
+    dense = rng.integers(-3, 4, (40, 30)).astype(np.float64)
+    a = xs.to_sparse_csr(dense)
+    mat = conversion.to_cupyx(a)
+    wrong: list[int] = []
+
+    def work(seed: int) -> None:
+        local = np.random.default_rng(seed)
+        for _ in range(60):
+            x = local.integers(-3, 4, 30).astype(np.float64)
+            if not np.array_equal(cupy_linalg._product(mat, x, np.dtype("float64"), a), dense @ x):
+                wrong.append(seed)
+
+    import time
+
+    set_values = library.dnVecSetValues
+
+    def set_and_yield(handle: int, ptr: int) -> None:
+        set_values(handle, ptr)
+        time.sleep(0)  # another thread's turn between setting a pointer and the product, as often as can be
+
+    monkeypatch.setattr(library, "dnVecSetValues", set_and_yield)
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong and library.calls.count("createDnVec") == 2

@@ -21,6 +21,7 @@ kernels take over. CuPy is imported the first time a kernel runs.
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any
 
 import numpy as np
@@ -189,27 +190,66 @@ def _sparse_descriptor(mat: Any, owner: CompressedArray | None, descriptor: Any)
     return descriptor.create(mat)
 
 
+class _SpmvPlan:
+    """What the SpMVs of one array's kept CSR matrix on one CUDA stream reuse: cuSPARSE's descriptors of the
+    two dense vectors and the SpMV's buffer. Each call points the descriptors at its vectors
+    (``cusparseDnVecSetValues``) and runs the SpMV under the plan's lock, so that two threads sharing a
+    stream never run with each other's pointers; calls on one stream run in order, so they may share the
+    buffer, and another stream gets a plan of its own. The descriptors are destroyed with the plan, which
+    goes with its array."""
+
+    __slots__ = ("buffer", "lib", "lock", "x", "y")
+
+    def __init__(self, lib: Any, handle: Any, mat: Any, desc_a: Any, dtype: np.dtype[Any]) -> None:
+        cp = cupy_module()
+        cuda_type = _CUDA_TYPES[dtype]
+        alpha, beta = _scalars(dtype)
+        m, k = int(mat.shape[0]), int(mat.shape[1])
+        self.lib, self.lock = lib, threading.Lock()
+        # vectors of the right sizes for the buffer-size query; every call sets its own pointers first
+        self.x = self.y = 0
+        self.x = lib.createDnVec(k, pointer(cp.empty(k, dtype=dtype)), cuda_type)
+        self.y = lib.createDnVec(m, pointer(cp.empty(m, dtype=dtype)), cuda_type)
+        op = lib.CUSPARSE_OPERATION_NON_TRANSPOSE
+        size = lib.spMV_bufferSize(handle, op, alpha, desc_a.desc, self.x, beta, self.y, cuda_type, _ALG_DEFAULT)
+        self.buffer = cp.empty(max(int(size), 1), dtype=cp.int8)
+
+    def __del__(self) -> None:
+        for desc in (self.x, self.y):
+            if desc:
+                self.lib.destroyDnVec(desc)
+
+
 def _spmv(mat: Any, x: Any, dtype: Any, owner: CompressedArray | None = None) -> Any:
     """``mat @ x`` for a canonical cupyx CSR matrix and a contiguous vector: cuSPARSE SpMV, called directly.
 
     cupyx's ``mat @ x`` costs some 40 us of Python per call (availability checked three times, the three
     descriptors made and destroyed, a zero-filled result); a small product is bound by it. Here the matrix's
     descriptor is kept with its array, and the result is not filled first: with ``beta = 0`` cuSPARSE writes
-    every element of ``y`` without reading it.
+    every element of ``y`` without reading it. The kept matrix of an array (``owner``) also keeps the dense
+    descriptors and the buffer (:class:`_SpmvPlan`), where CuPy's binding can repoint a descriptor.
     """
     lib, descriptor, handle_of = _binding()
     cp = cupy_module()
     m = int(mat.shape[0])
-    out = cp.empty(m, dtype=dtype)
     dtype = np.dtype(dtype)
+    out = cp.empty(m, dtype=dtype)
     cuda_type = _CUDA_TYPES[dtype]
     alpha, beta = _scalars(dtype)
     desc_a = _sparse_descriptor(mat, owner, descriptor)
+    handle, op = handle_of(), lib.CUSPARSE_OPERATION_NON_TRANSPOSE
+    if owner is not None and hasattr(lib, "dnVecSetValues"):
+        stream = cp.cuda.get_current_stream().ptr
+        plan = kept_with(owner, f"spmv plan {stream}", lambda: _SpmvPlan(lib, handle, mat, desc_a, dtype))
+        with plan.lock:
+            lib.dnVecSetValues(plan.x, pointer(x))
+            lib.dnVecSetValues(plan.y, pointer(out))
+            lib.spMV(handle, op, alpha, desc_a.desc, plan.x, beta, plan.y, cuda_type, _ALG_DEFAULT, pointer(plan.buffer))
+        return out
     desc_x = lib.createDnVec(int(x.shape[0]), pointer(x), cuda_type)
     try:
         desc_y = lib.createDnVec(m, pointer(out), cuda_type)
         try:
-            handle, op = handle_of(), lib.CUSPARSE_OPERATION_NON_TRANSPOSE
             size = lib.spMV_bufferSize(handle, op, alpha, desc_a.desc, desc_x, beta, desc_y, cuda_type, _ALG_DEFAULT)
             buffer = cp.empty(max(int(size), 1), dtype=cp.int8)
             lib.spMV(handle, op, alpha, desc_a.desc, desc_x, beta, desc_y, cuda_type, _ALG_DEFAULT, pointer(buffer))
