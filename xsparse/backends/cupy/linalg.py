@@ -217,7 +217,10 @@ class _SpmvPlan:
     def __del__(self) -> None:
         for desc in (self.x, self.y):
             if desc:
-                self.lib.destroyDnVec(desc)
+                try:
+                    self.lib.destroyDnVec(desc)
+                except Exception:  # noqa: BLE001, S110 - at the interpreter's exit CUDA may be gone before the plan
+                    pass
 
 
 def _spmv(mat: Any, x: Any, dtype: Any, owner: CompressedArray | None = None) -> Any:
