@@ -528,7 +528,7 @@ def _zero_divisor_behaviour(xp: Any, name: str, f: Callable[[Any, Any], Any], x:
     else:
         try:
             found = _GIVES_ZERO if not bool(xp.any(r != 0)) else _GIVES_OTHER
-        except Exception:  # noqa: BLE001 - a traced value (inside jax.jit) cannot be read: mask, whatever the backend gives
+        except Exception:  # a traced value (inside jax.jit) cannot be read: mask, whatever the backend gives
             return _GIVES_OTHER
     if dev is not None:  # (a tracer has no device: nothing learnt for later calls)
         _ZERO_DIVISOR[key] = found

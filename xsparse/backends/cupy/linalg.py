@@ -219,7 +219,7 @@ class _SpmvPlan:
             if desc:
                 try:
                     self.lib.destroyDnVec(desc)
-                except Exception:  # noqa: BLE001, S110 - at the interpreter's exit CUDA may be gone before the plan
+                except Exception:  # at the interpreter's exit CUDA may be gone before the plan
                     pass
 
 
