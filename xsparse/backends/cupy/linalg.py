@@ -198,14 +198,14 @@ class _SpmvPlan:
     buffer, and another stream gets a plan of its own. The descriptors are destroyed with the plan, which
     goes with its array."""
 
-    __slots__ = ("buffer", "lib", "lock", "x", "y")
+    __slots__ = ("buffer", "lib", "lock", "shape", "x", "y")
 
     def __init__(self, lib: Any, handle: Any, mat: Any, desc_a: Any, dtype: np.dtype[Any]) -> None:
         cp = cupy_module()
         cuda_type = _CUDA_TYPES[dtype]
         alpha, beta = _scalars(dtype)
         m, k = int(mat.shape[0]), int(mat.shape[1])
-        self.lib, self.lock = lib, threading.Lock()
+        self.lib, self.lock, self.shape = lib, threading.Lock(), (m, k)
         # vectors of the right sizes for the buffer-size query; every call sets its own pointers first
         self.x = self.y = 0
         self.x = lib.createDnVec(k, pointer(cp.empty(k, dtype=dtype)), cuda_type)
@@ -244,11 +244,12 @@ def _spmv(mat: Any, x: Any, dtype: Any, owner: CompressedArray | None = None) ->
     if owner is not None and hasattr(lib, "dnVecSetValues"):
         stream = cp.cuda.get_current_stream().ptr
         plan = kept_with(owner, f"spmv plan {stream}", lambda: _SpmvPlan(lib, handle, mat, desc_a, dtype))
-        with plan.lock:
-            lib.dnVecSetValues(plan.x, pointer(x))
-            lib.dnVecSetValues(plan.y, pointer(out))
-            lib.spMV(handle, op, alpha, desc_a.desc, plan.x, beta, plan.y, cuda_type, _ALG_DEFAULT, pointer(plan.buffer))
-        return out
+        if plan.shape == (m, int(x.shape[0])):  # (an array has one CSR matrix: always, short of a bug)
+            with plan.lock:
+                lib.dnVecSetValues(plan.x, pointer(x))
+                lib.dnVecSetValues(plan.y, pointer(out))
+                lib.spMV(handle, op, alpha, desc_a.desc, plan.x, beta, plan.y, cuda_type, _ALG_DEFAULT, pointer(plan.buffer))
+            return out
     desc_x = lib.createDnVec(int(x.shape[0]), pointer(x), cuda_type)
     try:
         desc_y = lib.createDnVec(m, pointer(out), cuda_type)
