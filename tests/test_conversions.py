@@ -280,7 +280,7 @@ def test_strictly_increasing_check_against_tuples(backend: str, xp: Any, data: s
     """The check that lets coalesce keep an array whose indices are already canonical: lexicographically
     strictly increasing columns, against Python's comparison of the columns as tuples (no sparse dimension,
     one, several; duplicates, ties on the first rows, one column, none; past the 4096-column prefix check)."""
-    from xsparse.backends.array_api.conversion import _strictly_increasing
+    from xsparse.backends.array_api.conversion import strictly_increasing
 
     k = data.draw(st.integers(0, 3), label="sparse_dim")
     n = data.draw(st.sampled_from([0, 1, 2, 5, 30, 5000]), label="n")
@@ -292,7 +292,7 @@ def test_strictly_increasing_check_against_tuples(backend: str, xp: Any, data: s
         cols = sorted(set(cols)) if k else cols
     idx = np.asarray(cols, dtype=np.int64).reshape(len(cols), k).T
     expected = all(a < b for a, b in zip(cols, cols[1:]))
-    assert _strictly_increasing(xp, xp.asarray(idx)) is expected
+    assert strictly_increasing(xp, xp.asarray(idx)) is expected
 
 
 @MORE

@@ -114,6 +114,7 @@ def _from_torch(op: str, t: Any) -> tuple[Any, bool]:
 
 def _from_scipy(op: str, m: Any) -> tuple[Any, bool]:
     from ._creation import sparse_compressed_array, sparse_coo_array
+    from .backends.array_api.conversion import strictly_increasing
     from .formats import sparse_bsr, sparse_csc, sparse_csr
 
     import numpy as np
@@ -138,7 +139,7 @@ def _from_scipy(op: str, m: Any) -> tuple[Any, bool]:
         copied = True  # the coordinate rows are stacked into one array
         # SciPy's canonical flag is a cache that an in-place edit of the coordinates leaves stale: the flag
         # is believed only where the stacked copy is in strictly increasing order (a pass over it)
-        return sparse_coo_array(indices, m.data, shape, is_coalesced=bool(m.has_canonical_format) and _strictly_increasing(indices)), copied
+        return sparse_coo_array(indices, m.data, shape, is_coalesced=bool(m.has_canonical_format) and strictly_increasing(np, indices)), copied
     layout = {"csr": sparse_csr, "csc": sparse_csc, "bsr": sparse_bsr}[fmt]
     blocksize = (int(m.blocksize[0]), int(m.blocksize[1])) if fmt == "bsr" else None
     try:
@@ -164,18 +165,6 @@ def _from_scipy(op: str, m: Any) -> tuple[Any, bool]:
     indptr, indices, widened = _compressed_indices(m.indptr, m.indices)
     copied = copied or widened
     return sparse_compressed_array(indptr, indices, m.data, shape, layout=layout, blocksize=blocksize, backend="numpy"), copied
-
-
-def _strictly_increasing(indices: Any) -> bool:
-    """Whether the columns of the (ndim, nnz) ``indices`` are in strictly increasing lexicographic order
-    (sorted, no repeats: a coalesced COO array); O(ndim * nnz), with no linearised key to overflow."""
-    if indices.shape[1] < 2:
-        return True
-    later, earlier = indices[:, 1:], indices[:, :-1]
-    ahead = later[-1] > earlier[-1]
-    for d in range(indices.shape[0] - 2, -1, -1):
-        ahead = (later[d] > earlier[d]) | ((later[d] == earlier[d]) & ahead)
-    return bool(ahead.all())
 
 
 def _from_pydata(op: str, s: Any) -> tuple[Any, bool]:

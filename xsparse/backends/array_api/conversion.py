@@ -328,7 +328,7 @@ def coalesce_coo(xp: Any, a: COOArray) -> COOArray:
     none, or under :func:`xsparse.dispatch.generic_only`)."""
     if a._coalesced:
         return a
-    if _strictly_increasing(xp, a._idx):
+    if strictly_increasing(xp, a._idx):
         return COOArray(a._idx, a._vals, a.shape, backend=a._backend, xp=xp, coalesced=True, fill_value=a.fill_value)
     return cast(COOArray, dispatch.call("coalesce", (sparse_coo,), a._backend.name, xp, a))
 
@@ -342,7 +342,7 @@ def summed_before_cast(xp: Any, a: Any, dtype: Any) -> Any:
     return a
 
 
-def _strictly_increasing(xp: Any, idx: Any) -> bool:
+def strictly_increasing(xp: Any, idx: Any) -> bool:
     """Whether the columns of ``idx`` (k, n) increase strictly in lexicographic order: sorted, no duplicates.
 
     A prefix is checked first, so that indices in random order cost next to nothing.
@@ -350,7 +350,7 @@ def _strictly_increasing(xp: Any, idx: Any) -> bool:
     n = idx.shape[1]
     if n < 2:
         return True
-    if n > 4096 and not _strictly_increasing(xp, idx[:, :1024]):
+    if n > 4096 and not strictly_increasing(xp, idx[:, :1024]):
         return False
     # from the last row up: a column precedes the next where its index there is less, or equal and the
     # rows below decide (one comparison for a vector, three per further row)
