@@ -366,15 +366,16 @@ def _unary_reference(op: str, ctx: Context) -> Callable[..., Any]:
 def _documented_rule(op: str, xp: Any, d: Any, result: Any) -> Any:
     """``result``, the backend's ``op`` of ``d``, with xsparse's documented rule for single
     elements where a backend differs (docs/decisions.md, "Where xsparse and torch differ on single
-    elements"): the angle of a real zero is 0, -0.0 included, as in torch (NumPy gives pi); the sign of
-    NaN is NaN, as the Array API says (torch's sgn gives 0); the sign of a complex zero is 0 + 0j, as the
-    Array API says (jax.numpy keeps the signs of its parts: sign(-0 + 0j) is -0 + 0j there)."""
+    elements"): the angle of a real zero is 0, -0.0 included, as in torch (NumPy gives pi), and the angle
+    of a real NaN is NaN, as in torch and NumPy (CuPy's angle gives pi: its loop reads ``x >= 0 ? 0 : pi``);
+    the sign of NaN is NaN, as the Array API says (torch's sgn gives 0); the sign of a complex zero is
+    0 + 0j, as the Array API says (jax.numpy keeps the signs of its parts: sign(-0 + 0j) is -0 + 0j there)."""
     if op in ("sign", "sgn") and xp.isdtype(d.dtype, "complex floating"):
         return xp.where(d == 0, xp.zeros_like(result), result)
     if not xp.isdtype(d.dtype, "real floating"):
         return result
     if op == "angle":
-        return xp.where(d == 0, xp.zeros_like(result), result)
+        return xp.where(xp.isnan(d), d, xp.where(d == 0, xp.zeros_like(result), result))
     if op in ("sign", "sgn"):
         return xp.where(xp.isnan(d), d, result)
     return result

@@ -276,6 +276,17 @@ def test_the_unary_reference_is_the_backend_s_own_function(op: str) -> None:
     np.testing.assert_array_equal(xs.testing.to_numpy(reference(x)), expected)
 
 
+def test_the_angle_reference_keeps_nan_and_zeros_as_documented() -> None:
+    # CuPy's angle loop reads ``x >= 0 ? 0 : pi``: pi at NaN, where torch, NumPy and xsparse give NaN
+    d = np.asarray([float("nan"), -0.0, 0.0, -2.0, 3.0])
+    cupy_like = np.where(d >= 0, 0.0, np.pi)
+    numpy_own = np.angle(d)
+    for result in (cupy_like, numpy_own):
+        got = cases._documented_rule("angle", np, d, result)
+        np.testing.assert_array_equal(got, [np.nan, 0.0, 0.0, np.pi, 0.0])
+        np.testing.assert_array_equal(got, xs.to_dense(xs.angle(xs.to_sparse(d))))
+
+
 def test_strategies_draw_few_empty_examples() -> None:
     counts = {"empty": 0, "dense": 0, "no_entry": 0, "duplicates": 0}
 
