@@ -7,10 +7,12 @@
    found and its version.
 2. The CuPy 2:4 path: a float16 weight converted on CuPy carries the packed form; ``linear`` against the
    dense product, its time and its error.
-3. torch 2:4 at the size of the target (8192 x 8192 float16 weight, 4096 activation rows): the dense
+3. CuPy's int8 2:4 product over 2048 to 8192 columns against the exact product (whether the int8 path's
+   2048-column limit can go).
+4. torch 2:4 at the size of the target (8192 x 8192 float16 weight, 4096 activation rows): the dense
    product, torch's semi-structured product, ``xs.linear`` on torch and on CuPy; and at 16 rows, where a
    fixed per-call cost shows.
-4. Host overhead: a profile of the CuPy backend's SpMV (a Laplacian, where the host is the bottleneck)
+5. Host overhead: a profile of the CuPy backend's SpMV (a Laplacian, where the host is the bottleneck)
    beside cupyx's, and of the torch backend's SpGEMM beside torch's.
 
 Each section runs under a guard: a failure prints its traceback and the next section runs. Timings are
@@ -207,6 +209,35 @@ def spgemm_check_variants(torch: Any, tm: Any, sync: Callable[[], Any]) -> None:
         traceback.print_exc()
 
 
+def int8_exactness(cp: Any, xs: Any, lt_kernels: Any) -> None:
+    """cuSPARSELt's int8 product (its int32 accumulator, read as the kernel reads it) against the exact
+    product, over 2048 to 8192 columns. The kept values are mostly 127 and -128, so that the sums pass 2**24
+    with their low bits set: an epilogue through float32 would round them."""
+    rng = np.random.default_rng(0)
+    rows, n = 128, 64  # int8's shape table: rows and columns multiples of 128
+    for cols in (2048, 4096, 8192):
+        groups = cols // 4
+        w = np.zeros((rows, groups, 4), dtype=np.int8)
+        extreme = rng.choice(np.array([127, -128], dtype=np.int8), size=(rows, groups, 2))
+        some = rng.integers(-128, 128, size=(rows, groups, 2), dtype=np.int8)
+        kept = np.where(rng.random((rows, groups, 2)) < 0.9, extreme, some)
+        first = rng.integers(0, 2, size=(rows, groups))
+        w[np.arange(rows)[:, None], np.arange(groups)[None, :], first] = kept[..., 0]
+        w[np.arange(rows)[:, None], np.arange(groups)[None, :], first + 2] = kept[..., 1]
+        w = w.reshape(rows, cols)
+        # B's signs follow W's first row, so that the sums of that row grow rather than cancel
+        b = np.where(rng.random((cols, n)) < 0.9, np.where(w[:1].T >= 0, 127, -128), rng.integers(-128, 128, size=(cols, n))).astype(np.int8)
+        s = xs.to_sparse_semi_structured(cp.asarray(w))
+        if s.packed is None:
+            print(f"cols={cols}: no packed form (the conversion declined)")
+            continue
+        got = cp.asnumpy(lt_kernels._spmm(s.packed, cp.ascontiguousarray(cp.asarray(b)), False, n)).astype(np.int64)
+        want = w.astype(np.int64) @ b.astype(np.int64)
+        wrong = int(np.count_nonzero(got != want))
+        print(f"cols={cols}: largest |sum| {int(np.abs(want).max())} (2**24 = {2**24}), {wrong} of {want.size} results differ"
+              + (f", largest difference {int(np.abs(got - want).max())}" if wrong else " (exact)"), flush=True)
+
+
 def main() -> None:
     section("cuSPARSE sparseToDense, one process per form")
     dense_conversions()
@@ -245,6 +276,12 @@ def main() -> None:
         want = cp.asnumpy(X.astype(cp.float32) @ W.astype(cp.float32).T).astype(np.float64)
         print("relative error against the float32 dense product:", float(np.abs(got - want).max() / np.abs(want).max()))
         print(f"xs.linear {mean_ms(lambda: xs.linear(X, S), cp_sync, 50):.4f} ms, dense {mean_ms(lambda: X @ W.T, cp_sync, 50):.4f} ms")
+    except Exception:
+        traceback.print_exc()
+
+    section("CuPy 2:4 int8 beyond 2048 columns: exact? (whether _INT8_EXACT_COLS can go)")
+    try:
+        int8_exactness(cp, xs, lt_kernels)
     except Exception:
         traceback.print_exc()
 
