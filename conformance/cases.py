@@ -192,7 +192,7 @@ def to_layout(
 ) -> Any:
     """The host array on the backend in ``layout``; a COO array that holds an element is uncoalesced (with
     duplicates) half the time."""
-    x = xp.asarray(host)
+    x = S.on_backend(xp, host)
     if layout is xs.strided:
         return x
     assert isinstance(layout, xs.Layout)
@@ -347,7 +347,7 @@ def _unary_reference(op: str, ctx: Context) -> Callable[..., Any]:
         # the backend's own function gets the sign of a zero wrong (torch's complex negative): NumPy's
         # on the host, which follows IEEE 754 as the standard asks
         host = getattr(np, op)
-        return lambda d, **kw: ctx.xp.asarray(np.asarray(host(to_numpy(d), **kw)))
+        return lambda d, **kw: S.on_backend(ctx.xp, host(to_numpy(d), **kw))
     for source in (ctx.xp, _library(ctx)):
         fn = getattr(source, op, None) if source is not None else None
         if callable(fn):
@@ -358,8 +358,8 @@ def _unary_reference(op: str, ctx: Context) -> Callable[..., Any]:
             # sgn of a real number is its sign, the namespace's own (whose sign of -0.0 is the backend's: JAX's
             # is -0.0, as xsparse's sign and sgn give it there); NumPy's on the host for complex numbers
             xp = ctx.xp
-            return lambda d: xp.sign(d) if xp.isdtype(d.dtype, "real floating") else xp.asarray(np.asarray(host(to_numpy(d))))
-        return lambda d, **kw: ctx.xp.asarray(np.asarray(host(to_numpy(d), **kw)))
+            return lambda d: xp.sign(d) if xp.isdtype(d.dtype, "real floating") else S.on_backend(xp, host(to_numpy(d)))
+        return lambda d, **kw: S.on_backend(ctx.xp, host(to_numpy(d), **kw))
     return getattr(xs, op)  # type: ignore[no-any-return]
 
 
@@ -532,7 +532,7 @@ def _reduction(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
             out = _softmax_host(np.where(mask, host, -np.inf), axis, op == "log_softmax")
             if isinstance(x, xs.SparseArray):
                 out = np.where(mask, out, -np.inf if op == "log_softmax" else 0.0)
-            return xp.asarray(out.astype(dtype))
+            return S.on_backend(xp, out.astype(dtype))
         if op in ("cumulative_sum", "cumulative_prod"):
             acc = _accumulation_dtype(xp, dtype)
             return xp.astype(getattr(xp, op)(xp.astype(d, acc), axis=axis), acc)
@@ -776,7 +776,7 @@ def _gather_points(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
     picks = [np.asarray(draw(st.lists(st.integers(0, c.shape[d] - 1), min_size=n, max_size=n)), dtype=np.int64) for d in range(k)]
     key = tuple(xp.asarray(p) for p in picks)
     # NumPy's indexing of the host copy: array-api-strict takes integer arrays only in a full key
-    return Trial(lambda: x[key], lambda: xp.asarray(np.asarray(c.host[tuple(picks)])))
+    return Trial(lambda: x[key], lambda: S.on_backend(xp, c.host[tuple(picks)]))
 
 
 @case("take", skip=_no_semi)

@@ -18,6 +18,7 @@ from xsparse.conformance.strategies import (
     index_dtypes,
     is_fill,
     nonzero_values,
+    on_backend,
     sizes,
     uncoalesced_coo,
     uncoalesced_like,
@@ -42,5 +43,6 @@ __all__ = [
     "uncoalesced_coo",
     "uncoalesced_like",
     "nonzero_values",
+    "on_backend",
     "sizes",
 ]

@@ -644,3 +644,22 @@ def test_doctests_of_the_suite(module: types.ModuleType) -> None:
     # xsparse.conformance), so its doctests run here
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
+
+
+def test_on_backend_keeps_the_sign_of_a_0d_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    # CuPy's asarray of a 0-d value (a NumPy 0-d array included) fills with a memset where the value equals 0
+    import array_api_compat.numpy as anp
+
+    original = anp.asarray
+
+    def asarray(obj: Any, /, **kwargs: Any) -> Any:
+        out = original(obj, **kwargs)
+        return original(np.zeros((), dtype=out.dtype)) if np.ndim(obj) == 0 and out == 0 else out
+
+    monkeypatch.setattr(anp, "asarray", asarray)
+    assert not np.signbit(anp.asarray(np.asarray(-0.0)))  # the emulation drops the sign
+    for host in (np.asarray(-0.0), np.asarray(complex(0.0, -0.0)), np.asarray([-0.0, 1.0])):
+        got = conformance_strategies.on_backend(anp, host)
+        assert got.shape == host.shape
+        np.testing.assert_array_equal(np.signbit(np.real(got)), np.signbit(np.real(host)))
+        np.testing.assert_array_equal(np.signbit(np.imag(got)), np.signbit(np.imag(host)))

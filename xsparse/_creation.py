@@ -11,7 +11,7 @@ import numpy as np
 
 from . import dispatch
 from .backends.array_api import creation as _generic_creation  # noqa: F401  (registers the generic kernels)
-from .backends.array_api.conversion import is_plus_zero, signed_twin, through_signed
+from .backends.array_api.conversion import is_plus_zero, scalar_array, signed_twin, through_signed
 from ._common import (
     backend_of, blocksize_argument, device_argument, dtype_name, fill_argument, flag_argument, integer_argument, is_strided,
     refuse_foreign, resolve_dtype, scalar_for, seed_argument, shape_argument,
@@ -169,7 +169,9 @@ def _value_array(op: str, xp: Any, obj: Any, dtype: Any, device: Any, lists_on: 
         return _refuse_meta(op, "values", arr)
     if dtype is not None:
         obj = _representable(op, obj, dtype)
-    return _refuse_meta(op, "values", xp.asarray(obj, dtype=dtype, device=device if device is not None else lists_on))
+    on = device if device is not None else lists_on
+    made = scalar_array(xp, obj, dtype, on) if isinstance(obj, (float, complex)) else xp.asarray(obj, dtype=dtype, device=on)
+    return _refuse_meta(op, "values", made)
 
 
 def _representable(op: str, obj: Any, dtype: Any) -> Any:
@@ -1274,7 +1276,11 @@ def asarray(
     if dt is not None and isinstance(obj, (list, tuple, int)):
         obj = _representable(op, obj, dt)
     obj = _read_buffer(obj)
-    return _to_layout(op, xp.asarray(obj, **kwargs), layout, blocksize, fill_value, sparse_dim=sparse_dim, dense_dim=dense_dim)
+    # a Python number through scalar_array: CuPy's asarray of a 0-d -0.0 gives +0.0 (a NumPy number goes
+    # to the NumPy backend only, whose asarray keeps the sign)
+    number = isinstance(obj, (float, complex)) and copy is not False
+    made = scalar_array(xp, obj, dt, device) if number else xp.asarray(obj, **kwargs)
+    return _to_layout(op, made, layout, blocksize, fill_value, sparse_dim=sparse_dim, dense_dim=dense_dim)
 
 
 def _read_buffer(obj: Any) -> Any:
@@ -1368,7 +1374,7 @@ def _nested_with_arrays(op: str, obj: list[Any] | tuple[Any, ...], dtype: Any, d
             if dense.dtype != dt:
                 dense = xp.astype(dense, dt)
             return dense if dense.device == device else array_api_compat.to_device(dense, device)
-        return xp.asarray(item, dtype=dt, device=device)
+        return scalar_array(xp, item, dt, device)
 
     return build(obj, "")
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 import array_api_compat
+import numpy as np
 
 from ... import dispatch
 from ...dispatch import register
@@ -125,7 +126,7 @@ def gather_or_fill(xp: Any, a: Any, pos: Any, found: Any) -> Any:
 def fill_like(xp: Any, values: Any, fill: Any, dtype: Any) -> Any:
     """The fill value of an array of ``dtype`` as a 0-d array of ``values``' dtype (its signed twin inside
     :func:`through_signed`, where the cast wraps as the values' did)."""
-    f = xp.asarray(_fill_scalar(xp, dtype, fill), dtype=dtype, device=_device(values))
+    f = scalar_array(xp, _fill_scalar(xp, dtype, fill), dtype, _device(values))
     return f if values.dtype == dtype else xp.astype(f, values.dtype)
 
 
@@ -209,6 +210,21 @@ def is_plus_zero(fill: Any) -> bool:
         return fill == 0
     c = complex(fill)
     return c == 0 and math.copysign(1.0, c.real) > 0 and math.copysign(1.0, c.imag) > 0
+
+
+def scalar_array(xp: Any, value: Any, dtype: Any = None, device: Any = None) -> Any:
+    """``value`` (a Python or NumPy scalar) as a 0-d array of ``dtype`` on ``device``, the sign of a zero kept.
+
+    A zero with a sign bit set (``-0.0``, or a complex zero with a ``-0.0`` part) is made with ``full``:
+    CuPy's ``asarray`` of a 0-d value fills the new array with a memset wherever the value compares equal
+    to 0 (``ndarray.fill``, CuPy 14), which writes ``+0.0``; its ``full`` copies the value as it is.
+    """
+    if (
+        not isinstance(value, (bool, int, np.bool_, np.integer)) and value == 0 and not is_plus_zero(value)
+        and (dtype is None or xp.isdtype(dtype, ("real floating", "complex floating")))
+    ):  # fmt: skip
+        return xp.full((), value, dtype=dtype, device=device)
+    return xp.asarray(value, dtype=dtype, device=device)
 
 
 def same_fill(a: Any, b: Any) -> bool:

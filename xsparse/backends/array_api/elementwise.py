@@ -48,6 +48,7 @@ from .conversion import (
     gather_or_fill,
     is_plus_zero,
     result_dtype,
+    scalar_array,
     signed_twin,
     specified_mask,
     take_values,
@@ -303,7 +304,7 @@ def python_scalar(xp: Any, x: Any) -> Any:
 
 def _fill_array(xp: Any, a: SparseArray) -> Any:
     """The fill value of ``a`` as a 0-d array of its dtype."""
-    return xp.asarray(a.fill_value, dtype=a.dtype, device=a.device)
+    return scalar_array(xp, a.fill_value, a.dtype, a.device)
 
 
 # -- computing as the dense array does -----------------------------------------------------------------
@@ -593,7 +594,7 @@ def _sign_of_divisor(xp: Any, r: Any, y: Any) -> Any:
     """A zero remainder takes the sign of the divisor, as the Array API says (torch's takes the dividend's)."""
     if not hasattr(r, "dtype") or not xp.isdtype(r.dtype, "real floating"):
         return r
-    divisor = y if hasattr(y, "dtype") else xp.asarray(y, dtype=r.dtype, device=array_api_compat.device(r))
+    divisor = y if hasattr(y, "dtype") else scalar_array(xp, y, r.dtype, array_api_compat.device(r))
     return xp.where(r == 0, xp.copysign(r, xp.astype(divisor, r.dtype)), r)
 
 

@@ -32,6 +32,7 @@ from .conversion import (
     compressed_to_coo,
     gather_or_fill,
     result_dtype,
+    scalar_array,
     signed_twin,
     take_values,
     through_signed,
@@ -701,7 +702,7 @@ def where_dtype(xp: Any, x1: Any, x2: Any) -> Any:
 
 def _operand(xp: Any, v: Any, dtype: Any, device: Any) -> Any:
     if isinstance(v, (bool, int, float, complex)):
-        return xp.asarray(v, dtype=dtype, device=device)
+        return scalar_array(xp, v, dtype, device)
     return xp.astype(v, dtype) if v.dtype != dtype else v
 
 
@@ -751,11 +752,11 @@ def where_coo(xp: Any, c: SparseArray, x1: Any, x2: Any) -> COOArray:
     def values_of(v: Any) -> Any:
         if isinstance(v, SparseArray):
             return xp.astype(lookup(xp, coos[id(v)], idx), dtype)
-        return xp.asarray(v, dtype=dtype, device=cc.device)
+        return scalar_array(xp, v, dtype, cc.device) if isinstance(v, (bool, int, float, complex)) else xp.asarray(v, dtype=dtype, device=cc.device)
 
     values = xp.where(lookup(xp, cc, idx), values_of(x1), values_of(x2))
     fill_of = chosen.fill_value if isinstance(chosen, SparseArray) else chosen
-    fill = python_scalar(xp, xp.asarray(fill_of, dtype=dtype, device=cc.device))
+    fill = python_scalar(xp, scalar_array(xp, fill_of, dtype, cc.device))
     index_dtype = getattr(c, "index_dtype", xp.int64)
     return COOArray(xp.astype(idx, index_dtype), values, shape, backend=c._backend, xp=xp, coalesced=True, fill_value=fill)
 
@@ -831,7 +832,7 @@ def _astype_indexed(xp: Any, a: SparseArray, dtype: Any, copy: bool) -> SparseAr
         # a cast does not commute with the sum of duplicates (True + True, 0.5 + 0.5 to int, int8 overflow)
         a = coalesce_coo(xp, a)
     values = xp.astype(a._vals, dtype, copy=True)
-    fill = python_scalar(xp, xp.astype(xp.asarray(a.fill_value, dtype=a.dtype, device=a.device), dtype))
+    fill = python_scalar(xp, xp.astype(scalar_array(xp, a.fill_value, a.dtype, a.device), dtype))
     out = a._with_values(values, fill)
     if not copy:
         return out

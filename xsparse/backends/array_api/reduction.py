@@ -38,6 +38,7 @@ from .conversion import (
     coo_to_compressed,
     coo_to_dense,
     is_plus_zero,
+    scalar_array,
     through_ordered,
 )
 from .elementwise import broadcast_shapes, python_scalar
@@ -132,7 +133,7 @@ def _device(x: Any) -> Any:
 
 def fill_array(xp: Any, a: SparseArray) -> Any:
     """The fill value of ``a`` as a 0-d array of ``a``'s dtype."""
-    return xp.asarray(a.fill_value, dtype=a.dtype, device=a.device)
+    return scalar_array(xp, a.fill_value, a.dtype, a.device)
 
 
 def _truthy(xp: Any, v: Any) -> Any:
@@ -266,7 +267,7 @@ def _same(xp: Any, f: Any, n: Any) -> Any:
 def as_array(xp: Any, r: Any) -> Any:
     """``r``, a backend's result, as an array: NumPy gives scalars (``np.generic``) for 0-d results, made
     0-d arrays; an array is returned as it is (torch's ``asarray`` of a tensor that requires grad warns)."""
-    return xp.asarray(r) if isinstance(r, (np.generic, int, float, complex)) else r
+    return scalar_array(xp, r) if isinstance(r, (np.generic, int, float, complex)) else r
 
 
 def quietly(xp: Any, compute: Callable[[], Any]) -> Any:
@@ -915,7 +916,7 @@ def _cumulative(op: str, xp: Any, a: SparseArray, spec: ReduceSpec, densify: Cal
         # along a dense dimension an unspecified element's running results stay its fill: the structure is kept
         v = running(_astype(xp, a._vals, spec.dtype), axis=_dense_axes(a, (d,))[0], dtype=spec.dtype, include_initial=spec.include_initial)
         # cast as the values are (a complex fill to a real dtype= keeps its real part, NumPy's cast)
-        f = _astype(xp, xp.asarray(fill, dtype=a.dtype, device=a.device), spec.dtype)
+        f = _astype(xp, scalar_array(xp, fill, a.dtype, a.device), spec.dtype)
         return a._with_values(v, python_scalar(xp, f))
     dense = _astype(xp, densify(xp, a), spec.dtype)
     # dtype= keeps the result dtype: without it a backend widens small integers again (uint32 -> uint64)

@@ -38,6 +38,7 @@ from .conversion import (
     compressed_to_coo,
     coo_to_block_coo,
     gather_or_fill,
+    scalar_array,
     take_values,
     through_signed,
 )
@@ -321,7 +322,7 @@ def align_coo(xp: Any, arrays: Sequence[COOArray]) -> tuple[Any, list[Any]]:
     out = []
     for a, key in zip(arrays, keys):
         tail = (1,) * (a._vals.ndim - 1)
-        fill = xp.asarray(a.fill_value, dtype=a.dtype, device=a.device)
+        fill = scalar_array(xp, a.fill_value, a.dtype, a.device)
         if a.nnz == 0:
             out.append(xp.broadcast_to(xp.reshape(fill, (1, *tail)), (n, *a._vals.shape[1:])))
             continue
