@@ -147,6 +147,10 @@ def test_conversion_declines_dtypes_fill_values_and_shapes() -> None:
     assert "one 2-D matrix" in _reason("convert", (COO, SS), NP, coo, _ss_target(coo))
     csr = xs.to_sparse_csr(np.zeros((64, 64), dtype=np.float32))
     assert "in TF32" in _reason("convert", (xs.sparse_csr, SS), NP, csr, _ss_target(csr))
+    # an uncoalesced COO is declined with a reason too (the check once read its values(), which refuse one)
+    dup = xs.sparse_coo_array([[0, 0], [1, 1]], np.asarray([1.0, 2.0], dtype=np.float32), (64, 64))
+    assert not dup.is_coalesced()
+    assert "in TF32" in _reason("convert", (COO, SS), NP, dup, _ss_target(dup))
 
 
 def test_conversion_declines_without_cusparselt(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:

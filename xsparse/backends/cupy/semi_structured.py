@@ -358,7 +358,7 @@ def _supports_strided(xp: Any, x: Any, target: Target) -> str | None:
 def _supports_sparse(xp: Any, a: COOArray | CompressedArray, target: Target) -> str | None:
     if a.dense_dim() or a.ndim != 2:
         return "a semi-structured array is one 2-D matrix (the generic conversion raises the error that names it)"
-    return _pack_reason(a.dtype, tuple(a.shape), a.fill_value, _device_id(a.values()))
+    return _pack_reason(a.dtype, tuple(a.shape), a.fill_value, _device_id(a._vals))
 
 
 @register("convert", (strided, sparse_semi_structured), backend="cupy", supports=_supports_strided)
