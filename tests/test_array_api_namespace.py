@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import xsparse as xs
 from xsparse.backends import backend_of_array
+from xsparse.testing import to_numpy
 
 # the runner: conformance/array_api_tests.py, installed as xsparse.conformance.array_api_tests (what
 # ``python -m xsparse array-api-tests`` runs)
@@ -34,7 +35,7 @@ def sp(backend: str) -> Any:
 
 def _dense(x: Any) -> np.ndarray:
     d = xs.to_dense(x) if isinstance(x, xs.SparseArray) else x
-    return np.asarray(d.cpu() if hasattr(d, "cpu") else d)
+    return to_numpy(d)
 
 
 # -- creation functions return sparse arrays ------------------------------------------------------
@@ -279,7 +280,12 @@ def test_dlpack_device_without_export(sp: Any, backend: str) -> None:
     dense = xs.to_dense(x)
     assert x.__dlpack_device__() == dense.__dlpack_device__()
     device_type, device_id = x.__dlpack_device__()
-    assert int(device_type) == 1 and device_id == 0  # kDLCPU: both backends are on the CPU here
+    if backend == "cupy":
+        import cupy
+
+        assert int(device_type) == 2 and device_id == cupy.cuda.Device().id  # kDLCUDA: the current GPU
+    else:
+        assert int(device_type) == 1 and device_id == 0  # kDLCPU: the other backends are on the CPU here
     empty = sp.zeros((0,))
     assert empty.__dlpack_device__() == dense.__dlpack_device__()
     with pytest.raises(xs.DensificationError, match=r"^__dlpack__: a sparse_coo array has no DLPack representation"):

@@ -170,9 +170,13 @@ def convert(x: Any, **kwargs: Any) -> Any:
 
 
 def shares_buffer(a: Any, b: Any) -> bool:
-    """Whether two strided arrays share memory (NumPy: shares_memory; torch: the storage pointer)."""
+    """Whether two strided arrays share memory (NumPy, CuPy: shares_memory; torch: the storage pointer)."""
     if isinstance(a, np.ndarray):
         return bool(np.shares_memory(a, b))
+    if hasattr(a, "get"):  # CuPy: DLPack gives NumPy no view of device memory
+        import cupy
+
+        return bool(cupy.shares_memory(a, b))
     if hasattr(a, "untyped_storage"):
         return bool(a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr())
     # any other CPU backend: compare the NumPy views that DLPack exposes

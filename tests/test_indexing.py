@@ -826,6 +826,10 @@ def _shares(a: Any, b: Any) -> bool:
         return bool(a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()) and a.numel() > 0
     if isinstance(a, np.ndarray):
         return bool(np.shares_memory(a, b))
+    if hasattr(a, "get"):  # CuPy: DLPack gives NumPy no view of device memory
+        import cupy
+
+        return bool(cupy.shares_memory(a, b)) if ha.size and hb.size else False
     return bool(np.shares_memory(np.from_dlpack(a), np.from_dlpack(b))) if ha.size and hb.size else False
 
 

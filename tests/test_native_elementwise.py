@@ -293,10 +293,11 @@ def check_binary_kernel(kernel: dispatch.Kernel, xp: Any, x: Any, y: Any) -> Non
     assert_sparse_equal(got, dense, check_layout=xs.layout_of(want), check_signed_zeros=signs)
 
 
-def _other_library(op: str, h: np.ndarray, dtype: Any) -> Any:
-    """``op`` of the host values ``h``, cast to the result's dtype first, by NumPy or SciPy (for a torch
-    kernel) or torch (for a NumPy kernel); None where that library is not installed."""
-    if op in generic.NATIVE_ONLY_UNARY and isinstance(dtype, np.dtype):
+def _other_library(op: str, h: np.ndarray, dtype: np.dtype[Any], backend: str | None) -> Any:
+    """``op`` of the host values ``h``, cast to the result's dtype first, by another library than the
+    kernel's: NumPy or SciPy for a torch kernel, torch for the others (SciPy's and CuPy's functions, the
+    latter a port of SciPy's); None where that library is not installed."""
+    if op in generic.NATIVE_ONLY_UNARY and backend != "torch":
         if not HAS_TORCH:
             return None
         import torch
@@ -325,7 +326,7 @@ def check_unary_kernel(kernel: dispatch.Kernel, xp: Any, x: Any) -> None:
         got = np.asarray(got) if isinstance(got, np.generic) else got
         host = to_numpy(x)
         dtype = to_numpy(got).dtype
-        other = _other_library(kernel.op, host, dtype)
+        other = _other_library(kernel.op, host, dtype, kernel.backend)
         if kernel.op in generic.UNARY and not xp.isdtype(x.dtype, "complex floating"):
             # the generic kernel calls the backend's own function, which is right for real values
             assert_sparse_equal(got, generic.UNARY[kernel.op](xp, x))
