@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 import xsparse as xs
 from xsparse._common import dtype_name
 from xsparse.backends.array_api import elementwise as _elementwise
+from xsparse.backends.array_api.conversion import from_host
 from xsparse.testing import apply_products_rule, apply_zero_ties_rule, generic_to_dense, maps_duplicates, to_numpy
 
 from . import strategies as S
@@ -192,7 +193,7 @@ def to_layout(
 ) -> Any:
     """The host array on the backend in ``layout``; a COO array that holds an element is uncoalesced (with
     duplicates) half the time."""
-    x = S.on_backend(xp, host)
+    x = from_host(xp, host)
     if layout is xs.strided:
         return x
     assert isinstance(layout, xs.Layout)
@@ -347,7 +348,7 @@ def _unary_reference(op: str, ctx: Context) -> Callable[..., Any]:
         # the backend's own function gets the sign of a zero wrong (torch's complex negative): NumPy's
         # on the host, which follows IEEE 754 as the standard asks
         host = getattr(np, op)
-        return lambda d, **kw: S.on_backend(ctx.xp, host(to_numpy(d), **kw))
+        return lambda d, **kw: from_host(ctx.xp, host(to_numpy(d), **kw))
     for source in (ctx.xp, _library(ctx)):
         fn = getattr(source, op, None) if source is not None else None
         if callable(fn):
@@ -358,8 +359,8 @@ def _unary_reference(op: str, ctx: Context) -> Callable[..., Any]:
             # sgn of a real number is its sign, the namespace's own (whose sign of -0.0 is the backend's: JAX's
             # is -0.0, as xsparse's sign and sgn give it there); NumPy's on the host for complex numbers
             xp = ctx.xp
-            return lambda d: xp.sign(d) if xp.isdtype(d.dtype, "real floating") else S.on_backend(xp, host(to_numpy(d)))
-        return lambda d, **kw: S.on_backend(ctx.xp, host(to_numpy(d), **kw))
+            return lambda d: xp.sign(d) if xp.isdtype(d.dtype, "real floating") else from_host(xp, host(to_numpy(d)))
+        return lambda d, **kw: from_host(ctx.xp, host(to_numpy(d), **kw))
     return getattr(xs, op)  # type: ignore[no-any-return]
 
 
@@ -532,7 +533,7 @@ def _reduction(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
             out = _softmax_host(np.where(mask, host, -np.inf), axis, op == "log_softmax")
             if isinstance(x, xs.SparseArray):
                 out = np.where(mask, out, -np.inf if op == "log_softmax" else 0.0)
-            return S.on_backend(xp, out.astype(dtype))
+            return from_host(xp, out.astype(dtype))
         if op in ("cumulative_sum", "cumulative_prod"):
             acc = _accumulation_dtype(xp, dtype)
             return xp.astype(getattr(xp, op)(xp.astype(d, acc), axis=axis), acc)
@@ -776,7 +777,7 @@ def _gather_points(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
     picks = [np.asarray(draw(st.lists(st.integers(0, c.shape[d] - 1), min_size=n, max_size=n)), dtype=np.int64) for d in range(k)]
     key = tuple(xp.asarray(p) for p in picks)
     # NumPy's indexing of the host copy: array-api-strict takes integer arrays only in a full key
-    return Trial(lambda: x[key], lambda: S.on_backend(xp, c.host[tuple(picks)]))
+    return Trial(lambda: x[key], lambda: from_host(xp, c.host[tuple(picks)]))
 
 
 @case("take", skip=_no_semi)

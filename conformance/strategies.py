@@ -23,6 +23,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import xsparse as xs
+from xsparse.backends.array_api.conversion import from_host
 from xsparse.testing import to_numpy
 
 __all__ = [
@@ -43,7 +44,6 @@ __all__ = [
     "uncoalesced_coo",
     "uncoalesced_like",
     "nonzero_values",
-    "on_backend",
     "sizes",
 ]
 
@@ -55,16 +55,6 @@ DTYPE_NAMES = (
     "complex64", "complex128",
 )  # fmt: skip
 INDEX_DTYPE_NAMES = ("int32", "int64")
-
-def on_backend(xp: Any, host: Any) -> Any:
-    """The NumPy array ``host`` on the backend of ``xp``, the signs of its zeros kept: a 0-d one goes through
-    a one-element array, since CuPy's ``asarray`` of a 0-d value fills the array with a memset where the
-    value compares equal to 0 (a -0.0 comes out +0.0)."""
-    host = np.asarray(host)
-    if host.ndim == 0:
-        return xp.reshape(xp.asarray(np.reshape(host, (1,))), ())
-    return xp.asarray(host)
-
 
 # Keeps an example's element count small enough for the generic kernels on array_api_strict.
 _MAX_NUMEL = 600
@@ -368,7 +358,7 @@ def dense_cases(
     holds_elements = dense_size > 0 and nb > 0
     nse = int(counts.sum()) if holds_elements else 0
     return DenseCase(
-        array=on_backend(xp, host),
+        array=from_host(xp, host),
         host=host,
         batch_shape=batch_shape,
         sparse_shape=(m, n),
@@ -411,7 +401,7 @@ def coo_dense_cases(draw: Any, xp: Any, *, fill: bool | None = False, max_ndim: 
     host = _unspecified(rng, dt, shape, fill_value)
     mask = rng.random(shape) < density
     host[mask] = nonzero_values(rng, dt, int(mask.sum()), fill_value)
-    return CooCase(on_backend(xp, host), host, sparse_dim, dt, idt, fill_value)
+    return CooCase(from_host(xp, host), host, sparse_dim, dt, idt, fill_value)
 
 
 @st.composite

@@ -18,7 +18,6 @@ from xsparse.conformance.strategies import (
     index_dtypes,
     is_fill,
     nonzero_values,
-    on_backend,
     sizes,
     uncoalesced_coo,
     uncoalesced_like,
@@ -43,6 +42,5 @@ __all__ = [
     "uncoalesced_coo",
     "uncoalesced_like",
     "nonzero_values",
-    "on_backend",
     "sizes",
 ]

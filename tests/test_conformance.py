@@ -646,7 +646,7 @@ def test_doctests_of_the_suite(module: types.ModuleType) -> None:
     assert result.failed == 0
 
 
-def test_on_backend_keeps_the_sign_of_a_0d_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_from_host_and_scalar_array_keep_the_sign_of_a_0d_zero(monkeypatch: pytest.MonkeyPatch) -> None:
     # CuPy's asarray of a 0-d value (a NumPy 0-d array included) fills with a memset where the value equals 0
     import array_api_compat.numpy as anp
 
@@ -658,11 +658,14 @@ def test_on_backend_keeps_the_sign_of_a_0d_zero(monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setattr(anp, "asarray", asarray)
     assert not np.signbit(anp.asarray(np.asarray(-0.0)))  # the emulation drops the sign
+    from xsparse.backends.array_api.conversion import from_host, scalar_array
+
     for host in (np.asarray(-0.0), np.asarray(complex(0.0, -0.0)), np.asarray([-0.0, 1.0])):
-        got = conformance_strategies.on_backend(anp, host)
-        assert got.shape == host.shape
-        np.testing.assert_array_equal(np.signbit(np.real(got)), np.signbit(np.real(host)))
-        np.testing.assert_array_equal(np.signbit(np.imag(got)), np.signbit(np.imag(host)))
+        made = [from_host(anp, host)] + ([scalar_array(anp, host.item(), host.dtype)] if host.ndim == 0 else [])
+        for got in made:
+            assert got.shape == host.shape and got.dtype == host.dtype
+            np.testing.assert_array_equal(np.signbit(np.real(got)), np.signbit(np.real(host)))
+            np.testing.assert_array_equal(np.signbit(np.imag(got)), np.signbit(np.imag(host)))
 
 
 def test_the_suite_passes_where_asarray_drops_the_sign_of_a_zero(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,7 +11,7 @@ from . import dispatch
 from ._common import backend_of, blocksize_argument, device_argument, dtype_name, fill_argument, integer_argument, is_strided, resolve_dtype
 from ._errors import InvariantError, LayoutError
 from .backends import Backend, backend_of_array, get_backend
-from .backends.array_api.conversion import coalesce_coo, same_fill
+from .backends.array_api.conversion import coalesce_coo, from_host, same_fill
 from .formats import (
     COOArray,
     CompressedArray,
@@ -519,7 +519,8 @@ def to_backend(x: Any, backend: str | Backend, /, *, device: Any = None) -> Any:
                 except _DLPACK_ERRORS:
                     import numpy as np
 
-                    moved = xp.asarray(np.from_dlpack(_on_host(a)))
+                    # (a 0-d array through one element: CuPy's asarray of a 0-d -0.0 gives +0.0)
+                    moved = from_host(xp, np.from_dlpack(_on_host(a)))
             if _read_only(a) and _writable(moved):
                 # torch's DLPack import drops the read-only flag: writing into the result would change a
                 # read-only NumPy array or an immutable JAX array behind its owner's back

@@ -1276,8 +1276,8 @@ def asarray(
     if dt is not None and isinstance(obj, (list, tuple, int)):
         obj = _representable(op, obj, dt)
     obj = _read_buffer(obj)
-    # a Python number through scalar_array: CuPy's asarray of a 0-d -0.0 gives +0.0 (a NumPy number goes
-    # to the NumPy backend only, whose asarray keeps the sign)
+    # a Python number (NumPy's float64 and complex128 are Python ones) through scalar_array: CuPy's asarray
+    # of a 0-d -0.0 gives +0.0
     number = isinstance(obj, (float, complex)) and copy is not False
     made = scalar_array(xp, obj, dt, device) if number else xp.asarray(obj, **kwargs)
     return _to_layout(op, made, layout, blocksize, fill_value, sparse_dim=sparse_dim, dense_dim=dense_dim)

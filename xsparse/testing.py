@@ -134,7 +134,7 @@ def apply_products_rule(op: str, x: Any, y: Any, result: Any, expected: Any) -> 
     dense_axes = tuple(range(e.ndim - result.dense_dim(), e.ndim))
     equal = (e == fill) | (np.isnan(e) & np.isnan(fill))
     drop = ~np.any(both, axis=dense_axes, keepdims=True) & np.all(equal, axis=dense_axes, keepdims=True)
-    return result._xp.asarray(np.where(drop, fill, e), dtype=expected.dtype, device=result.device)
+    return generic.from_host(result._xp, np.where(drop, fill, e), expected.dtype, result.device)
 
 
 def apply_zero_ties_rule(op: str, x: Any, y: Any, result: Any, expected: Any) -> Any:
@@ -158,7 +158,7 @@ def apply_zero_ties_rule(op: str, x: Any, y: Any, result: Any, expected: Any) ->
     import array_api_compat
 
     xp = array_api_compat.array_namespace(expected)
-    return xp.asarray(np.where(ties, r, e), dtype=expected.dtype, device=array_api_compat.device(expected))
+    return generic.from_host(xp, np.where(ties, r, e), expected.dtype, array_api_compat.device(expected))
 
 
 def _has_duplicates(a: Any) -> bool:

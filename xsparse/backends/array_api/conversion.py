@@ -215,16 +215,27 @@ def is_plus_zero(fill: Any) -> bool:
 def scalar_array(xp: Any, value: Any, dtype: Any = None, device: Any = None) -> Any:
     """``value`` (a Python or NumPy scalar) as a 0-d array of ``dtype`` on ``device``, the sign of a zero kept.
 
-    A zero with a sign bit set (``-0.0``, or a complex zero with a ``-0.0`` part) is made with ``full``:
-    CuPy's ``asarray`` of a 0-d value fills the new array with a memset wherever the value compares equal
-    to 0 (``ndarray.fill``, CuPy 14), which writes ``+0.0``; its ``full`` copies the value as it is.
+    A zero with a sign bit set (``-0.0``, or a complex zero with a ``-0.0`` part) is made from a one-element
+    array: CuPy's ``asarray`` of a 0-d value fills the new array with a memset wherever the value compares
+    equal to 0 (``ndarray.fill``, CuPy 14), which writes ``+0.0``, while it copies an array of one element
+    as it is. Everything else is ``xp.asarray(value, ...)``.
     """
-    if (
-        not isinstance(value, (bool, int, np.bool_, np.integer)) and value == 0 and not is_plus_zero(value)
-        and (dtype is None or xp.isdtype(dtype, ("real floating", "complex floating")))
-    ):  # fmt: skip
-        return xp.full((), value, dtype=dtype, device=device)
+    if type(value) is float:  # the commonest (a fill value), tested first
+        signed = value == 0 and math.copysign(1.0, value) < 0
+    else:
+        signed = not isinstance(value, (bool, int, np.bool_, np.integer)) and value == 0 and not is_plus_zero(value)
+    if signed:
+        return xp.reshape(xp.asarray([value], dtype=dtype, device=device), ())
     return xp.asarray(value, dtype=dtype, device=device)
+
+
+def from_host(xp: Any, host: Any, dtype: Any = None, device: Any = None) -> Any:
+    """The NumPy array (or scalar) ``host`` on the backend of ``xp``, the signs of its zeros kept: a 0-d one
+    goes through an array of one element, as in :func:`scalar_array`."""
+    host = np.asarray(host)
+    if host.ndim == 0:
+        return xp.reshape(xp.asarray(np.reshape(host, (1,)), dtype=dtype, device=device), ())
+    return xp.asarray(host, dtype=dtype, device=device)
 
 
 def same_fill(a: Any, b: Any) -> bool:
