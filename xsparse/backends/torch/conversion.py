@@ -42,6 +42,10 @@ def on_cuda(x: Any) -> bool:
     before anything that would copy to the host or wait for the device.
     """
     t = x._vals if isinstance(x, SparseArray) else x
+    # is_cuda, a flag, where the tensor has it: .device makes a torch.device object on every read
+    is_cuda = getattr(t, "is_cuda", None)
+    if is_cuda is not None:
+        return bool(is_cuda)
     device = getattr(t, "device", None)
     return bool(device is not None and getattr(device, "type", None) == "cuda")
 
