@@ -377,3 +377,29 @@ def test_generic_kernels_keep_signed_zeros_where_asarray_drops_them(monkeypatch:
         m = xs.max(xs.negative(convert(np.zeros((2, 4)))), axis=1)
         _same(m, np.array([-0.0, -0.0]))
     assert math.copysign(1.0, float(xs.asarray(-0.0))) == -1.0
+
+
+def test_to_backend_keeps_a_0d_signed_zero_where_dlpack_cannot_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    # CuPy imports no host memory through DLPack, and its asarray of a 0-d -0.0 gives +0.0: to_backend's
+    # host fallback moves a 0-d array through one element (array_api_strict emulating both here)
+    import array_api_strict
+
+    original = array_api_strict.asarray
+
+    def asarray(obj: Any, /, **kwargs: Any) -> Any:
+        out = original(obj, **kwargs)
+        if not isinstance(obj, type(out)) and out.ndim == 0 and out.dtype != array_api_strict.bool and bool(out == 0):
+            return array_api_strict.zeros((), dtype=out.dtype, device=out.device)
+        return out
+
+    def from_dlpack(x: Any, /, **kwargs: Any) -> Any:
+        raise BufferError("no host memory through DLPack")
+
+    monkeypatch.setattr(array_api_strict, "asarray", asarray)
+    monkeypatch.setattr(array_api_strict, "from_dlpack", from_dlpack)
+    for host in (np.asarray(-0.0), np.asarray(complex(0.0, -0.0)), np.asarray([-0.0, 0.0])):
+        moved = xs.to_backend(host, "array_api_strict")
+        back = xs.testing.to_numpy(moved)
+        assert back.shape == host.shape
+        np.testing.assert_array_equal(np.signbit(back.real), np.signbit(host.real))
+        np.testing.assert_array_equal(np.signbit(back.imag), np.signbit(host.imag))
