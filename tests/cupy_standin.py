@@ -353,3 +353,20 @@ def install(monkeypatch: Any = None) -> Any:
         set_attr(module, "cupy_module", lambda: cupy)
         set_attr(module, "cupyx_sparse", lambda: sparse)
     return cupy
+
+
+def asarray_dropping_zero_signs(monkeypatch: Any, namespace: Any, *, host_types: tuple[type, ...] = ()) -> None:
+    """Give ``namespace`` CuPy's ``asarray`` of a number: a 0-d array filled by a memset where the number
+    compares equal to 0 (CuPy 14's ``ndarray.fill``), so that -0.0, and a complex zero's -0.0 part, come
+    out +0.0. Arrays of the namespace pass as they are, except those of ``host_types`` (NumPy arrays,
+    standing for the host arrays that CuPy treats as numbers when they are 0-d)."""
+    original = namespace.asarray
+
+    def asarray(obj: Any, /, **kwargs: Any) -> Any:
+        out = original(obj, **kwargs)
+        from_number = not isinstance(obj, type(out)) or isinstance(obj, host_types)
+        if from_number and out.ndim == 0 and not namespace.isdtype(out.dtype, "bool") and bool(out == 0):
+            return namespace.zeros((), dtype=out.dtype, device=out.device)
+        return out
+
+    monkeypatch.setattr(namespace, "asarray", asarray)

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from cupy_standin import asarray_dropping_zero_signs
 
 import xsparse as xs
 from xsparse.backends.array_api import elementwise as generic
@@ -341,34 +342,19 @@ def test_outer_of_sparse_vectors_keeps_the_sign_of_each_product(backend: str) ->
     assert_sparse_equal(got, xp.linalg.outer(v1, v2))
 
 
-def _asarray_that_drops_the_sign(monkeypatch: pytest.MonkeyPatch) -> None:
-    """NumPy's namespace with CuPy's ``asarray`` of a number: a 0-d array filled by a memset where the number
-    compares equal to 0, so that -0.0 (and a complex zero's -0.0 part) comes out +0.0 (CuPy 14's
-    ``ndarray.fill``); arrays pass as they are."""
-    import array_api_compat.numpy as anp
-
-    original = anp.asarray
-
-    def asarray(obj: Any, /, **kwargs: Any) -> Any:
-        out = original(obj, **kwargs)
-        if isinstance(obj, (float, complex, np.floating, np.complexfloating)) and out.ndim == 0 and out == 0:
-            return original(np.zeros((), dtype=out.dtype))
-        return out
-
-    monkeypatch.setattr(anp, "asarray", asarray)
-
-
 @pytest.mark.parametrize("layout", ["coo", "csr", "bsr"])
 def test_generic_kernels_keep_signed_zeros_where_asarray_drops_them(monkeypatch: pytest.MonkeyPatch, layout: str) -> None:
     # What failed conj and conj_physical in the CuPy conformance run (reproduced with its seeds and this
     # emulation): the fill value of conj(fill 0j) is 0 - 0j, and to_dense made it a 0-d array with CuPy's
     # asarray, which wrote 0 + 0j at every unspecified element.
+    import array_api_compat.numpy as anp
+
     from xsparse.conformance.runner import generic_only
 
     d = np.array([[1 + 2j, 0, 0, 0], [0, 0, -3j, 0]], dtype=np.complex128)
     f = np.array([[0.0, 2.5, 0.0, 0.0], [0.0, 0.0, 0.0, -1.0]])
     convert = {"coo": xs.to_sparse_coo, "csr": xs.to_sparse_csr, "bsr": lambda x: xs.to_sparse_bsr(x, (2, 2))}[layout]
-    _asarray_that_drops_the_sign(monkeypatch)
+    asarray_dropping_zero_signs(monkeypatch, anp)
     with generic_only("numpy"):
         for op, x in (("conj", d), ("conj_physical", d), ("negative", f)):
             r = getattr(xs, op)(convert(x))
@@ -384,18 +370,10 @@ def test_to_backend_keeps_a_0d_signed_zero_where_dlpack_cannot_import(monkeypatc
     # host fallback moves a 0-d array through one element (array_api_strict emulating both here)
     import array_api_strict
 
-    original = array_api_strict.asarray
-
-    def asarray(obj: Any, /, **kwargs: Any) -> Any:
-        out = original(obj, **kwargs)
-        if not isinstance(obj, type(out)) and out.ndim == 0 and out.dtype != array_api_strict.bool and bool(out == 0):
-            return array_api_strict.zeros((), dtype=out.dtype, device=out.device)
-        return out
-
     def from_dlpack(x: Any, /, **kwargs: Any) -> Any:
         raise BufferError("no host memory through DLPack")
 
-    monkeypatch.setattr(array_api_strict, "asarray", asarray)
+    asarray_dropping_zero_signs(monkeypatch, array_api_strict)
     monkeypatch.setattr(array_api_strict, "from_dlpack", from_dlpack)
     for host in (np.asarray(-0.0), np.asarray(complex(0.0, -0.0)), np.asarray([-0.0, 0.0])):
         moved = xs.to_backend(host, "array_api_strict")
