@@ -229,6 +229,11 @@ def scalar_array(xp: Any, value: Any, dtype: Any = None, device: Any = None) -> 
     return xp.asarray(value, dtype=dtype, device=device)
 
 
+def fill_array(xp: Any, a: Any) -> Any:
+    """The fill value of the sparse array ``a`` as a 0-d array of ``a``'s dtype, on its device."""
+    return scalar_array(xp, a.fill_value, a.dtype, a.device)
+
+
 def from_host(xp: Any, host: Any, dtype: Any = None, device: Any = None) -> Any:
     """The NumPy array (or scalar) ``host`` on the backend of ``xp``, the signs of its zeros kept: a 0-d one
     goes through an array of one element, as in :func:`scalar_array`."""

@@ -43,6 +43,7 @@ from ...formats._ops import contiguous, lexsort_indices, prod
 from .conversion import (
     _linearize,
     coalesce_coo,
+    fill_array,
     summed_before_cast,
     from_ordered,
     gather_or_fill,
@@ -302,11 +303,6 @@ def python_scalar(xp: Any, x: Any) -> Any:
     return complex(x)
 
 
-def _fill_array(xp: Any, a: SparseArray) -> Any:
-    """The fill value of ``a`` as a 0-d array of its dtype."""
-    return scalar_array(xp, a.fill_value, a.dtype, a.device)
-
-
 # -- computing as the dense array does -----------------------------------------------------------------
 # An unspecified element must read what the same function of the dense array gives there, and a library
 # may compute a function of 0-d arrays by another path than of arrays with a dimension: NumPy's
@@ -324,7 +320,7 @@ _VALUE_ERRORS = (ValueError, RuntimeError, ArithmeticError)
 
 def _fill_element(xp: Any, a: SparseArray) -> Any:
     """The fill value of ``a`` as a one-element array with ``a``'s number of dimensions (see above)."""
-    return xp.reshape(_fill_array(xp, a), (1,) * a.ndim)
+    return xp.reshape(fill_array(xp, a), (1,) * a.ndim)
 
 
 def _fill_beside_scalar(xp: Any, a: SparseArray) -> Any:
@@ -332,7 +328,7 @@ def _fill_beside_scalar(xp: Any, a: SparseArray) -> Any:
     (0-d for a 0-d ``a``). Of more dimensions, array-api-strict would broadcast the scalar (which it makes a
     one-element 1-D array) against it, and NumPy's one-element broadcasting loop gives pow(-inf, 0.5) as NaN,
     where its loop over more elements, and the standard, give +inf."""
-    return _fill_array(xp, a) if a.ndim == 0 else xp.reshape(_fill_array(xp, a), (1,))
+    return fill_array(xp, a) if a.ndim == 0 else xp.reshape(fill_array(xp, a), (1,))
 
 
 def _values_like_dense(xp: Any, compute: Callable[..., Any], ndim: int, *values: Any) -> Any:

@@ -37,6 +37,7 @@ from .conversion import (
     compressed_to_coo,
     coo_to_compressed,
     coo_to_dense,
+    fill_array,
     is_plus_zero,
     scalar_array,
     through_ordered,
@@ -129,11 +130,6 @@ def _size(x: Any) -> int:
 
 def _device(x: Any) -> Any:
     return array_api_compat.device(x)
-
-
-def fill_array(xp: Any, a: SparseArray) -> Any:
-    """The fill value of ``a`` as a 0-d array of ``a``'s dtype."""
-    return scalar_array(xp, a.fill_value, a.dtype, a.device)
 
 
 def _truthy(xp: Any, v: Any) -> Any:
