@@ -209,8 +209,32 @@ def test_cpu_only_products_are_declined_on_cuda() -> None:
         csr2 = compressed(xs.sparse_csr, (4, 4))
         assert reason("matmul", "_matmul_compressed_compressed_compiled_torch", csr, csr2) == "the compiled SpGEMM runs on CPU tensors only"
         assert reason("matmul", "_matmul_compressed_compressed_torch", csr, csr2) is None
+        # the compiled SpMV and SpMM read host memory too; torch's cuSPARSE SpMV and SpMM take the product
+        for x in (csr, compressed(xs.sparse_csc, (4, 4))):
+            for y in (b, dense((4,))):
+                assert reason("matmul", "_matmul_compressed_strided_compiled_torch", x, y) == "the compiled SpMV and SpMM run on CPU tensors only"
+                assert reason("matmul", "_matmul_compressed_strided_torch", x, y) is None
     cpu = compressed(xs.sparse_csr, (4, 4), device="cpu")
+    assert reason("matmul", "_matmul_compressed_strided_compiled_torch", cpu, dense((4, 3), device="cpu")) is None
     assert reason("matmul_reduce", "_matmul_reduce_csr_strided_torch", cpu, dense((4, 3), device="cpu"), "sum") is None
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("layout", [xs.sparse_coo, xs.sparse_csr, xs.sparse_csc])
+def test_complex_products_along_an_axis_are_declined_on_cuda(dtype: torch.dtype, layout: xs.Layout) -> None:
+    # ScatterGatherKernel.cu: CUDA's scatter_reduce multiplies real values only ("prod" of complex raises
+    # "cuda_scatter_gather_base_kernel_func" not implemented for 'ComplexFloat'); its "sum" adds complex ones
+    from xsparse.backends.array_api.reduction import ReduceSpec
+
+    name = "_prod_coo_torch" if layout is xs.sparse_coo else "_prod_compressed_torch"
+    spec = ReduceSpec((0,), False, dtype)
+    with fake_cuda():
+        x = coo((4, 4), dtype) if layout is xs.sparse_coo else compressed(layout, (4, 4), dtype)
+        assert reason("prod", name, x, spec) == "torch's CUDA scatter_reduce has no complex prod kernel"
+        assert reason("sum", name.replace("prod", "sum"), x, spec) is None
+        assert reason("prod", name, coo((4, 4)) if layout is xs.sparse_coo else compressed(layout, (4, 4)), ReduceSpec((0,), False, torch.float64)) is None
+    cpu = coo((4, 4), dtype, "cpu") if layout is xs.sparse_coo else compressed(layout, (4, 4), dtype, device="cpu")
+    assert reason("prod", name, cpu, spec) is None
 
 
 @pytest.mark.parametrize("source", [xs.sparse_coo, xs.sparse_csr, xs.sparse_csc])

@@ -37,7 +37,7 @@ from ..array_api.reduction import (
     wide_groups_reason,
     with_fill,
 )
-from .conversion import complex_grad_reason, fold, from_torch, to_torch
+from .conversion import complex_grad_reason, fold, from_torch, on_cuda, to_torch
 
 __all__: list[str] = []
 
@@ -122,8 +122,22 @@ def _axis_kernel(name: str) -> Any:
     return kernel
 
 
+def _scatter_supports(name: str, supports: Callable[[Any, Any, ReduceSpec], str | None]) -> Callable[[Any, Any, ReduceSpec], str | None]:
+    """``supports``, declining too what torch's CUDA ``scatter_reduce`` lacks for the reduction ``name``."""
+    # ScatterGatherKernel.cu: on CUDA, scatter_reduce takes complex values for "sum" only; its prod, amax
+    # and amin dispatch on the real types ("cuda_scatter_gather_base_kernel_func" not implemented for
+    # 'ComplexFloat'), where the CPU kernel multiplies complex values too
+    def supports_on_device(xp: Any, a: Any, spec: ReduceSpec) -> str | None:
+        reason = supports(xp, a, spec)
+        if reason is None and name != "sum" and spec.dtype.is_complex and on_cuda(a):
+            return f"torch's CUDA scatter_reduce has no complex {_SCATTER[name]} kernel"
+        return reason
+
+    return supports_on_device
+
+
 for _name in _SCATTER:
-    register(_name, (COMPRESSED,), backend="torch", supports=_supports_axis)(_axis_kernel(_name))
+    register(_name, (COMPRESSED,), backend="torch", supports=_scatter_supports(_name, _supports_axis))(_axis_kernel(_name))
 
 
 # -- COO over some sparse dimensions: scatter_reduce by one int64 key of the kept ones ----------------------
@@ -177,7 +191,7 @@ def _coo_kernel(name: str) -> Any:
 
 
 for _name in _SCATTER:
-    register(_name, (sparse_coo,), backend="torch", supports=_supports_coo)(_coo_kernel(_name))
+    register(_name, (sparse_coo,), backend="torch", supports=_scatter_supports(_name, _supports_coo))(_coo_kernel(_name))
 
 _sum_coo = _coo_kernel("sum")
 
