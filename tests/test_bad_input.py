@@ -75,6 +75,36 @@ def test_integers_a_dtype_cannot_hold_are_refused(backend: str, dtype: str, valu
     assert to_numpy(kept.values()).tolist() == [int(info.min), int(info.max)]
 
 
+@pytest.mark.parametrize("backend", backend_params(["numpy", "torch", "array_api_strict"]))
+def test_constructors_refuse_complex_values_for_a_real_dtype(backend: str) -> None:
+    # a complex array given with a real dtype= lost its imaginary parts (NumPy only warned), where
+    # xsparse.astype refuses the cast
+    xp = xs.get_backend(backend).load()
+    values = xp.asarray([1 + 1j, 2 + 0j])
+    message = r"casting complex values to a real dtype drops their imaginary parts \(values dtype=complex\d+, dtype=float64\)\. Pass xsparse\.real\(values\)"
+    with pytest.raises(TypeError, match=r"^sparse_coo_array: " + message):
+        xs.sparse_coo_array([[0, 1]], values, (2,), dtype="float64")
+    with pytest.raises(TypeError, match=r"^sparse_compressed_array\(layout=sparse_csr\): " + message):
+        xs.sparse_csr_array([0, 2], [0, 1], values, (1, 2), dtype="float64")
+    # to a complex dtype, or from real values, the cast is made as before
+    wide = xs.sparse_coo_array([[0, 1]], values, (2,), dtype="complex128")
+    assert to_numpy(xs.to_dense(wide)).tolist() == [1 + 1j, 2 + 0j]
+    real = xs.sparse_coo_array([[0, 1]], xp.asarray([1.5, -2.0]), (2,), dtype="float32")
+    assert to_numpy(xs.to_dense(real)).tolist() == [1.5, -2.0] and real.dtype == xp.float32
+
+
+@pytest.mark.parametrize("backend", backend_params(["numpy", "torch"]))
+@pytest.mark.parametrize(
+    ("value", "dtype", "error"),
+    [(float("nan"), "int64", ValueError), (float("inf"), "int32", ValueError), (1e20, "int64", ValueError), (1 + 1j, "float64", TypeError)],
+)
+def test_listed_values_a_dtype_cannot_take_name_the_constructor(backend: str, value: Any, dtype: str, error: type) -> None:
+    # the backend's own message ("cannot convert float NaN to integer") named neither the function nor the
+    # dtype, and its type was the backend's (NumPy's OverflowError, torch's RuntimeError)
+    with pytest.raises(error, match=rf"^sparse_coo_array: the values cannot be made {dtype} \(.+\)\. Pass values that {dtype} holds, or another dtype\.$"):
+        xs.sparse_coo_array([[0]], [value], (2,), dtype=dtype, backend=backend)
+
+
 @pytest.mark.parametrize(
     "offsets",
     [[2**64 - 1], np.asarray([2**64 - 1], dtype=np.uint64), [2**63], [-(2**63)], np.asarray([-(2**63)]), np.asarray([2**63 - 1])],

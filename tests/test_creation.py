@@ -579,6 +579,20 @@ def test_components_given_as_lists_go_to_the_device_of_the_array_components() ->
     assert moved.device == st.Device("device2") and moved._indices().device == st.Device("device2")
 
 
+def test_spdiags_makes_listed_diagonals_on_the_device_of_the_offsets() -> None:
+    # the converse (diagonals on a device, offsets a list) already followed the diagonals; array_api_strict's
+    # second device stands in for CUDA
+    st = pytest.importorskip("array_api_strict")
+    dev = st.Device("device1")
+    expected = np.asarray([[1.0, 0.0, 0.0], [4.0, 2.0, 0.0], [0.0, 5.0, 3.0]])
+    for diagonals, offsets in (([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], st.asarray([0, -1], device=dev)),
+                               (st.asarray([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], device=dev), [0, -1])):  # fmt: skip
+        for layout in (xs.sparse_coo, xs.sparse_csr, xs.sparse_csc):
+            a = xs.spdiags(diagonals, offsets, (3, 3), layout=layout)
+            assert a.device == dev
+            np.testing.assert_array_equal(to_numpy(xs.to_dense(a)), expected)
+
+
 @pytest.mark.parametrize(
     "fill, dtype, expected",
     [(np.float32(1.5), "float64", 1.5), (np.int8(3), "int64", 3), (np.bool_(True), "bool", True), (np.complex64(1j), "complex128", 1j)],

@@ -163,6 +163,13 @@ def _value_array(op: str, xp: Any, obj: Any, dtype: Any, device: Any, lists_on: 
     if is_strided(obj, op):
         arr = _refuse_meta(op, "values", _native_order(obj))
         if dtype is not None and dtype_name(arr.dtype) != dtype_name(dtype):
+            if xp.isdtype(arr.dtype, "complex floating") and not xp.isdtype(dtype, "complex floating"):
+                # xsparse.astype's rule (the Array API forbids the cast)
+                raise TypeError(
+                    f"{op}: casting complex values to a real dtype drops their imaginary parts (values dtype="
+                    f"{dtype_name(arr.dtype)}, dtype={dtype_name(dtype)}). Pass xsparse.real(values) or xsparse.abs(values), "
+                    "or a complex dtype."
+                )
             arr = xp.astype(arr, dtype)
         if device is not None:
             arr = xp.asarray(arr, device=device)
@@ -170,7 +177,18 @@ def _value_array(op: str, xp: Any, obj: Any, dtype: Any, device: Any, lists_on: 
     if dtype is not None:
         obj = _representable(op, obj, dtype)
     on = device if device is not None else lists_on
-    made = scalar_array(xp, obj, dtype, on) if isinstance(obj, (float, complex)) else xp.asarray(obj, dtype=dtype, device=on)
+    try:
+        made = scalar_array(xp, obj, dtype, on) if isinstance(obj, (float, complex)) else xp.asarray(obj, dtype=dtype, device=on)
+    except (TypeError, ValueError, OverflowError, RuntimeError) as exc:
+        if dtype is None:
+            raise
+        # a NaN, an infinity or a float past the range of an integer dtype (NumPy's ValueError or
+        # OverflowError, torch's RuntimeError), or a complex number for a real one (a TypeError): the
+        # backend's own message names neither the function nor the dtype
+        raise (TypeError if isinstance(exc, TypeError) else ValueError)(
+            f"{op}: the values cannot be made {dtype_name(dtype)} ({exc}). Pass values that {dtype_name(dtype)} holds, or "
+            "another dtype."
+        ) from exc
     return _refuse_meta(op, "values", made)
 
 
@@ -874,7 +892,7 @@ def _spdiags(op: str, b: Backend, xp: Any, diagonals: Any, offsets: Any, shape: 
         # matrix's edge its offset fits int64 (2**63 would otherwise make NumPy read the list as floats)
         _distinct_offsets(op, list(offsets))
         offsets, distinct_checked = [max(-rows, min(o, cols)) for o in offsets], True
-    diag = diagonals if is_strided(diagonals) else xp.asarray(diagonals)
+    diag = diagonals if is_strided(diagonals) else xp.asarray(diagonals, device=_lists_device(op, None, offsets))
     off = offsets if is_strided(offsets) else xp.asarray(offsets, dtype=xp.int64 if distinct_checked else None, device=array_api_compat.device(diag))
     if diag.ndim == 1 and off.ndim == 0:
         diag, off = diag[None, :], xp.reshape(off, (1,))
