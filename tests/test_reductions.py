@@ -1222,3 +1222,13 @@ def test_prod_with_a_nan_keeps_a_sparse_result_sparse() -> None:
     assert math.isnan(got[(0, 0)]) and got[(5, 7)] == 0.0  # the fill value's 0 times 2, and NaN times 0
     b = xs.sparse_coo_array(np.array([[0], [0], [0]]), np.array([np.nan]), (3, 2, 2))
     np.testing.assert_array_equal(to_numpy(xs.to_dense(xs.prod(b, axis=2))), np.prod(to_numpy(xs.to_dense(b)), axis=2))
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "mean", "var", "std"])
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_a_layout_without_reduction_kernels_is_named_by_the_reduction(name: str, dtype: str) -> None:
+    # a half-precision (or, for var and std, float32) array is widened before it is reduced; on the 2:4
+    # layout, which has no reduction kernel, the error named the cast ("astype: no kernel ...")
+    a = xs.to_sparse_semi_structured(np.zeros((64, 64), dtype=dtype))
+    with pytest.raises(xs.NoKernelError, match=rf"^{name}: no kernel for layouts \(sparse_semi_structured\) on backend 'numpy'\. Registered: "):
+        getattr(xs, name)(a)

@@ -109,12 +109,18 @@ def _require(op: str, xp: Any, dtype: Any, kinds: Any, what: str, fix: str) -> N
         raise TypeError(f"{op}: the array must have {what} dtype (dtype={dtype_name(dtype)}). {fix}.")
 
 
-def _half(x: Any) -> bool:
+def _half(op: str, x: Any) -> bool:
     """Whether ``x`` is a sparse half-precision array, whose sums NumPy and torch accumulate in float32 (a
     float16 sum of two 60000s is inf; theirs, cast back at the end, is not). The sparse kernels add in
     the values' dtype, so these reductions widen the values first (after any duplicates are added in
     the array's own dtype, as ``to_dense`` adds them) and cast the result back."""
-    return isinstance(x, SparseArray) and is_half_precision(x.dtype)
+    return isinstance(x, SparseArray) and is_half_precision(x.dtype) and _has_kernels(op, x)
+
+
+def _has_kernels(op: str, x: SparseArray) -> bool:
+    """Whether ``op`` has kernels for ``x``'s layout on its backend: a reduction that would first cast ``x``
+    to a wider dtype does not, where it has none, so that its error names ``op`` and not the cast."""
+    return bool(dispatch.resolve(op, (x.layout,), x._backend.name))
 
 
 def _accumulation_dtype(op: str, xp: Any, x: Any, dtype: Any) -> Any:
@@ -253,7 +259,7 @@ def sum(x: Any, /, *, axis: int | tuple[int, ...] | None = None, dtype: Any = No
     [5.0, 2.0, 8.0]
     """
     backend, xp, source = _operand("sum", x)
-    if dtype is None and _half(x):
+    if dtype is None and _half("sum", x):
         return astype(sum(astype(x, xp.float32), axis=axis, keepdims=keepdims, layout=layout), x.dtype)
     spec = ReduceSpec(_axes("sum", axis, x.ndim), flag_argument("sum", "keepdims", keepdims), _accumulation_dtype("sum", xp, x, dtype))
     return _run_modular("sum", x, spec, layout, backend, xp, source)
@@ -294,7 +300,7 @@ def prod(x: Any, /, *, axis: int | tuple[int, ...] | None = None, dtype: Any = N
     480.0
     """
     backend, xp, source = _operand("prod", x)
-    if dtype is None and _half(x):
+    if dtype is None and _half("prod", x):
         return astype(prod(astype(x, xp.float32), axis=axis, keepdims=keepdims, layout=layout), x.dtype)
     spec = ReduceSpec(_axes("prod", axis, x.ndim), flag_argument("prod", "keepdims", keepdims), _accumulation_dtype("prod", xp, x, dtype))
     out = _run_modular("prod", x, spec, layout, backend, xp, source)
@@ -703,7 +709,7 @@ def mean(x: Any, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool
     """
     backend, xp, source = _operand("mean", x)
     _require("mean", xp, x.dtype, _FLOATING, "a floating-point", _CAST_FLOAT)
-    if _half(x):
+    if _half("mean", x):
         return astype(mean(astype(x, xp.float32), axis=axis, keepdims=keepdims, layout=layout), x.dtype)
     spec = ReduceSpec(_axes("mean", axis, x.ndim), flag_argument("mean", "keepdims", keepdims), x.dtype)
     return _run("mean", x, spec, layout, backend, xp, source)
@@ -715,7 +721,7 @@ def _statistic(op: str, x: Any, axis: Any, correction: float, keepdims: bool, la
     if isinstance(correction, bool) or not isinstance(correction, (int, float)) or correction < 0:
         raise ValueError(f"{op}: correction must be a non-negative number (correction={correction!r}). Pass 0 for the population, 1 for the sample {op}.")
     wide = _statistic_dtype(xp, x)
-    if wide is not None:
+    if wide is not None and _has_kernels(op, x):
         r = _statistic(op, astype(x, wide), axis, correction, keepdims, layout)
         # a variance past the dtype's range is inf there, silently ("No floating-point warnings on NumPy")
         return quietly(xp, lambda: astype(r, x.dtype))
