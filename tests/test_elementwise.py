@@ -1284,3 +1284,22 @@ def test_torch_sparse_float16_with_a_complex_scalar_is_complex64(name: str, layo
         c32 = torch.zeros(2, 3, dtype=torch.complex32)
     with pytest.raises(TypeError, match=r"^add: sparse arrays do not hold torch's complex32, the dtype of an operand \(dtype=complex32\)\. Cast it to complex64"):
         xs.add(xs.to_sparse_coo(torch.from_numpy(host)), c32)
+
+
+@pytest.mark.parametrize("backend", backend_params(["numpy", "torch"]))  # array_api_strict refuses such mixes
+@pytest.mark.parametrize("name", ["atan2", "copysign", "add", "divide", "maximum"])
+@pytest.mark.parametrize(("da", "db"), [("int8", "uint8"), ("int16", "int8"), ("uint8", "int32"), ("float32", "int8")])
+def test_two_sparse_operands_of_two_dtypes_get_the_dense_result_dtype(backend: str, name: str, da: str, db: str) -> None:
+    # the merge computed in the promoted dtype: NumPy's atan2 and copysign of int8 and uint8 are float16,
+    # of the promoted int16 float32
+    xp = xs.get_backend(backend).load()
+    a = xp.asarray([[0, 1, -2, 0], [3, 0, 0, 5]] if not da.startswith("uint") else [[0, 1, 2, 0], [3, 0, 0, 5]], dtype=getattr(xp, da))
+    b = xp.asarray([[3, 0, 1, 0], [0, 0, 2, 7]], dtype=getattr(xp, db))
+    f = getattr(xs, name)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        dense = f(a, b)
+        for layout in (xs.sparse_coo, xs.sparse_csr):
+            got = f(xs.to_sparse(a, layout=layout), xs.to_sparse(b, layout=layout))
+            assert got.dtype == dense.dtype, (layout, got.dtype, dense.dtype)
+            np.testing.assert_array_equal(xs.testing.to_numpy(xs.to_dense(got)), xs.testing.to_numpy(dense))

@@ -733,6 +733,13 @@ def _combine(xp: Any, name: str, a: COOArray, b: COOArray) -> COOArray:
     idx, va, vb, has_a, has_b = merge_coo(xp, a, b)
     va, vb = (xp.astype(v, dtype, copy=False) for v in (va, vb))
     values = _values_like_dense(xp, lambda p, q: f(xp, p, q), a.ndim, va, vb)
+    if a.dtype != b.dtype:
+        # the dense function of operands of two dtypes may choose a result dtype of its own, not that of the
+        # promoted operands: NumPy's atan2 and copysign of int8 and uint8 are float16, of int16 float32. The
+        # fill values in their own dtypes find it out (a backend that refuses the mix is left as it is)
+        own, own_error = _attempt(lambda: f(xp, *(_fill_element(xp, c) for c in (a, b))))
+        if own_error is None and own.dtype != values.dtype:
+            values, computed, error = xp.astype(values, own.dtype), own, None
     fill = _result_fill(xp, computed, error, values, tuple(a.shape))
     if name in ANNIHILATING and idx.shape[1]:
         keep = xp.nonzero((has_a & has_b) | ~_equals_fill(xp, values, fill))[0]
