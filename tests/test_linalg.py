@@ -189,7 +189,9 @@ def matmul_operands(draw: Any, xp: Any, backend: str, la: Any, lb: Any, native: 
     dtype = draw(st.sampled_from(dtypes_of(backend)))
     bs = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
     bm, bk, bn = bs[0], bs[1], draw(st.integers(1, 2))
-    gm, gk, gn = (draw(S.sizes(3)) for _ in range(3))
+    gm, gk = draw(S.sizes(3)), draw(S.sizes(3))
+    # 8 columns or more, now and then: the torch backend's compiled SpMM takes no fewer
+    gn = draw(st.one_of(S.sizes(3), st.integers(8, 9)))
     m, k, n = gm * bm, gk * bk, gn * bn
     batch = tuple(draw(st.lists(st.integers(0, 2) if not native else st.integers(1, 2), max_size=1 if native else 2)))
     both_sparse = la is not xs.strided and lb is not xs.strided
@@ -288,6 +290,38 @@ def test_batched_coo_times_one_matrix_folds_the_batch(
     close(kernel.func(xp, a, b), xp.matmul(xs.to_dense(a), b), "float64")
 
 
+@SOME
+@given(
+    layout=st.sampled_from([xs.sparse_csr, xs.sparse_csc]), dtype=st.sampled_from(["float64", "float32", "complex128"]),
+    m=S.sizes(5), k=S.sizes(5), n=st.integers(8, 12), transposed=st.booleans(), conjugated=st.booleans(), data=st.data(),
+)  # fmt: skip
+def test_torch_compiled_spmm_agrees_with_dense_torch_and_the_generic_kernel(
+    layout: xs.Layout, dtype: str, m: int, k: int, n: int, transposed: bool, conjugated: bool, data: st.DataObject
+) -> None:
+    """The torch backend's compiled SpMM (CPU tensors, 8 columns or more): every entry and index dtype,
+    nnz = 0 and empty rows (the densities), a transposed or conjugated (a view with torch's conjugate bit)
+    dense operand, against torch's dense product and the generic kernel."""
+    if backend_skip_reason("torch"):
+        pytest.skip(str(backend_skip_reason("torch")))
+    torch = pytest.importorskip("torch")
+    xp = namespace("torch")
+    a = data.draw(sparse_operands(xp, layout, (), m, k, (1, 1), dtype))
+    rng = np.random.default_rng(data.draw(st.integers(0, 99)))
+    b = xp.asarray(host_values(rng, dtype, (n, k) if transposed else (k, n)))
+    b = b.mT if transposed else b
+    if conjugated and dtype.startswith("complex"):
+        b = b.conj()
+    kernel = next(c for c in dispatch.resolve("matmul", (layout, xs.strided), "torch") if c.name == "_matmul_compressed_strided_compiled_torch")
+    assert kernel.supports is not None and kernel.supports(xp, a, b) is None
+    assert dispatch.chosen("matmul", (layout, xs.strided), "torch", xp, a, b) is kernel
+    got = kernel.func(xp, a, b)
+    assert isinstance(got, torch.Tensor) and got.dtype == b.dtype and tuple(got.shape) == (m, n)
+    close(got, xs.to_dense(a) @ b.resolve_conj(), dtype)
+    twin = generic_twin(kernel, (layout, xs.strided), xp, a, b)
+    assert twin is not None
+    close(got, twin.func(xp, a, b), dtype)
+
+
 def test_every_native_matmul_kernel_runs_on_plain_matrices() -> None:
     """Each native kernel accepts a plain 2-D float64 input of one of its layouts (so the sweep above runs it)."""
     for k in xs.kernels("matmul"):
@@ -297,7 +331,7 @@ def test_every_native_matmul_kernel_runs_on_plain_matrices() -> None:
         accepted = []
         for la in concrete(k.signature[0]):
             for lb in concrete(k.signature[1]):
-                host = np.eye(4, dtype=np.float64)
+                host = np.eye(8, dtype=np.float64)  # 8 columns: the torch backend's compiled SpMM takes no fewer
                 a = xp.asarray(host) if la is xs.strided else xs.to_sparse(xp.asarray(host), layout=la, blocksize=(2, 2) if la.is_blocked else None)
                 b = xp.asarray(host) if lb is xs.strided else xs.to_sparse(xp.asarray(host), layout=lb, blocksize=(2, 2) if lb.is_blocked else None)
                 if k.supports is None or k.supports(xp, a, b) is None:

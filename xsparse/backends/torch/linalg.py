@@ -16,7 +16,7 @@ torch; so each gap is declined before torch is called (reading the device, never
 generic kernel runs on the device: integer operands (cuSPARSE computes floating and complex values
 only), complex COO bmm, blocks that are not square or are 1 x 1 (cuSPARSE bsrmm/bsrmv), BSC @ strided
 and strided @ BSR, ``sparse.mm(reduce=)`` (a CPU kernel only), ``smm`` and ``sspaddmm`` (not
-implemented on CUDA), and SciPy's solver and the compiled SpGEMM (host memory).
+implemented on CUDA), and SciPy's solver and the compiled SpGEMM and SpMM (host memory).
 """
 
 from __future__ import annotations
@@ -317,6 +317,48 @@ def _matmul_compressed_strided_torch(xp: Any, a: CompressedArray, b: torch.Tenso
     dense = b2.broadcast_to(*batch, k, n).reshape(math.prod(batch) * k, n)
     out = _product_2d(a.layout, compressed, plain, values, shape, dense, True).reshape(*batch, a.shape[nbd], n)
     return out[..., 0] if vector else out
+
+
+# torch's CPU SpMM (MKL) changes its method at 8 columns: with fewer, and for a vector, it takes less time
+# than the compiled product, which also competes with the threads torch's last parallel region leaves
+# spinning; with 8 or more it takes 2 to 10 times as long (the Laplacian of a 1000 x 1000 grid, 2 CPUs,
+# products alternating with torch's)
+_COMPILED_SPMM_MIN_COLUMNS = 8
+
+
+def _supports_compiled_spmm(xp: Any, a: CompressedArray, b: torch.Tensor) -> str | None:
+    reason = _supports_compressed_strided(xp, a, b)
+    if reason is not None:
+        return reason
+    if not (_cpu(a) and b.device.type == "cpu"):
+        return "the compiled SpMM runs on CPU tensors only"
+    if a.batch_dim() or b.ndim != 2:
+        return "the compiled SpMM of the torch backend takes a matrix times a matrix"
+    if b.shape[1] < _COMPILED_SPMM_MIN_COLUMNS:
+        return f"torch's own product takes less time with fewer than {_COMPILED_SPMM_MIN_COLUMNS} columns"
+    if _grad_needed(a._vals, b):
+        return "autograd flows through torch's own product"
+    from .. import _cpu as compiled
+
+    # the dtypes are the compiled kernels' own: _sparse_reason declines any other compressed dtype
+    return compiled.unavailable_reason()
+
+
+@register("matmul", (sparse_csr, strided), backend="torch", supports=_supports_compiled_spmm, priority=1)
+@register("matmul", (sparse_csc, strided), backend="torch", supports=_supports_compiled_spmm, priority=1)
+def _matmul_compressed_strided_compiled_torch(xp: Any, a: CompressedArray, b: torch.Tensor) -> torch.Tensor:
+    """matmul(CSR/CSC, strided matrix of 8 or more columns) of CPU tensors: the compiled SpMM on their memory; O(nnz * K)."""
+    # The NumPy backend's compiled product on the tensors' memory, without a copy (docs/decisions.md).
+    from .. import _cpu as compiled
+
+    csc = a.layout is sparse_csc
+    m, n = a.shape
+    values = a._vals.detach().resolve_conj().resolve_neg().numpy()
+    dense = b.detach().resolve_conj().resolve_neg().numpy()
+    out = compiled.csr_matmul(a._compressed.numpy(), a._plain.numpy(), values, m if csc else n, dense,
+                              transpose=csc, checked=a._bounds_checked)  # fmt: skip
+    a._bounds_checked = True
+    return torch.from_numpy(out)
 
 
 # -- strided @ sparse ---------------------------------------------------------------------------------
