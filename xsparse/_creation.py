@@ -180,8 +180,8 @@ def _value_array(op: str, xp: Any, obj: Any, dtype: Any, device: Any, lists_on: 
     try:
         made = scalar_array(xp, obj, dtype, on) if isinstance(obj, (float, complex)) else xp.asarray(obj, dtype=dtype, device=on)
     except (TypeError, ValueError, OverflowError, RuntimeError) as exc:
-        if dtype is None:
-            raise
+        if dtype is None or type(exc) not in (TypeError, ValueError, OverflowError, RuntimeError):
+            raise  # not a value the dtype refuses (torch's OutOfMemoryError is a RuntimeError, say)
         # a NaN, an infinity or a float past the range of an integer dtype (NumPy's ValueError or
         # OverflowError, torch's RuntimeError), or a complex number for a real one (a TypeError): the
         # backend's own message names neither the function nor the dtype
