@@ -282,3 +282,48 @@ def test_mixed_backends() -> None:
     a = xs.sparse_csr_array([0, 1, 2], [0, 1], [1.0, 2.0], (2, 2))
     with pytest.raises(xs.BackendMismatchError, match=r"^cg: the operands live on different backends \('torch', 'numpy'\)\. Move them to one"):
         xs.linalg.cg(a, torch.ones(2, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("backend", backend_params(["numpy", "torch", "array_api_strict"]))
+@pytest.mark.parametrize(("scale", "dtype"), [(1e-170, "float64"), (1e-300, "float64"), (1e200, "float64"), (1e19, "float32"), (1e-25, "float32")])
+def test_a_right_hand_side_whose_squares_overflow_or_underflow(backend: str, scale: float, dtype: str) -> None:
+    # the norm of b added unscaled squares: infinite or 0, the tolerance with it, and the solvers returned
+    # their start with info=0 (spsolve's generic kernel zeros, or a refusal of a finite b)
+    xp = namespace(backend)
+    a = np.array([[4.0, 1.0, 0.0], [1.0, 4.0, 1.0], [0.0, 1.0, 4.0]])
+    A = xs.to_sparse_csr(xp.asarray(a, dtype=getattr(xp, dtype)))
+    b = xp.asarray(np.array([5.0, 6.0, 5.0]) * scale, dtype=getattr(xp, dtype))
+    expected = np.full(3, scale)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        solution = to_numpy(xs.spsolve(A, b))
+        np.testing.assert_allclose(solution, expected, rtol=1e-4)
+        x, info = xs.linalg.gmres(A, b)
+        assert info == 0
+        np.testing.assert_allclose(to_numpy(x), expected, rtol=1e-4)
+        for name in ("cg", "bicgstab"):
+            # their inner products overflow or underflow too: a breakdown, never a start called converged
+            x, info = SOLVERS[name](A, b)
+            assert info != 0 or np.allclose(to_numpy(x), expected, rtol=1e-4), (name, to_numpy(x), info)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_norms_past_the_range_of_the_squares() -> None:
+    from xsparse.backends.array_api import iterative
+
+    for v, expected in (([3e200, 4e200], 5e200), ([3e-200, 4e-200], 5e-200), ([float("inf"), 1.0], math.inf), ([0.0, 0.0], 0.0), ([], 0.0)):
+        assert iterative.norm(np, np.asarray(v, dtype=np.float64)) == pytest.approx(expected, rel=1e-12)
+    assert math.isnan(iterative.norm(np, np.asarray([math.nan, 1e300])))
+    assert iterative.norm(np, np.asarray([3e-30 + 4e-30j], dtype=np.complex64)) == pytest.approx(5e-30, rel=1e-6)
+
+
+def test_a_complex_operator_with_a_real_right_hand_side_is_refused() -> None:
+    # the solver worked in the real dtype of b and cast the operator's complex products to it, dropping their
+    # imaginary parts: the solution of another system, reported as converged
+    op = spl.aslinearoperator(sp.csr_array(np.array([[4.0, 1.0, 0.0], [1.0, 4.0, 1.0], [0.0, 1.0, 4.0]]) + 1j * np.eye(3)))
+    b = np.array([5.0, 6.0, 5.0])
+    for name, solve in SOLVERS.items():
+        with pytest.raises(TypeError, match=rf"^{name}: the callable A returned complex values for a real right-hand side \(A\(v\)\.dtype=complex128, the solver's dtype=float64\)\. Pass b as a complex array"):
+            solve(op, b)
+    x, info = xs.linalg.gmres(op, b.astype(np.complex128), rtol=1e-12)
+    reference, _ = spl.gmres(op, b.astype(np.complex128), rtol=1e-12)
+    assert info == 0 and np.allclose(x, reference, rtol=1e-8)

@@ -18,7 +18,7 @@ from typing import Any
 import array_api_compat
 
 from . import dispatch
-from ._common import backend_of, integer_argument, is_strided, namespace_of
+from ._common import backend_of, dtype_name, integer_argument, is_strided, namespace_of
 from ._conversion import layout_of
 from ._elementwise import convert_result
 from ._linalg import working_dtype
@@ -345,7 +345,16 @@ def _checked_callable(op: str, name: str, f: Callable[[Any], Any], xp: Any, dtyp
         if isinstance(out, SparseArray) or not hasattr(out, "shape") or tuple(out.shape) != (n,):
             got = f"layout={out.layout}" if isinstance(out, SparseArray) else f"shape={tuple(getattr(out, 'shape', ()))}, type {type(out).__name__}"
             raise ValueError(f"{op}: the callable {name} returned no strided ({n},) array for a vector of b's shape ({got}). Return {name} @ v.")
-        return out if out.dtype == dtype else xp.astype(out, dtype)
+        if out.dtype == dtype:
+            return out
+        if xp.isdtype(out.dtype, "complex floating") and not xp.isdtype(dtype, "complex floating"):
+            # a cast would drop the imaginary parts and solve another system, reporting convergence
+            raise TypeError(
+                f"{op}: the callable {name} returned complex values for a real right-hand side ({name}(v).dtype="
+                f"{dtype_name(out.dtype)}, the solver's dtype={dtype_name(dtype)}). Pass b as a complex array "
+                "(xsparse.astype(b, 'complex128')), so that the solver works in complex numbers."
+            )
+        return xp.astype(out, dtype)
 
     return product
 

@@ -727,14 +727,15 @@ def spsolve(A: Any, B: Any, /, *, left: bool = True, layout: Layout | None = Non
     op = "spsolve"
     # an integer B is refused below, with what to do
     backend, xp = _prepare(op, False, A=A, B=B)
+    # before the promotion below, which array_api_strict refuses for an integer with a floating dtype
+    for name, x in (("A", A), ("B", B)):
+        if not xp.isdtype(x.dtype, ("real floating", "complex floating")):
+            raise TypeError(f"{op}: {name} must have a floating or complex dtype ({name}.dtype={dtype_name(x.dtype)}). Convert it to a floating dtype first.")
     A, B = _sum_before_cast(xp, A, B)
     if isinstance(B, SparseArray):
         raise TypeError(f"{op}: B must be strided (B layout={B.layout}). Pass xsparse.to_dense(B).")
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"{op}: A must be a square matrix (A.shape={_shape(A)}). Pass an (N, N) system.")
-    for name, x in (("A", A), ("B", B)):
-        if not xp.isdtype(x.dtype, ("real floating", "complex floating")):
-            raise TypeError(f"{op}: {name} must have a floating or complex dtype ({name}.dtype={x.dtype}). Convert it to a floating dtype first.")
     n = A.shape[0]
     along = 0 if left or B.ndim == 1 else 1
     if B.ndim not in (1, 2) or B.shape[along] != n:
