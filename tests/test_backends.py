@@ -939,3 +939,9 @@ def test_to_backend_of_a_dtype_the_target_lacks() -> None:
     with pytest.raises(TypeError, match=r"^to_backend: backend 'array_api_strict' has no dtype float16"):
         xs.to_backend(xs.to_sparse(f16), "array_api_strict")
     assert xs.to_backend(xs.to_sparse(f16), "torch").dtype == torch.float16
+    # the 2:4 layout has no cast (its pattern depends on the dtype): the hint casts its COO form
+    ss = xs.to_sparse_semi_structured(np.tile(np.asarray([1.0, 2.0, 0.0, 0.0], dtype=np.float16), (64, 16)))
+    with pytest.raises(TypeError, match=r"^to_backend: backend 'array_api_strict' has no dtype float16 \(dtype=float16\)\. Cast the array first, e\.g\. with xsparse\.astype\(xsparse\.to_sparse_coo\(x\), 'float32'\)\.$"):
+        xs.to_backend(ss, "array_api_strict")
+    moved = xs.to_backend(xs.astype(xs.to_sparse_coo(ss), "float32"), "array_api_strict")
+    assert moved.layout is xs.sparse_coo and moved.nnz == 64 * 32

@@ -1236,6 +1236,13 @@ def test_lobpcg_torch_kernel_declines_what_it_would_mean_differently() -> None:
     assert kernel.supports(xp, a, 1, None, None, 1, ik, 10, 1e-8, True, LobpcgOptions("basic"), 0) is None
     drop = LobpcgOptions("ortho", None, ORTHO_IPARAMS, dict.fromkeys(ORTHO_FPARAMS, 1e-8), {"ortho_use_drop": True})
     assert "ortho_use_drop" in kernel.supports(xp, a, *args, drop, 0)
+    # torch's ortho variant keeps no eigenvalues from its first step: after one iteration it returned zeros
+    one = (1, None, None, 1, None, 1, 1e-8, True)
+    assert kernel.supports(xp, a, *one, plain, 0) == "torch's method='ortho' returns zeros for the eigenvalues after one iteration"
+    assert kernel.supports(xp, a, *one, LobpcgOptions("basic"), 0) is None
+    e_coo, _ = xs.lobpcg(a, k=1, niter=1, seed=0)
+    e_csr, _ = xs.lobpcg(xs.to_sparse_csr(a), k=1, niter=1, seed=0)
+    assert float(e_coo[0]) != 0 and np.allclose(to_numpy(e_coo), to_numpy(e_csr))
 
 
 @pytest.mark.parametrize(
@@ -1499,6 +1506,11 @@ def test_svd_lowrank_m_without_batch_dimensions() -> None:
 # -- errors ----------------------------------------------------------------------------------------------------
 
 _A = xs.sparse_csr_array([0, 1, 2], [0, 1], [1.0, 2.0], (2, 2))
+
+
+def _strict_ones(n: int) -> Any:
+    return xs.to_backend(np.ones(n), "array_api_strict")
+
 _D = np.ones((2, 2))
 _E6 = xs.to_sparse_csr(np.diag(np.arange(1.0, 7.0)))
 ERRORS: list[tuple[Any, type[BaseException], str]] = [
@@ -1540,6 +1552,7 @@ ERRORS: list[tuple[Any, type[BaseException], str]] = [
     (lambda: xs.spsolve(_A, _A), TypeError, r"^spsolve: B must be strided \(B layout=sparse_csr\)\. Pass xsparse\.to_dense\(B\)\."),
     (lambda: xs.spsolve(xs.to_sparse_csr(np.ones((2, 3))), np.ones(2)), ValueError, r"^spsolve: A must be a square matrix \(A\.shape=\(2, 3\)\)\. Pass an \(N, N\) system\."),
     (lambda: xs.spsolve(xs.sparse_csr_array([0, 1, 2], [0, 1], [1, 2], (2, 2)), np.ones(2)), TypeError, r"^spsolve: A must have a floating or complex dtype \(A\.dtype=int64\)\. Convert"),
+    (lambda: xs.spsolve(xs.to_backend(xs.sparse_csr_array([0, 1, 2], [0, 1], [1, 2], (2, 2)), "array_api_strict"), _strict_ones(2)), TypeError, r"^spsolve: A must have a floating or complex dtype \(A\.dtype=int64\)\. Convert"),
     (lambda: xs.spsolve(_A, np.ones(3)), ValueError, r"^spsolve: B must be \(2,\) or \(2, K\) for A of shape \(2, 2\) \(B\.shape=\(3,\)\)\. Pass"),
     (lambda: xs.spsolve(_A, np.ones((2, 3)), left=False), ValueError, r"^spsolve: B must be \(2,\) or \(K, 2\) for A of shape \(2, 2\) \(B\.shape=\(2, 3\)\)\. Pass"),
     (lambda: xs.svd_lowrank(xs.to_sparse_coo(np.ones((2, 2, 2)))), ValueError, r"^svd_lowrank: A must be 2-D \(A\.shape=\(2, 2, 2\)\)\. Decompose"),

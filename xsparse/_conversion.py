@@ -497,9 +497,13 @@ def to_backend(x: Any, backend: str | Backend, /, *, device: Any = None) -> Any:
     if isinstance(x, SparseArray) or is_strided(x, "to_backend"):
         name = dtype_name(x.dtype)
         if not hasattr(xp, name):
+            cast_first = "xsparse.astype(x, 'float32')"
+            if isinstance(x, SparseArray) and not dispatch.resolve("astype", (x.layout,), x._backend.name):
+                # a layout whose values keep a pattern per dtype (2:4) has no cast: its COO form has
+                cast_first = "xsparse.astype(xsparse.to_sparse_coo(x), 'float32')"
             raise TypeError(
                 f"to_backend: backend '{target.name}' has no dtype {name} (dtype={name}). Cast the array first, e.g. "
-                f"with xsparse.astype(x, 'float32')."
+                f"with {cast_first}."
             )
 
     def move(a: Any) -> Any:
