@@ -1508,6 +1508,10 @@ def test_svd_lowrank_m_without_batch_dimensions() -> None:
 _A = xs.sparse_csr_array([0, 1, 2], [0, 1], [1.0, 2.0], (2, 2))
 
 
+# a fill value other than 0: products of two such arrays are refused, in errors that name the function called
+_F = xs.to_sparse(np.asarray([[0.0, 1.5, 0.0, 2.0], [3.0, 0.0, 0.0, 0.0]]), fill_value=1.5)
+
+
 def _strict_ones(n: int) -> Any:
     return xs.to_backend(np.ones(n), "array_api_strict")
 
@@ -1549,6 +1553,8 @@ ERRORS: list[tuple[Any, type[BaseException], str]] = [
     (lambda: xs.vecdot(_A, np.ones((2, 3)), axis=0), ValueError, r"^vecdot: the shapes do not broadcast"),
     (lambda: xs.vecdot(_A, np.ones((3, 2)), axis=0), ValueError, r"^vecdot: the shapes do not broadcast"),
     (lambda: xs.vecdot(xs.to_sparse_coo(np.ones((2, 1))), np.ones((2, 3)), axis=-1), ValueError, r"^vecdot: the vectors differ in length along axis -1 \(x1\.shape=\(2, 1\), x2\.shape=\(2, 3\)\)\. Pass"),
+    (lambda: xs.linalg.vecdot(_F, _F), xs.NoKernelError, r"^vecdot: no kernel for layouts \(sparse_coo, sparse_coo\) on backend 'numpy'\. .*declined: vecdot of two sparse arrays is sparse only with fill values 0, got 1\.5 and 1\.5\."),
+    (lambda: xs.linalg.tensordot(_F, _F, axes=([1], [1])), xs.NoKernelError, r"^tensordot: no kernel for layouts \(sparse_coo, sparse_coo\) on backend 'numpy'\. .*declined: tensordot of two sparse arrays is sparse only"),
     (lambda: xs.spsolve(_A, _A), TypeError, r"^spsolve: B must be strided \(B layout=sparse_csr\)\. Pass xsparse\.to_dense\(B\)\."),
     (lambda: xs.spsolve(xs.to_sparse_csr(np.ones((2, 3))), np.ones(2)), ValueError, r"^spsolve: A must be a square matrix \(A\.shape=\(2, 3\)\)\. Pass an \(N, N\) system\."),
     (lambda: xs.spsolve(xs.sparse_csr_array([0, 1, 2], [0, 1], [1, 2], (2, 2)), np.ones(2)), TypeError, r"^spsolve: A must have a floating or complex dtype \(A\.dtype=int64\)\. Convert"),

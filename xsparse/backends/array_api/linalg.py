@@ -788,6 +788,9 @@ def _supports_no_dense(op: str) -> Callable[..., str | None]:
         for x in (x1, x2):
             if isinstance(x, SparseArray) and x.dense_dim():
                 return f"{op} is supported for sparse arrays without dense dimensions only"
+        if isinstance(x1, SparseArray) and isinstance(x2, SparseArray) and not (_is_zero(x1.fill_value) and _is_zero(x2.fill_value)):
+            # the product of the two would refuse them, in an error that names matmul
+            return f"{op} of two sparse arrays is sparse only with fill values 0, got {x1.fill_value!r} and {x2.fill_value!r}"
         return None
 
     return supports
