@@ -1303,3 +1303,16 @@ def test_two_sparse_operands_of_two_dtypes_get_the_dense_result_dtype(backend: s
             got = f(xs.to_sparse(a, layout=layout), xs.to_sparse(b, layout=layout))
             assert got.dtype == dense.dtype, (layout, got.dtype, dense.dtype)
             np.testing.assert_array_equal(xs.testing.to_numpy(xs.to_dense(got)), xs.testing.to_numpy(dense))
+
+
+@pytest.mark.parametrize("backend", backend_params(["numpy", "torch", "array_api_strict"]))
+def test_subtracting_a_stored_nan_keeps_its_sign_bit(backend: str) -> None:
+    # COO - COO concatenated x with negative(y), and negative flips a NaN's sign bit, where the dense
+    # subtraction (NumPy's, torch's) keeps it; diff subtracts the same way
+    xp = xs.get_backend(backend).load()
+    x, y = xp.asarray([0.0, 0.0, 5.0]), xp.asarray([math.nan, 0.0, 0.0])
+    got = xs.to_dense(xs.subtract(xs.to_sparse(x), xs.to_sparse(y)))
+    np.testing.assert_array_equal(np.signbit(to_numpy(got)), np.signbit(to_numpy(xp.subtract(x, y))))
+    row = xp.asarray([[math.nan, 0.0, 1.0]])
+    dense_diff = xp.subtract(row[:, 1:], row[:, :-1])
+    np.testing.assert_array_equal(np.signbit(to_numpy(xs.to_dense(xs.diff(xs.to_sparse(row), axis=1)))), np.signbit(to_numpy(dense_diff)))

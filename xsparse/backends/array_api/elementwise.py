@@ -985,6 +985,9 @@ def _concat_declines(xp: Any, name: str, x: COOArray, y: COOArray) -> str | None
         return "concatenation keeps a stored -0.0, where -0.0 + +0.0 is +0.0 (the merge applies it)"
     if name == "subtract" and _has_zero(xp, y._vals, dtype, False):
         return "concatenation negates a stored +0.0 of y to -0.0, where +0.0 - +0.0 is +0.0 (the merge applies it)"
+    if name == "subtract" and bool(xp.any(xp.isnan(y._vals))):
+        # x - NaN keeps the NaN's sign bit (NumPy's and torch's subtraction), negative(NaN) flips it
+        return "concatenation negates a stored NaN of y, flipping its sign bit, where x - NaN keeps it (the merge applies it)"
     return None
 
 
