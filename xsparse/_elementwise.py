@@ -519,8 +519,8 @@ acos = _unary(
 >>> r = xs.acos(a)
 >>> r.layout, r.fill_value
 (xsparse.sparse_coo, 1.5707963267948966)
->>> xs.to_dense(r).tolist()
-[1.318116071652818, 1.5707963267948966, 1.0471975511965976, 1.5707963267948966]""",
+>>> [float(f"{v:.12g}") for v in xs.to_dense(r).tolist()]
+[1.31811607165, 1.57079632679, 1.0471975512, 1.57079632679]""",
 )
 acosh = _unary(
     "acosh",
@@ -530,8 +530,8 @@ acosh = _unary(
 >>> r = xs.acosh(a)
 >>> r.layout, r.fill_value
 (xsparse.sparse_coo, 0.0)
->>> xs.to_dense(r).tolist()
-[0.9624236501192069, 0.0, 1.3169578969248168, 0.0]""",
+>>> [float(f"{v:.12g}") for v in xs.to_dense(r).tolist()]
+[0.962423650119, 0.0, 1.31695789692, 0.0]""",
 )
 asin = _unary(
     "asin",
@@ -541,8 +541,8 @@ asin = _unary(
 >>> r = xs.asin(a)
 >>> r.layout, r.fill_value
 (xsparse.sparse_coo, 0.0)
->>> xs.to_dense(r).tolist()
-[0.25268025514207865, 0.0, 0.5235987755982989, 0.0]""",
+>>> [float(f"{v:.12g}") for v in xs.to_dense(r).tolist()]
+[0.252680255142, 0.0, 0.523598775598, 0.0]""",
 )
 asinh = _unary(
     "asinh",
@@ -552,8 +552,8 @@ asinh = _unary(
 >>> r = xs.asinh(a)
 >>> r.layout, r.fill_value
 (xsparse.sparse_coo, 0.0)
->>> xs.to_dense(r).tolist()
-[0.24746646154726346, 0.0, 1.6472311463710958, 0.0]""",
+>>> [float(f"{v:.12g}") for v in xs.to_dense(r).tolist()]
+[0.247466461547, 0.0, 1.64723114637, 0.0]""",
 )
 atan = _unary(
     "atan",
@@ -563,8 +563,8 @@ atan = _unary(
 >>> r = xs.atan(a)
 >>> r.layout, r.fill_value
 (xsparse.sparse_coo, 0.0)
->>> xs.to_dense(r).tolist()
-[0.24497866312686414, 0.0, 1.1902899496825317, 0.0]""",
+>>> [float(f"{v:.12g}") for v in xs.to_dense(r).tolist()]
+[0.244978663127, 0.0, 1.19028994968, 0.0]""",
 )
 atanh = _unary(
     "atanh",
@@ -574,8 +574,8 @@ atanh = _unary(
 >>> r = xs.atanh(a)
 >>> r.layout, r.fill_value
 (xsparse.sparse_coo, 0.0)
->>> xs.to_dense(r).tolist()
-[0.25541281188299536, 0.0, 0.5493061443340549, 0.0]""",
+>>> [float(f"{v:.12g}") for v in xs.to_dense(r).tolist()]
+[0.255412811883, 0.0, 0.549306144334, 0.0]""",
 )
 bitwise_invert = _unary(
     "bitwise_invert",
@@ -618,8 +618,8 @@ cos = _unary(
 >>> r = xs.cos(a)
 >>> r.layout, r.fill_value
 (xsparse.sparse_coo, 1.0)
->>> xs.to_dense(r).tolist()
-[0.9689124217106447, 1.0, -0.8011436155469337, 1.0]""",
+>>> [float(f"{v:.12g}") for v in xs.to_dense(r).tolist()]
+[0.968912421711, 1.0, -0.801143615547, 1.0]""",
 )
 cosh = _unary(
     "cosh",
@@ -629,8 +629,8 @@ cosh = _unary(
 >>> r = xs.cosh(a)
 >>> r.layout, r.fill_value
 (xsparse.sparse_coo, 1.0)
->>> xs.to_dense(r).tolist()
-[1.0314130998795732, 1.0, 6.132289479663686, 1.0]""",
+>>> [float(f"{v:.12g}") for v in xs.to_dense(r).tolist()]
+[1.03141309988, 1.0, 6.13228947966, 1.0]""",
 )
 exp = _unary(
     "exp",
@@ -640,8 +640,8 @@ exp = _unary(
 >>> r = xs.exp(a)
 >>> r.layout, r.fill_value
 (xsparse.sparse_coo, 1.0)
->>> xs.to_dense(r).tolist()
-[1.2840254166877414, 1.0, 12.182493960703473, 1.0]""",
+>>> [float(f"{v:.12g}") for v in xs.to_dense(r).tolist()]
+[1.28402541669, 1.0, 12.1824939607, 1.0]""",
 )
 expm1 = _unary(
     "expm1",
@@ -651,8 +651,8 @@ expm1 = _unary(
 >>> r = xs.expm1(a)
 >>> r.layout, r.fill_value
 (xsparse.sparse_coo, 0.0)
->>> xs.to_dense(r).tolist()
-[0.2840254166877415, 0.0, 11.182493960703473, 0.0]""",
+>>> [float(f"{v:.12g}") for v in xs.to_dense(r).tolist()]
+[0.284025416688, 0.0, 11.1824939607, 0.0]""",
 )
 floor = _unary(
     "floor",
@@ -717,8 +717,8 @@ log = _unary(
 >>> r = xs.log(a)
 >>> r.layout, r.fill_value
 (xsparse.sparse_coo, 0.0)
->>> xs.to_dense(r).tolist()
-[-0.6931471805599453, 0.0, 1.3862943611198906, 0.0]""",
+>>> [float(f"{v:.12g}") for v in xs.to_dense(r).tolist()]
+[-0.69314718056, 0.0, 1.38629436112, 0.0]""",
 )
 log1p = _unary(
     "log1p",
@@ -728,8 +728,8 @@ log1p = _unary(
 >>> r = xs.log1p(a)
 >>> r.layout, r.fill_value
 (xsparse.sparse_coo, 0.0)
->>> xs.to_dense(r).tolist()
-[0.22314355131420976, 0.0, 1.252762968495368, 0.0]""",
+>>> [float(f"{v:.12g}") for v in xs.to_dense(r).tolist()]
+[0.223143551314, 0.0, 1.2527629685, 0.0]""",
 )
 log2 = _unary(
     "log2",
@@ -750,8 +750,8 @@ log10 = _unary(
 >>> r = xs.log10(a)
 >>> r.layout, r.fill_value
 (xsparse.sparse_coo, 0.0)
->>> xs.to_dense(r).tolist()
-[-0.3010299956639812, 0.0, 0.6020599913279624, 0.0]""",
+>>> [float(f"{v:.12g}") for v in xs.to_dense(r).tolist()]
+[-0.301029995664, 0.0, 0.602059991328, 0.0]""",
 )
 logical_not = _unary(
     "logical_not",
@@ -849,8 +849,8 @@ sin = _unary(
 >>> r = xs.sin(a)
 >>> r.layout, r.fill_value
 (xsparse.sparse_coo, 0.0)
->>> xs.to_dense(r).tolist()
-[0.24740395925452294, 0.0, 0.5984721441039565, 0.0]""",
+>>> [float(f"{v:.12g}") for v in xs.to_dense(r).tolist()]
+[0.247403959255, 0.0, 0.598472144104, 0.0]""",
 )
 sinh = _unary(
     "sinh",
@@ -860,8 +860,8 @@ sinh = _unary(
 >>> r = xs.sinh(a)
 >>> r.layout, r.fill_value
 (xsparse.sparse_coo, 0.0)
->>> xs.to_dense(r).tolist()
-[0.2526123168081683, 0.0, 6.0502044810397875, 0.0]""",
+>>> [float(f"{v:.12g}") for v in xs.to_dense(r).tolist()]
+[0.252612316808, 0.0, 6.05020448104, 0.0]""",
 )
 square = _unary(
     "square",
@@ -893,8 +893,8 @@ tan = _unary(
 >>> r = xs.tan(a)
 >>> r.layout, r.fill_value
 (xsparse.sparse_coo, 0.0)
->>> xs.to_dense(r).tolist()
-[0.25534192122103627, 0.0, -0.7470222972386603, 0.0]""",
+>>> [float(f"{v:.12g}") for v in xs.to_dense(r).tolist()]
+[0.255341921221, 0.0, -0.747022297239, 0.0]""",
 )
 tanh = _unary(
     "tanh",
@@ -904,8 +904,8 @@ tanh = _unary(
 >>> r = xs.tanh(a)
 >>> r.layout, r.fill_value
 (xsparse.sparse_coo, 0.0)
->>> xs.to_dense(r).tolist()
-[0.24491866240370913, 0.0, 0.9866142981514303, 0.0]""",
+>>> [float(f"{v:.12g}") for v in xs.to_dense(r).tolist()]
+[0.244918662404, 0.0, 0.986614298151, 0.0]""",
 )
 trunc = _unary(
     "trunc",
@@ -926,8 +926,8 @@ angle = _unary(
 >>> r = xs.angle(a)
 >>> r.layout, r.fill_value
 (xsparse.sparse_coo, 0.0)
->>> xs.to_dense(r).tolist()
-[1.1071487177940904, 0.0, -1.5707963267948966, 0.0]""",
+>>> [float(f"{v:.12g}") for v in xs.to_dense(r).tolist()]
+[1.10714871779, 0.0, -1.57079632679, 0.0]""",
 )
 sgn = _unary(
     "sgn",
@@ -1003,8 +1003,8 @@ erf = _unary(
 >>> r = xs.erf(a)
 >>> r.layout, r.fill_value
 (xsparse.sparse_coo, 0.0)
->>> xs.to_dense(r).tolist()
-[0.2763263901682369, 0.0, 0.999593047982555, 0.0]""",
+>>> [float(f"{v:.12g}") for v in xs.to_dense(r).tolist()]
+[0.276326390168, 0.0, 0.999593047983, 0.0]""",
 )
 erfinv = _unary(
     "erfinv",
@@ -1014,8 +1014,8 @@ erfinv = _unary(
 >>> r = xs.erfinv(a)
 >>> r.layout, r.fill_value
 (xsparse.sparse_coo, 0.0)
->>> xs.to_dense(r).tolist()
-[0.2253120550121781, 0.0, 0.4769362762044699, 0.0]""",
+>>> [float(f"{v:.12g}") for v in xs.to_dense(r).tolist()]
+[0.225312055012, 0.0, 0.476936276204, 0.0]""",
 )
 add = _binary(
     "add",
