@@ -327,15 +327,17 @@ _COMPILED_SPMM_MIN_COLUMNS = 8
 
 
 def _supports_compiled_spmm(xp: Any, a: CompressedArray, b: torch.Tensor) -> str | None:
-    reason = _supports_compressed_strided(xp, a, b)
-    if reason is not None:
-        return reason
-    if not (_cpu(a) and b.device.type == "cpu"):
-        return "the compiled SpMM runs on CPU tensors only"
-    if a.batch_dim() or b.ndim != 2:
+    # the shape first: every SpMV of the torch backend asks here before it runs torch's own product, and
+    # the shared checks below cost more than a small SpMV's dispatch
+    if b.ndim != 2 or a._compressed.ndim != 1:
         return "the compiled SpMM of the torch backend takes a matrix times a matrix"
     if b.shape[1] < _COMPILED_SPMM_MIN_COLUMNS:
         return f"torch's own product takes less time with fewer than {_COMPILED_SPMM_MIN_COLUMNS} columns"
+    if not (_cpu(a) and b.device.type == "cpu"):
+        return "the compiled SpMM runs on CPU tensors only"
+    reason = _supports_compressed_strided(xp, a, b)
+    if reason is not None:
+        return reason
     if _grad_needed(a._vals, b):
         return "autograd flows through torch's own product"
     from .. import _cpu as compiled
