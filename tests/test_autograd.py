@@ -591,3 +591,62 @@ def test_var_of_too_few_elements_keeps_the_graph() -> None:
         r = op(x, axis=0, correction=1)
         assert r.requires_grad and bool(torch.isnan(r).all())
         r.sum().backward()
+
+
+
+# each: (the product of a sparse array, the same product of a dense tensor)
+HALF_PRODUCTS: dict[str, tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]]] = {
+    "matmul": (xs.matmul, torch.matmul),
+    "mv": ((lambda a, b: xs.matmul(a, b[:, 0])), (lambda a, b: a @ b[:, 0])),
+    "addmm": ((lambda a, b: xs.addmm(torch.ones(3, 2, dtype=b.dtype), a, b, beta=0.5)), (lambda a, b: 0.5 + a @ b)),
+    "strided @ sparse": ((lambda a, b: xs.matmul(b.mT, a.mT)), (lambda a, b: b.mT @ a.mT)),
+    "hspmm": ((lambda a, b: xs.to_dense(xs.hspmm(xs.to_sparse_coo(a), b))), torch.matmul),
+    "batched": ((lambda a, b: xs.matmul(xs.stack([a, 2 * a]), b)), (lambda a, b: torch.stack([a, 2 * a]) @ b)),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("layout", [xs.sparse_coo, xs.sparse_csr], ids=str)
+@pytest.mark.parametrize("op", list(HALF_PRODUCTS))
+def test_half_precision_products_backward(dtype: Any, layout: xs.Layout, op: str) -> None:
+    # torch has no backward for the float32 cast of a COO tensor, which the COO products add in: the
+    # values are widened before the tensor is built
+    idx = torch.tensor([[0, 1, 2, 2], [1, 0, 3, 1]])
+    v = torch.tensor([1.0, -2.0, 3.0, 0.5], dtype=dtype, requires_grad=True)
+    b = torch.tensor([[1.0, 2.0], [-1.0, 0.5], [3.0, 1.0], [0.25, -2.0]], dtype=dtype)
+    a = xs.sparse_coo_array(idx, v, (3, 4))
+    sparse_product, dense_product = HALF_PRODUCTS[op]
+    sparse_product(a if layout is xs.sparse_coo else xs.to_sparse_csr(a), b).float().sum().backward()
+    w = v.detach().to(F64).requires_grad_(True)
+    dense_product(torch.zeros(3, 4, dtype=F64).index_put((idx[0], idx[1]), w, accumulate=True), b.to(F64)).sum().backward()
+    assert v.grad is not None and v.grad.dtype == dtype
+    torch.testing.assert_close(v.grad.to(F64), w.grad)
+
+
+EMPTY_PRODUCTS: dict[str, Callable[[Any, Any], Any]] = {
+    "sparse @ strided": lambda a, x: xs.matmul(a, x[:, :2]),
+    "strided @ sparse": lambda a, x: xs.matmul(x[:2, :4], a),
+    "linear": lambda a, x: xs.linear(x[:3, :], a),
+    "sampled_addmm": lambda a, x: xs.sampled_addmm(a, x[:4, :3], x[:3, :]).values(),
+}
+
+
+@pytest.mark.parametrize("layout", SPARSE, ids=str)
+@pytest.mark.parametrize("op", list(EMPTY_PRODUCTS))
+def test_products_of_an_empty_operand_keep_the_strided_operands_gradient(layout: xs.Layout, op: str) -> None:
+    # a product with a sparse operand that stores nothing is 0; its strided operand still gets the zero
+    # gradient of the dense product (a bare zeros result left it out of the graph: backward raised)
+    a = xs.to_sparse(torch.zeros(4, 6, dtype=F64), layout=layout, blocksize=(2, 2) if layout.is_blocked else None)
+    x = torch.randn(6, 6, dtype=F64, requires_grad=True)
+    r = EMPTY_PRODUCTS[op](a, x)
+    r.sum().backward()
+    assert x.grad is not None
+    torch.testing.assert_close(x.grad, torch.zeros_like(x))
+
+
+@pytest.mark.filterwarnings("error::UserWarning")  # torch.asarray's "unspecified requires_grad now defaults to ..."
+def test_to_backend_with_a_device_keeps_the_gradient() -> None:
+    t = dense(3)
+    moved = xs.to_backend(2 * t, "torch", device="cpu")
+    moved.sum().backward()
+    torch.testing.assert_close(t.grad, torch.full((3,), 2.0, dtype=F64))

@@ -530,7 +530,7 @@ def to_backend(x: Any, backend: str | Backend, /, *, device: Any = None) -> Any:
                 # read-only NumPy array or an immutable JAX array behind its owner's back
                 moved = xp.astype(moved, moved.dtype, copy=True)
         if device is not None:
-            moved = xp.asarray(moved, device=device)
+            moved = array_api_compat.to_device(moved, device)  # a torch tensor keeps its autograd history, unwarned
         return moved
 
     if isinstance(x, SparseArray):

@@ -76,6 +76,19 @@ def _dev(x: Any) -> Any:
     return array_api_compat.device(x)
 
 
+def zeros_of_product(xp: Any, shape: tuple[int, ...], dtype: Any, device: Any, *operands: Any) -> Any:
+    """Zeros of ``shape``: a product whose sparse operand stores nothing. An operand that autograd records
+    (a torch tensor that requires grad) is linked in by adding its sum over an empty slice, exactly 0, so
+    its gradient is 0, as through the dense product; bare zeros would leave it out of the graph, and
+    ``backward`` would raise (or an optimizer skip the parameter)."""
+    out = xp.zeros(shape, dtype=dtype, device=device)
+    for x in operands:
+        if getattr(x, "requires_grad", False) and x.ndim:
+            empty = x[(slice(0, 0),) + (slice(None),) * (x.ndim - 1)]
+            out = out + xp.astype(xp.sum(empty), dtype, copy=False)
+    return out
+
+
 def _backend_name(x: Any) -> str:
     from .. import backend_of_array
 
@@ -253,7 +266,7 @@ def spmm(xp: Any, c: COOArray, b: Any, reduce: str = "sum") -> Any:
     m, n = c.shape[nbd], b.shape[-1]
     dtype = result_dtype(xp, c.dtype, b.dtype)
     if c.nnz == 0 or prod(batch) * m * n == 0:
-        return xp.zeros(batch + (m, n), dtype=dtype, device=_dev(b))
+        return zeros_of_product(xp, batch + (m, n), dtype, _dev(b), b, c._vals)
     key, products = row_products(xp, c, b)
     ukeys, sums = reduce_segments(xp, key, products, reduce)
     return xp.reshape(xp.astype(rows_to_dense(xp, ukeys, sums, prod(batch) * m), dtype, copy=False), batch + (m, n))
@@ -647,7 +660,7 @@ def sample_product(xp: Any, s: SparseArray, x: Any, y: Any) -> Any:
     xf = xp.reshape(xp.broadcast_to(xp.astype(x, dtype, copy=False), batch + (m, p)), (nb * m, p))
     yt = xp.reshape(xp.broadcast_to(xp.matrix_transpose(xp.astype(y, dtype, copy=False)), batch + (n, p)), (nb * n, p))
     if rows.shape[0] == 0:
-        return xp.zeros(values_shape, dtype=dtype, device=_dev(x))
+        return zeros_of_product(xp, values_shape, dtype, _dev(x), x, y)
     pairs = take_values(xp, xf, bl * m + rows, axis=0) * take_values(xp, yt, bl * n + cols, axis=0)
     products = through_signed(xp, pairs, lambda v: xp.sum(v, axis=-1, dtype=v.dtype))
     return xp.reshape(products, values_shape)

@@ -118,17 +118,18 @@ def kept_tensor(a: SparseArray) -> torch.Tensor:
     return t
 
 
-def to_torch(a: SparseArray) -> torch.Tensor:
+def to_torch(a: SparseArray, values: torch.Tensor | None = None) -> torch.Tensor:
     """The torch sparse tensor sharing ``a``'s components (int32 COO indices are widened: torch needs int64),
-    whose indices are checked once (:func:`verified`)."""
+    whose indices are checked once (:func:`verified`); ``values`` (of the shape of ``a``'s) replace its values."""
+    if values is None:
+        values = packed(a._vals)
     if isinstance(a, COOArray):
         verified(a)
         return torch.sparse_coo_tensor(
-            a._idx.to(torch.int64), packed(a._vals), a.shape, is_coalesced=a.is_coalesced(), check_invariants=False
+            a._idx.to(torch.int64), values, a.shape, is_coalesced=a.is_coalesced(), check_invariants=False
         )
     assert isinstance(a, CompressedArray)
     verified(a)
-    values = packed(a._vals)
     return torch.sparse_compressed_tensor(
         a._compressed, a._plain, values, a.shape, layout=_TORCH_LAYOUT[a.layout], check_invariants=False
     )

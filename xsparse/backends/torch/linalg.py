@@ -126,6 +126,15 @@ def _widened(t: torch.Tensor) -> torch.Tensor:
     return t.to(torch.float32) if t.dtype in _HALF else t
 
 
+def _widened_kept(a: SparseArray) -> torch.Tensor:
+    """``_widened(kept_tensor(a))``. Half-precision values that carry autograd history are widened before the
+    sparse tensor is built: torch has no backward for the cast of a COO tensor (it ends in "to(options)
+    doesn't support converting to a different layout")."""
+    if a.dtype in _HALF and a._vals.requires_grad:
+        return to_torch(a, packed(a._vals).to(torch.float32))
+    return _widened(kept_tensor(a))
+
+
 def _narrowed(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """A product computed by :func:`_widened` operands, in the operands' ``dtype`` again."""
     return t if t.dtype == dtype else t.to(dtype)
@@ -258,13 +267,14 @@ def _supports_coo_strided(xp: Any, a: COOArray, b: torch.Tensor) -> str | None:
 
 def _folded_coo(a: COOArray) -> torch.Tensor:
     """A batch of COO matrices ``(*batch, M, K)`` as the 2-D torch COO tensor ``(prod(batch) * M, K)``: the
-    batch indices folded into the row index, which keeps the entries' order (and so their coalescing)."""
+    batch indices folded into the row index, which keeps the entries' order (and so their coalescing);
+    half-precision values widened (:func:`_widened_kept`)."""
     idx = verified(a)._idx
     folded = torch.empty((2, idx.shape[1]), dtype=torch.int64, device=idx.device)
     fold(idx[:-1], a.shape[:-1], out=folded[0])  # in place: a fold of a million entries costs a twentieth of the product
     folded[1].copy_(idx[-1])
     shape = (math.prod(a.shape[:-1]), a.shape[-1])
-    return torch.sparse_coo_tensor(folded, packed(a._vals), shape, is_coalesced=a.is_coalesced(), check_invariants=False)
+    return torch.sparse_coo_tensor(folded, _widened(packed(a._vals)), shape, is_coalesced=a.is_coalesced(), check_invariants=False)
 
 
 @register("matmul", (sparse_coo, strided), backend="torch", supports=_supports_coo_strided)
@@ -277,10 +287,10 @@ def _matmul_coo_strided_torch(xp: Any, a: COOArray, b: torch.Tensor) -> torch.Te
         # (3-D half-precision operands were declined: torch has no such bmm)
         return torch.bmm(kept_tensor(a), b.expand(a.shape[0], *b.shape))
     if a.ndim > 2 and b.ndim <= 2:
-        t = _widened(_folded_coo(a))
+        t = _folded_coo(a)
         out = torch.mv(t, b) if b.ndim == 1 else torch.mm(t, b)
         return _narrowed(out.reshape(*a.shape[:-1], *b.shape[1:]), a.dtype)
-    t = _widened(kept_tensor(a))
+    t = _widened_kept(a)
     if b.ndim == 1:
         return _narrowed(torch.mv(t, b), a.dtype)
     return _narrowed(torch.mm(t, b) if a.ndim == 2 else torch.bmm(t, b), a.dtype)
@@ -376,7 +386,7 @@ def _supports_strided_coo(xp: Any, a: torch.Tensor, b: COOArray) -> str | None:
 @register("matmul", (strided, sparse_coo), backend="torch", supports=_supports_strided_coo)
 def _matmul_strided_coo_torch(xp: Any, a: torch.Tensor, b: COOArray) -> torch.Tensor:
     """matmul(strided, COO) -> strided: (b.T @ a.T).T through torch.mm, which lacks strided @ COO."""
-    t, w = _widened(kept_tensor(b).t()), _widened(a)
+    t, w = _widened_kept(b).t(), _widened(a)
     if a.ndim == 1:
         return _narrowed(torch.mv(t, w), b.dtype)
     return _narrowed(torch.mm(t, w.mT).mT, b.dtype)
@@ -422,7 +432,7 @@ def _supports_sparse_sparse(xp: Any, a: SparseArray, b: SparseArray) -> str | No
 @register("matmul", (sparse_coo, sparse_coo), backend="torch", supports=_supports_sparse_sparse)
 def _matmul_coo_coo_torch(xp: Any, a: COOArray, b: COOArray) -> COOArray:
     """matmul(COO, COO) -> COO: torch.sparse.mm (SpGEMM)."""
-    r = _narrowed(torch.sparse.mm(_widened(kept_tensor(a)), _widened(kept_tensor(b))), a.dtype)
+    r = _narrowed(torch.sparse.mm(_widened_kept(a), _widened_kept(b)), a.dtype)
     shape = (a.shape[0], b.shape[1])
     return cast(COOArray, from_torch(r, Target(sparse_coo, a._backend, xp, shape, 2, 0, (1, 1), a.index_dtype, 0)))
 
@@ -526,7 +536,7 @@ def _addmm_strided_indexed_strided_torch(xp: Any, input: torch.Tensor, a: Sparse
         input = torch.nan_to_num(input, nan=0.0, posinf=0.0, neginf=0.0)
     # torch.addmm of a COO operand reads a strided operand's conjugate bit as unset
     # the kept tensor: a tensor made per call cost torch's addmm 10 us more than one it had seen (2,000 rows)
-    r = torch.addmm(_widened(input), _widened(kept_tensor(a)), _widened(b.resolve_conj()), beta=beta, alpha=alpha)
+    r = torch.addmm(_widened(input), _widened_kept(a), _widened(b.resolve_conj()), beta=beta, alpha=alpha)
     return _narrowed(r, a.dtype)
 
 
@@ -639,7 +649,10 @@ def _smm_coo_strided_torch(xp: Any, a: COOArray, b: torch.Tensor) -> COOArray:
 @register("hspmm", (sparse_coo, strided), backend="torch", supports=_supports_coo_product)
 def _hspmm_coo_strided_torch(xp: Any, a: COOArray, b: torch.Tensor) -> COOArray:
     """hspmm(COO, strided) -> hybrid COO: torch.hspmm."""
-    return _coo_result(_narrowed(torch.hspmm(_widened(kept_tensor(a)), _widened(b)), a.dtype), a, xp)
+    r = _narrowed(torch.hspmm(_widened_kept(a), _widened(b)), a.dtype)
+    # torch flags the result uncoalesced, though its rows are those of the coalesced operand, sorted and
+    # distinct; flagged coalesced, as the generic kernel's, its indices() read as on every backend
+    return _coo_result(r._coalesced_(True), a, xp)
 
 
 def _supports_sspaddmm(xp: Any, input: COOArray, a: COOArray, b: torch.Tensor, beta: Any, alpha: Any) -> str | None:
