@@ -639,9 +639,12 @@ def test_mixing_backends_in_one_call() -> None:
     with pytest.raises(
         xs.BackendMismatchError,
         match=r"sparse_coo_array: the operands live on different backends \('numpy', 'torch'\)\. "
-        r"Move them to one, e\.g\. xsparse\.to_backend\(a, 'numpy'\)",
+        r"Move them to one, e\.g\. xsparse\.to_backend\(a, 'numpy'\) for each operand a on 'torch' \(zero-copy",
     ):
         xs.sparse_coo_array(np.asarray([[0, 1]]), torch.tensor([1.0, 2.0]))
+    # the operand to move is named by its backend, never the first operand's (already there)
+    with pytest.raises(xs.BackendMismatchError, match=r"to_backend\(a, 'torch'\) for each operand a on 'numpy' or 'array_api_strict'"):
+        xs.stack([torch.ones(2), np.ones(2), strict.ones(2)])
     with pytest.raises(xs.BackendMismatchError, match=r"different backends \('torch', 'array_api_strict'\).*to_backend"):
         xs.sparse_csr_array(torch.tensor([0, 1, 2]), strict.asarray([1, 0]), [5.0, 6.0])
 

@@ -143,9 +143,11 @@ def backend_of(*objs: Any, op: str, backend: str | Backend | None = None) -> Bac
         return wanted
     if len(found) > 1:
         names = list(found)
+        rest = " or ".join(repr(n) for n in names[1:])
         raise BackendMismatchError(
             f"{op}: the operands live on different backends ({', '.join(repr(n) for n in names)}). Move them to one, "
-            f"e.g. xsparse.to_backend(a, {names[0]!r}) (zero-copy through DLPack where the libraries allow)."
+            f"e.g. xsparse.to_backend(a, {names[0]!r}) for each operand a on {rest} (zero-copy through DLPack "
+            "where the libraries allow)."
         )
     if found:
         return next(iter(found.values()))

@@ -618,9 +618,11 @@ def _divide(xp: Any, r: Any, n: float) -> Any:
     """``r`` (strided or sparse) divided by ``n``, NaN where ``n`` is 0."""
     if n <= 0:
         return _nan_like(xp, r)
+    # a complex infinity over n is NaN in one part, which NumPy would warn about ("No floating-point
+    # warnings on NumPy")
     if isinstance(r, SparseArray):
-        return r._with_values(r._vals / n, python_scalar(xp, fill_array(xp, r) / n))
-    return as_array(xp, r / n)
+        return quietly(xp, lambda: r._with_values(r._vals / n, python_scalar(xp, fill_array(xp, r) / n)))
+    return quietly(xp, lambda: as_array(xp, r / n))
 
 
 def mean_of_sum(xp: Any, r: Any, a: SparseArray | Any, spec: ReduceSpec) -> Any:

@@ -326,7 +326,15 @@ def _full_mean(xp: Any, a: SparseArray, spec: ReduceSpec) -> torch.Tensor:
     values = _specified(xp, a)._vals
     unspecified = total - values.numel()
     s = torch.sum(values, dtype=acc)
-    return ((s + fill * unspecified if unspecified else s) / total).to(spec.dtype)
+    if unspecified and s.is_complex():
+        # copies of a complex fill added up as the dense sum adds them, and added to the values' sum as a
+        # sum of two: a complex product by their number, and torch's complex +, mix the parts at an
+        # infinity ((inf + 1j) * 2 is inf + nanj, the sum inf + 2j)
+        sum_ = MONOIDS["sum"]
+        s = sum_.combine(xp, s, fill_of(xp, sum_, sum_.premap(xp, fill_array(xp, a), s.dtype), unspecified))
+    elif unspecified:
+        s = s + fill * unspecified
+    return (s / total).to(spec.dtype)
 
 
 def _full_var(xp: Any, a: SparseArray, spec: ReduceSpec) -> torch.Tensor:
