@@ -1302,6 +1302,36 @@ def test_take_along_a_very_wide_matrix(backend: str, xp: Any) -> None:
     assert_sparse_equal(s[:, last - 2 :], xp.asarray([[0.0, 0.0, 1.0], [3.0, 0.0, 0.0]]))
 
 
+
+@pytest.mark.parametrize("coalesced", [True, False])
+def test_take_from_a_coo_array_along_a_very_long_axis(backend: str, xp: Any, coalesced: bool) -> None:
+    """A COO array of 2**40 columns and 2 entries: the NumPy kernel that counts the picks per index of the
+    axis (an array as long as the axis: 8 TiB) declines, and the result needs memory for the entries only."""
+    n = 2**40
+    x = xs.sparse_coo_array(xp.asarray([[0, 2], [5, n - 1]]), xp.asarray([1.0, 2.0]), (3, n), is_coalesced=coalesced)
+    picks = xp.asarray([n - 1, 5, 5])
+    if backend == "numpy":
+        native = next(k for k in dispatch.resolve("take", (xs.sparse_coo,), "numpy") if k.backend == "numpy")
+        assert "outweigh the entries" in str(native.supports(xp, x, picks, 1))
+    for r in (x[:, picks], xs.take(x, picks, axis=1)):
+        assert r.shape == (3, 3)
+        assert_sparse_equal(r, xp.asarray([[0.0, 1.0, 1.0], [0.0, 0.0, 0.0], [2.0, 0.0, 0.0]]))
+
+
+def test_points_of_a_coo_array_whose_positions_pass_int64(backend: str, xp: Any) -> None:
+    """x[rows, cols] of a 2**40 x 2**40 array: its positions pass int64, so each indexed dimension is first
+    cut down to the distinct indices it is indexed at (a scalar x[1, 3] never merged the dimensions)."""
+    n = 2**40
+    x = xs.sparse_coo_array(xp.asarray([[1, 5, 1], [3, 2, n - 1]]), xp.asarray([7.0, 8.0, 9.0]), (n, n))
+    assert_sparse_equal(x[xp.asarray([1, 5, 1, 0]), xp.asarray([3, 2, n - 1, 3])], xp.asarray([7.0, 8.0, 9.0, 0.0]))
+    h = xs.sparse_coo_array(xp.asarray([[1, 5, 1], [3, 2, n - 1], [0, 1, 1]]), xp.asarray([7.0, 8.0, 9.0]), (n, n, 2))
+    want = [[[7.0, 0.0], [0.0, 0.0], [0.0, 9.0]], [[0.0, 0.0], [0.0, 8.0], [0.0, 0.0]]]
+    assert_sparse_equal(h[xp.asarray([[1], [5]]), xp.asarray([[3, 2, n - 1]])], xp.asarray(want))
+    # distinct indices that still pass int64 together: (2**21)**3 = 2**63
+    p = xp.arange(2**21)
+    with pytest.raises(ValueError, match=r"^getitem: the points index more positions than int64 can number \(distinct indices per dimension: \(2097152, 2097152, 2097152\)\)\. Index with fewer points"):
+        xs.sparse_coo_array(xp.asarray([[1], [3], [2]]), xp.asarray([7.0]), (n, n, n))[p, p, p]
+
 def test_uint64_indices_int64_cannot_hold_are_out_of_bounds(backend: str, xp: Any) -> None:
     # the cast to int64 wraps 2**64 - 1 around to -1, which NumPy's own take reads as x[-1]
     if not hasattr(xp, "uint64"):

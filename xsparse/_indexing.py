@@ -46,6 +46,8 @@ __all__ = [
     "is_signed",
 ]
 
+_INT64_MAX = 2**63 - 1
+
 _SCALARS = (bool, int, float, complex)
 
 
@@ -283,6 +285,21 @@ def gather_by_take(x: Any, positions: list[Any], shape: tuple[int, ...]) -> Any:
     along_first = k == 1 and len(shape) == 1 and isinstance(x, CompressedArray) and not x.layout.is_blocked
     if isinstance(x, CompressedArray) and k > x.batch_dim() and not along_first:
         x = to_sparse(x, layout=sparse_coo)
+    if k > 1 and math.prod(lead) > _INT64_MAX:
+        # positions past int64 (a 2**40 x 2**40 array): each indexed dimension is first cut down to the
+        # distinct positions it is indexed at, which the points then index
+        backend = backend_of(x, op="take")
+        xp = backend.load()
+        positions = list(positions)
+        for d in range(k):
+            distinct, positions[d] = xp.unique_inverse(positions[d])
+            x = dispatch.call("take", (layout_of(x),), backend.name, xp, x, distinct, d)
+        lead = tuple(x.shape[:k])
+        if math.prod(lead) > _INT64_MAX:
+            raise ValueError(
+                f"getitem: the points index more positions than int64 can number (distinct indices per dimension: "
+                f"{lead}). Index with fewer points at a time, and concatenate the results."
+            )
     if k > 1:
         from ._shape import reshape
 

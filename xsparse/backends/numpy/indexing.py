@@ -112,6 +112,9 @@ def _supports_take_coo(xp: Any, a: COOArray, indices: Any, axis: int) -> str | N
     shape = (*a.shape[:axis], int(indices.shape[0]), *a.shape[axis + 1 : a.sparse_dim()])
     if a.is_coalesced() and axis and math.prod(shape) > np.iinfo(np.int64).max:
         return "the result's sparse dimensions do not fit one int64 sort key"
+    counted = not (a.is_coalesced() and axis == 0)
+    if counted and a.shape[axis] > max(8 * (a.nnz + int(indices.shape[0])), _WIDE):
+        return "a count per index of the axis would outweigh the entries; the generic kernel searches the picks instead"
     return None
 
 
