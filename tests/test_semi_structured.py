@@ -433,6 +433,56 @@ def test_addmm_with_beta_zero_ignores_nan_input(backend: str) -> None:
     assert (_np(got) == _np(x @ b)).all()
 
 
+@pytest.mark.parametrize("backend", backend_params(["numpy", "torch"]))
+@pytest.mark.parametrize("budget", [2**22, 1], ids=["one chunk", "a chunk per slot"])
+def test_half_precision_products_add_in_float32(backend: str, budget: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # rows of 40000, 40000, -40000, -40000 (in float16, past half its range when added) times ones: the
+    # dense product adds in float32 and gives 0; the gather takes the kept slots a chunk at a time (one per
+    # chunk once rows * columns reach its budget) and rounded its running sum to float16 after each: inf
+    from xsparse.backends.array_api import semi_structured
+
+    monkeypatch.setattr(semi_structured, "_GATHER_BUDGET", budget)
+    xp = _ns(backend)
+    w = xp.astype(xp.tile(xp.asarray([1.0, 1.0, 0.0, 0.0]), (64, 16)), xp.float16)
+    b = np.zeros((64, 8), dtype=np.float32)
+    b[0:16:4], b[1:16:4] = 40000.0, 40000.0
+    b[16:32:4], b[17:32:4] = -40000.0, -40000.0
+    b = xp.astype(xp.asarray(b), xp.float16)
+    s = xs.to_sparse_semi_structured(w)
+    for got, want in ((s @ b, w @ b), (xs.matmul(xp.matrix_transpose(b), s.t()), xp.matrix_transpose(b) @ xp.matrix_transpose(w))):
+        assert got.dtype == xp.float16
+        assert (_np(got) == 0).all() and (_np(want) == 0).all()
+
+
+@pytest.mark.parametrize("backend", backend_params(["numpy", "torch"]))  # array_api_strict mixes no kinds
+def test_addmm_scales_in_the_result_dtype(backend: str) -> None:
+    # beta and alpha multiply in the promoted dtype, as the other layouts' addmm: 0.5 times an int8 input
+    # added to a float32 product (the scalar cast to int8 raised), 0.5 times an int8 product
+    xp = _ns(backend)
+    w = xp.tile(xp.asarray([1.0, 0.0], dtype=xp.float32), (32, 16))
+    x = xp.ones((4, 32), dtype=xp.float32)
+    s, c = xs.to_sparse_semi_structured(w), xs.to_sparse_csr(w)
+    got = xs.addmm(xp.full((32,), 3, dtype=xp.int8), x, s.t(), beta=0.5)
+    assert got.dtype == xp.float32 and (_np(got) == 17.5).all()
+    assert (_np(got) == _np(xs.addmm(xp.full((32,), 3, dtype=xp.int8), x, c.mT, beta=0.5))).all()
+    wi = xp.tile(xp.asarray([1, 2, 0, 0], dtype=xp.int8), (128, 32))
+    got = xs.addmm(xp.zeros((128,), dtype=xp.float32), xp.ones((4, 128), dtype=xp.int8), xs.to_sparse_semi_structured(wi).t(), alpha=0.5)
+    assert got.dtype == xp.float32 and (_np(got) == 48.0).all()
+
+
+@pytest.mark.parametrize("backend", CPU_BACKENDS)
+def test_clone_and_asarray_copy(backend: str) -> None:
+    xp = _ns(backend)
+    w = xp.tile(xp.asarray([1.0, 0.0], dtype=xp.float32), (32, 16))
+    s = xs.to_sparse_semi_structured(w)
+    for c in (xs.clone(s), xs.asarray(s, copy=True)):
+        assert c.layout is xs.sparse_semi_structured and c.shape == s.shape
+        assert c.values() is not s.values() and c.indices() is not s.indices()
+        assert (_np(xs.to_dense(c)) == _np(w)).all()
+        check_invariants(c)
+    t = xs.clone(s.t())
+    assert t.shape == (32, 32) and (_np(xs.to_dense(t)) == _np(xp.matrix_transpose(w))).all()
+
 @pytest.mark.parametrize("backend", CPU_BACKENDS)
 def test_products_through_the_transposed_lists_keep_infinities(backend: str) -> None:
     # row 0 keeps the even columns and the other rows are empty, so the columns' lists are padded: a padding
@@ -518,15 +568,15 @@ ERRORS: list[Any] = [
     ("hybrid", lambda: xs.to_sparse_semi_structured(xs.to_sparse_coo(np.zeros((64, 64, 2), dtype=np.float16), sparse_dim=2)), xs.InvariantError,
      r"^invariant ss\.4 violated: .*\(shape=\(64, 64, 2\), dense_dim=1\)"),
     ("shape-int8", lambda: xs.to_sparse_semi_structured(np.zeros((128, 64), dtype=np.int8)), xs.InvariantError,
-     r"^invariant ss\.5 violated: to_sparse_semi_structured: a int8 semi-structured array needs rows that are a positive multiple of 128 and columns that are a positive multiple of 128 \(shape=\(128, 64\)\)\. Pad it with zeros to \(128, 128\)"),
+     r"^invariant ss\.5 violated: to_sparse_semi_structured: a semi-structured array of int8 needs rows that are a positive multiple of 128 and columns that are a positive multiple of 128 \(shape=\(128, 64\)\)\. Pad it with zeros to \(128, 128\)"),
     ("shape-empty", lambda: xs.to_sparse_semi_structured(np.zeros((0, 32), dtype=np.float32)), xs.InvariantError,
      r"^invariant ss\.5 violated: .*\(shape=\(0, 32\)\)\. Pad it with zeros to \(32, 32\)"),
     ("pattern", lambda: xs.to_sparse_semi_structured(_violating()), xs.InvariantError,
-     r"^invariant ss\.11 violated: to_sparse_semi_structured: row 3, group 5 \(columns 20\.\.23\) holds 3 specified elements, but a float16 array keeps at most 2 of every 4 \(2:4 sparsity; row=3, group=5, count=3\)\. Zero out"),
+     r"^invariant ss\.11 violated: to_sparse_semi_structured: row 3, group 5 \(columns 20\.\.23\) holds 3 specified elements, but an array of float16 keeps at most 2 of every 4 \(2:4 sparsity; row=3, group=5, count=3\)\. Zero out"),
     ("pattern-coo", lambda: xs.to_sparse_semi_structured(xs.to_sparse_coo(_violating())), xs.InvariantError,
      r"^invariant ss\.11 violated: .*row 3, group 5 .*holds 3 specified elements"),
     ("pattern-1-2", lambda: xs.to_sparse_semi_structured(np.ones((32, 32), dtype=np.float32)), xs.InvariantError,
-     r"^invariant ss\.11 violated: .*row 0, group 0 \(columns 0\.\.1\) holds 2 specified elements, but a float32 array keeps at most 1 of every 2 \(1:2 sparsity"),
+     r"^invariant ss\.11 violated: .*row 0, group 0 \(columns 0\.\.1\) holds 2 specified elements, but an array of float32 keeps at most 1 of every 2 \(1:2 sparsity"),
     ("not-an-array", lambda: xs.to_sparse_semi_structured([[1.0]]), TypeError,
      r"^to_sparse_semi_structured: x must be an xsparse array or a backend array, got list\. Create one"),
     ("to-sparse-layout", lambda: xs.to_sparse(_f16(), layout=xs.sparse_semi_structured), xs.LayoutError,
@@ -543,7 +593,7 @@ ERRORS: list[Any] = [
     ("ss.4", lambda: _build(np.zeros((64, 32), dtype=np.float16), np.zeros((64, 4, 1), dtype=np.int16)), xs.InvariantError,
      r"^invariant ss\.4 violated: a semi-structured array and its values and metadata are 2-D \(values\.shape=\(64, 32\), metadata\.shape=\(64, 4, 1\), shape=\(64, 64\)\)\. Convert"),
     ("ss.5", lambda: _build(np.zeros((64, 16), dtype=np.float16), np.zeros((64, 2), dtype=np.int16)), xs.InvariantError,
-     r"^invariant ss\.5 violated: sparse_semi_structured: a float16 semi-structured array needs .*\(shape=\(64, 32\)\)"),
+     r"^invariant ss\.5 violated: sparse_semi_structured: a semi-structured array of float16 needs .*\(shape=\(64, 32\)\)"),
     ("ss.6", lambda: _build(np.zeros((64, 32), dtype=np.float16), np.zeros((64, 8), dtype=np.int16)), xs.InvariantError,
      r"^invariant ss\.6 violated: metadata\.shape must be \(64, 4\) for values of shape \(64, 32\) \(one int16 word per 16 columns\), got \(64, 8\)\. Give the metadata"),
     ("ss.7", lambda: _build(np.zeros((64, 64), dtype=np.float16), np.zeros((64, 8), dtype=np.int16), shape=(128, 64)), xs.InvariantError,

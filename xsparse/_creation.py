@@ -1263,10 +1263,14 @@ def asarray(
                 f"{op}: copy=False but a {obj.layout} array converted to {layout} is a copy (layout={layout}). Pass copy=None "
                 "to allow a copy."
             )
-        if needs_cast or needs_move or copy:
+        if needs_cast or needs_move:
             from ._indexing import astype
 
             result = astype(obj, resolve_dtype(xp, dtype, op) if dtype is not None else obj.dtype, copy=bool(copy) or needs_cast, device=device)
+        elif copy:
+            from ._indexing import clone
+
+            result = clone(obj)  # every layout has one (a 2:4 array has no astype)
         target = obj.layout if layout is None else layout
         if blocksize is None and fill_value is None and sparse_dim is None and dense_dim is None:
             if target is obj.layout:

@@ -157,7 +157,7 @@ def check_stored_shape(op: str, pattern: Pattern, shape: tuple[int, ...]) -> Non
         padded = (_round_up(rows, pattern.min_rows), _round_up(cols, pattern.min_cols))
         raise _fail(
             "ss.5",
-            f"a {pattern.dtype} semi-structured array needs rows that are a positive multiple of {pattern.min_rows} "
+            f"a semi-structured array of {pattern.dtype} needs rows that are a positive multiple of {pattern.min_rows} "
             f"and columns that are a positive multiple of {pattern.min_cols} (shape={shape}). Pad it with zeros to "
             f"{padded}, or keep it in another layout such as sparse_csr",
             op,
@@ -170,7 +170,7 @@ def pattern_violation(op: str, pattern: Pattern, row: int, group: int, count: in
     return _fail(
         "ss.11",
         f"row {row}, group {group} (columns {first}..{first + pattern.group - 1}) holds {count} specified "
-        f"elements, but a {pattern.dtype} array keeps at most {pattern.kept} of every {pattern.group} ({pattern.name} "
+        f"elements, but an array of {pattern.dtype} keeps at most {pattern.kept} of every {pattern.group} ({pattern.name} "
         f"sparsity; row={row}, group={group}, count={count}). Zero out (prune) the extra elements of every such group "
         "first, or keep the array in another layout such as sparse_csr",
         op,

@@ -20,7 +20,7 @@ import array_api_compat
 
 from ..._index_key import Int, Item, NewAxis, Slice
 from ...dispatch import register
-from ...formats import COMPRESSED, INDEXED, COOArray, CompressedArray, SparseArray, sparse_coo, strided
+from ...formats import ANY_SPARSE, COMPRESSED, INDEXED, COOArray, CompressedArray, SparseArray, sparse_coo, strided
 from ...formats._layout import LayoutFamily
 from ...formats._ops import contiguous, expand_compressed, lexsort_indices, prod
 from .conversion import (
@@ -845,7 +845,7 @@ def _clone_strided(xp: Any, x: Any) -> Any:
     return xp.asarray(x, copy=True)
 
 
-@register("clone", (INDEXED,))
+@register("clone", (ANY_SPARSE,))
 def _clone_indexed(xp: Any, a: SparseArray) -> SparseArray:
     """clone(sparse): a copy of every component, metadata kept; O(nnz)."""
     return a._map_components(lambda comp: xp.asarray(comp, copy=True), a._backend, xp)

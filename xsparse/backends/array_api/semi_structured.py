@@ -30,6 +30,7 @@ import array_api_compat
 
 from ...dispatch import register
 from ...formats import COMPRESSED, COOArray, CompressedArray, sparse_coo, sparse_semi_structured, strided
+from ...formats._invariants import is_half_precision
 from ...formats._ops import lexsort_indices
 from ...formats._semi_structured import (
     Pattern,
@@ -273,7 +274,10 @@ def gather_matmul(xp: Any, values: Any, columns: Any, b: Any, valid: Any = None)
     """
     rows, width = values.shape
     n = b.shape[1]
-    out = xp.zeros((rows, n), dtype=b.dtype, device=_device(b))
+    # half precision adds in float32 and rounds once, as the dense product does ("Half precision" in
+    # docs/decisions.md): a half-precision running sum, rounded per chunk of slots, drifts and overflows
+    acc = xp.float32 if is_half_precision(b.dtype) else b.dtype
+    out = xp.zeros((rows, n), dtype=acc, device=_device(b))
     step = max(1, _GATHER_BUDGET // max(1, rows * n))
     integral = xp.isdtype(b.dtype, "integral")
     for s0 in range(0, width, step):
@@ -287,8 +291,9 @@ def gather_matmul(xp: Any, values: Any, columns: Any, b: Any, valid: Any = None)
             # which wrap as the matmul would (a sum modulo 2**bits does not depend on how it is accumulated)
             out = out + xp.sum(values[:, s0:s1, None] * gathered, axis=1, dtype=b.dtype)
         else:
-            out = out + xp.matmul(values[:, None, s0:s1], gathered)[:, 0, :]
-    return out
+            chunk = xp.astype(values[:, None, s0:s1], acc, copy=False)
+            out = out + xp.matmul(chunk, xp.astype(gathered, acc, copy=False))[:, 0, :]
+    return xp.astype(out, b.dtype, copy=False)
 
 
 def matmul(xp: Any, a: Any, b: Any) -> Any:
@@ -366,7 +371,10 @@ def addmm(xp: Any, input: Any, a: Any, b: Any, beta: Any, alpha: Any) -> Any:
 def combine(xp: Any, input: Any, product: Any, beta: Any, alpha: Any) -> Any:
     """``beta * input + alpha * product`` in this order of operations, which every backend's addmm follows
     so that their results agree bit for bit (except torch's fused-bias ``linear``, whose epilogue adds the
-    bias before rounding the product)."""
+    bias before rounding the product). Both are cast to the result's dtype first, in which the scalars were
+    checked (``_supports_addmm``): 0.5 times an int8 input, added to a float32 product, is a float32 0.5."""
+    dtype = xp.result_type(input.dtype, product.dtype)
+    input, product = xp.astype(input, dtype, copy=False), xp.astype(product, dtype, copy=False)
     if alpha != 1:
         product = product * _fill_scalar(xp, product.dtype, alpha)
     if beta == 0:

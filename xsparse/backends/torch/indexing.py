@@ -8,7 +8,7 @@ import torch
 
 from ..._common import scalar_for
 from ._register import register
-from ...formats import INDEXED, COOArray, CompressedArray, SparseArray, sparse_coo, sparse_csc, sparse_csr, strided
+from ...formats import ANY_SPARSE, INDEXED, COOArray, CompressedArray, SparseArray, sparse_coo, sparse_csc, sparse_csr, strided
 from ..array_api.indexing import take_plain
 from ...formats._spec import Target
 from .conversion import _UNSUPPORTED_DTYPES, from_torch, to_torch
@@ -107,7 +107,7 @@ def _clone_strided_torch(xp: Any, x: torch.Tensor) -> torch.Tensor:
     return x.clone()
 
 
-@register("clone", (INDEXED,), backend="torch")
+@register("clone", (ANY_SPARSE,), backend="torch")
 def _clone_indexed_torch(xp: Any, a: SparseArray) -> SparseArray:
     """clone(sparse) on torch: Tensor.clone of every component, metadata kept (the values' autograd kept); O(nnz)."""
     return a._map_components(lambda comp: comp.clone(), a._backend, xp)
