@@ -342,6 +342,8 @@ def apply_binary(name: str, x1: Any, x2: Any, layout: Layout | None) -> Any:
         )
     backend = backend_of(x1, x2, op=name)
     check_dtypes(name, x1, x2)
+    x1, x2 = _zero_d_sparse_as_strided(x1, x2)
+    kinds = (operand_kind(name, x1), operand_kind(name, x2))
     if backend.name == "torch":
         if type(x1) is not type(x2):
             x1, x2 = _torch_half_complex(name, x1, x2)
@@ -349,6 +351,17 @@ def apply_binary(name: str, x1: Any, x2: Any, layout: Layout | None) -> Any:
             x1, x2 = _torch_zero_dim_promotion(x1, x2)
     xp = backend.load()
     return convert_result(dispatch.call(name, kinds, backend.name, xp, x1, x2), layout, name)
+
+
+def _zero_d_sparse_as_strided(x1: Any, x2: Any) -> tuple[Any, Any]:
+    """A 0-d sparse operand (``A[i, j]``) beside an array of more dimensions, as the 0-d strided array of its
+    one element: it then acts as a scalar does, mapping the other's fill value, where broadcasting it as a
+    sparse array would store every element of the result."""
+    pair = [x1, x2]
+    for i, (v, other) in enumerate(((x1, x2), (x2, x1))):
+        if isinstance(v, SparseArray) and v.ndim == 0 and getattr(other, "ndim", 0) > 0:
+            pair[i] = to_dense(v)
+    return pair[0], pair[1]
 
 
 def _torch_zero_dim_promotion(x1: Any, x2: Any) -> tuple[Any, Any]:
@@ -362,7 +375,10 @@ def _torch_zero_dim_promotion(x1: Any, x2: Any) -> tuple[Any, Any]:
     from ._dtypes import result_type
     from ._indexing import astype
 
-    rt = result_type(x1, x2)
+    try:
+        rt = result_type(x1, x2)
+    except TypeError:
+        return x1, x2  # kinds the standard does not promote together (complex with uint64): torch's own rule
     cast = [v if v.dtype == rt else astype(v, rt) for v in (x1, x2)]
     return cast[0], cast[1]
 

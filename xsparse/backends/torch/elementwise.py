@@ -246,9 +246,11 @@ def _supports_coo_coo_mul(xp: Any, x: COOArray, y: COOArray) -> str | None:
 @register("multiply", (sparse_coo, sparse_coo), backend="torch", supports=_supports_coo_coo_mul)
 def _multiply_coo_coo_torch(xp: Any, x: COOArray, y: COOArray) -> SparseArray:
     """multiply(COO, COO), one shape, fill 0, finite values: torch's intersection mul; O(nnz log nnz)."""
-    # torch's mul coalesces an uncoalesced operand its own way, which makes a -0.0 product +0.0; its
-    # coalesce keeps the sign of a lone -0.0 on the CPU (on CUDA it does not: declined where one is stored)
-    tx, ty = (t if t.is_coalesced() else t.coalesce() for t in (to_torch(x), to_torch(y)))
+    # torch's mul coalesces an uncoalesced operand its own way, which makes a -0.0 product +0.0; torch's
+    # coalesce keeps the sign of a lone -0.0 on the CPU (on CUDA it does not: declined where one is stored),
+    # but adds complex duplicates with torch's complex + (-0 - 0j twice is 0 + 0j): xsparse's coalesce, which
+    # keeps the signs of both parts
+    tx, ty = (to_torch(a if a.is_coalesced() else a.coalesce()) for a in (x, y))
     return _result(tx * ty, x, xp)
 
 
