@@ -555,3 +555,14 @@ def test_uint64_arange_refuses_values_outside_its_range() -> None:
     # torch makes no uint64 range of its own (array-api-compat's goes through int64)
     with pytest.raises(OverflowError, match=r"^arange: .* \(value=18446744073709551617, dtype=uint64\)\. Pass bounds whose values lie in \[0, 2\*\*64\)"):
         xs.arange(2**64 - 2, 2**64 + 2, dtype=torch.uint64, backend="torch")
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "uint32", "uint64"])
+def test_a_zero_d_unsigned_tensor_of_another_kind_follows_torch(dtype: str) -> None:
+    # the standard promotes no complex dtype with uint64: a 0-d tensor beside it follows torch's own rule,
+    # as a 0-d int64 does (the standard's promotion raised for it before)
+    a = xs.to_sparse(torch.tensor([1j, 0], dtype=torch.complex64))
+    z = torch.tensor(2, dtype=getattr(torch, dtype))
+    for got, want in ((a + z, xs.to_dense(a) + z), (z * a, z * xs.to_dense(a))):
+        assert isinstance(got, xs.SparseArray) and got.dtype == want.dtype == torch.complex64
+        torch.testing.assert_close(xs.to_dense(got), want)
