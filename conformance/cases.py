@@ -258,7 +258,7 @@ def _sparse_positions(sig: Signature) -> list[int]:
 
 def _no_semi(ctx: Context, sig: Signature) -> str | None:
     if xs.sparse_semi_structured in sig:
-        return "semi-structured operands are drawn only by the convert, matmul, addmm and detach cases"
+        return "semi-structured operands are drawn only by the convert, matmul, addmm, detach and clone cases"
     return None
 
 
@@ -626,7 +626,7 @@ def _shape_case(draw: Draw, ctx: Context, sig: Signature, fill: bool | None = No
     return c, from_case(draw, ctx.xp, c, sig[0])
 
 
-@case("reshape", "permute_dims", "expand_dims", "squeeze", "flip", "broadcast_to", "clone", "astype", skip=_no_semi)
+@case("reshape", "permute_dims", "expand_dims", "squeeze", "flip", "broadcast_to", "astype", skip=_no_semi)
 def _shape(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
     xp = ctx.xp
     c, x = _shape_case(draw, ctx, sig)
@@ -656,8 +656,6 @@ def _shape(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
     elif op == "broadcast_to":
         shape = (2, *c.shape)
         args, ref = (shape,), lambda d: xp.broadcast_to(d, shape)
-    elif op == "clone":
-        args, ref = (), lambda d: d
     else:
         target = draw(st.sampled_from(ctx.has("float64", "int32", "complex128")))
         if c.dtype.startswith("complex") and not target.startswith("complex"):
@@ -876,6 +874,16 @@ def _spdiags(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
         lambda: xs.spdiags(xp.asarray(data), xp.asarray(np.asarray(offsets)), (m, n), layout),
         lambda: xp.asarray(expected),
     )
+
+
+@case("clone")
+def _clone(op: str, draw: Draw, ctx: Context, sig: Signature) -> Trial:
+    if sig[0] is xs.sparse_semi_structured:
+        host = _semi_host(_seed(draw), 32, 32)
+        s = xs.to_sparse_semi_structured(ctx.xp.asarray(host))
+        return Trial(lambda: xs.clone(s), lambda: ctx.xp.asarray(host), layout=sig[0])
+    _, x = _shape_case(draw, ctx, sig)
+    return Trial(lambda: xs.clone(x), lambda: dense(x))
 
 
 @case("detach")

@@ -74,7 +74,7 @@ IDLE_NATIVE: dict[str, dict[str, str]] = {
 # The signatures the cases leave out, by operation, and why (the table prints the reason).
 _SKIPPED = {
     "where": "mixed sparse layouts of x1 and x2 are covered through those of the condition",
-    **{op: "semi-structured operands are drawn only by the convert, matmul, addmm and detach cases" for op in ("lobpcg", "pca_lowrank", "svd_lowrank")},
+    **{op: "semi-structured operands are drawn only by the convert, matmul, addmm, detach and clone cases" for op in ("lobpcg", "pca_lowrank", "svd_lowrank")},
 }
 SKIPPED: dict[str, dict[str, str]] = {
     "numpy": _SKIPPED,

@@ -846,7 +846,7 @@ def _clone_strided(xp: Any, x: Any) -> Any:
 
 
 @register("clone", (ANY_SPARSE,))
-def _clone_indexed(xp: Any, a: SparseArray) -> SparseArray:
+def _clone_sparse(xp: Any, a: SparseArray) -> SparseArray:
     """clone(sparse): a copy of every component, metadata kept; O(nnz)."""
     return a._map_components(lambda comp: xp.asarray(comp, copy=True), a._backend, xp)
 

@@ -108,6 +108,6 @@ def _clone_strided_torch(xp: Any, x: torch.Tensor) -> torch.Tensor:
 
 
 @register("clone", (ANY_SPARSE,), backend="torch")
-def _clone_indexed_torch(xp: Any, a: SparseArray) -> SparseArray:
+def _clone_sparse_torch(xp: Any, a: SparseArray) -> SparseArray:
     """clone(sparse) on torch: Tensor.clone of every component, metadata kept (the values' autograd kept); O(nnz)."""
     return a._map_components(lambda comp: comp.clone(), a._backend, xp)
