@@ -276,3 +276,12 @@ def test_integer_division_by_zero_gives_zero_as_on_every_backend(op: str) -> Non
     # a bool dividend divides as the divisor's integer dtype: the check divides the call's own kinds
     flags = np.asarray([True, False, True])
     np.testing.assert_array_equal(np.asarray(f(jnp.asarray(flags), jnp.asarray([0, 0, 2]))), [0, 0, 0 if op == "floor_divide" else 1])
+
+
+def test_matrix_rank_reads_rtol_relative_to_the_largest_singular_value() -> None:
+    # jax.numpy's matrix_rank compares the singular values with rtol itself (3 here); the standard's
+    # cutoff is rtol * the largest, 0.2 * 10 = 2
+    x = jnp.asarray(np.diag([10.0, 4.0, 1.0]))
+    for operand in (x, xs.to_sparse_csr(x)):
+        assert int(xs.linalg.matrix_rank(operand, rtol=0.2)) == 2
+        assert int(xs.linalg.matrix_rank(operand)) == 3

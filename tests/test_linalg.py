@@ -1767,6 +1767,36 @@ def test_matrix_rank_of_matrices_without_rows_or_columns(backend: str, xp: Any, 
         assert to_numpy(r).tolist() == np.zeros(shape[:-2], dtype=np.int64).tolist()
 
 
+
+def test_matrix_rank_reads_rtol_relative_to_the_largest_singular_value(backend: str, xp: Any) -> None:
+    # the standard's cutoff is rtol * the largest singular value: 0.2 * 10 = 2 keeps 10 and 4 (jax.numpy's
+    # matrix_rank compared with 0.2 itself and counted 3)
+    host = np.stack([np.diag([10.0, 4.0, 1.0]), np.diag([1.0, 1e-3, 0.0])])
+    x = xp.asarray(host)
+    for operand in (x, xs.asarray(x, layout=xs.sparse_coo)):
+        assert to_numpy(xs.linalg.matrix_rank(operand, rtol=0.2)).tolist() == [2, 1]
+        assert to_numpy(xs.linalg.matrix_rank(operand, rtol=xp.asarray([0.2, 1e-4]))).tolist() == [2, 2]
+        assert to_numpy(xs.linalg.matrix_rank(operand)).tolist() == [3, 2]
+    with pytest.raises(TypeError, match=r"^matrix_rank: x must have a floating-point dtype"):
+        xs.linalg.matrix_rank(xp.ones((2, 2), dtype=xp.int64), rtol=0.1)
+
+
+@pytest.mark.parametrize("layout", [xs.sparse_coo, xs.sparse_csr, xs.sparse_csc], ids=str)
+def test_sampled_addmm_and_addmm_with_non_finite_scalars(backend: str, xp: Any, layout: xs.Layout) -> None:
+    # sampled_addmm's unspecified elements are beta times the input's (NaN for beta = inf or NaN); addmm
+    # scales the product by alpha, so alpha = inf times a row summing to 1 is inf, not inf - inf
+    mask = xs.to_sparse(xp.asarray([[1.0, 0.0], [0.0, 2.0]], dtype=xp.float64), layout=layout)
+    a, b = xp.ones((2, 3), dtype=xp.float64), xp.ones((3, 2), dtype=xp.float64)
+    for beta in (math.nan, math.inf):
+        r = xs.sampled_addmm(mask, a, b, beta=beta)
+        assert math.isnan(r.fill_value)
+        assert np.isnan(to_numpy(xs.to_dense(r))[[0, 1], [1, 0]]).all()
+    m = xs.to_sparse(xp.asarray([[1.0, 0.0, 0.0], [0.0, 2.0, -1.0]], dtype=xp.float64), layout=layout)
+    c = xp.ones((2, 2), dtype=xp.float64)
+    assert (to_numpy(xs.addmm(c, m, xp.ones((3, 2), dtype=xp.float64), alpha=math.inf)) == math.inf).all()
+    m_t = xs.to_sparse(xp.asarray([[1.0, 0.0], [0.0, 2.0], [0.0, -1.0]], dtype=xp.float64), layout=layout)
+    assert (to_numpy(xs.addmm(c, xp.ones((2, 3), dtype=xp.float64), m_t, alpha=math.inf)) == math.inf).all()
+
 def test_solve_and_matrix_power_with_a_nonzero_fill_value(backend: str, xp: Any) -> None:
     # a system with fill value 1.0 is a dense matrix: solved as one (the sparse LU reads unspecified
     # elements as 0, and its decline named spsolve); a power of it has no sparse product, said by

@@ -265,8 +265,21 @@ def matrix_rank(x: Any, /, *, rtol: Any = None) -> Any:
     >>> import xsparse as xs
     >>> int(xs.linalg.matrix_rank(np.asarray([[1.0, 2.0], [2.0, 4.0]])))
     1
+    >>> int(xs.linalg.matrix_rank(np.diag([10.0, 4.0, 1.0]), rtol=0.2))
+    2
     """
-    return _factorization("matrix_rank", x, rtol=rtol)
+    if rtol is None or 0 in tuple(getattr(x, "shape", (0,))[-2:]):
+        return _factorization("matrix_rank", x, rtol=rtol)
+    # the standard's tolerance, rtol times each matrix's largest singular value, on every backend:
+    # jax.numpy's matrix_rank reads rtol as an absolute tolerance
+    _, xp = _matrix("matrix_rank", x)
+    _floating("matrix_rank", xp, x)
+    values = svdvals(x)
+    tolerance = _rtol("matrix_rank", x, rtol)
+    if not isinstance(tolerance, float):
+        tolerance = xp.astype(tolerance, values.dtype)[..., None]
+    large = values > tolerance * xp.max(values, axis=-1, keepdims=True)
+    return xp.astype(xp.sum(xp.astype(large, xp.int64), axis=-1), xp.int64)
 
 
 def pinv(x: Any, /, *, rtol: Any = None) -> Any:

@@ -35,6 +35,7 @@ complex128, and batch shapes they cannot broadcast.
 
 from __future__ import annotations
 
+import cmath
 import math
 from typing import Any, cast
 
@@ -470,17 +471,25 @@ def _matmul_csc_csc_numpy(xp: Any, a: CompressedArray, b: CompressedArray) -> Co
 
 
 def _supports_addmm_sparse_strided(xp: Any, c: Any, a: CompressedArray, b: Any, beta: Any, alpha: Any) -> str | None:
-    reason = _sparse_strided_reason(a, b) or _input_reason(c)
+    reason = _sparse_strided_reason(a, b) or _input_reason(c) or _alpha_reason(alpha)
     if reason is not None:
         return reason
     return _dtype_reason(c.dtype, a._vals.dtype, b.dtype) or _scalar_reason(np.result_type(c, a._vals, b), beta, alpha)
 
 
 def _supports_addmm_strided_sparse(xp: Any, c: Any, x: Any, a: CompressedArray, beta: Any, alpha: Any) -> str | None:
-    reason = _strided_sparse_reason(x, a) or _input_reason(c)
+    reason = _strided_sparse_reason(x, a) or _input_reason(c) or _alpha_reason(alpha)
     if reason is not None:
         return reason
     return _dtype_reason(c.dtype, a._vals.dtype, x.dtype) or _scalar_reason(np.result_type(c, a._vals, x), beta, alpha)
+
+
+def _alpha_reason(alpha: Any) -> str | None:
+    if not cmath.isfinite(alpha):
+        # the scatter forms multiply each term by alpha before adding it: inf * 2 + inf * -1 is NaN, where
+        # alpha * (a @ b) is inf * 1
+        return "the compiled kernels scale each product by alpha; the generic kernel scales their sum by a non-finite alpha"
+    return None
 
 
 def _addmm_dtype_cast(c: Any, dtype: np.dtype) -> Any:
@@ -552,7 +561,8 @@ def _sampled_addmm_csr_strided_strided_numpy(
     bt = _as_batch3(b_t, batch, nb, dtype)
     ci, pi, vals = _csr_components(c, dtype)
     out = _cpu.csr_sddmm(ci, pi, vals if beta != 0 else None, a3, bt, alpha=alpha, beta=beta)
-    return c._with_values(out.reshape(c._plain.shape), scalar_for(xp, dtype, 0))
+    # the unspecified elements are beta times the input's (NaN for a non-finite beta), as in the generic kernel
+    return c._with_values(out.reshape(c._plain.shape), scalar_for(xp, dtype, 0 if beta == 0 else beta * c.fill_value))
 
 
 # -- kron ----------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ implemented on CUDA), and SciPy's solver and the compiled SpGEMM and SpMM (host 
 
 from __future__ import annotations
 
+import cmath
 import contextlib
 import math
 from collections.abc import Iterator
@@ -519,6 +520,10 @@ def _supports_addmm(xp: Any, input: torch.Tensor, a: SparseArray, b: torch.Tenso
         return reason
     if a.ndim != 2:
         return "torch's addmm takes 2-D arrays only"
+    if not cmath.isfinite(alpha):
+        # torch's sparse kernels scale each product by alpha before adding it: inf * 2 + inf * -1 is NaN,
+        # where alpha * (a @ b) is inf * 1
+        return "torch's addmm scales each product by alpha; the generic kernel scales their sum by a non-finite alpha"
     if a.layout is sparse_bsc:
         return "torch has no CPU kernel for BSC @ strided" if _cpu(a) else "torch's CUDA addmm has no kernel for BSC @ strided"
     if (a.layout.is_blocked or (a.layout.is_compressed and a.dtype.is_complex)) and _grad_needed(a._vals, b, input):
