@@ -279,7 +279,7 @@ def matrix_rank(x: Any, /, *, rtol: Any = None) -> Any:
     if not isinstance(tolerance, float):
         tolerance = xp.astype(tolerance, values.dtype)[..., None]
     large = values > tolerance * xp.max(values, axis=-1, keepdims=True)
-    return xp.astype(xp.sum(xp.astype(large, xp.int64), axis=-1), xp.int64)
+    return xp.astype(as_array(xp, xp.sum(xp.astype(large, xp.int64), axis=-1)), xp.int64)
 
 
 def pinv(x: Any, /, *, rtol: Any = None) -> Any:
