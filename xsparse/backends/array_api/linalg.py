@@ -50,7 +50,7 @@ from .conversion import (
     through_signed,
 )
 from . import iterative
-from .elementwise import broadcast_coo
+from .elementwise import _tracks_gradient, broadcast_coo
 from .shape import regroup_coo, wide_enough
 from .reduction import quietly
 
@@ -83,7 +83,7 @@ def zeros_of_product(xp: Any, shape: tuple[int, ...], dtype: Any, device: Any, *
     ``backward`` would raise (or an optimizer skip the parameter)."""
     out = xp.zeros(shape, dtype=dtype, device=device)
     for x in operands:
-        if getattr(x, "requires_grad", False) and x.ndim:
+        if _tracks_gradient(x) and x.ndim:
             empty = x[(slice(0, 0),) + (slice(None),) * (x.ndim - 1)]
             out = out + xp.astype(xp.sum(empty), dtype, copy=False)
     return out
