@@ -642,6 +642,68 @@ def test_broadcast_coo_marks_order(backend: str, xp: Any) -> None:
         assert to_numpy(xs.to_dense(c)).tolist() == dense
 
 
+@st.composite
+def _broadcast_pair(draw: Any) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Two host arrays whose shapes broadcast (size 1 or missing dimensions on either side), each with
+    random zeros, and how many trailing dimensions of each are dense."""
+    ndim = draw(st.integers(1, 3))
+    full = [draw(st.integers(0, 4)) for _ in range(ndim)]
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    hosts, dense = [], []
+    for _ in range(2):
+        lead = draw(st.integers(0, ndim - 1))
+        shape = [1 if draw(st.integers(0, 2)) == 0 else n for n in full[lead:]]
+        h = rng.integers(-3, 4, size=shape) * (rng.random(shape) < draw(st.sampled_from([0.0, 0.3, 0.8])))
+        hosts.append(h)
+        dense.append(draw(st.integers(0, min(1, h.ndim - 1))))
+    return hosts[0], hosts[1], dense[0], dense[1]
+
+
+@pytest.mark.parametrize("op", sorted(generic.ANNIHILATING))
+@SOME
+@given(data=st.data())
+def test_broadcast_product_joins_entries(backend: str, xp: Any, op: str, data: st.DataObject) -> None:
+    """A product of sparse operands broadcast against each other stores the positions that both specify,
+    and equals the merge of the two broadcast operands (what the kernel computes where the join does not
+    apply) and the dense product."""
+    h1, h2, d1, d2 = data.draw(_broadcast_pair(), label="operands")
+    index_dtype = data.draw(st.sampled_from(["int32", "int64"]), label="index_dtype")
+    dtype = {"multiply": "float64", "logical_and": "bool", "bitwise_and": "int64"}[op]
+    h1, h2 = h1.astype(dtype), h2.astype(dtype)
+    layouts = [data.draw(st.sampled_from(_valid_layouts(h, 0, d, (1, 1))[1:]), label="layout") for h, d in ((h1, d1), (h2, d2))]
+    x, y = (_convert(xp, h, lay, 0, d, (1, 1), index_dtype) for h, d, lay in ((h1, d1, layouts[0]), (h2, d2, layouts[1])))
+    result = check_binary(xp, op, x, y)
+    shape = tuple(result.shape)
+    a, b = (generic.coalesce_coo(xp, generic.broadcast_coo(xp, generic._as_coo(xp, v), shape)) for v in (x, y))
+    if a.sparse_dim() == b.sparse_dim():
+        merged = generic._combine(xp, op, a, b)
+        stored = [np.zeros(shape[: a.sparse_dim()], dtype=bool) for _ in range(2)]
+        for mask, c in zip(stored, (a, b)):
+            mask[tuple(to_numpy(c.indices()))] = True
+        assert merged.nnz == int(np.sum(stored[0] & stored[1]))
+        # in x's layout, with the same padding of batches
+        got, want = (xs.to_sparse_coo(r) for r in (result, generic.as_layout_of(xp, merged, x, op)))
+        assert to_numpy(got.indices()).tolist() == to_numpy(want.indices()).tolist()
+        assert np.array_equal(to_numpy(got.values()), to_numpy(want.values()))
+
+
+def test_broadcast_product_of_long_vectors(backend: str, xp: Any) -> None:
+    # (n, 1) times (1, n) sparse vectors of k entries each: the k * k products, where repeating each
+    # vector along the other's axis would hold 2 * k * n entries (here 2**43, which no machine holds)
+    n, k = 2**40, 4
+    at = xp.asarray([[3, 10, 999, 5000], [0, 0, 0, 0]])
+    col = xs.sparse_coo_array(at, xp.asarray([1.0, 2.0, 3.0, 4.0], dtype=xp.float64), (n, 1))
+    row = xs.sparse_coo_array(xp.flip(at, axis=0), xp.asarray([5.0, 6.0, 7.0, 8.0], dtype=xp.float64), (1, n))
+    out = col * row
+    assert out.shape == (n, n) and out.nnz == k * k and out.is_coalesced()
+    got = {tuple(p): v for p, v in zip(to_numpy(out.indices()).T.tolist(), to_numpy(out.values()).tolist())}
+    assert got == {(i, j): u * v for i, u in zip([3, 10, 999, 5000], [1, 2, 3, 4]) for j, v in zip([3, 10, 999, 5000], [5, 6, 7, 8])}
+    # an infinite entry times the unspecified 0 of the other side is NaN: those entries stay, as before
+    inf = xs.sparse_coo_array(xp.asarray([[2], [0]]), xp.asarray([math.inf], dtype=xp.float64), (5, 1))
+    r = check_binary(xp, "multiply", inf, xs.sparse_coo_array(xp.asarray([[0], [1]]), xp.asarray([2.0], dtype=xp.float64), (1, 3)))
+    assert r.nnz == 3
+
+
 def test_batched_union_pads_batches(backend: str, xp: Any) -> None:
     # batch 0 gets 3 entries from the union, batch 1 gets 1: the shorter batch is padded with explicit
     # fill values so that every batch holds the same number (invariant 3.9)

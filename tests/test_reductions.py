@@ -913,6 +913,10 @@ def test_errors() -> None:
         xs.mean(a, axis=(1, -1))
     with pytest.raises(TypeError, match=r"argmax: axis must be one int \(axis=\(0, 1\)\)\. Pass a single axis"):
         xs.argmax(a, axis=(0, 1))
+    with pytest.raises(TypeError, match=r"argmax: axis must be one int \(axis=0\.5\)\. Pass a single axis"):
+        xs.argmax(a, axis=0.5)
+    with pytest.raises(TypeError, match=r"sum: axis must be an int or a tuple of ints \(axis=True\)\. Pass integer axes"):
+        xs.sum(a, axis=True)
     with pytest.raises(TypeError, match=r"sum: the array must have a numeric dtype \(dtype=bool\)\. Count the true elements"):
         xs.sum(b)
     with pytest.raises(TypeError, match=r"prod: the array must have a numeric result dtype \(dtype=bool\)\. Pass an integer"):
@@ -1238,3 +1242,14 @@ def test_a_layout_without_reduction_kernels_is_named_by_the_reduction(name: str,
     a = xs.to_sparse_semi_structured(np.zeros((64, 64), dtype=dtype))
     with pytest.raises(xs.NoKernelError, match=rf"^{name}: no kernel for layouts \(sparse_semi_structured\) on backend 'numpy'\. Registered: "):
         getattr(xs, name)(a)
+
+
+def test_numpy_integer_axes() -> None:
+    # a NumPy integer (an index taken from a shape or an argmax) is an axis, as in NumPy's own reductions
+    # and in the shape functions
+    a = xs.sparse_coo_array([[0, 1, 1], [1, 0, 2]], [1.0, 2.0, 3.0], (2, 3), dtype="float64")
+    dense = np.asarray(xs.to_dense(a))
+    assert np.asarray(xs.to_dense(xs.sum(a, axis=np.int64(1)))).tolist() == dense.sum(axis=1).tolist()
+    assert np.asarray(xs.to_dense(xs.max(a, axis=(np.int32(0), np.int64(-1))))).tolist() == dense.max()
+    assert int(xs.argmax(a, axis=np.int64(0))[2]) == int(np.argmax(dense, axis=0)[2])
+

@@ -28,7 +28,7 @@ from typing import Any
 import array_api_compat
 
 from . import dispatch
-from ._common import dtype_name, flag_argument, resolve_dtype
+from ._common import dtype_name, flag_argument, integer_argument, resolve_dtype
 from ._elementwise import convert_result, isnan, logical_and, logical_not, operand
 from ._errors import NoKernelError
 from ._indexing import astype, where
@@ -72,9 +72,12 @@ def _operand(op: str, x: Any) -> tuple[Backend, Any, Layout]:
     return backend, backend.load(), layout
 
 
-def _normalise(op: str, axis: Any, a: int, ndim: int) -> int:
-    if isinstance(a, bool) or not isinstance(a, int):
-        raise TypeError(f"{op}: axis must be an int or a tuple of ints (axis={axis!r}). Pass integer axes.")
+def _normalise(op: str, axis: Any, item: Any, ndim: int) -> int:
+    try:
+        # a NumPy or torch integer is an axis, as in the shape functions (and in NumPy's own sum)
+        a = integer_argument(op, "axis", item)
+    except TypeError:
+        raise TypeError(f"{op}: axis must be an int or a tuple of ints (axis={axis!r}). Pass integer axes.") from None
     if not -ndim <= a < ndim:
         raise ValueError(
             f"{op}: axis {a} is out of range for an array of {ndim} dimensions (axis={axis!r}). Pass axes in "
@@ -95,9 +98,11 @@ def _axes(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
 
 
 def _one_axis(op: str, axis: Any, ndim: int) -> int:
-    if isinstance(axis, bool) or not isinstance(axis, int):
-        raise TypeError(f"{op}: axis must be one int (axis={axis!r}). Pass a single axis.")
-    return _normalise(op, axis, axis, ndim)
+    try:
+        a = integer_argument(op, "axis", axis)
+    except TypeError:
+        raise TypeError(f"{op}: axis must be one int (axis={axis!r}). Pass a single axis.") from None
+    return _normalise(op, axis, a, ndim)
 
 
 def _device(x: Any) -> Any:

@@ -18,7 +18,9 @@ unless ``f`` is linear (``sqrt(a + b) != sqrt(a) + sqrt(b)``).
   it takes its fill value, and the result's fill value is ``f`` of the two fill values. The result has
   the first operand's layout. For the annihilating functions, an entry that only one side specifies and
   whose result equals the result's fill value is dropped, so a product stays as sparse as the sparser
-  operand (an entry ``inf * 0 = nan`` is kept: fill values are honoured exactly, as IEEE 754 has it);
+  operand (an entry ``inf * 0 = nan`` is kept: fill values are honoured exactly, as IEEE 754 has it).
+  Where no such entry exists, a product broadcast along a dimension pairs the entries that share the
+  indices the sides do not broadcast, rather than repeating either side (:func:`_join_broadcast`);
 - COO + COO and COO - COO of one shape and fill value 0 concatenate the entries without coalescing, as
   torch does.
 
@@ -723,16 +725,18 @@ def _equals_fill(xp: Any, values: Any, fill: Any) -> Any:
     return same
 
 
-def _combine(xp: Any, name: str, a: COOArray, b: COOArray) -> COOArray:
-    """``name(a, b)`` of two coalesced COO arrays of one shape and sparse_dim, on the union of their entries."""
+def _combine(xp: Any, name: str, a: COOArray, b: COOArray, joined: tuple[Any, ...] | None = None) -> COOArray:
+    """``name(a, b)`` of two coalesced COO arrays of one shape and sparse_dim, on the union of their entries;
+    or, given ``joined`` (:func:`_join_broadcast`: every entry specified on both sides), on those entries."""
     f = _binary_func(name)
     # promoted first by the standard's table: torch mixes uint16/uint32/uint64 with no other dtype
     dtype = result_dtype(xp, a.dtype, b.dtype)
     fill_a, fill_b = (xp.astype(_fill_element(xp, c), dtype) for c in (a, b))
     computed, error = _attempt(lambda: f(xp, fill_a, fill_b))
-    idx, va, vb, has_a, has_b = merge_coo(xp, a, b)
+    idx, va, vb, has_a, has_b = merge_coo(xp, a, b) if joined is None else joined
+    shape = tuple(a.shape) if joined is None else broadcast_shapes(name, tuple(a.shape), tuple(b.shape))
     va, vb = (xp.astype(v, dtype, copy=False) for v in (va, vb))
-    values = _values_like_dense(xp, lambda p, q: f(xp, p, q), a.ndim, va, vb)
+    values = _values_like_dense(xp, lambda p, q: f(xp, p, q), len(shape), va, vb)
     if a.dtype != b.dtype:
         # the dense function of operands of two dtypes may choose a result dtype of its own, not that of the
         # promoted operands: NumPy's atan2 and copysign of int8 and uint8 are float16, of int16 float32. The
@@ -740,12 +744,82 @@ def _combine(xp: Any, name: str, a: COOArray, b: COOArray) -> COOArray:
         own, own_error = _attempt(lambda: f(xp, *(_fill_element(xp, c) for c in (a, b))))
         if own_error is None and own.dtype != values.dtype:
             values, computed, error = xp.astype(values, own.dtype), own, None
-    fill = _result_fill(xp, computed, error, values, tuple(a.shape))
+    fill = _result_fill(xp, computed, error, values, shape)
     if name in ANNIHILATING and idx.shape[1]:
         keep = xp.nonzero((has_a & has_b) | ~_equals_fill(xp, values, fill))[0]
         if keep.shape[0] != idx.shape[1]:
             idx, values = xp.take(idx, keep, axis=1), take_values(xp, values, keep, axis=0)
-    return COOArray(idx, values, a.shape, backend=a._backend, xp=xp, coalesced=True, fill_value=fill)
+    if tuple(values.shape[1:]) != shape[idx.shape[0] :]:
+        values = contiguous(a._backend, xp, xp.broadcast_to(values, (values.shape[0], *shape[idx.shape[0] :])))
+    return COOArray(idx, values, shape, backend=a._backend, xp=xp, coalesced=True, fill_value=fill)
+
+
+def _fills_annihilate(xp: Any, name: str, a: COOArray, b: COOArray) -> bool:
+    """Whether ``name`` of each side's stored values with the other side's fill value gives the result's
+    fill value, so that only the entries both sides specify can differ from it."""
+    f = _binary_func(name)
+    dtype = result_dtype(xp, a.dtype, b.dtype)
+    fill_a, fill_b = (xp.astype(fill_array(xp, c), dtype) for c in (a, b))
+    computed, error = _attempt(lambda: f(xp, fill_a, fill_b))
+    if error is not None:
+        return False
+    for v, first in ((a._vals, True), (b._vals, False)):
+        v = xp.astype(v, dtype, copy=False)
+        out = f(xp, v, fill_b) if first else f(xp, fill_a, v)
+        if v.shape[0] and not bool(xp.all(_equals_fill(xp, out, computed))):
+            return False
+    return True
+
+
+def _join_broadcast(xp: Any, a: COOArray, b: COOArray, shape: tuple[int, ...]) -> tuple[Any, ...] | None:
+    """The entries of the broadcasts of the coalesced ``a`` and ``b`` to ``shape`` that both specify, as
+    :func:`merge_coo` gives them, without broadcasting either side: an entry of ``a`` meets the entries of
+    ``b`` that share its indices along the dimensions neither side broadcasts. O((nnz_a + nnz_b) log nnz_b +
+    out log out). None where the splits into sparse and dense dimensions differ, or the shared dimensions
+    number more positions than int64 holds."""
+    sd = a.sparse_dim() + len(shape) - a.ndim
+    if b.sparse_dim() + len(shape) - b.ndim != sd:
+        return None
+    dev = a.device
+    sides = []
+    for c in (a, b):
+        extra = len(shape) - c.ndim
+        old = (1,) * extra + tuple(c.shape[: c.sparse_dim()])
+        idx = xp.astype(c._idx, xp.int64)
+        if extra:
+            idx = xp.concat([xp.zeros((extra, c.nnz), dtype=xp.int64, device=dev), idx], axis=0)
+        sides.append((old, idx))
+    (old_a, idx_a), (old_b, idx_b) = sides
+    shared = [d for d in range(sd) if old_a[d] == old_b[d] > 1]
+    sizes = tuple(shape[d] for d in shared)
+    if prod(sizes) >= 2**62:
+        return None
+    rows = xp.asarray(shared, dtype=xp.int64, device=dev)
+    key_a, key_b = (_linearize(xp, xp.take(idx, rows, axis=0), sizes) for idx in (idx_a, idx_b))
+    order_b = xp.argsort(key_b, stable=True)
+    sorted_b = xp.take(key_b, order_b)
+    lo = xp.searchsorted(sorted_b, key_a, side="left")
+    counts = xp.searchsorted(sorted_b, key_a, side="right") - lo
+    first = xp.cumulative_sum(counts, include_initial=True)
+    n = int(first[-1])
+    if n == 0:
+        entry_a = entry_b = xp.zeros((0,), dtype=xp.int64, device=dev)
+    else:
+        entry_a = xp.repeat(xp.arange(a.nnz, dtype=xp.int64, device=dev), counts)
+        within = xp.arange(n, dtype=xp.int64, device=dev) - xp.take(first, entry_a)
+        entry_b = xp.take(order_b, xp.take(lo, entry_a) + within)
+    # each dimension's index from the side that does not broadcast along it (either, where neither does)
+    picked = [
+        xp.take(idx_b[d, :], entry_b) if old_a[d] < shape[d] == old_b[d] else xp.take(idx_a[d, :], entry_a)
+        for d in range(sd)
+    ]
+    idx = xp.stack(picked) if picked else xp.zeros((0, n), dtype=xp.int64, device=dev)
+    perm = _lexsort(xp, idx, tuple(shape[:sd]))
+    entry_a, entry_b = xp.take(entry_a, perm), xp.take(entry_b, perm)
+    idx = xp.astype(xp.take(idx, perm, axis=1), wide_enough(xp, a._idx.dtype, n, *shape[:sd]))
+    va, vb = take_values(xp, a._vals, entry_a, axis=0), take_values(xp, b._vals, entry_b, axis=0)
+    both = xp.ones((n,), dtype=xp.bool, device=dev)
+    return idx, va, vb, both, both
 
 
 def _binary_strided_kernel(name: str, order: str) -> Callable[..., Any]:
@@ -939,8 +1013,17 @@ def _binary_mixed_kernel(name: str, sparse_first: bool) -> Callable[..., Any]:
 def _binary_sparse_kernel(name: str) -> Callable[..., Any]:
     def kernel(xp: Any, x: SparseArray, y: SparseArray) -> SparseArray:
         shape = broadcast_shapes(name, tuple(x.shape), tuple(y.shape))
-        a = broadcast_coo(xp, _as_coo(xp, x), shape)
-        b = broadcast_coo(xp, _as_coo(xp, y), shape)
+        a, b = _as_coo(xp, x), _as_coo(xp, y)
+        if name in ANNIHILATING and (tuple(a.shape), tuple(b.shape)) != (shape, shape):
+            # a product broadcast over a dimension that one side lacks meets only the other side's entries:
+            # join them rather than repeat each entry along it (a (n, 1) by (1, m) product of k and l entries
+            # stores k * l, where the broadcasts hold k * m + n * l)
+            a, b = coalesce_coo(xp, a), coalesce_coo(xp, b)
+            joined = _join_broadcast(xp, a, b, shape) if _fills_annihilate(xp, name, a, b) else None
+            if joined is not None:
+                return as_layout_of(xp, _combine(xp, name, a, b, joined), x, name)
+        a = broadcast_coo(xp, a, shape)
+        b = broadcast_coo(xp, b, shape)
         # bring b to a's split into sparse and dense dimensions: the result has a's (and x's) structure
         if b.sparse_dim() > a.sparse_dim():
             b = _group_sparse(xp, b, b.sparse_dim() - a.sparse_dim())
