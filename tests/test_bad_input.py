@@ -58,6 +58,34 @@ def test_a_product_does_not_vouch_for_offsets_it_did_not_check() -> None:
         xs.to_dense(a)
 
 
+def test_a_product_does_not_vouch_for_the_order_of_indices() -> None:
+    # a product checks that the indices it reads are in range, not that they are sorted and distinct: it
+    # marked the array checked, after which spsolve handed the unsorted, duplicated column indices to
+    # SuperLU, which sorted and summed them in the caller's own arrays (the array then held 11 for 7)
+    crow, col, val = np.array([0, 2, 4]), np.array([1, 0, 1, 1]), np.array([1.0, 2.0, 3.0, 4.0])
+    a = xs.sparse_csr_array(crow, col, val, (2, 2))
+    assert (a @ ONES).tolist() == [3.0, 7.0]
+    with pytest.raises(xs.InvariantError, match=r"^invariant 5\.6 violated: spsolve: col_indices must be sorted"):
+        xs.spsolve(a, ONES)
+    with pytest.raises(xs.InvariantError, match=r"^invariant 5\.6 violated: add: col_indices must be sorted"):
+        a + a
+    assert (crow.tolist(), col.tolist(), val.tolist()) == ([0, 2, 4], [1, 0, 1, 1], [1.0, 2.0, 3.0, 4.0])
+    assert xs.to_dense(a).tolist() == [[2.0, 1.0], [0.0, 7.0]]
+
+
+def test_superlu_never_writes_into_an_arrays_components() -> None:
+    # SuperLU sums duplicates in place; the factorization gets copies of components it would change, even
+    # for an array that claims to have been checked
+    from xsparse.backends import _superlu
+
+    crow, col, val = np.array([0, 2, 4]), np.array([1, 0, 1, 1]), np.array([1.0, 2.0, 3.0, 4.0])
+    a = xs.sparse_csr_array(crow, col, val, (2, 2))
+    a._bounds_checked = True
+    x = _superlu.factorize("spsolve", a, np.float64).solve(ONES)
+    np.testing.assert_allclose(x, np.linalg.solve([[2.0, 1.0], [0.0, 7.0]], ONES))
+    assert (crow.tolist(), col.tolist(), val.tolist()) == ([0, 2, 4], [1, 0, 1, 1], [1.0, 2.0, 3.0, 4.0])
+
+
 @pytest.mark.parametrize("backend", backend_params(["numpy", "torch"]))
 @pytest.mark.parametrize(("dtype", "value"), [("uint8", -1), ("uint8", 256), ("int8", 1000), ("uint64", -1), ("int64", 2**63)])
 def test_integers_a_dtype_cannot_hold_are_refused(backend: str, dtype: str, value: int) -> None:

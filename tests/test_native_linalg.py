@@ -412,9 +412,10 @@ def test_products_check_an_arrays_bounds_once(monkeypatch: pytest.MonkeyPatch, k
     a = xs.sparse_csr_array([0, 1, 3], [1, 0, 1], [2.0, 3.0, 4.0], (2, 2))
     x = np.array([1.0, 2.0]) if k is None else np.arange(2.0 * k).reshape(2, k)
     expected = xs.to_dense(a) @ x
-    assert not a._bounds_checked
+    assert not a._in_range
     np.testing.assert_array_equal(a @ x, expected)
-    assert a._bounds_checked
+    # the product vouches for the bounds, not for the order of the indices (invariant 5.6)
+    assert a._in_range and not a._bounds_checked
     np.testing.assert_array_equal(a @ x, expected)  # the second product skips the checks
     np.testing.assert_array_equal(x.T @ a.mT, expected.T)  # so does the transpose, a view
     assert spy.checked == [False, True, True]

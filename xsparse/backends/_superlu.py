@@ -54,7 +54,11 @@ def _matrix(a: SparseArray, dtype: np.dtype) -> tuple[Any, bool]:
     if a.layout.is_blocked:
         return sparse.bsr_array((values, plain, comp), shape=tuple(a.shape)).tocsc(), transposed
     # CSR: its arrays are the CSC arrays of A.T; CSC: A itself
-    return sparse.csc_array((values, plain, comp), shape=shape[::-1] if transposed else shape), transposed
+    matrix = sparse.csc_array((values, plain, comp), shape=shape[::-1] if transposed else shape)
+    if not matrix.has_canonical_format:
+        # SuperLU sorts and sums the indices in place: never in the array's (immutable, perhaps the user's) memory
+        matrix = sparse.csc_array((values.copy(), plain.copy(), comp.copy()), shape=matrix.shape)
+    return matrix, transposed
 
 
 def factorize(op: str, a: SparseArray, dtype: Any) -> Factorization:

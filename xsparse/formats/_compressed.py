@@ -27,9 +27,12 @@ class CompressedArray(SparseArray):
     the context asks for them).
     """
 
-    # _bounds_checked: whether the offsets and plain indices are known to lie in range (checked by the
-    # validator, or by the first compiled kernel that read them), so that later kernels skip the check.
-    __slots__ = ("_compressed", "_plain", "_vals", "_bounds_checked")
+    # _bounds_checked: whether the index-reading invariants are known to hold (checked by the validator,
+    # or made so by a trusted kernel), so that later kernels skip the check. _in_range: whether the offsets
+    # and plain indices are known to lie in range (implied by _bounds_checked, or checked by the first
+    # compiled product that read them), which is all that a product's memory safety needs; it says nothing
+    # of their order, which SuperLU, torch and cuSPARSE need.
+    __slots__ = ("_compressed", "_plain", "_vals", "_bounds_checked", "_in_range")
 
     def __init__(
         self,
@@ -51,7 +54,7 @@ class CompressedArray(SparseArray):
         self._vals = values
         full = full_checks_enabled(check)
         validate(check_compressed, self, full, op)
-        self._bounds_checked = full
+        self._bounds_checked = self._in_range = full
 
     @classmethod
     def _trusted(
@@ -71,7 +74,7 @@ class CompressedArray(SparseArray):
         a = cls.__new__(cls)
         SparseArray.__init__(a, backend=backend, xp=xp, shape=shape, layout=layout, fill_value=fill_value)
         a._compressed, a._plain, a._vals = compressed_indices, plain_indices, values
-        a._bounds_checked = False
+        a._bounds_checked = a._in_range = False
         return a
 
     @property
@@ -160,7 +163,7 @@ class CompressedArray(SparseArray):
             self._compressed, self._plain, values, tuple(shape), layout=self._layout.transposed,
             backend=self._backend, xp=xp, fill_value=self._fill_value, check=False,
         )  # fmt: skip
-        view._bounds_checked = self._bounds_checked  # the same index arrays
+        view._bounds_checked, view._in_range = self._bounds_checked, self._in_range  # the same index arrays
         return view
 
     def _components(self) -> dict[str, Any]:
@@ -181,5 +184,5 @@ class CompressedArray(SparseArray):
             self._compressed, self._plain, values, shape, layout=self._layout, backend=self._backend,
             xp=self._xp, fill_value=fill_value, check=False,
         )  # fmt: skip
-        result._bounds_checked = self._bounds_checked  # the same index arrays and sparse shape
+        result._bounds_checked, result._in_range = self._bounds_checked, self._in_range  # the same index arrays and sparse shape
         return result

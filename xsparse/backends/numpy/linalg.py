@@ -162,12 +162,12 @@ def _sparse_times_strided(a: CompressedArray, b: np.ndarray, c: Any = None, alph
         out = _cpu.empty((m,) if b.ndim == 1 else (m, b.shape[1]), dtype=vals.dtype)
         # The kernel checks the bounds of the indices it reads (all of them, for one matrix) unless an
         # earlier product or the validator did: the array is immutable, so once is enough.
-        checked = a._bounds_checked
+        checked = a._bounds_checked or a._in_range
         threads = _cpu.product_threads(pi.shape[0] * (b.shape[1] if b.ndim == 2 else 1))
         if native.csr_mm(ci, pi, vals, m if csc else n, b, out, None, 1.0, 0.0, csc, checked, threads) is NotImplemented:
             out = _cpu.csr_matmul(ci, pi, vals, m if csc else n, b, transpose=csc, checked=checked)
         if b.ndim == 1 or b.shape[1] > 0:  # with no columns, the scatter form reads no index
-            a._bounds_checked = True
+            a._in_range = True  # the bounds only: not the order (invariant 5.6), which spsolve needs
         return out
     dtype = vals.dtype if vals.dtype == b.dtype else np.result_type(vals.dtype, b.dtype)
     m, n = a._shape[-2], a._shape[-1]
@@ -195,7 +195,7 @@ def _sparse_times_strided(a: CompressedArray, b: np.ndarray, c: Any = None, alph
         c3 = np.broadcast_to(np.asarray(c, dtype=dtype), shape).reshape(nb, m, k)
     # CSR: S = A (m x n); CSC: S = A.T (n x m), A @ X = S.T @ X.
     out = _cpu.csr_matmul(ci, pi, vals, m if csc else n, d, transpose=csc, c=c3, alpha=alpha, beta=beta,
-                          checked=a._bounds_checked)  # fmt: skip
+                          checked=a._bounds_checked or a._in_range)  # fmt: skip
     return out.reshape(shape)
 
 
@@ -255,7 +255,7 @@ def _strided_times_sparse(x: np.ndarray, a: CompressedArray, c: Any = None, alph
         c3 = cb.reshape(nb, n, 1) if x.ndim == 1 else cb.reshape(nb, p, n).swapaxes(1, 2)
     # CSR: S = A (kk x n), result.T = S.T @ x.T; CSC: S = A.T (n x kk), result.T = S @ x.T.
     out = _cpu.csr_matmul(ci, pi, vals, n if csr else kk, d, transpose=csr, c=c3, alpha=alpha, beta=beta,
-                          checked=a._bounds_checked)  # fmt: skip
+                          checked=a._bounds_checked or a._in_range)  # fmt: skip
     if x.ndim == 1:
         return out.reshape(shape)
     return out.swapaxes(1, 2).reshape(shape)
