@@ -183,10 +183,13 @@ def test_spdiags_examples_and_errors(xp: Any) -> None:
     assert_sparse_equal(r, xp.asarray([[1.0, 0.0, 9.0], [4.0, 2.0, 0.0], [0.0, 5.0, 3.0]], dtype=xp.float64), check_layout=xs.sparse_coo)
     one = xs.spdiags(xp.asarray([1.0, 2.0, 3.0], dtype=xp.float64), xp.asarray(1), (3, 3), layout=xs.sparse_csr)
     assert_sparse_equal(one, xp.asarray([[0.0, 2.0, 0.0], [0.0, 0.0, 3.0], [0.0, 0.0, 0.0]], dtype=xp.float64), check_layout=xs.sparse_csr)
+    # the offset of one diagonal may also be a one-element 1-D array, as torch takes it
+    one = xs.spdiags(xp.asarray([1.0, 2.0, 3.0], dtype=xp.float64), xp.asarray([-1]), (3, 3))
+    assert_sparse_equal(one, xp.asarray([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 2.0, 0.0]], dtype=xp.float64), check_layout=xs.sparse_coo)
     assert_sparse_equal(xs.spdiags([[1, 2]], [0], (2, 2), xs.strided, backend="numpy"), np.asarray([[1, 0], [0, 2]]))
     with pytest.raises(ValueError, match=r"spdiags: offsets must be distinct \(offsets=\[0, 0, 2\]\)\. Sum the diagonals of equal offset first\."):
         xs.spdiags(d, xp.asarray([0, 0, 2]), (3, 3))
-    with pytest.raises(ValueError, match=r"spdiags: diagonals must be 2-D and offsets 1-D with one offset per row of diagonals \(diagonals\.shape=\(3, 3\), offsets\.shape=\(2,\)\)\. Give offsets"):
+    with pytest.raises(ValueError, match=r"spdiags: diagonals must be 2-D and offsets 1-D with one offset per row of diagonals, or diagonals 1-D with one offset \(diagonals\.shape=\(3, 3\), offsets\.shape=\(2,\)\)\. Give offsets"):
         xs.spdiags(d, xp.asarray([0, 1]), (3, 3))
     with pytest.raises(TypeError, match=r"spdiags: offsets must be integers \(dtype=float(32|64)\)\. Pass an integer array"):
         xs.spdiags(d, xp.asarray([0.0, 1.0, 2.0]), (3, 3))

@@ -158,6 +158,29 @@ CASES: list[Any] = [  # (id, call, exception, match, shape xfail reason) tuples,
      r"^fill_value: 300 is out of the range of the dtype int8\. Use a fill value that the dtype holds", None),
     ("common-fill-int-nan", _call(xs.full, (2,), math.nan, dtype="int64", layout=xs.sparse_coo), ValueError,
      r"^fill_value: nan is not representable in the integer dtype int64\. Use an integer fill value", None),
+    # the same checks for a strided full: the backends' own wrap, truncate or drop the imaginary part
+    ("common-full-strided-int8-range", _call(xs.full, (2,), 300, dtype="int8"), ValueError,
+     r"^fill_value: 300 is out of the range of the dtype int8\. Use a fill value that the dtype holds", None),
+    ("common-full-strided-uint8-negative", _call(xs.full, (2,), -1, dtype="uint8"), ValueError,
+     r"^fill_value: -1 is out of the range of the dtype uint8\. Use a fill value that the dtype holds", None),
+    ("common-full-strided-truncated", _call(xs.full, (2,), 1.5, dtype="int64"), ValueError,
+     r"^fill_value: 1\.5 is not representable in the integer dtype int64\. Use an integer fill value", None),
+    ("common-full-strided-nan-int", _call(xs.full, (2,), math.nan, dtype="int64"), ValueError,
+     r"^fill_value: nan is not representable in the integer dtype int64\. Use an integer fill value", None),
+    ("common-full-strided-complex", _call(xs.full, (2,), 1j, dtype="float64"), ValueError,
+     r"^fill_value: 1j is complex but the dtype is float64\. Use a real fill value", None),
+    ("common-full-strided-none", _call(xs.full, (2,), None, dtype="float64"), TypeError,
+     r"^fill_value: expected a number, got NoneType \(None\)\. Pass a Python bool, int, float or complex", None),
+    ("creation-values-ragged", _call(xs.sparse_coo_array, [[0, 1]], [[1.0], [2.0, 3.0]], (2, 2)), ValueError,
+     r"^sparse_coo_array: values must be an array or a rectangular nested list of numbers \(.*\)\. Pass one value \(or one "
+     r"dense sub-array\) per specified element, all of one shape\.$", None),
+    # the backends' asarray truncates 1.7 to 1 for an integer dtype
+    ("creation-values-truncated", _call(xs.sparse_coo_array, [[0, 1]], [1.7, -2.5], (2,), dtype="int64"), ValueError,
+     r"^sparse_coo_array: the values hold 1\.7, which the integer dtype int64 cannot represent \(it would be truncated\)\. "
+     r"Round the values first, or pass a floating dtype\.$", None),
+    ("creation-no-offsets", _call(xs.sparse_csr_array, [], [], []), xs.InvariantError,
+     r"^invariant 5\.1 violated: sparse_compressed_array\(layout=sparse_csr\): crow_indices must hold n_compressed \+ 1 "
+     r"offsets, starting with 0, got none \(shape of crow_indices: \(0,\)\)\. Give \[0\] for an array with no rows", None),
     ("common-fill-complex", _call(xs.sparse_coo_array, [[0]], [1.0], fill_value=1j), ValueError,
      r"^fill_value: 1j is complex but the dtype is float64\. Use a real fill value", None),
     ("common-fill-not-a-number", _call(xs.sparse_coo_array, [[0]], [1.0], fill_value="a"), TypeError,
@@ -313,6 +336,22 @@ def test_message_shape(fn: Callable[[], Any], exc: type[BaseException], match: s
 
 
 # ---- errors that depend on the backend --------------------------------------------------------------
+def test_lists_holding_none_name_the_constructor(backend: str) -> None:
+    # torch raised its own RuntimeError ("Could not infer dtype of NoneType") for both components
+    with pytest.raises(TypeError, match=r"^sparse_compressed_array\(layout=sparse_csr\): crow_indices must be an integer array"):
+        xs.sparse_csr_array([0, None, 2], [0, 1], [1.0, 2.0], (2, 2), backend=backend)
+    # NumPy reads it as an object array (invariant 1.5), array_api_strict refuses that dtype (a TypeError)
+    with pytest.raises((TypeError, ValueError), match=r"^(invariant 1\.5 violated: )?sparse_coo_array: values"):
+        xs.sparse_coo_array([[0, 1]], [1.0, None], (2,), backend=backend)
+
+
+@pytest.mark.parametrize(("value", "dtype"), [(-1, "uint8"), (300, "int8"), (1.5, "int64"), (1j, "float32")])
+def test_strided_full_refuses_what_the_dtype_cannot_hold(backend: str, value: Any, dtype: str) -> None:
+    # torch's full wraps -1 to 255 and truncates 1.5 to 1, NumPy's drops an imaginary part
+    with pytest.raises(ValueError, match=r"^fill_value: "):
+        xs.full((2,), value, dtype=dtype, backend=backend)
+
+
 @pytest.mark.parametrize("indices", [[["a"]], [[0, [1]]]], ids=["str", "ragged"])
 def test_index_list_of_non_integers(backend: str, indices: Any) -> None:
     with pytest.raises(TypeError, match=r"^sparse_coo_array: indices must be an integer array or a nested list of integers \(.+\)\. Pass a rectangular"):

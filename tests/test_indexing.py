@@ -1359,3 +1359,28 @@ def test_integer_arguments_are_not_truncated() -> None:
     with pytest.raises(TypeError, match=r"^take: axis must be an integer, not a bool \(axis=True\)"):
         xs.take(s, [0], axis=True)
     assert xs.narrow(s, 1, np.int64(1), 1).shape == (3, 1)  # NumPy integers are integers
+
+
+@pytest.mark.parametrize("layout", SPARSE_LAYOUTS)
+def test_slice_steps_past_int64(backend: str, xp: Any, layout: xs.Layout) -> None:
+    # a step past int64 (NumPy takes one: the slice keeps its first element) overflowed the index arithmetic
+    h = np.arange(20.0).reshape(4, 5)
+    a = xs.to_sparse(xp.asarray(h), layout=layout, blocksize=(1, 1) if layout.is_blocked else None)
+    for key in [(slice(0, 4, 2**70),), (slice(None, None, -(2**70)), slice(1, 5, 2**64)), (slice(3, None, -(2**70)), 2)]:
+        assert_sparse_equal(a[key], xp.asarray(h[key].copy()))
+
+
+def test_leading_integers_of_a_coalesced_coo_key_select_a_run(backend: str, xp: Any) -> None:
+    # X[i], X[i, j], X[i, a:b] of a coalesced COO array read only the run of entries the key's leading
+    # integers (and the slice after them) select, found by binary searches
+    from xsparse.backends.array_api.indexing import _leading_range
+
+    rng = np.random.default_rng(3)
+    h = rng.integers(1, 5, size=(6, 5, 4)) * (rng.random((6, 5, 4)) < 0.4)
+    x = xs.to_sparse_coo(xp.asarray(h))
+    idx = to_numpy(x.indices())
+    for key, expected in [((3,), idx[0] == 3), ((3, 2), (idx[0] == 3) & (idx[1] == 2)), ((3, slice(1, 4)), (idx[0] == 3) & (idx[1] >= 1) & (idx[1] <= 3)),
+                          ((slice(2, 6, 2),), (idx[0] >= 2) & (idx[0] <= 4)), ((slice(None), 2), np.ones(idx.shape[1], dtype=bool))]:
+        run, _ = _leading_range(xp, x, parse_key("getitem", tuple(x.shape), key))
+        assert to_numpy(run).tolist() == idx[:, expected].tolist(), key
+        assert_sparse_equal(x[key], xp.asarray(h[key]))

@@ -1145,6 +1145,27 @@ def test_lobpcg_methods_against_eigh(backend: str, layout: Any, method: str, lar
     np.testing.assert_allclose(x.T @ x, np.eye(3), atol=1e-8)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch", "array_api_strict"])
+def test_integer_matrix_takes_the_floating_operands_dtype(backend: str) -> None:
+    # docs/linalg.md: an integer operand takes the promotion of the floating ones; an integer A was refused
+    if (reason := backend_skip_reason(backend)) is not None:
+        pytest.skip(reason)
+    xp = namespace(backend)
+    host = np.array([[2, 0, 1], [0, 3, 0], [1, 0, 4], [0, 0, 1]])
+    a = xs.to_sparse_csr(xp.asarray(host, dtype=xp.int64))
+    _, s, _ = xs.svd_lowrank(a, q=3, M=xp.full((4, 3), 0.5, dtype=xp.float32), seed=0)
+    assert s.dtype == xp.float32
+    np.testing.assert_allclose(to_numpy(s), np.linalg.svd(host - 0.5, compute_uv=False), rtol=1e-5)
+    spectrum = _spectrum_matrix(12, 2)
+    ints = xs.to_sparse_csr(xp.asarray(np.round(spectrum * 10), dtype=xp.int64))
+    e, _ = xs.lobpcg(ints, k=2, B=xs.to_sparse_csr(xp.eye(12, dtype=xp.float64)), seed=1)
+    np.testing.assert_allclose(to_numpy(e), np.linalg.eigvalsh(np.round(spectrum * 10))[::-1][:2], rtol=1e-7)
+    with pytest.raises(TypeError, match=r"^pca_lowrank: A must have a floating or complex dtype \(A\.dtype=int64\), or another"):
+        xs.pca_lowrank(a, q=2)
+    with pytest.raises(TypeError, match=r"^svd_lowrank: A must have a floating or complex dtype \(A\.dtype=int64, M\.dtype=int32\)"):
+        xs.svd_lowrank(a, q=2, M=xp.ones((4, 3), dtype=xp.int32))
+
+
 @pytest.mark.parametrize("method", ["basic", "ortho"])
 def test_lobpcg_complex_hermitian(method: str) -> None:
     host = _spectrum_matrix(21, 6, np.complex128)
@@ -1564,7 +1585,7 @@ ERRORS: list[tuple[Any, type[BaseException], str]] = [
     (lambda: xs.spsolve(_A, np.ones(3)), ValueError, r"^spsolve: B must be \(2,\) or \(2, K\) for A of shape \(2, 2\) \(B\.shape=\(3,\)\)\. Pass"),
     (lambda: xs.spsolve(_A, np.ones((2, 3)), left=False), ValueError, r"^spsolve: B must be \(2,\) or \(K, 2\) for A of shape \(2, 2\) \(B\.shape=\(2, 3\)\)\. Pass"),
     (lambda: xs.svd_lowrank(xs.to_sparse_coo(np.ones((2, 2, 2)))), ValueError, r"^svd_lowrank: A must be 2-D \(A\.shape=\(2, 2, 2\)\)\. Decompose"),
-    (lambda: xs.svd_lowrank(xs.sparse_csr_array([0, 1], [0], [1], (1, 1))), TypeError, r"^svd_lowrank: A must have a floating or complex dtype \(A\.dtype=int64\)\. Convert"),
+    (lambda: xs.svd_lowrank(xs.sparse_csr_array([0, 1], [0], [1], (1, 1)), q=1), TypeError, r"^svd_lowrank: A must have a floating or complex dtype \(A\.dtype=int64\), or another operand one, whose dtype it then takes\. Convert"),
     (lambda: xs.svd_lowrank(_A, q=3), ValueError, r"^svd_lowrank: q must lie in \[1, min\(A\.shape\)\] \(q=3, A\.shape=\(2, 2\)\)\. Ask for a smaller rank\."),
     (lambda: xs.svd_lowrank(_A, q=1, M=_A), TypeError, r"^svd_lowrank: M must be strided \(M layout=sparse_csr\)\. Pass xsparse\.to_dense\(M\)\."),
     (lambda: xs.pca_lowrank(_A, q=0), ValueError, r"^pca_lowrank: q must lie in \[1, min\(A\.shape\)\] \(q=0, A\.shape=\(2, 2\)\)\."),

@@ -140,6 +140,10 @@ def _slice(op: str, s: slice, size: int, dim: int) -> Slice:
             f"{op}: slice bounds must be integers or None (index={s!r}, dim={dim}). Pass integers, e.g. slice(0, 3)."
         ) from None
     length = len(range(start, stop, step))
+    if length <= 1:
+        # the step of a progression of one element or none is not read: a step past int64 (NumPy takes
+        # one) would overflow the kernels' index arithmetic
+        step = 1 if step > 0 else -1
     return Slice(dim, start if length else 0, step, length)
 
 

@@ -776,7 +776,7 @@ def _matrix_operand(op: str, A: Any) -> tuple[Backend, Any]:
     backend, xp = _prepare(op, A=A)
     if A.ndim != 2:
         raise ValueError(f"{op}: A must be 2-D (A.shape={_shape(A)}). Decompose the matrices of a batch one at a time.")
-    if not xp.isdtype(A.dtype, ("real floating", "complex floating")):
+    if not xp.isdtype(A.dtype, "numeric"):
         raise TypeError(f"{op}: A must have a floating or complex dtype (A.dtype={A.dtype}). Convert it to a floating dtype first.")
     return backend, xp
 
@@ -791,14 +791,20 @@ def _decomposition_dtype(op: str, xp: Any, A: Any, **others: Any) -> Any:
 
     Integer operands take that dtype rather than joining the promotion, so that the result does not depend
     on a backend's mixed-kind rules (NumPy widens float32 with int64, torch and the Array API do not)."""
-    dtypes = [A.dtype]
-    for name, x in others.items():
+    dtypes = []
+    for name, x in {"A": A, **others}.items():
         if x is None:
             continue
         if x.dtype == xp.bool:
             raise TypeError(f"{op}: {name} has a boolean dtype ({name}.dtype=bool). Convert it to a floating dtype first.")
         if xp.isdtype(x.dtype, ("real floating", "complex floating")):
             dtypes.append(x.dtype)
+    if not dtypes:
+        given = ", ".join(f"{name}.dtype={dtype_name(x.dtype)}" for name, x in {"A": A, **others}.items() if x is not None)
+        raise TypeError(
+            f"{op}: A must have a floating or complex dtype ({given}), or another operand one, whose dtype it then takes. "
+            "Convert it to a floating dtype first."
+        )
     return working_dtype(xp, xp.result_type(*dtypes))
 
 
