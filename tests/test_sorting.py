@@ -880,13 +880,31 @@ def test_sort_along_the_compressed_dimension_costs_the_entries_not_the_lanes(bac
         assert to_numpy(s.values()).tolist() == [-1.0, 3.0]
 
 
-@pytest.mark.parametrize("backend", backend_params(["numpy", "torch"]))
+@pytest.mark.parametrize("backend", backend_params(["numpy", "torch", "array_api_strict"]))
 def test_isin_of_uint64_beside_signed_and_bool_operands(backend: str, xp: Any) -> None:
-    # the standard promotes no uint64 with a signed dtype: compared in float64, as NumPy compares them
-    big = 2**63 + 5
-    a = xp.asarray([0, 1, big], dtype=xp.uint64)
-    for b_host in (np.asarray([1, 0], dtype=np.int8), np.asarray([1, -1], dtype=np.int64), np.asarray([True])):
-        want = np.isin(np.asarray([0, 1, big], dtype=np.uint64), b_host).tolist()
+    # the standard promotes no uint64 with a signed dtype: compared exactly, as NumPy compares them (in
+    # float64, 2**63 equalled 2**63 - 1)
+    host = np.asarray([0, 1, 2**63 + 5, 2**63, 2**63 + 1024, 7], dtype=np.uint64)
+    a = xp.asarray(host)
+    others = [np.asarray([1, 0], dtype=np.int8), np.asarray([1, -1, 2**63 - 1, 7], dtype=np.int64), np.asarray([True])]
+    for b_host in others:
         b = xp.asarray(b_host)
-        assert to_numpy(xs.isin(a, b)).tolist() == want
-        assert to_numpy(xs.to_dense(xs.isin(xs.to_sparse_coo(a), b))).tolist() == want
+        for x, y, hx, hy in ((a, b, host, b_host), (b, a, b_host, host)):
+            want = np.isin(hx, hy).tolist()
+            assert to_numpy(xs.isin(x, y)).tolist() == want
+            assert to_numpy(xs.isin(x, y, invert=True)).tolist() == [not w for w in want]
+            assert to_numpy(xs.to_dense(xs.isin(xs.to_sparse_coo(x), y))).tolist() == want
+            assert to_numpy(xs.isin(x, xs.to_sparse_coo(y))).tolist() == want
+
+
+@pytest.mark.parametrize("backend", backend_params(["numpy", "torch"]))
+def test_unique_of_more_elements_than_int64_counts(backend: str, xp: Any) -> None:
+    # the counts overflowed inside the kernel (Python's OverflowError); unique_inverse counts nothing
+    s = xs.sparse_coo_array(xp.asarray([[0], [1]]), xp.asarray([1.0], dtype=xp.float64), (2**40, 2**40))
+    for f in (xs.unique_counts, xs.unique_all):
+        with pytest.raises(ValueError, match=rf"^{f.__name__}: x has more elements than an int64 counts \(shape=\(1099511627776, 1099511627776\)"):
+            f(s)
+    values, inverse = xs.unique_inverse(s)
+    assert to_numpy(values).tolist() == [0.0, 1.0]
+    assert to_numpy(inverse.indices()).tolist() == [[0], [1]] and to_numpy(inverse.values()).tolist() == [1]
+    assert inverse.fill_value == 0

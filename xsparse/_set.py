@@ -16,6 +16,7 @@ and complex arrays, which torch cannot sort on the CPU: their results come from 
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 from . import dispatch
@@ -65,6 +66,12 @@ def _unique(op: str, x: Any, positions: bool | str) -> Unique:
             f"{op}: the fill value is NaN and x has unspecified elements, each of which would be a distinct unique "
             f"value as every NaN is (fill_value={x.fill_value}). Compute it on the dense array, xsparse.{op}(xsparse.to_dense(x)), "
             "or rebuild x with a fill value that is not NaN: xsparse.to_sparse(xsparse.to_dense(x), fill_value=0.0)."
+        )
+    if isinstance(x, SparseArray) and positions in (True, "counts") and math.prod(x.shape) > 2**63 - 1:
+        # the counts, and unique_all's first positions, are int64
+        raise ValueError(
+            f"{op}: x has more elements than an int64 counts (shape={tuple(x.shape)}, elements={math.prod(x.shape)}). "
+            "Take the unique values of slices of x, or its unique_values or unique_inverse, which count nothing."
         )
     return dispatch.call("unique", (layout_of(x),), backend.name, xp, x, positions)  # type: ignore[no-any-return]
 

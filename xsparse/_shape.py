@@ -680,11 +680,19 @@ def diff(
     if isinstance(x, CompressedArray) and x.layout.is_blocked and x.batch_dim() <= ax < x.batch_dim() + 2:
         # a shift by one element splits the blocks: difference the elements
         x, source = to_sparse(x, layout=sparse_coo), sparse_coo
+    like = x if isinstance(x, CompressedArray) and x.batch_dim() else None
     if prepend is not None or append is not None:
+        if like is not None:
+            # the joined batches may hold unequal numbers of elements, which a compressed array cannot
+            # (invariant 3.9): join and difference the elements, then pad the batches, as the differences
+            # of x alone are padded
+            x, source = to_sparse(x, layout=sparse_coo), sparse_coo
         x = concat([a for a in (prepend, x, append) if a is not None], axis=ax, layout=source)
     lead = (slice(None),) * ax
     for _ in range(times):
         x = subtract(getitem(x, (*lead, slice(1, None))), getitem(x, (*lead, slice(None, -1))))
+    if like is not None and isinstance(x, COOArray):
+        x = _generic_shape.as_layout_of(backend.load(), x, like, op)
     return convert_result(x, layout, op)
 
 

@@ -148,7 +148,10 @@ def unique(xp: Any, a: SparseArray, positions: Any, outputs: str = "all", core: 
         return Unique(values, None, None, None)
     fill_group = int(inverse[nnz]) if inverse is not None else int(xp.nonzero(values == fill)[0][0])
     # the fill value's group counts every unspecified element: one new array, the others' counts copied
-    counts = xp.concat([counts[:fill_group], counts[fill_group : fill_group + 1] + (n_unspecified - 1), counts[fill_group + 1 :]])
+    if a.size > 2**63 - 1:
+        counts = None  # past int64: only unique_inverse, which reads none, gets here (unique_counts refuses)
+    else:
+        counts = xp.concat([counts[:fill_group], counts[fill_group : fill_group + 1] + (n_unspecified - 1), counts[fill_group + 1 :]])
     if positions is not None:
         # the first unspecified position: the first i where the i-th specified position is not i
         gaps = xp.nonzero(positions != xp.arange(nnz, dtype=xp.int64, device=dev))[0]
@@ -265,11 +268,21 @@ def isin_values(xp: Any, x1: Any, x2: Any, invert: bool) -> Any:
     # flat operands: torch's isin views them flat, which fails for a non-contiguous tensor (x.mT)
     x1, x2 = xp.reshape(x1, (-1,)), xp.reshape(x2, (-1,))
     mixed = xp.isdtype(x1.dtype, "integral") != xp.isdtype(x2.dtype, "integral")
-    wide = float64_on(xp, array_api_compat.device(x1)) if mixed or _no_common_dtype(xp, x1, x2) else None
-    if wide is not None:
-        # integers beside floating values, and uint64 beside signed integers, compare as NumPy compares them,
-        # in float64 (torch would compare int32 with float16 in float16, where 2**31 - 1 is inf; the standard
-        # promotes neither pair)
+    if not mixed and _no_common_dtype(xp, x1, x2):
+        # uint64 beside signed integers, which the standard does not promote: compared exactly, as NumPy
+        # does (in float64, distinct integers past 2**53 would be equal). A negative value equals no uint64
+        # and the others convert to uint64 exactly
+        if xp.isdtype(x1.dtype, "unsigned integer"):
+            found = isin_values(xp, x1, xp.astype(x2[x2 >= 0], x1.dtype), False)
+        else:
+            nonnegative = x1 >= 0
+            found = nonnegative & isin_values(xp, xp.astype(xp.where(nonnegative, x1, 0), x2.dtype), x2, False)
+        found = xp.reshape(found, shape)
+        return xp.logical_not(found) if invert else found
+    if mixed:
+        # integers beside floating values compare as NumPy compares them, in float64 (torch would compare
+        # int32 with float16 in float16, where 2**31 - 1 is inf; the standard promotes neither kind)
+        wide = float64_on(xp, array_api_compat.device(x1))
         x1, x2 = xp.astype(x1, wide), xp.astype(x2, wide)
     try:
         found = xp.isin(x1, x2)
