@@ -9,8 +9,10 @@ operation. Sizes are drawn small by Hypothesis; a few fixed large cases run the 
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -702,10 +704,17 @@ def coo_cases(draw: st.DrawFn) -> dict[str, Any]:
     return {"a": a, "dense": xs.to_dense(a), "dtype": dtype, "rng": rng, "shape": shape}
 
 
+def _grouped(on: bool) -> Any:
+    """A context in which the COO products take their parallel form (the entries grouped by row, then the
+    CSR kernel) however small, where ``on``; else the one-pass form, which small products take."""
+    return mock.patch.object(_cpu, "product_threads", lambda work: 2) if on else contextlib.nullcontext()
+
+
 @examples
 @given(case=coo_cases(), kind=st.sampled_from(["1d", "2d", "batched"]), k=st.sampled_from([1, 3, 17]),
-       how=st.sampled_from(["c", "f", "step"]), other=st.sampled_from([None, np.float32, np.float64]))  # fmt: skip
-def test_matmul_coo_strided(case: dict[str, Any], kind: str, k: int, how: str, other: Any) -> None:
+       how=st.sampled_from(["c", "f", "step"]), other=st.sampled_from([None, np.float32, np.float64]),
+       grouped=st.booleans())  # fmt: skip
+def test_matmul_coo_strided(case: dict[str, Any], kind: str, k: int, how: str, other: Any, grouped: bool) -> None:
     a, dense, rng = case["a"], case["dense"], case["rng"]
     n = case["shape"][-1]
     if kind == "batched" and a.ndim > 2:
@@ -715,7 +724,8 @@ def test_matmul_coo_strided(case: dict[str, Any], kind: str, k: int, how: str, o
     if b.ndim >= 2:
         b = relayout(b, how)
     dtype = np.result_type(case["dtype"], b.dtype)
-    result = run_native("matmul", (xs.sparse_coo, xs.strided), a, b)
+    with _grouped(grouped):
+        result = run_native("matmul", (xs.sparse_coo, xs.strided), a, b)
     assert result.dtype == dtype
     # the dense oracle sums duplicates in a's own precision: the looser tolerance of the two dtypes
     tol = tolerance(min(case["dtype"], b.dtype, key=lambda t: t.itemsize if t.kind == "f" else t.itemsize // 2))
@@ -725,8 +735,8 @@ def test_matmul_coo_strided(case: dict[str, Any], kind: str, k: int, how: str, o
 
 @examples
 @given(case=coo_cases(), kind=st.sampled_from(["1d", "2d", "batched"]), k=st.sampled_from([1, 3, 17]),
-       how=st.sampled_from(["c", "f", "step"]))  # fmt: skip
-def test_matmul_strided_coo(case: dict[str, Any], kind: str, k: int, how: str) -> None:
+       how=st.sampled_from(["c", "f", "step"]), grouped=st.booleans())  # fmt: skip
+def test_matmul_strided_coo(case: dict[str, Any], kind: str, k: int, how: str, grouped: bool) -> None:
     a, dense, rng, dtype = case["a"], case["dense"], case["rng"], case["dtype"]
     if a.ndim > 2:
         assert "batch of COO matrices" in native_kernel("matmul", (xs.strided, xs.sparse_coo)).supports(XP, np.ones((1, a.shape[-2])), a)
@@ -736,7 +746,8 @@ def test_matmul_strided_coo(case: dict[str, Any], kind: str, k: int, how: str) -
     x = random_values(rng, shape, dtype)
     if x.ndim >= 2:
         x = relayout(x, how)
-    result = run_native("matmul", (xs.strided, xs.sparse_coo), x, a)
+    with _grouped(grouped):
+        result = run_native("matmul", (xs.strided, xs.sparse_coo), x, a)
     assert_close(result, np.matmul(x, dense), dtype)
     assert_close(result, generic_kernel("matmul", (xs.strided, xs.sparse_coo))(XP, x, a), dtype)
 
@@ -756,15 +767,19 @@ def test_matmul_coo_public_and_tensordot() -> None:
 
 @pytest.mark.parametrize("left_sparse", [True, False])
 @pytest.mark.parametrize("where", [0, 1])
-def test_matmul_coo_index_out_of_range(left_sparse: bool, where: int) -> None:
+@pytest.mark.parametrize("coalesced", [False, True])
+@pytest.mark.parametrize("grouped", [False, True])
+@pytest.mark.parametrize("vector", [False, True])
+def test_matmul_coo_index_out_of_range(left_sparse: bool, where: int, coalesced: bool, grouped: bool, vector: bool) -> None:
     idx = np.array([[0, 1], [2, 1]])
     idx[where, 1] = 7  # built without checking the indices: the kernel's own read finds it
-    a = xs.sparse_coo_array(idx, [1.0, 2.0], (3, 3))
-    with pytest.raises(xs.InvariantError, match=rf"^invariant coo.5 violated: matmul: indices\[{where}\] must lie in \[0, 3\), got 7 \(shape=\(3, 3\)\)"):
+    a = xs.sparse_coo_array(idx, [1.0, 2.0], (3, 3), is_coalesced=coalesced)
+    other = np.ones(3) if vector else np.ones((3, 2))
+    with _grouped(grouped), pytest.raises(xs.InvariantError, match=rf"^invariant coo.5 violated: matmul: indices\[{where}\] must lie in \[0, 3\), got 7 \(shape=\(3, 3\)\)"):
         if left_sparse:
-            a @ np.ones((3, 2))
+            a @ other
         else:
-            np.ones((2, 3)) @ a
+            other.T @ a
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "coo_matmul",
     "coo_to_compressed",
     "compressed_find",
     "gather_slices",
@@ -594,6 +595,39 @@ def csr_matmul(
         native.csr_mm(np.ascontiguousarray(indptr), _rows_contiguous(indices), _rows_contiguous(data), n_minor, d, out,
                       c, alpha, beta, transpose, checked, threads)  # fmt: skip
     return out
+
+
+def coo_matmul(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, d: np.ndarray, n_rows: int) -> np.ndarray | None:
+    """``A @ d`` for the COO matrix ``A`` of entries ``(rows, cols, values)`` and ``n_rows`` rows, on one thread.
+
+    Parameters
+    ----------
+    rows, cols : numpy.ndarray
+        1-D int32 or int64 indices (of one dtype, else both are widened to int64), in any order, duplicates
+        included (they add up).
+    values : numpy.ndarray
+        ``(nse,)``, float32, float64, complex64 or complex128.
+    d : numpy.ndarray
+        ``(n_cols,)`` or ``(n_cols, K)`` of ``values``' dtype, any strides.
+    n_rows : int
+        The number of rows of ``A``.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        ``(n_rows,)`` or ``(n_rows, K)``; None where an index lies outside ``[0, n_rows)`` or ``[0, n_cols)``.
+
+    Notes
+    -----
+    One pass over the entries, each added to its output row (SciPy's ``coo_matvec``): O(nse * K + n_rows * K).
+    Pass the indices swapped for ``A.T @ d``.
+    """
+    native = _NATIVE[0] if _NATIVE else _native_module()
+    if rows.dtype != cols.dtype:
+        rows, cols = rows.astype(np.int64), cols.astype(np.int64)
+    out = empty((n_rows, *d.shape[1:]), dtype=values.dtype)
+    ok = native.coo_mm(np.ascontiguousarray(rows), np.ascontiguousarray(cols), np.ascontiguousarray(values), d, out)
+    return out if ok else None
 
 
 # Products of fewer entries times columns run on one thread: with passive waiting (see

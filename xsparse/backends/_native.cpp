@@ -469,6 +469,31 @@ int64_t sort_and_emit(I* idx, T* val, int64_t n, int64_t B, I* didx, T* dval, bo
 
 enum Status : int { kOk = 0, kMajorOutOfRange = 1 };
 
+// Moves entries k0..k1 to their slices' cursors (the COO scatter). Everything it reads is a by-value
+// parameter and every output a restrict pointer: through the kernel's captured references the compiler
+// had to reload the index arrays' bases and strides after each store (an int64 store may alias a
+// stride), which made the scatter three times as slow as SciPy's (one thread, 100,000 entries).
+template <bool Prefetch, class I, class P, class T>
+void coo_scatter(Strided1<I> major, Strided1<I> minor, const char* vals, Py_ssize_t vs0, Py_ssize_t vs1,
+                 int64_t k0, int64_t k1, int64_t B, P* __restrict cursor, I* __restrict indices,
+                 T* __restrict data) {
+    for (int64_t k = k0; k < k1; ++k) {
+        if (Prefetch && k + 2 * kPrefetchDistance < k1) __builtin_prefetch(cursor + major[k + 2 * kPrefetchDistance], 1);
+        if (Prefetch && k + kPrefetchDistance < k1) {
+            const int64_t pf = cursor[major[k + kPrefetchDistance]];
+            __builtin_prefetch(indices + pf, 1);
+            __builtin_prefetch(data + pf * B, 1);
+        }
+        const int64_t p = cursor[major[k]]++;
+        indices[p] = minor[k];
+        if (B == 1) {
+            std::memcpy(data + p, vals + k * vs0, sizeof(T));
+        } else {
+            load_block(data + p * B, vals + k * vs0, B, vs1);
+        }
+    }
+}
+
 template <class I, class P, class T>
 int coo_to_compressed_kernel(Strided1<I> major, Strided1<I> minor, const char* vals, Py_ssize_t vs0,
                              Py_ssize_t vs1, int64_t nnz, int64_t B, P* indptr, int64_t n_major,
@@ -476,23 +501,15 @@ int coo_to_compressed_kernel(Strided1<I> major, Strided1<I> minor, const char* v
                              int64_t* nnz_out) {
     using UI = std::make_unsigned_t<I>;
     const UI n_major_u = static_cast<UI>(n_major);
-    const bool b1 = (B == 1);
 
+    // The destinations are prefetched only where the output outgrows the caches, as in the transpose's
+    // scatter: below that the extra loads cost more than they save.
+    const bool prefetch = nnz * (static_cast<int64_t>(sizeof(I)) + B * static_cast<int64_t>(sizeof(T))) > kPrefetchMinBytes;
     auto scatter_range = [&](int64_t k0, int64_t k1, P* cursor) {
-        for (int64_t k = k0; k < k1; ++k) {
-            if (k + 2 * kPrefetchDistance < k1) __builtin_prefetch(cursor + major[k + 2 * kPrefetchDistance], 1);
-            if (k + kPrefetchDistance < k1) {
-                const int64_t pf = cursor[major[k + kPrefetchDistance]];
-                __builtin_prefetch(indices + pf, 1);
-                __builtin_prefetch(data + pf * B, 1);
-            }
-            const int64_t p = cursor[major[k]]++;
-            indices[p] = minor[k];
-            if (b1) {
-                std::memcpy(data + p, vals + k * vs0, sizeof(T));
-            } else {
-                load_block(data + p * B, vals + k * vs0, B, vs1);
-            }
+        if (prefetch) {
+            coo_scatter<true>(major, minor, vals, vs0, vs1, k0, k1, B, cursor, indices, data);
+        } else {
+            coo_scatter<false>(major, minor, vals, vs0, vs1, k0, k1, B, cursor, indices, data);
         }
     };
 
@@ -1031,6 +1048,19 @@ constexpr int64_t kCheckRows = 2048;
 
 // Below this much work (entries times columns) a kernel keeps the GIL.
 constexpr int64_t kReleaseGilMinWork = 4096;
+
+// Runs f(), without the GIL where the work (elements read and written) is worth releasing it: releasing
+// it costs about as much as a small product, so, as numpy does, only work of a few microseconds does.
+template <class F>
+void run_releasing_gil(int64_t work, F&& f) {
+    if (work < kReleaseGilMinWork) {
+        f();
+    } else {
+        Py_BEGIN_ALLOW_THREADS;
+        f();
+        Py_END_ALLOW_THREADS;
+    }
+}
 
 // Rows of work handed to a thread at a time: about this many chunks per thread, scheduled
 // dynamically, so that a thread that gets less CPU time (a loaded machine) does not hold up the
@@ -1880,6 +1910,100 @@ bool csr_mm_scatter(const CsrView<I, T>& A, View3<const T> D, View3<T> O, const 
     return ok;
 }
 
+// out[to[k], :] += val[k] * d[from[k], :] for every entry k of a COO matrix, in any order, duplicates
+// included: A @ d with (to, from) = (rows, columns), A^T @ d with them swapped. One thread, one pass, no
+// grouping of the entries (SciPy's coo_matvec): grouping them by row first (a sort, or the offsets of
+// a coalesced array) cost more than the product itself. Every index is checked as it is read (an
+// unsigned comparison, predicted); false, with out partly written, where one is out of range.
+// coo_mm of one column (y starts at zero): each run of entries of one row (all of a row's, in a
+// coalesced array) sums in a register, stored when the row changes. Adding each entry to its output
+// element instead made every addition wait for the previous one's store (1.6 times the time). A function
+// of its own, so that its pointers stay in registers (inlined in the binding, they were reloaded from the
+// stack every entry).
+template <class I, class T>
+__attribute__((noinline)) bool coo_mv(const I* __restrict to, const I* __restrict from, const T* __restrict val,
+                                      int64_t nse, const T* __restrict x, int64_t sx, T* __restrict y, int64_t sy,
+                                      uint64_t n_to, uint64_t n_from) {
+    uint64_t row = 0;
+    T acc = T(0);  // row 0's value so far
+    for (int64_t k = 0; k < nse; ++k) {
+        const uint64_t r = static_cast<uint64_t>(static_cast<int64_t>(to[k]));
+        const uint64_t c = static_cast<uint64_t>(static_cast<int64_t>(from[k]));
+        if ((r >= n_to) | (c >= n_from)) return false;
+        if (r != row) {
+            y[static_cast<int64_t>(row) * sy] = acc;
+            row = r;
+            acc = y[static_cast<int64_t>(r) * sy];
+        }
+        acc += val[k] * x[static_cast<int64_t>(c) * sx];
+    }
+    if (nse > 0) y[static_cast<int64_t>(row) * sy] = acc;
+    return true;
+}
+
+template <class I, class T>
+bool coo_mm(const I* __restrict to, const I* __restrict from, const T* __restrict val, int64_t nse, View3<const T> D,
+            View3<T> O) {
+    const uint64_t n_to = static_cast<uint64_t>(O.n1), n_from = static_cast<uint64_t>(D.n1);
+    const int64_t K = O.n2;
+    for (int64_t i = 0; i < O.n1; ++i)
+        for (int64_t j = 0; j < K; ++j) *O.at(0, i, j) = T(0);
+    if (K == 1) return coo_mv<I, T>(to, from, val, nse, D.base, D.s1, O.base, O.s1, n_to, n_from);
+    for (int64_t k = 0; k < nse; ++k) {
+        const uint64_t r = static_cast<uint64_t>(static_cast<int64_t>(to[k]));
+        const uint64_t c = static_cast<uint64_t>(static_cast<int64_t>(from[k]));
+        if (r >= n_to || c >= n_from) return false;
+        const T v = val[k];
+        T* o = O.at(0, static_cast<int64_t>(r), 0);
+        const T* x = D.at(0, static_cast<int64_t>(c), 0);
+        for (int64_t j = 0; j < K; ++j) o[j * O.s2] += v * x[j * D.s2];
+    }
+    return true;
+}
+
+// coo_mm(to, from, values, d, out) -> bool: to, from (nse,) contiguous, of one index dtype; values (nse,)
+// contiguous; d (rows_d,) or (rows_d, K) and out (rows_out,) or (rows_out, K), any strides, of the values'
+// dtype (float32, float64, complex64, complex128). False where an index is out of range.
+PyObject* py_coo_mm(PyObject*, PyObject* args) {
+    PyObject *o_to, *o_from, *o_val, *o_d, *o_out;
+    if (!PyArg_ParseTuple(args, "OOOOO", &o_to, &o_from, &o_val, &o_d, &o_out)) return nullptr;
+    Buffer to, from, val, d, out;
+    if (!to.acquire(o_to, "to", 1, false, true) || !to.check_index("to") || !from.acquire(o_from, "from", 1, false, true) ||
+        !from.check_index("from") || !val.acquire(o_val, "values", 1, false, true) || !acquire3(d, o_d, "d", false) ||
+        !acquire3(out, o_out, "out", true))
+        return nullptr;
+    const int64_t nse = to.shape(0);
+    if (from.shape(0) != nse || val.shape(0) != nse || from.itemsize() != to.itemsize() || d.ndim() > 2 ||
+        out.ndim() != d.ndim() || dim3(d, 2).first != dim3(out, 2).first) {
+        PyErr_SetString(PyExc_ValueError, "coo_mm: inconsistent shapes or index dtypes");
+        return nullptr;
+    }
+    const int kind = float_kind(val);
+    if (d.itemsize() != val.itemsize() || out.itemsize() != val.itemsize() || float_kind(d) != kind ||
+        float_kind(out) != kind) {
+        PyErr_SetString(PyExc_TypeError, "coo_mm: values, d and out must have one dtype");
+        return nullptr;
+    }
+    bool in_range = true;
+    const bool ok = dispatch_float(kind, val.itemsize(), [&](auto vtag) {
+        using T = typename decltype(vtag)::type;
+        dispatch_index(to.itemsize(), [&](auto itag) {
+            using I = typename decltype(itag)::type;
+            const View3<const T> D = view3<const T>(d);
+            const View3<T> O = view3<T>(out);
+            run_releasing_gil(nse * std::max<int64_t>(O.n2, 1) + O.n1 * O.n2, [&] {
+                in_range = coo_mm<I, T>(reinterpret_cast<const I*>(to.ptr()), reinterpret_cast<const I*>(from.ptr()),
+                                        reinterpret_cast<const T*>(val.ptr()), nse, D, O);
+            });
+        });
+    });
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "coo_mm: unsupported value type (buffer format '%s')", val.format());
+        return nullptr;
+    }
+    return PyBool_FromLong(in_range);
+}
+
 // csr_mm(indptr, indices, data, n_minor, d, out, c, alpha, beta, transpose) -> None or NotImplemented
 //   out[b] = alpha * op(A[b]) @ d[b] + beta * c[b], op(A) = A or A^T; c may be None. The value type
 //   (float32, float64, complex64, complex128) is read from the buffers' formats, which must agree.
@@ -1952,15 +2076,7 @@ PyObject* py_csr_mm(PyObject*, PyObject* args) {
 #endif
                 (void)fewer;
             };
-            // Releasing the GIL costs about as much as a small product; as numpy does, only work
-            // worth a few microseconds releases it.
-            if ((A.nb == 1 ? nb : 1) * A.nse * std::max<int64_t>(K, 1) + O.n1 * K < kReleaseGilMinWork) {
-                run();
-            } else {
-                Py_BEGIN_ALLOW_THREADS;
-                run();
-                Py_END_ALLOW_THREADS;
-            }
+            run_releasing_gil((A.nb == 1 ? nb : 1) * A.nse * std::max<int64_t>(K, 1) + O.n1 * K, run);
         });
     });
     if (!ok) {
@@ -4362,6 +4478,8 @@ PyMethodDef methods[] = {
      "pool_block(nbytes) -> Block: a writable buffer of nbytes, from the pool of freed large outputs when one fits"},
     {"pool_release", py_pool_release, METH_NOARGS, "pool_release() -> bytes: free the pooled blocks"},
     {"pool_bytes", py_pool_bytes, METH_NOARGS, "pool_bytes() -> bytes held by the pool"},
+    {"coo_mm", py_coo_mm, METH_VARARGS,
+     "coo_mm(to, from, values, d, out) -> bool: out = A @ d for COO entries (to, from) in any order; False where an index is out of range"},
     {"csr_mm", py_csr_mm, METH_VARARGS,
      "csr_mm(indptr, indices, data, n_minor, d, out, c, alpha, beta, transpose, checked=False): out = alpha op(A) @ d + beta c; "
      "checked: the offsets and indices are known to be valid (skips their checks)"},

@@ -176,6 +176,11 @@ class Monoid:
     linear: bool = False
     has_identity: bool = True
 
+    @property
+    def idempotent(self) -> bool:
+        """Whether any number of copies of a value reduce to that value (``max``, ``min``, ``any``, ``all``)."""
+        return self.power is _same
+
 
 def _cast_premap(xp: Any, v: Any, dtype: Any) -> Any:
     return _astype(xp, v, dtype)

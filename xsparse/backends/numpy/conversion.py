@@ -122,27 +122,34 @@ def _convert_coo_compressed_numpy(xp: Any, a: COOArray, target: Target) -> Compr
     # entries in row-major order already (a kron, a product, a coalesced array) need no sort
     in_order = a._coalesced and cd == 0 and not (wide and index_dtype == np.int32)
     unchecked = not a._bounds_checked and a.nnz > 0
-    if unchecked and (nb_dims or not in_order):
+    if unchecked and nb_dims:
         check_coo_bounds(a)  # folded keys of indices out of range would land in other rows or batches
         unchecked = False
     if nb_dims:
         major = fold([*idx[:nb_dims], major], (*batch, n_major))
+    # the compiled passes below check the major indices' range on the way, the minor ones are checked here
+    if unchecked and not (int(minor.min()) >= 0 and int(minor.max()) < n_minor):
+        check_coo_bounds(a)  # its error names the index out of range
     if in_order:
         # the offsets are one pass over the rows, which checks their order and range on the way (the flag
         # is the caller's word: entries out of order are sorted below, as any others are); the plain
         # indices a copy (not a view, which would keep the row indices alive), the values shared
         offsets = _cpu.sorted_offsets(major, minor.astype(major.dtype, copy=False), math.prod(batch) * n_major)
-        if offsets is not None and (not unchecked or (int(minor.min()) >= 0 and int(minor.max()) < n_minor)):
+        if offsets is not None:
             indptr, indices = offsets.astype(index_dtype, copy=False), np.array(minor, dtype=index_dtype)
             ci, pi, values = _split_batches(indptr, indices, np.asarray(a._vals), batch, n_major, target.layout)
             return CompressedArray(ci, pi, values, target.shape, layout=target.layout, backend=target.backend, xp=xp, fill_value=a.fill_value)
-        if unchecked:
-            check_coo_bounds(a)  # its error names the index out of range
     work = np.int64 if wide or index_dtype == np.int64 else np.int32
-    indptr, indices, data = _cpu.coo_to_compressed(
-        major.astype(work, copy=False), minor.astype(work, copy=False), np.asarray(a._vals),
-        math.prod(batch) * n_major, n_minor,
-    )  # fmt: skip
+    try:
+        # a coalesced array's entries, scattered stably by column, reach each column in row order, unique
+        indptr, indices, data = _cpu.coo_to_compressed(
+            major.astype(work, copy=False), minor.astype(work, copy=False), np.asarray(a._vals),
+            math.prod(batch) * n_major, n_minor, sum_duplicates=not a._coalesced,
+        )  # fmt: skip
+    except ValueError:
+        if unchecked:
+            check_coo_bounds(a)  # a major index out of range: the validator's error names it
+        raise
     indptr, indices = indptr.astype(index_dtype, copy=False), indices.astype(index_dtype, copy=False)
     ci, pi, values = _split_batches(indptr, indices, data, batch, n_major, target.layout)
     return CompressedArray(ci, pi, values, target.shape, layout=target.layout, backend=target.backend, xp=xp, fill_value=a.fill_value)
@@ -230,7 +237,9 @@ def _coalesce_coo_numpy(xp: Any, a: COOArray) -> COOArray:
     out[0] = rows
     if sd > 1:
         out[1:] = np.unravel_index(minor, rest)
-    return COOArray(out, values, a.shape, backend=a._backend, xp=xp, coalesced=True, fill_value=a.fill_value)
+    result = COOArray(out, values, a.shape, backend=a._backend, xp=xp, coalesced=True, fill_value=a.fill_value)
+    result._bounds_checked = True  # the input's indices were in range, and these are some of them
+    return result
 
 
 @register("convert", (sparse_coo, strided), backend="numpy")

@@ -316,11 +316,15 @@ def _supports_strided_coo(xp: Any, x: Any, a: COOArray) -> str | None:
     return reason
 
 
-def _coo_as_csr(a: COOArray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The CSR components of ``a`` folded to ``(prod(batch) * M, K)``: rows grouped, duplicates kept.
+def _coo_as_csr(a: COOArray, dtype: np.dtype, *, kernel_checks: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """The CSR components of ``a`` folded to ``(prod(batch) * M, K)`` (rows grouped, duplicates kept), and
+    whether its indices are known to lie in range.
 
-    The indices are read once for their bounds (the compiled kernels must not read outside their
-    operands), which also gives an out-of-range index a clear error wherever the array was built.
+    The compiled kernels must not read outside their operands, so the indices are read once for their
+    bounds, which also gives an out-of-range index a clear error wherever the array was built. Where the
+    caller's kernel checks the column indices as it reads them (``kernel_checks``, and the caller passes
+    the last item on as its ``checked``), a coalesced matrix's entries are grouped by the one pass that
+    also checks the row indices, and nothing else reads them.
     """
     idx = np.asarray(a._idx)
     shape = a._shape
@@ -328,8 +332,10 @@ def _coo_as_csr(a: COOArray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, n
     vals = np.asarray(a._vals)
     if vals.dtype != dtype:
         vals = vals.astype(dtype)
-    if nse:
+    checked = a._bounds_checked or nse == 0
+    if not checked and not (kernel_checks and a._coalesced and a.ndim == 2):
         check_coo_bounds(a, f"shape={shape}")  # the dispatcher names the operation
+        checked = True
     n_rows = math.prod(shape[:-1])
     rows = idx[-2]
     if a.ndim > 2:
@@ -338,50 +344,84 @@ def _coo_as_csr(a: COOArray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, n
     wide = n_rows > _INT32_MAX or nse > _INT32_MAX or shape[-1] > _INT32_MAX
     work = np.dtype(np.int64) if wide or cols.dtype == np.int64 else np.dtype(np.int32)
     if a._coalesced:
-        indptr = np.empty(n_rows + 1, dtype=work)
-        indptr[0] = 0
-        np.cumsum(np.bincount(rows, minlength=n_rows), out=indptr[1:])
-        return indptr, cols.astype(work, copy=False), vals
+        offsets = _cpu.sorted_offsets(rows, cols, n_rows)  # None where a row index is out of order or range
+        if offsets is not None:
+            return offsets.astype(work, copy=False), cols.astype(work, copy=False), vals, checked
+        if not checked:
+            check_coo_bounds(a, f"shape={shape}")
     indptr, indices, data = _cpu.coo_to_compressed(
         rows.astype(work, copy=False), cols.astype(work, copy=False), vals, n_rows, shape[-1], sum_duplicates=False
     )  # fmt: skip
-    return indptr, indices, data
+    return indptr, indices, data, True
 
 
-def _coo_operands(a: COOArray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``a``'s folded CSR components and ``x``, both in their promoted dtype."""
+def _coo_operands(a: COOArray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+    """``a``'s folded CSR components and ``x``, both in their promoted dtype, and whether ``a``'s indices
+    are known to lie in range (else the product checks its column indices)."""
     dtype = np.result_type(a._vals.dtype, x.dtype)
-    indptr, cols, vals = _coo_as_csr(a, dtype)
-    return indptr, cols, vals, x if x.dtype == dtype else x.astype(dtype)
+    indptr, cols, vals, checked = _coo_as_csr(a, dtype, kernel_checks=True)
+    return indptr, cols, vals, x if x.dtype == dtype else x.astype(dtype), checked
+
+
+def _coo_matmul(a: COOArray, indptr: np.ndarray, cols: np.ndarray, vals: np.ndarray, d: np.ndarray, *, checked: bool, transpose: bool = False) -> np.ndarray:
+    """:func:`_cpu.csr_matmul` of ``a``'s folded components, whose error for an index out of range is the validator's."""
+    try:
+        return _cpu.csr_matmul(indptr, cols, vals, a._shape[-1], d, transpose=transpose, checked=checked)
+    except ValueError:
+        if not checked:
+            check_coo_bounds(a, f"shape={a._shape}")  # names the index out of range
+        raise
+
+
+def _coo_one_pass(a: COOArray, x: np.ndarray, *, transpose: bool = False) -> np.ndarray | None:
+    """``a @ x`` (``a.T @ x`` with ``transpose``) of a COO matrix and a strided vector or matrix by one pass
+    over the entries, where the product would run on one thread anyway (small, or the machine busy):
+    grouping the entries by row for the parallel kernel then costs more than the product. None otherwise."""
+    k = x.shape[1] if x.ndim == 2 else 1
+    if a.ndim != 2 or x.ndim > 2 or _cpu.product_threads(a.nnz * k) > 1:
+        return None
+    dtype = np.result_type(a._vals.dtype, x.dtype)
+    idx = np.asarray(a._idx)
+    vals = np.asarray(a._vals)
+    out = _cpu.coo_matmul(idx[int(transpose)], idx[1 - int(transpose)], vals.astype(dtype, copy=False), x.astype(dtype, copy=False), a._shape[int(transpose)])
+    if out is None:
+        check_coo_bounds(a, f"shape={a._shape}")  # names the index out of range
+    return out
 
 
 @register("matmul", (sparse_coo, strided), backend="numpy", supports=_supports_coo_strided)
 def _matmul_coo_strided_numpy(xp: Any, a: COOArray, b: Any) -> Any:
-    """COO @ strided: entries grouped by (batch, row), then the compiled SpMM; O(nnz * K + M), all cores."""
-    indptr, cols, vals, b = _coo_operands(a, b)
+    """COO @ strided: one pass over the entries on one thread, else entries grouped by (batch, row), then the compiled SpMM; O(nnz * K + M), all cores."""
+    out = _coo_one_pass(a, b)
+    if out is not None:
+        return out
+    indptr, cols, vals, b, checked = _coo_operands(a, b)
     m, k = a._shape[-2], a._shape[-1]
     if b.ndim <= 2:
-        out = _cpu.csr_matmul(indptr, cols, vals, k, b, checked=True)
+        out = _coo_matmul(a, indptr, cols, vals, b, checked=checked)
         return out.reshape(*a._shape[:-1], *b.shape[1:])
     # one 2-D matrix for every batch of b
     batch = b.shape[:-2]
     nb = math.prod(batch)
-    out = _cpu.csr_matmul(indptr, cols, vals, k, b.reshape(nb, k, b.shape[-1]), checked=True)
+    out = _coo_matmul(a, indptr, cols, vals, b.reshape(nb, k, b.shape[-1]), checked=checked)
     return out.reshape(*batch, m, b.shape[-1])
 
 
 @register("matmul", (strided, sparse_coo), backend="numpy", supports=_supports_strided_coo)
 def _matmul_strided_coo_numpy(xp: Any, x: Any, a: COOArray) -> Any:
-    """strided @ COO as (COO.T @ x.T).T: entries grouped by row, then the compiled scatter; O(nnz * P + N * P)."""
-    indptr, cols, vals, x = _coo_operands(a, x)
+    """strided @ COO as (COO.T @ x.T).T: a vector by one pass on one thread, else entries grouped by row, then the compiled scatter; O(nnz * P + N * P)."""
+    out = _coo_one_pass(a, x, transpose=True) if x.ndim == 1 else None
+    if out is not None:
+        return out
+    indptr, cols, vals, x, checked = _coo_operands(a, x)
     kk, n = a._shape
     if x.ndim == 1:
-        return _cpu.csr_matmul(indptr, cols, vals, n, x, transpose=True, checked=True)
+        return _coo_matmul(a, indptr, cols, vals, x, checked=checked, transpose=True)
     batch = x.shape[:-2]
     p = x.shape[-2]
     nb = math.prod(batch)
     d = np.ascontiguousarray(x.reshape(nb, p, kk).swapaxes(1, 2))  # x.T, rows read as vectors by the scatter
-    out = _cpu.csr_matmul(indptr, cols, vals, n, d, transpose=True, checked=True)
+    out = _coo_matmul(a, indptr, cols, vals, d, checked=checked, transpose=True)
     return out.swapaxes(1, 2).reshape(*batch, p, n)
 
 
@@ -401,7 +441,7 @@ def _matmul_coo_coo_numpy(xp: Any, a: COOArray, b: COOArray) -> COOArray:
     """COO @ COO -> coalesced COO: both grouped by row (duplicates kept), the compiled Gustavson SpGEMM; O(flops + nnz), all cores."""
     dtype = np.result_type(a._vals.dtype, b._vals.dtype)
     m, n = a._shape[0], b._shape[1]
-    indptr, cols, data = _cpu.csr_spgemm(_coo_as_csr(a, dtype), _coo_as_csr(b, dtype), n)
+    indptr, cols, data = _cpu.csr_spgemm(_coo_as_csr(a, dtype)[:3], _coo_as_csr(b, dtype)[:3], n)
     index_dtype = np.dtype(a.index_dtype)
     if index_dtype == np.int32 and max(m, n, cols.shape[0]) > _INT32_MAX:
         index_dtype = np.dtype(np.int64)
