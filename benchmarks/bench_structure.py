@@ -20,8 +20,13 @@ Cases, target: at least as fast as SciPy (ratio <= 1.0):
 * ``diagonal`` (SciPy: ``A.diagonal()``, a dense vector; xsparse: a 1-D COO array), ``tril``,
   ``triu k=1`` (``scipy.sparse.tril(A, format="csr")``).
 * ``vstack``, ``hstack`` of ``[A, A]`` (``scipy.sparse.vstack(..., format="csr")``).
-* ``to CSC``, ``to COO`` (``A.tocsc()``, ``A.tocoo()``), ``COO to CSR`` of ``A``'s canonical COO form
-  (``tocsr()`` of SciPy's ``coo_array``).
+* ``to CSC``, ``to COO`` (``A.tocsc()``, ``A.tocoo()``), ``COO to CSR`` and ``COO to CSC`` of ``A``'s
+  canonical COO form (``tocsr()``, ``tocsc()`` of SciPy's ``coo_array``), ``COO @ x`` of it and a vector.
+* ``checked CSR``: building ``A`` from its components with the index checks
+  (``sparse_csr_array(..., check_invariants=True)``; SciPy: ``csr_array((data, indices, indptr))``, then
+  ``check_format(full_check=True)``).
+* ``sum``, ``max`` of every element (``A.sum()``, ``A.max()``), and of a 10 x 10 CSR matrix with 30 entries
+  (``sum small``, ``max small``: the cost of a call around a tiny reduction).
 * ``count_nonzero``, ``vector_norm`` (``scipy.sparse.linalg.norm(A)``, the Frobenius norm).
 * ``kron T, I``: the 1-D Laplacian of 1,000 points (``--quick``: 300) times the identity, as CSR
   (``scipy.sparse.kron(T, I, format="csr")``), the 2-D Laplacian's construction; ``kron R, S``: a
@@ -116,6 +121,15 @@ def numpy_cases(quick: bool, repeats: int) -> list[dict[str, Any]]:
     # block_diag of many small blocks: 1,000 (--quick: 100) CSR matrices of 10 x 10, 30 entries each
     mblocks = [_random_csr(rng, 10, 30) for _ in range(100 if quick else 1000)]
     blocks = [_as_xsparse(x) for x in mblocks]
+    x = rng.standard_normal(n)
+    msmall = _random_csr(rng, 10, 30)
+    small = _as_xsparse(msmall)
+
+    def checked() -> Any:
+        c = sp.csr_array((m.data, m.indices, m.indptr), shape=m.shape, copy=False)
+        c.check_format(full_check=True)
+        return c
+
     cases = [
         ("A[i, j]", lambda: a[i, j], lambda: m[i, j]),
         ("A[i]", lambda: a[i], lambda: m[[i]]),
@@ -132,6 +146,13 @@ def numpy_cases(quick: bool, repeats: int) -> list[dict[str, Any]]:
         ("to CSC", lambda: xs.to_sparse_csc(a), lambda: m.tocsc()),
         ("to COO", lambda: xs.to_sparse_coo(a), lambda: m.tocoo()),
         ("COO to CSR", lambda: xs.to_sparse_csr(coo), lambda: mcoo.tocsr()),
+        ("COO to CSC", lambda: xs.to_sparse_csc(coo), lambda: mcoo.tocsc()),
+        ("COO @ x", lambda: coo @ x, lambda: mcoo @ x),
+        ("checked CSR", lambda: xs.sparse_csr_array(m.indptr, m.indices, m.data, m.shape, check_invariants=True), checked),
+        ("sum", lambda: xs.sum(a), lambda: m.sum()),
+        ("max", lambda: xs.max(a), lambda: m.max()),
+        ("sum small", lambda: xs.sum(small), lambda: msmall.sum()),
+        ("max small", lambda: xs.max(small), lambda: msmall.max()),
         ("count_nonzero", lambda: xs.count_nonzero(a), lambda: m.count_nonzero()),
         ("vector_norm", lambda: xs.linalg.vector_norm(a), lambda: spla.norm(m)),
         ("kron T, I", lambda: xs.kron(t, eye, layout=xs.sparse_csr), lambda: sp.kron(mt, meye, format="csr")),

@@ -766,3 +766,66 @@ def test_parallel_ufunc_matches_numpy_and_shares_the_indices(monkeypatch: pytest
     assert s.crow_indices() is a.crow_indices() and s.col_indices() is a.col_indices()
     with np.errstate(all="ignore"):
         assert_same(np.asarray(s.values()), np.sin(x))
+
+
+# --- the full check of compressed indices ------------------------------------------------------------------
+
+
+def _holds_5_1_to_5_6(ci: np.ndarray, pi: np.ndarray, n_minor: int) -> bool:
+    """Invariants 5.1-5.6, one batch and one slice at a time (the oracle)."""
+    nse = pi.shape[-1]
+    nb = math.prod(ci.shape[:-1])
+    for p, x in zip(ci.reshape(nb, ci.shape[-1]), pi.reshape(nb, nse)):
+        if p[0] != 0 or p[-1] != nse or np.any(np.diff(p) < 0) or np.any(np.diff(p) > n_minor):
+            return False
+        for lo, hi in zip(p[:-1], p[1:]):
+            row = x[lo:hi]
+            if np.any(row < 0) or np.any(row >= n_minor) or np.any(np.diff(row) <= 0):
+                return False
+    return True
+
+
+@st.composite
+def compressed_indices(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, int]:
+    """Offsets and plain indices of a batch of canonical matrices (empty slices likely), then, most often,
+    one fault: a swap, a duplicate, an index out of range, an offset moved or its ends wrong."""
+    dtype = draw(st.sampled_from([np.int32, np.int64]))
+    batch = draw(st.sampled_from([(), (), (1,), (3,), (2, 2)]))
+    n_major, n_minor = draw(st.integers(0, 6)), draw(st.integers(0, 6))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    nb = math.prod(batch)
+    nse = draw(st.integers(0, n_major * n_minor))
+    ci = np.zeros((nb, n_major + 1), dtype=np.int64)
+    pi = np.zeros((nb, nse), dtype=np.int64)
+    for b in range(nb):
+        cells = np.sort(rng.choice(n_major * n_minor, nse, replace=False)) if nse else np.zeros(0, np.int64)
+        ci[b, 1:] = np.cumsum(np.bincount(cells // max(n_minor, 1), minlength=n_major))[:n_major]
+        pi[b] = cells % max(n_minor, 1)
+    fault = draw(st.sampled_from(["none", "swap", "duplicate", "high", "negative", "huge", "offset", "first", "last"]))
+    if fault in ("swap", "duplicate", "high", "negative", "huge") and nse:
+        b, k = int(rng.integers(nb)), int(rng.integers(nse))
+        if fault == "swap" and nse > 1:
+            pi[b, [k, (k + 1) % nse]] = pi[b, [(k + 1) % nse, k]]
+        elif fault == "duplicate" and nse > 1:
+            pi[b, k] = pi[b, k - 1]
+        else:
+            pi[b, k] = {"high": n_minor, "negative": -1, "huge": np.iinfo(dtype).max, "swap": 0, "duplicate": 0}[fault]
+    elif fault in ("offset", "first", "last") and nb:
+        b = int(rng.integers(nb))
+        r = {"offset": int(rng.integers(n_major + 1)), "first": 0, "last": n_major}[fault]
+        ci[b, r] += int(rng.choice([-1, 1]))
+    return ci.reshape(*batch, n_major + 1).astype(dtype), pi.reshape(*batch, nse).astype(dtype), n_minor
+
+
+@examples
+@given(case=compressed_indices())
+def test_compressed_canonical_agrees_with_the_invariants(case: tuple[np.ndarray, np.ndarray, int]) -> None:
+    ci, pi, n_minor = case
+    assert _cpu.compressed_canonical(ci, pi, n_minor) == _holds_5_1_to_5_6(ci, pi, n_minor)
+
+
+def test_compressed_canonical_declines_index_arrays_of_two_dtypes() -> None:
+    ci, pi = np.array([0, 1], dtype=np.int64), np.array([0], dtype=np.int32)
+    assert _holds_5_1_to_5_6(ci, pi, 1)
+    assert not _cpu.compressed_canonical(ci, pi, 1)  # the validator's own checks decide
+    assert _cpu.compressed_canonical(ci, pi.astype(np.int64), 1)

@@ -74,6 +74,13 @@ def _torch_repeat(x: Any, counts: Any, total: int) -> Any:
     return torch.repeat_interleave(x, counts, output_size=total)
 
 
+def _numpy_canonical(compressed: Any, plain: Any, n_plain: int) -> bool:
+    from . import _cpu
+
+    # the compiled passes where the extension is built; else False, and the validator checks on its own
+    return _cpu.unavailable_reason() is None and _cpu.compressed_canonical(compressed, plain, n_plain)
+
+
 def _numpy_extrema(xp: Any, x: Any) -> tuple[int, int]:
     # the array's own methods: half the cost of the namespace's wrapped functions on a small array
     return int(x.min()), int(x.max())
@@ -131,6 +138,11 @@ class Backend:
     extrema
         ``extrema(xp, x)``: the smallest and the largest element of the non-empty integer array ``x``, as
         Python integers (every index array's bounds check asks).
+    canonical
+        ``canonical(compressed, plain, n_plain)``: True where compressed indices are known to hold
+        invariants 5.1-5.6 by a faster check of the library's (the validator then skips its own), False
+        where they may not (the validator's checks then run and name what fails); ``None`` where the
+        library has no such check.
     integer_matmul
         ``integer_matmul(x)``: whether the library's ``matmul`` multiplies integer arrays on the device of
         ``x`` (torch's has no integer kernels on CUDA: the generic kernels then sum the products).
@@ -144,6 +156,7 @@ class Backend:
     contiguity: Callable[[Any], bool | None] = field(default=lambda x: None, repr=False)
     repeat: Callable[[Any, Any, int], Any] | None = field(default=None, repr=False)
     extrema: Callable[[Any, Any], tuple[int, int]] = field(default=_generic_extrema, repr=False)
+    canonical: Callable[[Any, Any, int], bool] | None = field(default=None, repr=False)
     integer_matmul: Callable[[Any], bool] = field(default=lambda x: True, repr=False)
 
     def is_available(self) -> bool:
@@ -222,6 +235,7 @@ _BUILTIN = {
         Backend(
             "numpy", "numpy", _compat("array_api_compat.numpy"), "xsparse.backends.numpy",
             contiguity=lambda x: bool(x.flags.c_contiguous), repeat=_numpy_repeat, extrema=_numpy_extrema,
+            canonical=_numpy_canonical,
         ),
         Backend(
             "torch", "torch", _compat("array_api_compat.torch"), "xsparse.backends.torch", _torch_devices,
