@@ -454,6 +454,30 @@ def test_uncoalesced_2d_coo_to_compressed(backend: str, xp: Any, layout: xs.Layo
     assert result.nnz == len(positions)
 
 
+def test_numpy_coo_marked_coalesced_with_repeats_to_csr_sums_them() -> None:
+    """An array marked coalesced whose entries repeat a position: the NumPy kernel's pass that finds them
+    out of row order sends them through the sort and the sum, as any others (docs/backends.md; the torch
+    backend's check names coo.6, the generic kernels trust the flag)."""
+    a = xs.sparse_coo_array(np.array([[0, 0, 1], [1, 1, 0]]), np.array([2.0, 4.0, 3.0]), (2, 3), is_coalesced=True)
+    result = xs.to_sparse_csr(a)
+    assert result.nnz == 2
+    assert_sparse_equal(result, np.array([[0.0, 6.0, 0.0], [3.0, 0.0, 0.0]]))
+
+
+@pytest.mark.parametrize("layout", [xs.sparse_csr, xs.sparse_csc], ids=str)
+@pytest.mark.parametrize("bad", [2**32 + 1, 2**62, -(2**62)])
+@pytest.mark.parametrize("coalesced", [False, True])
+def test_numpy_coo_index_out_of_range_to_int32_compressed(layout: xs.Layout, bad: int, coalesced: bool) -> None:
+    """An int64 index out of range, converted by the NumPy kernel to int32 indices, is named, not wrapped
+    into range (the compiled kernels check what they read; the generic ones trust unchecked indices)."""
+    major = 0 if layout is xs.sparse_csr else 1
+    idx = np.array([[0, 1], [1, 2]], dtype=np.int64)
+    idx[major, 1] = bad
+    a = xs.sparse_coo_array(idx, np.array([1.0, 2.0]), (2, 3), is_coalesced=coalesced)
+    with pytest.raises(xs.InvariantError, match=rf"coo.5 violated.*indices\[{major}\] must lie in \[0, {(2, 3)[major]}\), got {bad}"):
+        xs.to_sparse(a, layout=layout, index_dtype="int32")
+
+
 # -- 4. every registered kernel against the generic one ---------------------------------------------
 
 CONSTRUCTIBLE = frozenset(LAYOUTS)

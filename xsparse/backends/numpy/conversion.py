@@ -130,6 +130,7 @@ def _convert_coo_compressed_numpy(xp: Any, a: COOArray, target: Target) -> Compr
     # the compiled passes below check the major indices' range on the way, the minor ones are checked here
     if unchecked and not (int(minor.min()) >= 0 and int(minor.max()) < n_minor):
         check_coo_bounds(a)  # its error names the index out of range
+    coalesced = a._coalesced
     if in_order:
         # the offsets are one pass over the rows, which checks their order and range on the way (the flag
         # is the caller's word: entries out of order are sorted below, as any others are); the plain
@@ -139,12 +140,16 @@ def _convert_coo_compressed_numpy(xp: Any, a: COOArray, target: Target) -> Compr
             indptr, indices = offsets.astype(index_dtype, copy=False), np.array(minor, dtype=index_dtype)
             ci, pi, values = _split_batches(indptr, indices, np.asarray(a._vals), batch, n_major, target.layout)
             return CompressedArray(ci, pi, values, target.shape, layout=target.layout, backend=target.backend, xp=xp, fill_value=a.fill_value)
-    work = np.int64 if wide or index_dtype == np.int64 else np.int32
+        coalesced = False  # out of order or repeated after all: sorted and summed below
+    work = np.dtype(np.int64 if wide or index_dtype == np.int64 else np.int32)
+    if unchecked and work.itemsize < major.dtype.itemsize:
+        check_coo_bounds(a)  # a major index out of range could wrap into range in the narrower dtype
+        unchecked = False
     try:
         # a coalesced array's entries, scattered stably by column, reach each column in row order, unique
         indptr, indices, data = _cpu.coo_to_compressed(
             major.astype(work, copy=False), minor.astype(work, copy=False), np.asarray(a._vals),
-            math.prod(batch) * n_major, n_minor, sum_duplicates=not a._coalesced,
+            math.prod(batch) * n_major, n_minor, sum_duplicates=not coalesced,
         )  # fmt: skip
     except ValueError:
         if unchecked:
