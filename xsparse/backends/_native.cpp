@@ -1910,11 +1910,6 @@ bool csr_mm_scatter(const CsrView<I, T>& A, View3<const T> D, View3<T> O, const 
     return ok;
 }
 
-// out[to[k], :] += val[k] * d[from[k], :] for every entry k of a COO matrix, in any order, duplicates
-// included: A @ d with (to, from) = (rows, columns), A^T @ d with them swapped. One thread, one pass, no
-// grouping of the entries (SciPy's coo_matvec): grouping them by row first (a sort, or the offsets of
-// a coalesced array) cost more than the product itself. Every index is checked as it is read (an
-// unsigned comparison, predicted); false, with out partly written, where one is out of range.
 // coo_mm of one column (y starts at zero): each run of entries of one row (all of a row's, in a
 // coalesced array) sums in a register, stored when the row changes. Adding each entry to its output
 // element instead made every addition wait for the previous one's store (1.6 times the time). A function
@@ -1941,6 +1936,11 @@ __attribute__((noinline)) bool coo_mv(const I* __restrict to, const I* __restric
     return true;
 }
 
+// out[to[k], :] += val[k] * d[from[k], :] for every entry k of a COO matrix, in any order, duplicates
+// included: A @ d with (to, from) = (rows, columns), A^T @ d with them swapped. One thread, one pass, no
+// grouping of the entries (SciPy's coo_matvec): grouping them by row first (a sort, or the offsets of
+// a coalesced array) cost more than the product itself. Every index is checked as it is read (an
+// unsigned comparison, predicted); false, with out partly written, where one is out of range.
 template <class I, class T>
 bool coo_mm(const I* __restrict to, const I* __restrict from, const T* __restrict val, int64_t nse, View3<const T> D,
             View3<T> O) {
