@@ -277,14 +277,17 @@ def test_structure_helpers_reject_bad_components() -> None:
 @NATIVE
 @pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint16, np.int64, np.float32, np.float64, np.complex64, np.float16])
 def test_count_nonzero_matches_numpy(dtype: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """NaN counts, -0.0 does not, a complex value counts when either part is nonzero; small and parallel sizes."""
+    """NaN, infinities and the smallest subnormal count, -0.0 does not, a complex value counts when either
+    part is nonzero; small sizes (with a tail beyond the last vector) and parallel ones."""
     monkeypatch.setattr(_cpu, "available_threads", lambda: 2)
     rng = np.random.default_rng(2)
-    for n in (0, 1, 1000, _cpu._PARALLEL_COUNT_MIN * 2 + 5):
+    for n in (0, 1, 37, 1000, _cpu._PARALLEL_COUNT_MIN * 2 + 5):
         x = rng.integers(-2, 3, n).astype(dtype)
         if np.dtype(dtype).kind in "fc":
             x[rng.random(n) < 0.05] = np.nan
             x[rng.random(n) < 0.05] = -0.0
+            x[rng.random(n) < 0.05] = -np.inf
+            x[rng.random(n) < 0.05] = np.finfo(dtype).smallest_subnormal
         if np.dtype(dtype).kind == "c":
             x.imag[rng.random(n) < 0.3] = 1
         assert _cpu.count_nonzero(x) == np.count_nonzero(x)

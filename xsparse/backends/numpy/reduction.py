@@ -117,20 +117,25 @@ def _full_kernel(monoid: Any, ufunc: Any, xp: Any, a: CompressedArray | COOArray
     """Reduce every dimension of an array without dense dimensions or blocks whose entries lie at distinct
     positions (an unbatched CSR or CSC array, a coalesced COO array): the values, then the fill.
 
-    Everything is NumPy's own (no namespace wrappers): on a small array the reduction itself is a few
-    microseconds, and the generic machinery around it was ten times that."""
-    f = np.asarray(monoid.premap(xp, fill_array(xp, a), spec.dtype))
-    nse = a._vals.shape[0]
+    Everything is NumPy's own (no namespace wrappers, the fill value made and compared with the ufunc's
+    identity directly): on a small array the reduction itself is a few microseconds, and the generic
+    machinery around it was ten times that."""
+    vals = np.asarray(a._vals)
+    nse = vals.shape[0]
     unspecified = math.prod(a.shape) - nse
-    out_shape = reduced_shape(a.shape, spec.axes, spec.keepdims)
+    out_shape = (1,) * a.ndim if spec.keepdims else ()  # every axis is reduced
+    # the fill value as a 0-d array of the values' dtype (NumPy keeps the sign of a -0.0), premapped
+    f = np.asarray(monoid.premap(xp, np.asarray(a.fill_value, dtype=vals.dtype), spec.dtype))
     if nse == 0:
         return np.reshape(np.asarray(fill_of(xp, monoid, f, unspecified), dtype=f.dtype), out_shape)
     if monoid.name == "count_nonzero":
         # counted where they lie, without the truth values and their cast (the count wraps to the dtype as a sum would)
-        g = np.asarray([_cpu.count_nonzero(np.asarray(a._vals))], dtype=np.int64).astype(spec.dtype)
+        g = np.asarray([_cpu.count_nonzero(vals)], dtype=np.int64).astype(spec.dtype)
     else:
-        g = _reduce_all(ufunc, np.asarray(monoid.premap(xp, a._vals, spec.dtype)))
-    if unspecified and not is_neutral(xp, monoid, f):
+        g = _reduce_all(ufunc, np.asarray(monoid.premap(xp, vals, spec.dtype)))
+    # the fill changes nothing where it is the ufunc's identity (the monoid's: 0 for sums, 1 for products,
+    # False for any, True for all; max and min have none)
+    if unspecified and not (ufunc.identity is not None and f == ufunc.identity):
         if monoid.idempotent:
             # max, min, any, all: any number of fill values is one (the monoid's combine is this ufunc)
             with np.errstate(all="ignore"):
