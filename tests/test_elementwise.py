@@ -1196,6 +1196,27 @@ def test_product_of_complex_negative_zero_duplicates(xp: Any) -> None:
     signs = [math.copysign(1, z) for z in (got.real, got.imag, want.real, want.imag)]
     assert signs[:2] == signs[2:] == [1, -1]
 
+@pytest.mark.parametrize("layout", [xs.sparse_coo, xs.sparse_csr], ids=str)
+def test_complex_products_with_one_nan_part_stay_specified(xp: Any, layout: xs.Layout) -> None:
+    # the product of two fills is nan + nanj; an entry with one NaN part (inf + nanj, nan - infj) is
+    # another value, which an entry compared as "NaN" whole was dropped for
+    d = xp.complex128
+    pairs = [
+        (xs.sparse_coo_array(xp.asarray([[1]]), xp.asarray([1 + 3j], dtype=d), (2,), fill_value=complex(math.inf, 0)),
+         xs.sparse_coo_array(xp.asarray([[0]]), xp.asarray([2 + 0j], dtype=d), (2,))),
+        (xs.sparse_coo_array(xp.asarray([[0]]), xp.asarray([-3 + 0j], dtype=d), (2,)),
+         xs.sparse_coo_array(xp.zeros((1, 0), dtype=xp.int64), xp.zeros((0,), dtype=d), (2,), fill_value=complex(1, math.inf))),
+    ]  # fmt: skip
+    for x, y in pairs:
+        x, y = (xs.to_sparse(xs.unsqueeze(v, 0), layout=layout) if layout is xs.sparse_csr else v for v in (x, y))
+        with quiet():  # inf * 0 is NaN, as intended
+            check_binary(xp, "multiply", x, y)
+            got, want = (to_numpy(xs.to_dense(r)) for r in (x * y, xs.to_dense(x) * xs.to_dense(y)))
+        # part by part: the oracle's comparison takes a complex value with a NaN part as NaN whole
+        for part in (np.real, np.imag):
+            np.testing.assert_array_equal(part(got), part(want))
+
+
 def test_clip_keeps_the_dtype_of_x(backend: str, xp: Any) -> None:
     # the standard: the result has x's dtype, with array bounds of another dtype too
     x = xp.asarray([0.5, 3.0, -2.0], dtype=xp.float32)

@@ -1295,11 +1295,28 @@ def test_take_along_a_very_wide_matrix(backend: str, xp: Any) -> None:
     assert_sparse_equal(r, xp.asarray([[2.0, 0.0, 1.0, 0.0], [0.0, 3.0, 0.0, 3.0]]))
     if backend == "numpy":
         scipy_slicing = next(k for k in xs.kernels("getitem") if k.backend == "numpy")
-        assert "one index per position" in str(scipy_slicing.supports(xp, a, parse_key("getitem", a.shape, (slice(None), slice(None, None, -3)))))
+        assert "one offset per position" in str(scipy_slicing.supports(xp, a, parse_key("getitem", a.shape, (slice(None), slice(None, None, -3)))))
     s = a[:, ::-3]  # columns n-1, n-4, ..., 7, 4, 1: 1 and 7 among them, n - 2 not
     assert s.shape == (2, (n + 2) // 3) and s.nnz == 2
     last = (n + 2) // 3 - 1
     assert_sparse_equal(s[:, last - 2 :], xp.asarray([[0.0, 0.0, 1.0], [3.0, 0.0, 0.0]]))
+
+
+def test_a_long_step_across_a_very_wide_matrix(backend: str, xp: Any) -> None:
+    """A stepped column slice that picks 4 columns of 2**40: SciPy would index it through offsets for every
+    column (8 TiB), so its kernel declines and the result costs the entries only."""
+    n = 2**40
+    a = xs.sparse_csr_array(xp.asarray([0, 2, 3]), xp.asarray([0, 2**20, n - 2**38]), xp.asarray([1.0, 2.0, 3.0]), (2, n))
+    if backend == "numpy":
+        scipy_slicing = next(k for k in xs.kernels("getitem") if k.backend == "numpy")
+        key = parse_key("getitem", a.shape, (slice(None), slice(None, None, 2**38)))
+        assert "one offset per position" in str(scipy_slicing.supports(xp, a, key))
+    r = a[:, :: 2**38]  # columns 0, 2**38, 2**39, 3 * 2**38
+    assert r.layout is xs.sparse_csr and r.shape == (2, 4)
+    assert_sparse_equal(r, xp.asarray([[1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 3.0]]))
+    t = a.mT[:: 2**38]  # the CSC view of the transpose, its rows (plain) stepped
+    assert t.layout is xs.sparse_csc and t.shape == (4, 2)
+    assert_sparse_equal(t, xp.asarray([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0], [0.0, 3.0]]))
 
 
 

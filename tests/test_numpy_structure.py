@@ -525,6 +525,41 @@ def test_vector_norm_kernel_special_values(layout: xs.Layout, dtype: str) -> Non
         assert float(xs.linalg.vector_norm(x)) == pytest.approx(float(expected), rel=1e-6, nan_ok=True)
 
 
+@pytest.mark.parametrize("layout", [xs.sparse_coo, xs.sparse_csr])
+def test_vector_norm_kernel_complex_with_one_infinite_part(layout: xs.Layout) -> None:
+    """|inf + nanj| is inf (the standard's abs), so the norm is: the squares of the parts add up to NaN."""
+    native, generic = _kernel("vector_norm", "_vector_norm_indexed_numpy"), _kernel("vector_norm", "_vector_norm_sparse")
+    cases = [
+        (complex(np.inf, np.nan), np.inf),
+        (complex(np.nan, -np.inf), np.inf),
+        (complex(np.nan, 1.0), np.nan),
+        (complex(-np.inf, 0.0), np.inf),
+    ]
+    for z, want in cases:
+        x = xs.to_sparse(np.array([[z, 1 + 0j], [0j, 2j]]), layout=layout)
+        assert native.supports(XP, x, None, False, 2) is None
+        result = float(np.asarray(native.func(XP, x, None, False, 2)))
+        with np.errstate(all="ignore"):
+            expected = float(np.asarray(generic.func(XP, x, None, False, 2)))
+        assert result == pytest.approx(want, nan_ok=True) and expected == pytest.approx(want, nan_ok=True), (z, result, expected)
+
+
+@pytest.mark.parametrize("layout", [xs.sparse_csr, xs.sparse_csc])
+def test_complex_sums_across_slices_without_the_extension(layout: xs.Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the compiled sums, complex sums across the compressed slices are added, not multiplied by a
+    row of ones: (1 + 0j) * (inf + 0j) is inf + nanj, the sum inf + 0j."""
+    monkeypatch.setattr(_cpu, "unavailable_reason", lambda: "the extension is not built")
+    d = np.array([[np.inf + 0j, 1], [1, 0]])
+    if layout is xs.sparse_csc:
+        d = d.T
+    a = xs.to_sparse(d, layout=layout)
+    axis = a.layout.compressed_dim
+    for result in (xs.to_dense(xs.sum(a, axis=axis)), xs.sum(a, axis=axis, layout=xs.strided)):
+        got, want = np.asarray(result), np.sum(d, axis=axis)
+        np.testing.assert_array_equal(got.real, want.real)
+        np.testing.assert_array_equal(got.imag, want.imag)
+
+
 def test_vector_norm_kernel_declines() -> None:
     supports = _kernel("vector_norm", "_vector_norm_indexed_numpy").supports
     a = xs.to_sparse(np.eye(3), layout=xs.sparse_csr)

@@ -132,9 +132,17 @@ def apply_products_rule(op: str, x: Any, y: Any, result: Any, expected: Any) -> 
     fill = getattr(np, op)(*fills)
     both = _specified_elements(x, e.shape) & _specified_elements(y, e.shape)
     dense_axes = tuple(range(e.ndim - result.dense_dim(), e.ndim))
-    equal = (e == fill) | (np.isnan(e) & np.isnan(fill))
+    equal = _equal_by_value(e, fill)
     drop = ~np.any(both, axis=dense_axes, keepdims=True) & np.all(equal, axis=dense_axes, keepdims=True)
     return generic.from_host(result._xp, np.where(drop, fill, e), expected.dtype, result.device)
+
+
+def _equal_by_value(e: np.ndarray, fill: np.ndarray) -> np.ndarray:
+    """Where ``e`` equals ``fill`` by value, NaN equal to NaN; complex values part by part (``inf + nanj`` is
+    not ``nan + nanj``)."""
+    if e.dtype.kind == "c":
+        return _equal_by_value(e.real, fill.real) & _equal_by_value(e.imag, fill.imag)
+    return (e == fill) | (np.isnan(e) & np.isnan(fill))
 
 
 def apply_zero_ties_rule(op: str, x: Any, y: Any, result: Any, expected: Any) -> Any:

@@ -718,11 +718,20 @@ def _equals_fill(xp: Any, values: Any, fill: Any) -> Any:
     a zero is the one not tracked: docs/decisions.md). Products of two specified elements are all kept.
     """
     same = values == fill
-    if xp.isdtype(values.dtype, ("real floating", "complex floating")) and fill != fill:
+    if xp.isdtype(values.dtype, "complex floating") and fill != fill:
+        # part by part, NaN matching NaN: with fill value nan + nanj, inf + nanj is another value
+        c = complex(fill)
+        same = _part_equals(xp, xp.real(values), c.real) & _part_equals(xp, xp.imag(values), c.imag)
+    elif xp.isdtype(values.dtype, "real floating") and fill != fill:
         same = xp.isnan(values)
     if values.ndim > 1:
         same = xp.all(same, axis=tuple(range(1, values.ndim)))
     return same
+
+
+def _part_equals(xp: Any, part: Any, fill: float) -> Any:
+    """Where a real ``part`` of complex values equals that part of the fill value (NaN equals NaN)."""
+    return xp.isnan(part) if fill != fill else part == fill
 
 
 def _combine(xp: Any, name: str, a: COOArray, b: COOArray, joined: tuple[Any, ...] | None = None) -> COOArray:

@@ -52,11 +52,13 @@ def _supports_getitem(xp: Any, a: CompressedArray, items: Sequence[Item]) -> str
         return "SciPy's kernel serves slices of both sparse dimensions only"
     if np.dtype(a.dtype).name not in _SCIPY_DTYPES:
         return f"SciPy's sparse matrices do not hold dtype {np.dtype(a.dtype).name}"
-    plain = items[1 - a.layout.compressed_dim]
-    if isinstance(plain, Slice) and plain.is_identity(a.shape[1 - a.layout.compressed_dim]):
+    plain, n_plain = items[1 - a.layout.compressed_dim], a.shape[1 - a.layout.compressed_dim]
+    if isinstance(plain, Slice) and plain.is_identity(n_plain):
         return "whole plain slices: the generic kernel narrows the compressed ones on their pointers, without copies"
-    if isinstance(plain, Slice) and plain.step != 1 and plain.length > max(8 * a.nnz, _WIDE):
-        return "SciPy indexes a stepped plain slice with one index per position; the generic kernel filters the entries"
+    # SciPy indexes a stepped plain slice through an array of offsets as long as the plain dimension, however
+    # few positions the slice picks
+    if isinstance(plain, Slice) and plain.step != 1 and n_plain > max(8 * a.nnz, _WIDE):
+        return "SciPy indexes a stepped plain slice with one offset per position of the dimension; the generic kernel filters the entries"
     return None
 
 

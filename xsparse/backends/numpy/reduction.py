@@ -175,8 +175,9 @@ def _compressed_groups(ufunc: Any, a: CompressedArray, data: np.ndarray, start: 
     """Reduce each plain index across the slices: every index's result (``start`` where it has none)."""
     indices = np.asarray(a._plain)
     n = start.shape[0]
-    if ufunc is np.add and data.ndim == 1:
-        # SciPy's compiled product of a row of ones with the matrix: the sums of every plain index
+    if ufunc is np.add and data.ndim == 1 and data.dtype.kind != "c":
+        # SciPy's compiled product of a row of ones with the matrix: the sums of every plain index (not of
+        # complex values: (1 + 0j) * (inf + 0j) is inf + nanj, where the sum is inf + 0j)
         from scipy import sparse
 
         major = np.asarray(a._compressed)
@@ -402,6 +403,10 @@ def _vector_norm_indexed_numpy(xp: Any, a: SparseArray, axis: Any, keepdims: boo
     # overflow gives inf and NaN propagates, silently, as in the generic kernel's squares and sums
     with np.errstate(all="ignore"):
         squares = np.dot(flat, flat)  # a scalar of the real dtype
+        if squares != squares and real != values.dtype:
+            # a NaN from inf**2 + nan**2: |inf + nanj| is inf (the standard's abs), and |z|**2 the square of it
+            m = np.abs(values).reshape(-1)
+            squares = np.dot(m, m)
         if unspecified and a.fill_value != 0:
             # as the generic kernel adds them: the fill's square times the count, in the values' precision
             f = np.abs(np.asarray(a.fill_value, dtype=values.dtype))
