@@ -141,8 +141,8 @@ def _equal_by_value(e: np.ndarray, fill: np.ndarray) -> np.ndarray:
     """Where ``e`` equals ``fill`` by value, NaN equal to NaN; complex values part by part (``inf + nanj`` is
     not ``nan + nanj``)."""
     if e.dtype.kind == "c":
-        return _equal_by_value(e.real, fill.real) & _equal_by_value(e.imag, fill.imag)
-    return (e == fill) | (np.isnan(e) & np.isnan(fill))
+        return np.asarray(_equal_by_value(e.real, fill.real) & _equal_by_value(e.imag, fill.imag))
+    return np.asarray((e == fill) | (np.isnan(e) & np.isnan(fill)))
 
 
 def apply_zero_ties_rule(op: str, x: Any, y: Any, result: Any, expected: Any) -> Any:
