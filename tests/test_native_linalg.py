@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import xsparse as xs
 from xsparse import dispatch
 from xsparse.backends import _cpu
-from xsparse.testing import check_invariants
+from xsparse.testing import check_invariants, to_numpy
 
 pytestmark = pytest.mark.skipif(_cpu.unavailable_reason() is not None, reason=str(_cpu.unavailable_reason()))
 
@@ -838,6 +838,40 @@ def test_spgemm_of_hypersparse_operands_goes_to_the_generic_kernel(layout: xs.La
     r = xs.to_sparse_coo(a @ b)
     np.testing.assert_array_equal(r.indices(), [[0, 1], [9, n - 2]])
     np.testing.assert_array_equal(r.values(), [3.0, 8.0])
+
+
+def test_torch_products_of_hypersparse_operands_go_to_the_generic_kernel() -> None:
+    """2**40 positions and two entries: torch's sparse @ sparse, smm and sspaddmm keep work arrays per row
+    and column (torch aborts the process where that allocation fails), so they decline, and the generic
+    kernel, whose memory follows the entries, multiplies."""
+    torch = pytest.importorskip("torch")
+    n = 2**40
+    a = xs.to_backend(xs.to_sparse_csr(np.array([[0, 2.0, 0, 0, 0], [0, 0, 0, 0, 3.0]])), "torch")
+    wide = xs.to_backend(xs.sparse_coo_array([[1, 4], [7, n - 2]], [10.0, 100.0], (5, n)), "torch")
+    tall = xs.to_backend(xs.sparse_coo_array([[1, n - 3], [0, 4]], [10.0, 100.0], (n, 5)), "torch")
+    txp = xs.get_backend("torch").load()
+    products = [  # (kernel's layouts, a, b, the product's entries)
+        ((xs.sparse_csr, xs.sparse_csr), a, xs.to_sparse_csr(wide), ([[0, 1], [7, n - 2]], [20.0, 300.0])),
+        ((xs.sparse_csc, xs.sparse_csc), xs.to_sparse_csr(wide).mT, a.mT, ([[7, n - 2], [0, 1]], [20.0, 300.0])),
+        ((xs.sparse_coo, xs.sparse_coo), xs.to_sparse_coo(a), wide, ([[0, 1], [7, n - 2]], [20.0, 300.0])),
+    ]
+    for layouts, x, y, (indices, values) in products:
+        for k in xs.kernels("matmul"):
+            if k.backend == "torch" and k.signature == layouts:
+                assert "work arrays per row and column" in str(k.supports(txp, x, y)), k.name
+        r = xs.to_sparse_coo(x @ y)
+        np.testing.assert_array_equal(to_numpy(r.indices()), indices)
+        np.testing.assert_array_equal(to_numpy(r.values()), values)
+    ones = torch.ones(5, 2, dtype=torch.float64)
+    (smm,) = [k for k in xs.kernels("smm") if k.backend == "torch"]
+    assert "work arrays per row and column" in str(smm.supports(txp, tall, ones))
+    np.testing.assert_array_equal(to_numpy(xs.to_sparse_coo(xs.smm(tall, ones)).indices()), [[1, 1, n - 3, n - 3], [0, 1, 0, 1]])
+    square = torch.ones(5, 5, dtype=torch.float64)
+    (sspaddmm,) = [k for k in xs.kernels("sspaddmm") if k.backend == "torch"]
+    assert "work arrays per row and column" in str(sspaddmm.supports(txp, tall, tall, square, 1, 1))
+    r = xs.sspaddmm(tall, tall, square).coalesce()  # tall + tall @ ones: its two rows filled, plus tall
+    np.testing.assert_array_equal(to_numpy(r.indices()), [[1] * 5 + [n - 3] * 5, list(range(5)) * 2])
+    np.testing.assert_array_equal(to_numpy(r.values()), [20.0] + [10.0] * 4 + [100.0] * 4 + [200.0])
 
 
 # -- torch: COO products with views and edge operands ---------------------------------------------------

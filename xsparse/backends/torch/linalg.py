@@ -419,10 +419,30 @@ def _matmul_strided_compressed_torch(xp: Any, a: torch.Tensor, b: CompressedArra
 # -- sparse @ sparse ----------------------------------------------------------------------------------
 
 
+# torch's sparse @ sparse, sspaddmm and smm compress their operands' rows and keep work arrays per row
+# and column (as the compiled SpGEMM keeps a row of the result per thread): operands with far more
+# positions than entries (two entries in 2**40 columns) go to the generic kernel, whose memory follows
+# the entries. torch aborts the process where such an allocation fails.
+_POSITIONS_PER_ENTRY = 8
+_POSITIONS_MIN = 1 << 22
+
+
+def _hypersparse_reason(nnz: int, *sizes: int) -> str | None:
+    size = max(sizes)
+    if size > max(_POSITIONS_MIN, _POSITIONS_PER_ENTRY * nnz):
+        return (
+            f"torch's sparse products keep work arrays per row and column ({size}), far more than the operands' "
+            f"{nnz} entries; the generic kernel's memory follows the entries"
+        )
+    return None
+
+
 def _supports_sparse_sparse(xp: Any, a: SparseArray, b: SparseArray) -> str | None:
     reason = _sparse_reason(a) or _sparse_reason(b) or _dtype_reason(a, b)
     if reason is None and not (a.ndim == 2 and b.ndim == 2):
         return "torch multiplies 2-D sparse arrays only"
+    if reason is None:
+        reason = _hypersparse_reason(a.nnz + b.nnz, a.shape[0], a.shape[1], b.shape[1])
     if reason is None and a.dtype not in _FLOATING:
         return f"torch's sparse @ sparse has no {a.dtype} kernel"
     if reason is None and _grad_needed(a._vals, b._vals):
@@ -622,7 +642,8 @@ def _supports_coo_product(xp: Any, a: COOArray, b: torch.Tensor, *rest: Any) -> 
 
 
 def _supports_smm(xp: Any, a: COOArray, b: torch.Tensor) -> str | None:
-    return _supports_coo_product(xp, a, b) or _sspaddmm_cuda_reason(a, b) or _sspmm_half_reason(a)
+    reason = _supports_coo_product(xp, a, b) or _sspaddmm_cuda_reason(a, b) or _sspmm_half_reason(a)
+    return reason or _hypersparse_reason(a.nnz, *a.shape)
 
 
 def _sspmm_half_reason(a: SparseArray) -> str | None:
@@ -662,7 +683,10 @@ def _hspmm_coo_strided_torch(xp: Any, a: COOArray, b: torch.Tensor) -> COOArray:
 
 def _supports_sspaddmm(xp: Any, input: COOArray, a: COOArray, b: torch.Tensor, beta: Any, alpha: Any) -> str | None:
     reason = _supports_coo_product(xp, a, b, input) or _sparse_reason(input) or _dtype_reason(input, a)
-    return reason or _sspaddmm_cuda_reason(input, a, b) or _sspmm_half_reason(a) or _scalar_reason(a.dtype, beta=beta, alpha=alpha)
+    return (
+        reason or _sspaddmm_cuda_reason(input, a, b) or _sspmm_half_reason(a) or _scalar_reason(a.dtype, beta=beta, alpha=alpha)
+        or _hypersparse_reason(a.nnz + input.nnz, *a.shape)
+    )  # fmt: skip
 
 
 @register("sspaddmm", (sparse_coo, sparse_coo, strided), backend="torch", supports=_supports_sspaddmm)
