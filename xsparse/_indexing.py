@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 import array_api_compat
 
@@ -467,6 +467,12 @@ def _index_array(op: str, backend: Backend, xp: Any, indices: Any, size: int, ax
     """``indices`` as a 1-D int64 array of the backend, negative ones wrapped; IndexError when out of bounds."""
     if isinstance(indices, SparseArray):
         indices = _positions(op, x, indices)
+    if isinstance(indices, (list, tuple)):
+        # a Python integer that no int64 holds is out of bounds of every axis: said here, where the backends'
+        # asarray would raise an overflow error of its own or make an array of objects
+        for i in indices:
+            if type(i) is int and not -(2**63) <= i < 2**63:
+                _out_of_bounds(op, i, size, axis)
     ind = indices if is_strided(indices) else xp.asarray(indices, device=_device_of(x))
     if ind.ndim != 1 or not (is_integer_dtype(ind.dtype) or ind.shape[0] == 0):
         raise TypeError(
@@ -484,12 +490,15 @@ def _int64_indices(op: str, xp: Any, ind: Any, size: int, axis: int) -> Any:
     out = xp.astype(ind, xp.int64, copy=False)
     # the cast wraps 2**63 and above around to negatives (torch has no uint64 max to look first)
     if dtype_name(ind.dtype) == "uint64" and math.prod(tuple(ind.shape)) and int(xp.min(out)) < 0:
-        bad = int(xp.min(out)) + 2**64
-        raise IndexError(
-            f"{op}: index {bad} is out of bounds for axis {axis} of size {size} (index={bad}, axis={axis}, size={size}). "
-            f"Use indices in [{-size}, {size})."
-        )
+        _out_of_bounds(op, int(xp.min(out)) + 2**64, size, axis)
     return out
+
+
+def _out_of_bounds(op: str, bad: int, size: int, axis: int) -> NoReturn:
+    raise IndexError(
+        f"{op}: index {bad} is out of bounds for axis {axis} of size {size} (index={bad}, axis={axis}, size={size}). "
+        f"Use indices in [{-size}, {size})."
+    )
 
 
 def _in_bounds(op: str, backend: Backend, xp: Any, ind: Any, size: int, axis: int) -> Any:
@@ -498,11 +507,7 @@ def _in_bounds(op: str, backend: Backend, xp: Any, ind: Any, size: int, axis: in
         return ind
     lo, hi = backend.extrema(xp, ind)
     if lo < -size or hi >= size:
-        bad = lo if lo < -size else hi
-        raise IndexError(
-            f"{op}: index {bad} is out of bounds for axis {axis} of size {size} (index={bad}, axis={axis}, size={size}). "
-            f"Use indices in [{-size}, {size})."
-        )
+        _out_of_bounds(op, lo if lo < -size else hi, size, axis)
     return xp.where(ind < 0, ind + size, ind) if lo < 0 else ind
 
 
