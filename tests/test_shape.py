@@ -796,6 +796,29 @@ def test_concat_of_compressed_with_different_splits_rewrites(backend: str, xp: A
     assert_sparse_equal(r, xp.concat([xp.asarray(d), xp.asarray(d)], axis=0))
 
 
+def test_joins_of_a_hybrid_compressed_array_and_a_coo_one(backend: str, xp: Any) -> None:
+    """A COO operand of a hybrid CSR one's shape is split otherwise (all its dimensions sparse): the join goes
+    through COO with the warning, whatever its entries. Converted with its own split it was a batched CSR
+    array, which raised invariant 3.9 where its batches held different numbers of entries."""
+    for host in (np.array([[1.0, 0, 2], [0, 3, 0]]), np.array([[1.0, 0, 2], [0, 3, 4]])):
+        a, b = xs.to_sparse(xp.asarray(host), layout=xs.sparse_csr), xs.to_sparse(xp.asarray(host))
+        for call, expected in (
+            (lambda: xs.dstack([a, b]), np.dstack([host, host])),
+            (lambda: xs.stack([a, b], axis=-1), np.stack([host, host], axis=-1)),
+        ):
+            with pytest.warns(xs.SparseEfficiencyWarning, match=r"cannot hold every operand .*the splits differ; dense_dims=\[1, 0\]"):
+                r = call()
+            assert_sparse_equal(r, xp.asarray(expected), check_layout=xs.sparse_coo)
+        assert xs.dstack([a, xp.asarray(host)]).layout is xs.sparse_csr  # a strided operand takes the first's split
+    d = np.zeros((2, 2, 2))
+    d[0, 0] = [1.0, 2.0]
+    d[1] = [[3.0, 0.0], [4.0, 5.0]]
+    hybrid, coo = xs.to_sparse_csr(xp.asarray(d), dense_dim=1), xs.to_sparse(xp.asarray(d))
+    with pytest.warns(xs.SparseEfficiencyWarning, match=r"the splits differ"):
+        r = xs.concat([hybrid, coo], axis=0)
+    assert_sparse_equal(r, xp.asarray(np.concatenate([d, d], axis=0)), check_layout=xs.sparse_coo)
+
+
 def _recorded(call: Callable[[], Any]) -> tuple[Any, list[warnings.WarningMessage]]:
     """``call()``'s result and every warning it emitted (stack's expand_dims may warn too)."""
     with warnings.catch_warnings(record=True) as caught:

@@ -768,11 +768,17 @@ def _join_operands(
             f"operands a split that a {target} array holds first."
         )
     dense_dims = [a.dense_dim() if isinstance(a, SparseArray) else dense_dim for a in arrays]
-    if any(_holds(target, blocksize, tuple(a.shape), d) is not None for a, d in zip(arrays, dense_dims)):
+    # sparse operands split differently, one of them in another layout (a hybrid CSR array and a COO one of its
+    # shape): converted with its own split, it would be a batched array, whose batches may not hold one nnz.
+    # (Operands all in the layout go to its join kernel, which declines a mix of splits: the declared rewrite.)
+    splits_differ = (
+        target is not sparse_coo and len({a.dense_dim() for a in sparse}) > 1 and any(a.layout is not target for a in sparse)
+    )
+    if splits_differ or any(_holds(target, blocksize, tuple(a.shape), d) is not None for a, d in zip(arrays, dense_dims)):
         # the declared rewrite (docs/decisions.md, "Compressed joins keep the layout on every axis")
         warnings.warn(
             f"{op}: a {target} array cannot hold every operand with its own split into sparse and dense dimensions "
-            f"(dense_dims={dense_dims}, shapes={[tuple(a.shape) for a in arrays]}"
+            f"({'the splits differ; ' if splits_differ else ''}dense_dims={dense_dims}, shapes={[tuple(a.shape) for a in arrays]}"
             f"{'' if blocksize is None else f', blocksize={blocksize}'}); joining them as sparse_coo arrays instead. Pass "
             f"layout=xsparse.sparse_coo to join in COO without this warning, or give the operands splits that a {target} "
             "array holds.",
