@@ -1789,6 +1789,26 @@ def test_matrix_rank_of_matrices_without_rows_or_columns(backend: str, xp: Any, 
 
 
 
+def test_products_sum_duplicates_before_they_meet_an_infinity(backend: str, xp: Any) -> None:
+    """Duplicates -2 and 4.5 of an uncoalesced COO array mean 2.5: times inf that is inf, where their two
+    products with inf add up to NaN. Every product coalesces such an operand first (finite ones need not)."""
+    w = xs.sparse_coo_array(xp.asarray([[0, 0]]), xp.asarray([-2.0, 4.5], dtype=xp.float64), (2,))
+    m = xs.sparse_coo_array(xp.asarray([[0, 0], [1, 1]]), xp.asarray([-2.0, 4.5], dtype=xp.float64), (2, 2))
+    assert not w.is_coalesced() and not m.is_coalesced()
+    v = xp.asarray([math.inf, 1.0], dtype=xp.float64)
+    col = xp.asarray([[1.0], [math.inf]], dtype=xp.float64)
+    for got, want in (
+        (xs.matmul(w, v), math.inf),
+        (xs.vecdot(w, v), math.inf),
+        (xs.tensordot(w, v, axes=1), math.inf),
+        (xs.matmul(v, w), math.inf),
+        (xs.matmul(m, col), [[math.inf], [0.0]]),
+        (xs.mm(m, col), [[math.inf], [0.0]]),
+        (xs.to_dense(xs.kron(w, xs.to_sparse(v))), [math.inf, 2.5, 0.0, 0.0]),
+    ):
+        np.testing.assert_array_equal(to_numpy(got), want)
+
+
 def test_matrix_rank_reads_rtol_relative_to_the_largest_singular_value(backend: str, xp: Any) -> None:
     # the standard's cutoff is rtol * the largest singular value: 0.2 * 10 = 2 keeps 10 and 4 (jax.numpy's
     # matrix_rank compared with 0.2 itself and counted 3)

@@ -12,6 +12,7 @@ sparse @ sparse has the left operand's layout. ``layout=`` converts the result.
 
 from __future__ import annotations
 
+import cmath
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -25,9 +26,10 @@ from ._elementwise import convert_result
 from ._index_key import is_integer_dtype
 from .backends import Backend
 from .backends.array_api import linalg as _generic  # registers the generic kernels
-from .backends.array_api.conversion import summed_before_cast
+from .backends.array_api.conversion import coalesce_coo, summed_before_cast
 from .backends.array_api.linalg import LobpcgState
-from .formats import Layout, SparseArray, strided
+from .backends.array_api.reduction import quietly
+from .formats import COOArray, Layout, SparseArray, strided
 from .formats._invariants import dtype_name, is_half_precision
 
 __all__ = [
@@ -120,12 +122,36 @@ def _common_dtype(*operands: Any) -> Any:
 
 def _sum_before_cast(xp: Any, *operands: Any) -> tuple[Any, ...]:
     """The operands of a product, an uncoalesced COO one coalesced first where the product casts its values
-    to the promoted dtype (:func:`summed_before_cast`)."""
+    to the promoted dtype (:func:`summed_before_cast`), or where another operand holds a value that is not
+    finite: the values mean their sums, and the products of duplicates -2 and 4.5 with inf add up to NaN,
+    where their sum's is inf. (Only then: finite operands multiply duplicates one by one, as torch does.)"""
+    uncoalesced = [i for i, x in enumerate(operands) if _uncoalesced(x)]
+    if uncoalesced:
+        finite = [_finite(xp, x) for x in operands]
+        operands = tuple(
+            coalesce_coo(xp, x) if i in uncoalesced and not all(f for j, f in enumerate(finite) if j != i) else x
+            for i, x in enumerate(operands)
+        )
     first = operands[0].dtype
     if all(x.dtype == first for x in operands[1:]):
         return operands
     dtype = result_type(*operands)
     return tuple(summed_before_cast(xp, x, dtype) for x in operands)
+
+
+def _uncoalesced(x: Any) -> bool:
+    return isinstance(x, COOArray) and not x._coalesced
+
+
+def _finite(xp: Any, x: Any) -> bool:
+    """Whether every element of ``x`` (the fill value of a sparse one too) is finite: their sum is (an
+    infinity or NaN stays in a sum; a sum that overflows only says no)."""
+    values = x._vals if isinstance(x, SparseArray) else x
+    if not xp.isdtype(values.dtype, ("real floating", "complex floating")):
+        return True
+    if isinstance(x, SparseArray) and not cmath.isfinite(complex(x.fill_value)):
+        return False
+    return bool(xp.all(xp.isfinite(quietly(xp, lambda: xp.sum(values)))))
 
 
 def _prepare_pair(op: str, names: tuple[str, str], x1: Any, x2: Any) -> tuple[Backend, Any]:
@@ -278,7 +304,7 @@ def matmul(x1: Any, x2: Any, /, *, layout: Layout | None = None) -> Any:
     """
     op = "matmul"
     backend, xp = _prepare_pair(op, ("x1", "x2"), x1, x2)
-    if x1.dtype != x2.dtype:
+    if x1.dtype != x2.dtype or _uncoalesced(x1) or _uncoalesced(x2):
         x1, x2 = _sum_before_cast(xp, x1, x2)
     (l1, s1), (l2, s2) = _layout_shape(x1), _layout_shape(x2)
     _matmul_shape(op, s1, s2)
