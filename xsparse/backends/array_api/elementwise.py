@@ -734,17 +734,30 @@ def _part_equals(xp: Any, part: Any, fill: float) -> Any:
     return xp.isnan(part) if fill != fill else part == fill
 
 
+def _operand_cast(xp: Any, name: str, a: Any, b: Any) -> Callable[[Any], Any]:
+    """How both operands' values (dtypes ``a`` and ``b``) are cast before ``name`` combines them: to the dtype
+    promoted by the standard's table (torch mixes uint16/uint32/uint64 with no other dtype). A logical
+    function reads truth values only, and takes them where the backend promotes the two dtypes with each other
+    nowhere (torch's uint16 and bool), as its dense path does (:func:`_unsigned_binary`)."""
+    if name in _LOGICAL_BINARY:
+        try:
+            xp.result_type(a, b)
+        except RuntimeError:
+            return lambda v: v if xp.isdtype(v.dtype, "bool") else v != 0
+    dtype = result_dtype(xp, a, b)
+    return lambda v: xp.astype(v, dtype, copy=False)
+
+
 def _combine(xp: Any, name: str, a: COOArray, b: COOArray, joined: tuple[Any, ...] | None = None) -> COOArray:
     """``name(a, b)`` of two coalesced COO arrays of one shape and sparse_dim, on the union of their entries;
     or, given ``joined`` (:func:`_join_broadcast`: every entry specified on both sides), on those entries."""
     f = _binary_func(name)
-    # promoted first by the standard's table: torch mixes uint16/uint32/uint64 with no other dtype
-    dtype = result_dtype(xp, a.dtype, b.dtype)
-    fill_a, fill_b = (xp.astype(_fill_element(xp, c), dtype) for c in (a, b))
+    cast = _operand_cast(xp, name, a.dtype, b.dtype)
+    fill_a, fill_b = (cast(_fill_element(xp, c)) for c in (a, b))
     computed, error = _attempt(lambda: f(xp, fill_a, fill_b))
     idx, va, vb, has_a, has_b = merge_coo(xp, a, b) if joined is None else joined
     shape = tuple(a.shape) if joined is None else broadcast_shapes(name, tuple(a.shape), tuple(b.shape))
-    va, vb = (xp.astype(v, dtype, copy=False) for v in (va, vb))
+    va, vb = (cast(v) for v in (va, vb))
     values = _values_like_dense(xp, lambda p, q: f(xp, p, q), len(shape), va, vb)
     if a.dtype != b.dtype:
         # the dense function of operands of two dtypes may choose a result dtype of its own, not that of the
@@ -767,13 +780,13 @@ def _fills_annihilate(xp: Any, name: str, a: COOArray, b: COOArray) -> bool:
     """Whether ``name`` of each side's stored values with the other side's fill value gives the result's
     fill value, so that only the entries both sides specify can differ from it."""
     f = _binary_func(name)
-    dtype = result_dtype(xp, a.dtype, b.dtype)
-    fill_a, fill_b = (xp.astype(fill_array(xp, c), dtype) for c in (a, b))
+    cast = _operand_cast(xp, name, a.dtype, b.dtype)
+    fill_a, fill_b = (cast(fill_array(xp, c)) for c in (a, b))
     computed, error = _attempt(lambda: f(xp, fill_a, fill_b))
     if error is not None:
         return False
     for v, first in ((a._vals, True), (b._vals, False)):
-        v = xp.astype(v, dtype, copy=False)
+        v = cast(v)
         out = f(xp, v, fill_b) if first else f(xp, fill_a, v)
         if v.shape[0] and not bool(xp.all(_equals_fill(xp, out, computed))):
             return False
