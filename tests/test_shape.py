@@ -1566,3 +1566,27 @@ def test_diff_of_batches_with_prepend_and_append(backend: str, xp: Any) -> None:
     for axis, kw in ((2, {"prepend": np.array([[[5.0], [0.0]], [[0.0], [0.0]]])}), (1, {"append": np.ones((2, 1, 2)), "n": 2}), (0, {"prepend": np.ones((1, 2, 2))})):
         r = xs.diff(x, axis=axis, **{k: xp.asarray(v) if k != "n" else v for k, v in kw.items()})
         assert_sparse_equal(r, xp.asarray(np.diff(d, axis=axis, **kw)), check_layout=xs.sparse_csr)
+
+
+def test_diff_with_a_sparse_prepend_split_otherwise(backend: str, xp: Any) -> None:
+    """A sparse prepend or append whose split into sparse and dense dimensions differs from x's (all-sparse
+    COO beside a hybrid CSR or BSR array): the differences are computed and returned in COO, with the
+    warning, as joins of such operands are. x's layout could hold them with one of the splits only: the
+    join raised LayoutError, or returned another batch and dense split silently."""
+    h0 = np.where(np.arange(24).reshape(1, 3, 4, 2) % 3 == 0, 1.0, 0.0)
+    h = np.concatenate([h0, 2 * h0])  # one number of entries per batch
+    p = np.ones((1, 3, 4, 2))
+    cases = [
+        (xs.to_sparse(xp.asarray(h), layout=xs.sparse_csr, dense_dim=1), h, {"prepend": p}),
+        (xs.to_sparse(xp.asarray(h[0]), layout=xs.sparse_csr, dense_dim=1), h[0], {"append": p[0, :1]}),
+        (xs.to_sparse(xp.asarray(np.ones((3, 4, 1, 1))), layout=xs.sparse_bsr, blocksize=(2, 1), dense_dim=1), np.ones((3, 4, 1, 1)), {"prepend": np.ones((1, 4, 1, 1))}),
+    ]
+    for x, host, kw in cases:
+        sparse_kw = {k: xs.to_sparse(xp.asarray(v)) for k, v in kw.items()}
+        with pytest.warns(xs.SparseEfficiencyWarning, match=r"^diff: prepend or append is split into sparse and dense dimensions otherwise than x"):
+            r = xs.diff(x, axis=0, **sparse_kw)
+        assert_sparse_equal(r, xp.asarray(np.diff(host, axis=0, **kw)), check_layout=xs.sparse_coo)
+        # with x's split, x's layout and split are kept
+        kept = xs.diff(x, axis=0, **{k: xp.asarray(v) for k, v in kw.items()})
+        assert kept.layout is x.layout and kept.dense_dim() == x.dense_dim()
+        assert_sparse_equal(kept, xp.asarray(np.diff(host, axis=0, **kw)))

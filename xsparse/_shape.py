@@ -650,7 +650,9 @@ def diff(
         The differences of two slices are :func:`~xsparse.subtract` of sparse arrays: the result holds
         the union of their specified elements, and its fill value is ``fill - fill`` (0 for a finite
         fill value, NaN for an infinite one). A BSR/BSC array differenced along a sparse dimension is
-        computed (and returned) as COO, since a shift by one element splits its blocks.
+        computed (and returned) as COO, since a shift by one element splits its blocks; so is one with a
+        sparse ``prepend`` or ``append`` split into sparse and dense dimensions otherwise than ``x``
+        (with a :class:`~xsparse.SparseEfficiencyWarning`, as :func:`concat` joins such operands).
 
     Examples
     --------
@@ -682,7 +684,19 @@ def diff(
         x, source = to_sparse(x, layout=sparse_coo), sparse_coo
     like = x if isinstance(x, CompressedArray) and x.batch_dim() else None
     if prepend is not None or append is not None:
-        if like is not None:
+        splits = [a.dense_dim() for a in (prepend, append) if isinstance(a, SparseArray)]
+        if isinstance(x, SparseArray) and any(d != x.dense_dim() for d in splits):
+            # x's layout could hold the joined array only with one of the splits: the elements are joined and
+            # differenced in COO, which holds both (as concat joins operands split differently)
+            warnings.warn(
+                f"{op}: prepend or append is split into sparse and dense dimensions otherwise than x (dense_dims="
+                f"{splits}, x.dense_dim()={x.dense_dim()}); computing the differences as sparse_coo arrays instead. Give "
+                f"them x's split (xsparse.to_sparse(a, layout=x.layout, dense_dim={x.dense_dim()})) to keep x's layout.",
+                SparseEfficiencyWarning,
+                stacklevel=2,
+            )
+            x, source, like = to_sparse(x, layout=sparse_coo), sparse_coo, None
+        elif like is not None:
             # the joined batches may hold unequal numbers of elements, which a compressed array cannot
             # (invariant 3.9): join and difference the elements, then pad the batches, as the differences
             # of x alone are padded
