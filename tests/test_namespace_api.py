@@ -813,6 +813,10 @@ def test_matrix_norm_of_matrices_without_rows_or_columns(xp: Any, shape: tuple[i
     if shape[-1] == 0:
         with pytest.raises(ValueError, match=r"^matrix_norm: ord=-1 is the smallest column sum, and the matrices have none \(x.shape=.*\)\. Pass"):
             xs.linalg.matrix_norm(s, ord=-1)
+    # the smallest of no singular values: NumPy's and torch's own errors (a reduction's, an IndexError) were raised
+    for operand in (s, d):
+        with pytest.raises(ValueError, match=r"^matrix_norm: ord=-2 is the smallest singular value, and the matrices have none \(x.shape=.*\)\. Pass"):
+            xs.linalg.matrix_norm(operand, ord=-2)
 
 
 def test_linalg_arguments_of_every_library(xp: Any) -> None:

@@ -579,6 +579,12 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: int | float | str | N
             f"{op}: ord={ord} is the smallest {'column' if ord == -1 else 'row'} sum, and the matrices have none "
             f"(x.shape={tuple(x.shape)}). Pass matrices with {'columns' if ord == -1 else 'rows'}, or another ord."
         )
+    if ord == -2 and min(x.shape[-2:]) == 0:
+        # as the smallest sums above: NumPy raises its reduction's ValueError, torch an IndexError
+        raise ValueError(
+            f"{op}: ord=-2 is the smallest singular value, and the matrices have none (x.shape={tuple(x.shape)}). "
+            "Pass matrices with rows and columns, or another ord."
+        )
     if not isinstance(x, SparseArray):
         if ord in ("nuc", 2, -2) and is_half_precision(x.dtype):
             # NumPy's and torch's SVDs take no half precision: in float32, cast back, as for a sparse x
