@@ -585,6 +585,8 @@ def test_take_strided_and_errors(xp: Any) -> None:
     for bad in (2**63, -(2**63) - 1, 2**70):
         with pytest.raises(IndexError, match=rf"^take: index {bad} is out of bounds for axis 1 of size 3 \(index={bad}, axis=1"):
             xs.take(s, [0, bad], axis=1)
+    with pytest.raises(TypeError, match=r"take: indices must be a 1-D integer array"):
+        xs.take(s, [1.5, 2**70], axis=1)  # a float among them: not integers, whatever their size
     with pytest.raises(TypeError, match=r"take: indices must be a 1-D integer array \(shape=\(1, 1\), dtype=int64\)\. Pass a 1-D array"):
         xs.take(s, [[0]], axis=1)
     with pytest.raises(TypeError, match=r"take: indices must be a 1-D integer array \(shape=\(1,\), dtype=float(32|64)\)"):
@@ -1081,11 +1083,11 @@ def test_diagonal_on_pointers_against_the_element_coo(backend: str, xp: Any, lay
     check_all(run_kernels("diagonal", (layout,), backend, xp, a, offset), expected, check_layout=xs.sparse_coo)
 
 
-@pytest.mark.parametrize("layout", [xs.sparse_coo, xs.sparse_csr, xs.sparse_csc], ids=str)
+@pytest.mark.parametrize("layout", SPARSE_LAYOUTS, ids=str)
 def test_diagonal_far_beyond_the_matrix_is_empty(backend: str, xp: Any, layout: xs.Layout) -> None:
-    """An offset past int64's range once added to a position: an empty diagonal on every layout, as COO gave."""
-    a = xs.to_sparse(xp.asarray([[1.0, 2.0], [0.0, 3.0]]), layout=layout)
-    for offset in (-(2**63), 2**63 - 1, -3, 3):
+    """An offset past int64's range once added to a position: an empty diagonal on every layout."""
+    a = xs.to_sparse(xp.asarray([[1.0, 2.0], [0.0, 3.0]]), layout=layout, blocksize=(1, 1) if layout.is_blocked else None)
+    for offset in (-(2**63), 2**63 - 1, 2**63, -(2**70), 2**70, -3, 3):
         d = xs.linalg.diagonal(a, offset=offset)
         assert d.layout is xs.sparse_coo and d.shape == (0,) and d.nnz == 0
 

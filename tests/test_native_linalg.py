@@ -862,6 +862,11 @@ def test_torch_products_of_hypersparse_operands_go_to_the_generic_kernel() -> No
         r = xs.to_sparse_coo(x @ y)
         np.testing.assert_array_equal(to_numpy(r.indices()), indices)
         np.testing.assert_array_equal(to_numpy(r.values()), values)
+    # a tall operand of 32 rows per entry is still torch's (its row pointers cost less than the generic sort)
+    m = 2**18
+    tall_ok = xs.to_backend(xs.sparse_coo_array(np.stack([np.arange(m) * 32, np.zeros(m, np.int64)]), np.ones(m), (32 * m, 5)), "torch")
+    (coo_coo,) = [k for k in xs.kernels("matmul") if k.backend == "torch" and k.signature == (xs.sparse_coo, xs.sparse_coo)]
+    assert coo_coo.supports(txp, tall_ok, xs.to_sparse_coo(a).mT) is None
     ones = torch.ones(5, 2, dtype=torch.float64)
     (smm,) = [k for k in xs.kernels("smm") if k.backend == "torch"]
     assert "work arrays per row and column" in str(smm.supports(txp, tall, ones))

@@ -463,6 +463,9 @@ def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1, layout: Layout |
     return convert_result(dispatch.call(op, (layout_of(x),), backend.name, xp, x, ind, ax), layout, op)
 
 
+_NOT_INTEGERS = "{op}: indices must be a 1-D integer array (shape={shape}, dtype={dtype}). Pass a 1-D array or list of integers."
+
+
 def _index_array(op: str, backend: Backend, xp: Any, indices: Any, size: int, axis: int, x: Any) -> Any:
     """``indices`` as a 1-D int64 array of the backend, negative ones wrapped; IndexError when out of bounds."""
     if isinstance(indices, SparseArray):
@@ -470,15 +473,14 @@ def _index_array(op: str, backend: Backend, xp: Any, indices: Any, size: int, ax
     if isinstance(indices, (list, tuple)):
         # a Python integer that no int64 holds is out of bounds of every axis: said here, where the backends'
         # asarray would raise an overflow error of its own or make an array of objects
-        for i in indices:
-            if type(i) is int and not -(2**63) <= i < 2**63:
-                _out_of_bounds(op, i, size, axis)
+        huge = [i for i in indices if type(i) is int and not -(2**63) <= i < 2**63]
+        if huge and all(type(i) is int for i in indices):
+            _out_of_bounds(op, huge[0], size, axis)
+        if huge:
+            raise TypeError(_NOT_INTEGERS.format(op=op, shape=(len(indices),), dtype="object"))
     ind = indices if is_strided(indices) else xp.asarray(indices, device=_device_of(x))
     if ind.ndim != 1 or not (is_integer_dtype(ind.dtype) or ind.shape[0] == 0):
-        raise TypeError(
-            f"{op}: indices must be a 1-D integer array (shape={tuple(ind.shape)}, dtype={dtype_name(ind.dtype)}). Pass a "
-            "1-D array or list of integers."
-        )
+        raise TypeError(_NOT_INTEGERS.format(op=op, shape=tuple(ind.shape), dtype=dtype_name(ind.dtype)))
     return _in_bounds(op, backend, xp, _int64_indices(op, xp, ind, size, axis), size, axis)
 
 

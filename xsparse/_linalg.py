@@ -13,6 +13,7 @@ sparse @ sparse has the left operand's layout. ``layout=`` converts the result.
 from __future__ import annotations
 
 import cmath
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -28,7 +29,6 @@ from .backends import Backend
 from .backends.array_api import linalg as _generic  # registers the generic kernels
 from .backends.array_api.conversion import coalesce_coo, summed_before_cast
 from .backends.array_api.linalg import LobpcgState
-from .backends.array_api.reduction import quietly
 from .formats import COOArray, Layout, SparseArray, strided
 from .formats._invariants import dtype_name, is_half_precision
 
@@ -122,14 +122,14 @@ def _common_dtype(*operands: Any) -> Any:
 
 def _sum_before_cast(xp: Any, *operands: Any) -> tuple[Any, ...]:
     """The operands of a product, an uncoalesced COO one coalesced first where the product casts its values
-    to the promoted dtype (:func:`summed_before_cast`), or where another operand holds a value that is not
-    finite: the values mean their sums, and the products of duplicates -2 and 4.5 with inf add up to NaN,
-    where their sum's is inf. (Only then: finite operands multiply duplicates one by one, as torch does.)"""
+    to the promoted dtype (:func:`summed_before_cast`), or where another operand may hold a value that is
+    not finite (:func:`_meets_non_finite`): the values mean their sums, and the products of duplicates -2
+    and 4.5 with inf add up to NaN, where their sum's is inf. (Finite operands multiply duplicates one by
+    one, as torch does.)"""
     uncoalesced = [i for i, x in enumerate(operands) if _uncoalesced(x)]
     if uncoalesced:
-        finite = [_finite(xp, x) for x in operands]
         operands = tuple(
-            coalesce_coo(xp, x) if i in uncoalesced and not all(f for j, f in enumerate(finite) if j != i) else x
+            coalesce_coo(xp, x) if i in uncoalesced and _meets_non_finite(xp, x, operands[:i] + operands[i + 1 :]) else x
             for i, x in enumerate(operands)
         )
     first = operands[0].dtype
@@ -143,15 +143,22 @@ def _uncoalesced(x: Any) -> bool:
     return isinstance(x, COOArray) and not x._coalesced
 
 
-def _finite(xp: Any, x: Any) -> bool:
-    """Whether every element of ``x`` (the fill value of a sparse one too) is finite: their sum is (an
-    infinity or NaN stays in a sum; a sum that overflows only says no)."""
-    values = x._vals if isinstance(x, SparseArray) else x
-    if not xp.isdtype(values.dtype, ("real floating", "complex floating")):
-        return True
-    if isinstance(x, SparseArray) and not cmath.isfinite(complex(x.fill_value)):
-        return False
-    return bool(xp.all(xp.isfinite(quietly(xp, lambda: xp.sum(values)))))
+def _meets_non_finite(xp: Any, a: COOArray, others: tuple[Any, ...]) -> bool:
+    """Whether the uncoalesced ``a`` is to be coalesced because an operand in ``others`` may hold an infinity or
+    NaN: one whose elements outnumber ``a``'s entries eight times is not read (a sort of the entries costs less),
+    the others are summed (an infinity or NaN stays in a sum; one that overflows only says yes)."""
+    for x in others:
+        values = x._vals if isinstance(x, SparseArray) else x
+        if not xp.isdtype(values.dtype, ("real floating", "complex floating")):
+            continue
+        if isinstance(x, SparseArray) and not cmath.isfinite(complex(x.fill_value)):
+            return True
+        if math.prod(values.shape) > 8 * a.nnz:
+            return True
+        with np.errstate(all="ignore"):  # an overflow of the sum says yes, silently (array_api_strict sums in NumPy)
+            if not bool(xp.all(xp.isfinite(xp.sum(values)))):
+                return True
+    return False
 
 
 def _prepare_pair(op: str, names: tuple[str, str], x1: Any, x2: Any) -> tuple[Backend, Any]:

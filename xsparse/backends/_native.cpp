@@ -28,7 +28,7 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-#if defined(__GNUC__) && defined(__x86_64__)
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(XSPARSE_NO_AVX2)
 #include <immintrin.h>  // the AVX2 tiles' streaming stores, in functions built for AVX2 only
 #endif
 
@@ -1439,7 +1439,7 @@ inline void store_vectors(T* out, const V* acc, int n_vec, bool stream) {
 // package is built for the baseline x86-64, whose vectors are 16 bytes): half the instructions of
 // the 16-byte tiles, and the same additions in the same order, so the results agree bit for bit.
 // Only the plain product into contiguous rows (out = A @ D) takes it.
-#if defined(__GNUC__) && defined(__x86_64__)
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(XSPARSE_NO_AVX2)
 #define XSPARSE_AVX2_TILES 1
 
 inline bool cpu_has_avx2() {
@@ -1502,6 +1502,16 @@ __attribute__((target("avx2"))) int64_t wide_row(const I* __restrict idx, const 
     }
     return j0;
 }
+#endif
+
+// The 32-byte forms below (the count of nonzero values, the plain-index pass of the invariant check) are
+// clones of their loops compiled for AVX2, chosen at run time; elsewhere (other CPUs and compilers, or a
+// build with XSPARSE_NO_AVX2 defined) they are the baseline loops.
+#ifdef XSPARSE_AVX2_TILES
+#define XSPARSE_TARGET_AVX2 __attribute__((target("avx2")))
+#else
+#define XSPARSE_TARGET_AVX2
+inline bool cpu_has_avx2() { return false; }
 #endif
 
 // Entries this far ahead have the rows of D they will read prefetched (up to kPrefetchRowBytes of
@@ -3580,7 +3590,7 @@ __attribute__((noinline)) int64_t count_words_base(const U* u, int64_t n) {
 }
 
 template <class U, int Parts>
-__attribute__((noinline, target("avx2"))) int64_t count_words_avx2(const U* u, int64_t n) {
+__attribute__((noinline)) XSPARSE_TARGET_AVX2 int64_t count_words_avx2(const U* u, int64_t n) {
     return count_words<U, Parts>(u, n);
 }
 
@@ -4385,7 +4395,7 @@ __attribute__((always_inline)) inline bool plain_pass(const I* __restrict x, int
 // The same with 32-byte vectors: x86-64's baseline (16-byte) vectors have no 64-bit comparison, so there
 // the int64 passes stay scalar (a third of SciPy's full check's speed).
 template <class I>
-__attribute__((target("avx2"))) bool plain_pass_avx2(const I* __restrict x, int64_t n, I hi, int64_t& descents) {
+XSPARSE_TARGET_AVX2 bool plain_pass_avx2(const I* __restrict x, int64_t n, I hi, int64_t& descents) {
     return plain_pass<I>(x, n, hi, descents);
 }
 

@@ -420,19 +420,22 @@ def _matmul_strided_compressed_torch(xp: Any, a: torch.Tensor, b: CompressedArra
 
 
 # torch's sparse @ sparse, sspaddmm and smm compress their operands' rows and keep work arrays per row
-# and column (as the compiled SpGEMM keeps a row of the result per thread): operands with far more
-# positions than entries (two entries in 2**40 columns) go to the generic kernel, whose memory follows
-# the entries. torch aborts the process where such an allocation fails.
-_POSITIONS_PER_ENTRY = 8
+# and column: operands with far more positions than entries (two entries in 2**40 columns) go to the
+# generic kernel, whose memory follows the entries. torch aborts the process where such an allocation
+# fails. An index array per position costs about a nanosecond per position, the generic kernel's sort
+# some hundred per entry: tens of positions per entry are still cheaper in torch. (The compiled SpGEMM,
+# which keeps a dense row of the result per thread, declines wide results as the NumPy backend's does.)
+_POSITIONS_PER_ENTRY = 64
 _POSITIONS_MIN = 1 << 22
+_COMPILED_COLUMNS_PER_ENTRY = 8
 
 
-def _hypersparse_reason(nnz: int, *sizes: int) -> str | None:
+def _hypersparse_reason(nnz: int, *sizes: int, per_entry: int = _POSITIONS_PER_ENTRY, what: str = "torch's sparse products") -> str | None:
     size = max(sizes)
-    if size > max(_POSITIONS_MIN, _POSITIONS_PER_ENTRY * nnz):
+    if size > max(_POSITIONS_MIN, per_entry * nnz):
         return (
-            f"torch's sparse products keep work arrays per row and column ({size}), far more than the operands' "
-            f"{nnz} entries; the generic kernel's memory follows the entries"
+            f"{what} keep work arrays per row and column ({size}), far more than the operands' {nnz} entries; the "
+            "generic kernel's memory follows the entries"
         )
     return None
 
@@ -509,7 +512,9 @@ def _supports_compiled_spgemm(xp: Any, a: CompressedArray, b: CompressedArray) -
         return "the compiled SpGEMM runs on CPU tensors only"
     from .. import _cpu as compiled
 
-    return compiled.unavailable_reason()
+    columns = b.shape[1] if a.layout is sparse_csr else a.shape[0]  # CSC: the product of the transposes
+    wide = _hypersparse_reason(a.nnz + b.nnz, columns, per_entry=_COMPILED_COLUMNS_PER_ENTRY, what="the compiled SpGEMM's rows")
+    return wide or compiled.unavailable_reason()
 
 
 @register("matmul", (sparse_csr, sparse_csr), backend="torch", supports=_supports_compiled_spgemm, priority=1)
